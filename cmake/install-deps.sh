@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Luminal builds against, if any are missing.
+# Idempotent and silent when everything is present. Usage: cmake/install-deps.sh [--dev]
+#   --dev  also installs the tools the golden-data generator needs (python3-torch).
+set -euo pipefail
+pkgs=(cmake ninja-build g++ gcc pkg-config libfmt-dev catch2 libbenchmark-dev
+      libopenblas-dev nlohmann-json3-dev)
+[[ "${1:-}" == "--dev" ]] && pkgs+=(python3-torch graphviz)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=""
+[[ $(id -u) -ne 0 ]] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
