@@ -1,0 +1,41 @@
+// A Graph owns tensor nodes: inputs (given per call), params (weights, bound once on the
+// Callable), named dims and named outputs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "luminal/dim.hpp"
+#include "luminal/dtype.hpp"
+#include "luminal/tensor.hpp"
+
+namespace luminal {
+
+class Graph {
+ public:
+  Graph();
+
+  /// A named symbolic dim with inclusive range [lo, hi]; bound from input shapes at call.
+  Dim dim(const std::string& name, int64_t lo, int64_t hi,
+          std::source_location loc = std::source_location::current());
+  /// A per-call input.
+  Tensor input(const std::string& name, const std::vector<Dim>& shape, DType dtype = f32,
+               std::source_location loc = std::source_location::current());
+  /// A weight: bound once with Callable::bind, not passed per call.
+  Tensor param(const std::string& name, const std::vector<Dim>& shape, DType dtype = f32,
+               std::source_location loc = std::source_location::current());
+  /// Marks `t` as the output `name`.
+  void output(const std::string& name, const Tensor& t,
+              std::source_location loc = std::source_location::current());
+
+  /// Internal: the node store shared by this graph's tensors.
+  const std::shared_ptr<detail::GraphImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<detail::GraphImpl> impl_;
+};
+
+}  // namespace luminal

@@ -1,0 +1,89 @@
+// The primitive op set (DESIGN.md "Primitive ops") and the only functions that create
+// graph nodes. Every high-level op in lib/graph/ops*.cpp is a composition of these.
+//
+// Contract between the graph core and the high-level ops:
+//  * Primitives do NOT broadcast and do NOT promote dtypes: binary and where operands
+//    must already have provably equal shapes and equal dtypes (the high-level ops insert
+//    reshape/expand/cast nodes). A violation throws ShapeError/DTypeError naming `op`.
+//  * All operands must belong to the same graph (else ShapeError "... another graph").
+//  * `op` is the user-facing op name used in error messages ("matmul", "softmax"...);
+//    `loc` is the user's call site, recorded on the node and printed in errors.
+//  * Float primitives accept f32 only (f16/bf16 are cast to f32 by the high-level op);
+//    add/mul/mod/max/less_than/equal/sum/max-reduce also accept i32; equal and where
+//    accept boolean operands; cast accepts any pair.
+#pragma once
+
+#include <cstdint>
+#include <source_location>
+#include <string_view>
+#include <vector>
+
+#include "luminal/dim.hpp"
+#include "luminal/dtype.hpp"
+#include "luminal/graph.hpp"
+#include "luminal/tensor.hpp"
+
+namespace luminal::detail {
+
+enum class PrimOp : uint8_t {
+  // leaves
+  Input, Param, Constant, Iota,
+  // unary (f32)
+  Exp2, Log2, Sin, Sqrt, Recip, Neg,
+  // binary (same shape, same dtype)
+  Add, Mul, Mod, Max, LessThan, Equal,
+  // others
+  Where, Cast, SumReduce, MaxReduce, Gather,
+  // views: index maps, no copy
+  Reshape, Permute, Expand, Slice, Pad,
+};
+
+/// Name of a primitive as printed in dumps and reports ("exp2", "sum_reduce", ...).
+std::string_view prim_name(PrimOp op);
+
+using Loc = std::source_location;
+
+// ---- leaves
+/// A scalar constant (shape {}) of dtype `dt`; broadcast it with prim_reshape/prim_expand.
+Tensor prim_constant(Graph& g, double value, DType dt, std::string_view op, Loc loc);
+/// i32 [n]: 0, 1, ..., n-1.
+Tensor prim_iota(Graph& g, const Dim& n, std::string_view op, Loc loc);
+
+// ---- elementwise
+Tensor prim_unary(PrimOp op, const Tensor& x, std::string_view name, Loc loc);
+Tensor prim_binary(PrimOp op, const Tensor& a, const Tensor& b, std::string_view name, Loc loc);
+/// cond: boolean; a and b: same dtype; all three the same shape.
+Tensor prim_where(const Tensor& cond, const Tensor& a, const Tensor& b, std::string_view name, Loc loc);
+/// Float -> int truncates toward zero; to boolean is (x != 0); bool -> number is 0/1;
+/// f32 -> f16/bf16 rounds to nearest even.
+Tensor prim_cast(const Tensor& x, DType to, std::string_view name, Loc loc);
+
+// ---- reductions over one axis (0 <= axis < rank); the axis is removed from the shape.
+/// PrimOp::SumReduce or PrimOp::MaxReduce. Sum of an empty axis is 0, max is -inf.
+Tensor prim_reduce(PrimOp op, const Tensor& x, int axis, std::string_view name, Loc loc);
+
+/// table [V, D...], ids i32 of any shape -> ids.shape + [D...]; an id outside [0, V) is
+/// a RuntimeError at execution.
+Tensor prim_gather(const Tensor& table, const Tensor& ids, std::string_view name, Loc loc);
+
+// ---- views
+/// Same element count (proven, or a guard checked at call time), row-major order.
+Tensor prim_reshape(const Tensor& x, const std::vector<Dim>& shape, std::string_view name, Loc loc);
+/// perm is a permutation of 0..rank-1.
+Tensor prim_permute(const Tensor& x, const std::vector<int>& perm, std::string_view name, Loc loc);
+/// Same rank; every dim either equal to the target or 1 (broadcast to the target).
+Tensor prim_expand(const Tensor& x, const std::vector<Dim>& shape, std::string_view name, Loc loc);
+/// Elements start, start+step, ... < end along `axis`; 0 <= start <= end <= dim, step >= 1
+/// (the high-level op normalizes and clamps Python-style first).
+Tensor prim_slice(const Tensor& x, int axis, const Dim& start, const Dim& end, int64_t step,
+                  std::string_view name, Loc loc);
+/// Adds `lo` elements before and `hi` after along `axis`, filled with `value`; lo, hi >= 0.
+Tensor prim_pad(const Tensor& x, int axis, const Dim& lo, const Dim& hi, double value,
+                std::string_view name, Loc loc);
+
+/// True when a and b are the same symbolic value in canonical form (e.g. B*4/4 and B).
+bool dims_provably_equal(const Dim& a, const Dim& b);
+/// True when a and b can be proven different for every binding in their ranges.
+bool dims_provably_different(const Dim& a, const Dim& b);
+
+}  // namespace luminal::detail
