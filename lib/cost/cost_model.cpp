@@ -1,0 +1,20 @@
+#include "cost/cost_model.hpp"
+
+#include <algorithm>
+
+namespace luminal::detail {
+
+double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
+  // Too little independent work leaves cores (SMs) idle: scale the usable peak down.
+  double lanes = static_cast<double>(t.compute_units) * t.simd_lanes_f32;
+  double occupancy = std::clamp(w.parallelism / lanes, 1.0 / lanes, 1.0);
+  double flops = w.flops + w.transcendentals * t.transcendental_flops;
+  double compute_s = flops / (t.peak_flops_f32 * w.compute_efficiency * occupancy);
+  // Traffic that fits in the last-level cache streams at cache speed.
+  double bytes = w.bytes_read + w.bytes_written;
+  double bw = bytes <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth;
+  double memory_s = bytes / bw;
+  return std::max(compute_s, memory_s) + t.launch_overhead_s;
+}
+
+}  // namespace luminal::detail

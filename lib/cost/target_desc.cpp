@@ -1,0 +1,125 @@
+#include "cost/target_desc.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "luminal/error.hpp"
+
+namespace luminal::detail {
+namespace {
+
+// "48K", "2048K", "32M" from /sys/devices/system/cpu/cpu0/cache/indexN/size.
+double read_cache_bytes(int index) {
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+  std::string s;
+  if (!(f >> s) || s.empty()) return 0;
+  double v = std::atof(s.c_str());
+  char unit = s.back();
+  if (unit == 'K') v *= 1024;
+  if (unit == 'M') v *= 1024 * 1024;
+  return v;
+}
+
+bool cpu_has_flag(const std::string& flag) {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line);
+    std::string w;
+    while (words >> w)
+      if (w == flag) return true;
+    return false;
+  }
+  return false;
+}
+
+double cpu_ghz() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("cpu MHz", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return std::atof(line.c_str() + colon + 1) / 1000.0;
+    }
+  return 2.5;
+}
+
+double env_or(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atof(v) : fallback;
+}
+
+}  // namespace
+
+TargetDesc describe_host_cpu() {
+  TargetDesc d;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  d.compute_units = cores > 0 ? static_cast<int>(cores) : 1;
+  bool avx512 = cpu_has_flag("avx512f");
+  bool avx2 = cpu_has_flag("avx2") && cpu_has_flag("fma");
+  d.simd_lanes_f32 = avx512 ? 16 : avx2 ? 8 : 4;
+  d.name = avx512 ? "cpu:avx512" : avx2 ? "cpu:avx2" : "cpu:sse";
+  double fma_units = avx2 || avx512 ? 2 : 1;
+  double peak = d.compute_units * cpu_ghz() * 1e9 * d.simd_lanes_f32 * fma_units * 2;
+  d.peak_flops_f32 = env_or("LUMINAL_CPU_GFLOPS", peak / 1e9) * 1e9;
+  d.peak_flops_f16 = d.peak_flops_f32;  // f16/bf16 compute in f32 on the CPU
+  d.mem_bandwidth = env_or("LUMINAL_CPU_BANDWIDTH_GBS", 20.0) * 1e9;
+  d.cache_bandwidth = d.mem_bandwidth * 4;
+  d.local_bytes = read_cache_bytes(2);
+  d.llc_bytes = read_cache_bytes(3);
+  if (d.llc_bytes == 0) d.llc_bytes = d.local_bytes;
+  d.launch_overhead_s = 2e-6;  // an OpenMP parallel region: fork, barrier
+  d.transcendental_flops = 12; // our vectorized polynomial approximations
+  return d;
+}
+
+TargetDesc describe_gpu(std::string_view arch) {
+  TargetDesc d;
+  d.name = std::string(arch);
+  d.transcendental_flops = 4;  // special function units
+  if (arch == "sm_80") {         // A100 SXM 80 GB
+    d.name = "cuda:sm_80";
+    d.compute_units = 108;
+    d.simd_lanes_f32 = 32 * 4;   // 4 warps in flight per SM to hide latency
+    d.peak_flops_f32 = 19.5e12;
+    d.peak_flops_f16 = 312e12;
+    d.mem_bandwidth = 2.0e12;
+    d.cache_bandwidth = 5.0e12;
+    d.llc_bytes = 40.0 * 1024 * 1024;
+    d.local_bytes = 164.0 * 1024;
+    d.launch_overhead_s = 4e-6;
+  } else if (arch == "sm_90") {  // H100 / H200 SXM
+    d.name = "cuda:sm_90";
+    d.compute_units = 132;
+    d.simd_lanes_f32 = 32 * 4;
+    d.peak_flops_f32 = 67e12;
+    d.peak_flops_f16 = 790e12;
+    d.mem_bandwidth = 4.8e12;
+    d.cache_bandwidth = 10e12;
+    d.llc_bytes = 50.0 * 1024 * 1024;
+    d.local_bytes = 228.0 * 1024;
+    d.launch_overhead_s = 3e-6;
+  } else if (arch == "gfx90a") { // MI250X, one GCD
+    d.name = "hip:gfx90a";
+    d.compute_units = 110;
+    d.simd_lanes_f32 = 64 * 4;
+    d.peak_flops_f32 = 47.9e12;
+    d.peak_flops_f16 = 191e12;
+    d.mem_bandwidth = 1.6e12;
+    d.cache_bandwidth = 4.0e12;
+    d.llc_bytes = 8.0 * 1024 * 1024;
+    d.local_bytes = 64.0 * 1024;
+    d.launch_overhead_s = 5e-6;
+  } else {
+    throw CompileError("[cost] unknown GPU architecture '" + std::string(arch) +
+                       "': known are sm_80, sm_90, gfx90a");
+  }
+  return d;
+}
+
+}  // namespace luminal::detail

@@ -1,0 +1,34 @@
+// Hardware descriptions the cost model reads. One value type for every target kind, so
+// the roofline in cost_model.hpp is written once.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace luminal::detail {
+
+struct TargetDesc {
+  std::string name;               // "cpu:avx512", "cuda:sm_90", "hip:gfx90a"
+  int compute_units = 1;          // CPU cores, CUDA SMs, HIP CUs
+  int simd_lanes_f32 = 1;         // f32 lanes of one vector instruction (CPU) / warp width (GPU)
+  double peak_flops_f32 = 1e9;    // FMA = 2 flops, all units busy
+  double peak_flops_f16 = 1e9;    // tensor cores / packed math where present
+  double mem_bandwidth = 1e9;     // bytes/s from main memory (DRAM, HBM)
+  double cache_bandwidth = 1e9;   // bytes/s from the last-level cache
+  double llc_bytes = 0;           // last-level cache (CPU L3, GPU L2)
+  double local_bytes = 0;         // per-core L2 (CPU) or shared memory per SM (GPU)
+  double launch_overhead_s = 0;   // one kernel launch / parallel region
+  double transcendental_flops = 8;  // flop-equivalents of one exp/log/sin/tanh
+};
+
+/// The machine this process runs on: cores, vector width (AVX-512, AVX2 or SSE), caches
+/// from sysfs. Peak FLOP/s follows from cores x frequency x lanes x 2 FMA units x 2;
+/// bandwidth is the figure stated for this machine class (a parallel copy reaches about
+/// 20 GB/s), overridable with LUMINAL_CPU_BANDWIDTH_GBS / LUMINAL_CPU_GFLOPS.
+TargetDesc describe_host_cpu();
+
+/// A GPU architecture from its published figures: "sm_80" (A100), "sm_90" (H100/H200),
+/// "gfx90a" (MI200). Throws CompileError for an architecture it does not know.
+TargetDesc describe_gpu(std::string_view arch);
+
+}  // namespace luminal::detail
