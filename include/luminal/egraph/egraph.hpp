@@ -1,0 +1,469 @@
+// The e-graph: union-find over e-classes, a hashcons of canonical e-nodes, deferred
+// rebuilding and an e-class analysis.
+//
+// Layout (why it is fast): every array is flat and indexed by a 32-bit id. A node is an
+// entry in parallel arrays (op, payload, offset of its children in one shared `kids_`
+// array, cached hash). Creating a node creates its singleton class with the same id, so
+// node ids and class ids share one numbering and one set of arrays. Each child slot of
+// each node is also a "parent edge" of the child's class: the parents of a class form a
+// circular singly-linked list threaded through the slots, so merging two parent lists is
+// an O(1) splice and adding a node allocates nothing but array growth.
+//
+// Invariants after rebuild(): every live node's children are canonical (union-find
+// roots); the hashcons holds exactly the live nodes, so no two live nodes are equal; every
+// class's analysis data is the join of `make` over its nodes.
+#pragma once
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "luminal/egraph/analysis.hpp"
+#include "luminal/egraph/hashcons.hpp"
+#include "luminal/egraph/language.hpp"
+
+namespace luminal::egraph {
+
+/// A read-only snapshot of the canonical e-graph, built after a rebuild: the live nodes of
+/// every class sorted by op, and for every op the classes that hold it. E-matching and
+/// extraction read it; it is invalidated by the next change to the e-graph.
+template <Language L>
+class ClassIndex {
+ public:
+  using Op = typename L::Op;
+
+  /// Canonical class ids, ascending.
+  std::span<const Id> classes() const noexcept { return classes_; }
+  /// Node ids of class `cls` (canonical), sorted by op.
+  std::span<const Id> nodes(Id cls) const noexcept {
+    return {nodes_.data() + off_[cls], nodes_.data() + off_[cls + 1]};
+  }
+  /// Node ids of class `cls` with op `op`.
+  std::span<const Id> nodes(Id cls, Op op) const noexcept {
+    std::uint32_t b = off_[cls], e = off_[cls + 1];
+    while (b < e && node_op_[nodes_[b]] != op) ++b;
+    std::uint32_t m = b;
+    while (m < e && node_op_[nodes_[m]] == op) ++m;
+    return {nodes_.data() + b, nodes_.data() + m};
+  }
+  /// Canonical classes holding at least one node with op `op`, ascending.
+  std::span<const Id> classes_with(Op op) const noexcept {
+    std::size_t i = op_index<L>(op);
+    return {op_classes_.data() + op_off_[i], op_classes_.data() + op_off_[i + 1]};
+  }
+  /// Every live node id, grouped by class.
+  std::span<const Id> all_nodes() const noexcept { return nodes_; }
+
+ private:
+  template <Language, class>
+  friend class EGraph;
+  std::span<const Op> node_op_;
+  std::vector<std::uint32_t> off_;  // per class id: start of its nodes in nodes_
+  std::vector<Id> nodes_;
+  std::vector<Id> classes_;
+  std::vector<std::uint32_t> op_off_;
+  std::vector<Id> op_classes_;
+};
+
+/// An e-graph over language `L` with e-class analysis `A`.
+///
+/// Typical use: `add` terms, `merge` classes, `rebuild` once to restore congruence, then
+/// read `index()` / `data()`. Between rebuilds `add` and `merge` are valid and cheap, but
+/// equal nodes may be duplicated until the next rebuild. Not thread-safe (even `find`
+/// compresses paths).
+template <Language L, class A = NoAnalysis>
+class EGraph {
+ public:
+  using Lang = L;
+  using Analysis = A;
+  using Op = typename L::Op;
+  using Payload = typename L::Payload;
+  using Data = typename A::Data;
+
+  /// An empty e-graph; `analysis` is kept and called for every node and merge.
+  explicit EGraph(A analysis = A{}) : analysis_(std::move(analysis)) { kid_off_.push_back(0); }
+
+  // ------------------------------------------------------------------ building
+
+  /// Adds the node (op, payload, kids) unless an equal node exists; returns its class
+  /// (canonical). Children are canonicalized first.
+  Id add(Op op, const Payload& payload, std::span<const Id> kids) {
+    Id buf[kInlineKids];
+    std::vector<Id> big;
+    Id* canon = buf;
+    if (kids.size() > kInlineKids) {
+      big.resize(kids.size());
+      canon = big.data();
+    }
+    for (std::size_t i = 0; i < kids.size(); ++i) canon[i] = find(kids[i]);
+    std::span<const Id> ck(canon, kids.size());
+    std::uint32_t h = hash_node<L>(op, payload, ck);
+    if (Id m = memo_.find(h, [&](Id n) { return equal(n, op, payload, ck); }); m != kNoId)
+      return find(node_class_[m]);
+    Id n = push_node(op, payload, ck, h);
+    memo_.insert_new(h, n);
+    if constexpr (!kEmptyData) data_.back() = analysis_.make(*this, node(n));
+    ++version_;
+    if constexpr (requires(A& a) { a.modify(*this, n); }) analysis_.modify(*this, n);
+    return n;
+  }
+  /// `add` with a default payload.
+  Id add(Op op, std::initializer_list<Id> kids = {}) { return add(op, Payload{}, std::span<const Id>(kids.begin(), kids.size())); }
+  /// `add` with a payload and a brace list of children.
+  Id add(Op op, const Payload& payload, std::initializer_list<Id> kids) {
+    return add(op, payload, std::span<const Id>(kids.begin(), kids.size()));
+  }
+
+  /// The class of the node equal to (op, payload, kids) after canonicalizing kids, or kNoId.
+  Id lookup(Op op, const Payload& payload, std::span<const Id> kids) const {
+    std::vector<Id> canon(kids.begin(), kids.end());
+    for (Id& k : canon) k = find(k);
+    std::span<const Id> ck(canon);
+    Id m = memo_.find(hash_node<L>(op, payload, ck), [&](Id n) { return equal(n, op, payload, ck); });
+    return m == kNoId ? kNoId : find(node_class_[m]);
+  }
+
+  /// Canonical id of class `id` (path halving).
+  Id find(Id id) const noexcept {
+    while (uf_[id] != id) {
+      Id p = uf_[id];
+      Id g = uf_[p];
+      uf_[id] = g;
+      id = g;
+    }
+    return id;
+  }
+
+  /// Unions two classes; returns false when they were already equal. Congruence is
+  /// restored by the next `rebuild`.
+  bool merge(Id a, Id b) {
+    a = find(a);
+    b = find(b);
+    if (a == b) return false;
+    if (pcount_[a] < pcount_[b]) std::swap(a, b);  // keep the class with more parents
+    uf_[b] = a;
+    --num_classes_;
+    ++version_;
+    DidMerge dm;
+    if constexpr (!kEmptyData) {
+      dm = analysis_.merge(data_[a], std::move(data_[b]));
+      data_[b] = Data{};
+    }
+    // Every parent of b now has a non-canonical child: it must be re-hashed.
+    collect_parents(b, pending_, dm.b && !dm.a);
+    splice_parents(a, b);
+    if (dm.a) collect_parents(a, analysis_pending_, false);
+    if constexpr (requires(A& an) { an.modify(*this, a); })
+      if (dm.a) modified_.push_back(a);
+    return true;
+  }
+
+  /// Restores the invariants (congruence closure, canonical hashcons, joined analysis
+  /// data). Returns the number of merges that congruence caused.
+  std::size_t rebuild() {
+    std::size_t unions = 0;
+    while (!pending_.empty() || !analysis_pending_.empty() || !modified_.empty()) {
+      while (!pending_.empty()) {
+        Id n = pending_.back();
+        pending_.pop_back();
+        if (!live_[n]) continue;
+        bool changed = false;
+        for (std::uint32_t s = kid_off_[n], e = kid_off_[n + 1]; s < e; ++s) {
+          Id r = find(kids_[s]);
+          if (r != kids_[s]) {
+            kids_[s] = r;
+            changed = true;
+          }
+        }
+        if (!changed) continue;
+        memo_.erase(hash_[n], n);
+        NodeView<L> v = node(n);
+        std::uint32_t h = hash_node<L>(v.op, v.payload, v.kids);
+        hash_[n] = h;
+        Id m = memo_.find_or_insert(h, n, [&](Id o) { return equal(o, v.op, v.payload, v.kids); });
+        if (m != n) {
+          live_[n] = 0;
+          --num_live_;
+          unions += merge(node_class_[n], node_class_[m]) ? 1 : 0;
+        }
+      }
+      while (!analysis_pending_.empty()) {
+        Id n = analysis_pending_.back();
+        analysis_pending_.pop_back();
+        if constexpr (!kEmptyData) {
+          if (!live_[n]) continue;
+          Id c = find(node_class_[n]);
+          DidMerge dm = analysis_.merge(data_[c], analysis_.make(*this, node(n)));
+          if (dm.a) {
+            collect_parents(c, analysis_pending_, false);
+            if constexpr (requires(A& an) { an.modify(*this, c); }) modified_.push_back(c);
+          }
+        }
+      }
+      if constexpr (requires(A& an) { an.modify(*this, Id{}); }) {
+        std::vector<Id> mods;
+        mods.swap(modified_);
+        for (Id c : mods) analysis_.modify(*this, find(c));
+      } else {
+        modified_.clear();
+      }
+    }
+    index_valid_ = false;
+    return unions;
+  }
+
+  /// True when no merge is waiting for `rebuild`.
+  bool is_clean() const noexcept { return pending_.empty() && analysis_pending_.empty() && modified_.empty(); }
+
+  // ------------------------------------------------------------------ reading
+
+  /// Live (canonical, distinct) e-nodes; exact after `rebuild`.
+  std::size_t num_nodes() const noexcept { return num_live_; }
+  /// E-classes.
+  std::size_t num_classes() const noexcept { return num_classes_; }
+  /// Node ids handed out so far (live and dead); node ids are below this.
+  std::size_t num_node_ids() const noexcept { return op_.size(); }
+  /// Increases on every new node and every effective merge: equal versions, same e-graph.
+  std::uint64_t version() const noexcept { return version_; }
+
+  /// The node with id `nid` (its children may be stale before `rebuild`).
+  NodeView<L> node(Id nid) const noexcept {
+    return NodeView<L>{op_[nid], payload(nid),
+                       std::span<const Id>(kids_.data() + kid_off_[nid], kid_off_[nid + 1] - kid_off_[nid])};
+  }
+  /// Op of node `nid`.
+  Op op(Id nid) const noexcept { return op_[nid]; }
+  /// Payload of node `nid`.
+  const Payload& payload(Id nid) const noexcept {
+    if constexpr (kEmptyPayload) {
+      return empty_payload_;
+    } else {
+      return payload_[nid];
+    }
+  }
+  /// Whether node `nid` is still a canonical node (not removed as a duplicate).
+  bool is_live(Id nid) const noexcept { return live_[nid] != 0; }
+  /// The canonical class of node `nid`.
+  Id class_of_node(Id nid) const noexcept { return find(node_class_[nid]); }
+
+  /// The analysis data of class `cls` (any id of the class).
+  const Data& data(Id cls) const noexcept {
+    if constexpr (kEmptyData) {
+      return empty_data_;
+    } else {
+      return data_[find(cls)];
+    }
+  }
+  /// The analysis object.
+  A& analysis() noexcept { return analysis_; }
+  const A& analysis() const noexcept { return analysis_; }
+
+  /// The class index of the current (rebuilt) e-graph, built on first use after a change.
+  /// Requires `is_clean()`.
+  const ClassIndex<L>& index() {
+    assert(is_clean());
+    if (!index_valid_ || index_version_ != version_) build_index();
+    return index_;
+  }
+
+  /// Approximate bytes held by the e-graph's arrays.
+  std::size_t memory_bytes() const noexcept {
+    return op_.capacity() * sizeof(Op) + payload_.capacity() * sizeof(Payload) + kid_off_.capacity() * 4 +
+           kids_.capacity() * 4 * 3 + hash_.capacity() * 4 + node_class_.capacity() * 4 + live_.capacity() +
+           uf_.capacity() * 4 + phead_.capacity() * 4 + pcount_.capacity() * 4 + data_.capacity() * sizeof(Data) +
+           memo_.memory_bytes();
+  }
+
+  /// Reserves room for `n` nodes with about `k` child slots in total.
+  void reserve(std::size_t n, std::size_t k) {
+    op_.reserve(n);
+    if constexpr (!kEmptyPayload) payload_.reserve(n);
+    kid_off_.reserve(n + 1);
+    kids_.reserve(k);
+    pnext_.reserve(k);
+    slot_node_.reserve(k);
+    hash_.reserve(n);
+    node_class_.reserve(n);
+    live_.reserve(n);
+    uf_.reserve(n);
+    phead_.reserve(n);
+    pcount_.reserve(n);
+    if constexpr (!kEmptyData) data_.reserve(n);
+    memo_.reserve(n);
+  }
+
+ private:
+  static constexpr std::size_t kInlineKids = 8;
+  static constexpr std::uint32_t kNoSlot = 0xFFFFFFFFu;
+  static constexpr bool kEmptyPayload = std::is_empty_v<Payload>;
+  static constexpr bool kEmptyData = std::is_empty_v<Data>;
+
+  bool equal(Id n, Op op, const Payload& p, std::span<const Id> kids) const noexcept {
+    if (op_[n] != op) return false;
+    std::uint32_t b = kid_off_[n];
+    if (kid_off_[n + 1] - b != kids.size()) return false;
+    if constexpr (!kEmptyPayload)
+      if (!(payload_[n] == p)) return false;
+    for (std::size_t i = 0; i < kids.size(); ++i)
+      if (kids_[b + i] != kids[i]) return false;
+    return true;
+  }
+
+  Id push_node(Op op, const Payload& p, std::span<const Id> kids, std::uint32_t h) {
+    Id n = static_cast<Id>(op_.size());
+    op_.push_back(op);
+    if constexpr (!kEmptyPayload) payload_.push_back(p);
+    std::uint32_t base = kid_off_.back();
+    for (std::size_t i = 0; i < kids.size(); ++i) {
+      std::uint32_t s = base + static_cast<std::uint32_t>(i);
+      Id k = kids[i];
+      kids_.push_back(k);
+      slot_node_.push_back(n);
+      // Thread slot s into the parent ring of class k.
+      if (phead_[k] == kNoSlot) {
+        phead_[k] = s;
+        pnext_.push_back(s);
+      } else {
+        pnext_.push_back(pnext_[phead_[k]]);
+        pnext_[phead_[k]] = s;
+      }
+      ++pcount_[k];
+    }
+    kid_off_.push_back(base + static_cast<std::uint32_t>(kids.size()));
+    hash_.push_back(h);
+    node_class_.push_back(n);
+    live_.push_back(1);
+    uf_.push_back(n);
+    phead_.push_back(kNoSlot);
+    pcount_.push_back(0);
+    if constexpr (!kEmptyData) data_.emplace_back();
+    ++num_live_;
+    ++num_classes_;
+    return n;
+  }
+
+  // Pushes the live parent nodes of class c onto `out` (and, with also_analysis, onto the
+  // analysis worklist), unlinking dead parents from the ring as it goes.
+  void collect_parents(Id c, std::vector<Id>& out, bool also_analysis) {
+    std::uint32_t head = phead_[c];
+    if (head == kNoSlot) return;
+    std::uint32_t prev = head;
+    std::uint32_t s = pnext_[head];
+    for (;;) {
+      bool is_head = s == head;
+      Id n = slot_node_[s];
+      if (!live_[n] && !is_head) {
+        s = pnext_[s];
+        pnext_[prev] = s;
+        --pcount_[c];
+        continue;
+      }
+      if (live_[n]) {
+        out.push_back(n);
+        if (also_analysis) analysis_pending_.push_back(n);
+      }
+      if (is_head) break;
+      prev = s;
+      s = pnext_[s];
+    }
+  }
+
+  // Moves b's parent ring into a's (O(1) splice of two circular lists).
+  void splice_parents(Id a, Id b) {
+    if (phead_[b] == kNoSlot) return;
+    if (phead_[a] == kNoSlot) {
+      phead_[a] = phead_[b];
+    } else {
+      std::swap(pnext_[phead_[a]], pnext_[phead_[b]]);
+    }
+    phead_[b] = kNoSlot;
+    pcount_[a] += pcount_[b];
+    pcount_[b] = 0;
+  }
+
+  void build_index() {
+    ClassIndex<L>& ix = index_;
+    const std::size_t n = op_.size();
+    ix.node_op_ = std::span<const Op>(op_);
+    // Counting sort of live nodes by op, then stably by class: class-major, op-minor.
+    const std::size_t nops = static_cast<std::size_t>(L::kNumOps);
+    std::vector<std::uint32_t> opcount(nops + 1, 0);
+    for (std::size_t i = 0; i < n; ++i)
+      if (live_[i]) ++opcount[op_index<L>(op_[i]) + 1];
+    for (std::size_t i = 0; i < nops; ++i) opcount[i + 1] += opcount[i];
+    std::vector<Id> by_op(num_live_);
+    for (std::size_t i = 0; i < n; ++i)
+      if (live_[i]) by_op[opcount[op_index<L>(op_[i])]++] = static_cast<Id>(i);
+    ix.off_.assign(n + 1, 0);
+    for (Id i : by_op) ++ix.off_[find(node_class_[i]) + 1];
+    for (std::size_t i = 0; i < n; ++i) ix.off_[i + 1] += ix.off_[i];
+    ix.nodes_.resize(num_live_);
+    {
+      std::vector<std::uint32_t> fill(ix.off_.begin(), ix.off_.end() - 1);
+      for (Id i : by_op) ix.nodes_[fill[find(node_class_[i])]++] = i;
+    }
+    ix.classes_.clear();
+    ix.classes_.reserve(num_classes_);
+    std::vector<std::uint32_t> per_op(nops + 1, 0);
+    for (std::size_t c = 0; c < n; ++c) {
+      if (ix.off_[c] == ix.off_[c + 1]) continue;
+      ix.classes_.push_back(static_cast<Id>(c));
+      std::size_t last = SIZE_MAX;
+      for (std::uint32_t j = ix.off_[c]; j < ix.off_[c + 1]; ++j) {
+        std::size_t o = op_index<L>(op_[ix.nodes_[j]]);
+        if (o != last) ++per_op[o + 1];
+        last = o;
+      }
+    }
+    for (std::size_t i = 0; i < nops; ++i) per_op[i + 1] += per_op[i];
+    ix.op_off_ = per_op;
+    ix.op_classes_.resize(per_op[nops]);
+    for (Id c : ix.classes_) {
+      std::size_t last = SIZE_MAX;
+      for (std::uint32_t j = ix.off_[c]; j < ix.off_[c + 1]; ++j) {
+        std::size_t o = op_index<L>(op_[ix.nodes_[j]]);
+        if (o != last) ix.op_classes_[per_op[o]++] = c;
+        last = o;
+      }
+    }
+    index_valid_ = true;
+    index_version_ = version_;
+  }
+
+  A analysis_;
+  // Per node id (= per class id).
+  std::vector<Op> op_;
+  std::vector<Payload> payload_;  // empty when Payload is an empty type
+  std::vector<std::uint32_t> kid_off_;
+  std::vector<std::uint32_t> hash_;
+  std::vector<Id> node_class_;
+  std::vector<std::uint8_t> live_;
+  mutable std::vector<Id> uf_;
+  std::vector<std::uint32_t> phead_;
+  std::vector<std::uint32_t> pcount_;
+  std::vector<Data> data_;  // empty when Data is an empty type
+  // Per child slot.
+  std::vector<Id> kids_;
+  std::vector<std::uint32_t> pnext_;
+  std::vector<Id> slot_node_;
+
+  Hashcons memo_;
+  std::vector<Id> pending_;
+  std::vector<Id> analysis_pending_;
+  std::vector<Id> modified_;
+  std::size_t num_live_ = 0;
+  std::size_t num_classes_ = 0;
+  std::uint64_t version_ = 0;
+  ClassIndex<L> index_;
+  bool index_valid_ = false;
+  std::uint64_t index_version_ = ~std::uint64_t{0};
+  static inline const Payload empty_payload_{};
+  static inline const Data empty_data_{};
+};
+
+}  // namespace luminal::egraph

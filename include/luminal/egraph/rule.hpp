@@ -1,0 +1,262 @@
+// Rewrite rules: a searcher (one pattern, or several roots sharing variables) and an
+// applier (a right-side pattern per root, or a lambda), optionally guarded by a condition.
+//
+//   rule("comm-add", a + b, b + a)                          // pattern => pattern
+//   rule("div-self", a / a, one, [](auto& g, const Match& m) { return !is_zero(g, m[a]); })
+//   rule("fold", a + b, [](auto& g, const Match& m) { ... g.add(...); g.merge(...); })
+//   multi_rule("share", patterns(matmul(x, w1), matmul(x, w2)), [](auto& g, const Match& m) {...})
+//
+// `rule()` returns a spec that converts to `Rule<L, A>` for whatever analysis the e-graph
+// uses, so rule sets are written once per language.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "luminal/egraph/egraph.hpp"
+#include "luminal/error.hpp"
+#include "luminal/egraph/pattern.hpp"
+#include "luminal/egraph/pattern_dsl.hpp"
+
+namespace luminal::egraph {
+
+/// The matches of one rule in one search: fixed-width rows (roots, then variables).
+struct Matches {
+  std::vector<Id> rows;
+  std::uint32_t width = 0;
+  const VarTable* vars = nullptr;
+  /// Number of matches.
+  std::size_t size() const noexcept { return width == 0 ? 0 : rows.size() / width; }
+  /// Match i.
+  Match operator[](std::size_t i) const noexcept { return Match(rows.data() + i * width, vars); }
+  /// Forgets the matches, keeping the memory.
+  void clear() noexcept { rows.clear(); }
+};
+
+/// A rewrite rule over e-graphs of language L with analysis A.
+template <Language L, class A = NoAnalysis>
+class Rule {
+ public:
+  using Graph = EGraph<L, A>;
+  /// A custom applier: may add nodes and merge classes. An application counts when the
+  /// e-graph changed.
+  using ApplyFn = std::function<void(Graph&, const Match&)>;
+  /// A condition checked before applying a match.
+  using CondFn = std::function<bool(Graph&, const Match&)>;
+
+  /// A rule from runtime patterns (`rhs` has one pattern per root of `lhs`, or is empty
+  /// when `apply` is given). Throws std::invalid_argument on an unbound right-side variable.
+  Rule(std::string name, std::vector<Pattern<L>> lhs, std::vector<Pattern<L>> rhs, ApplyFn apply = {},
+       CondFn cond = {})
+      : name_(std::move(name)), lhs_(std::move(lhs)), rhs_(std::move(rhs)), apply_(std::move(apply)),
+        cond_(std::move(cond)) {
+    std::vector<const Pattern<L>*> ps;
+    std::uint64_t bound = 0;
+    for (const auto& p : lhs_) {
+      ps.push_back(&p);
+      bound |= p.vars();
+    }
+    for (const auto& p : rhs_)
+      if (p.vars() & ~bound) throw Error("[egraph] rule '" + name_ + "': right side uses an unbound variable");
+    if (!apply_ && rhs_.size() != lhs_.size())
+      throw Error("[egraph] rule '" + name_ + "': needs one right side per left root, or an applier");
+    program_ = Program<L>::compile(ps);
+  }
+
+  /// The rule's name (reports use it).
+  const std::string& name() const noexcept { return name_; }
+  /// The compiled left side.
+  const Program<L>& program() const noexcept { return program_; }
+  /// The left-side patterns.
+  const std::vector<Pattern<L>>& lhs() const noexcept { return lhs_; }
+
+  /// Appends the matches on the rebuilt e-graph to `out`; stops after `limit` + 1 matches.
+  /// Returns the number found (limit + 1 means "more than limit").
+  std::size_t search(const Graph& g, const ClassIndex<L>& ix, Matches& out,
+                     std::size_t limit = std::numeric_limits<std::size_t>::max()) const {
+    out.width = program_.vars.width;
+    out.vars = &program_.vars;
+    std::size_t count = 0;
+    const std::uint32_t* keep = program_.keep.data();
+    const std::size_t w = program_.keep.size();
+    auto yield = [&](const Id* regs) {
+      for (std::size_t i = 0; i < w; ++i) out.rows.push_back(regs[keep[i]]);
+      return ++count <= limit;
+    };
+    Machine<L, A, decltype(yield)> m(g, ix, program_, yield);
+    m.run();
+    return count;
+  }
+
+  /// Counts the matches without storing them.
+  std::size_t count(const Graph& g, const ClassIndex<L>& ix) const {
+    std::size_t count = 0;
+    auto yield = [&](const Id*) {
+      ++count;
+      return true;
+    };
+    Machine<L, A, decltype(yield)> m(g, ix, program_, yield);
+    m.run();
+    return count;
+  }
+
+  /// Applies every match (conditions checked first); returns the effective applications.
+  std::size_t apply(Graph& g, const Matches& ms) const {
+    std::size_t applied = 0;
+    std::vector<Id> ids;
+    for (std::size_t i = 0, n = ms.size(); i < n; ++i) {
+      Match m = ms[i];
+      if (cond_ && !cond_(g, m)) continue;
+      if (apply_) {
+        std::uint64_t v = g.version();
+        apply_(g, m);
+        applied += g.version() != v;
+        continue;
+      }
+      for (std::size_t r = 0; r < rhs_.size(); ++r)
+        applied += g.merge(m.root(r), instantiate(g, rhs_[r], m, ids)) ? 1 : 0;
+    }
+    return applied;
+  }
+
+  /// Adds pattern `p` with variables taken from `m`; returns its class.
+  static Id instantiate(Graph& g, const Pattern<L>& p, const Match& m, std::vector<Id>& ids) {
+    ids.resize(p.nodes.size());
+    Id kids[16];
+    for (std::size_t j = 0; j < p.nodes.size(); ++j) {
+      const auto& n = p.nodes[j];
+      if (n.var >= 0) {
+        ids[j] = m.var(n.var);
+        continue;
+      }
+      std::vector<Id> big;
+      Id* kb = kids;
+      if (n.nkids > 16) {
+        big.resize(n.nkids);
+        kb = big.data();
+      }
+      for (std::uint32_t k = 0; k < n.nkids; ++k) kb[k] = ids[p.kids[n.kid_begin + k]];
+      ids[j] = g.add(n.op, n.payload, std::span<const Id>(kb, n.nkids));
+    }
+    return ids.back();
+  }
+
+ private:
+  std::string name_;
+  std::vector<Pattern<L>> lhs_;
+  std::vector<Pattern<L>> rhs_;
+  ApplyFn apply_;
+  CondFn cond_;
+  Program<L> program_;
+};
+
+// ---------------------------------------------------------------------- rule specs
+
+/// Marker for "no callable".
+struct NoFn {};
+
+/// A rule before it is bound to an analysis type; converts to any `Rule<L, A>`.
+template <Language L, class Ap = NoFn, class Co = NoFn>
+struct RuleSpec {
+  std::string name;
+  std::vector<Pattern<L>> lhs;
+  std::vector<Pattern<L>> rhs;
+  Ap applier;
+  Co cond;
+
+  /// The same rule guarded by `c(egraph, match) -> bool`.
+  template <class C>
+  RuleSpec<L, Ap, C> when(C c) const {
+    return {name, lhs, rhs, applier, std::move(c)};
+  }
+
+  template <class A>
+  operator Rule<L, A>() const {  // NOLINT: implicit on purpose (rule lists)
+    typename Rule<L, A>::ApplyFn ap;
+    typename Rule<L, A>::CondFn co;
+    if constexpr (!std::is_same_v<Ap, NoFn>) {
+      ap = [f = applier](EGraph<L, A>& g, const Match& m) { f(g, m); };
+    }
+    if constexpr (!std::is_same_v<Co, NoFn>) {
+      co = [f = cond](EGraph<L, A>& g, const Match& m) { return static_cast<bool>(f(g, m)); };
+    }
+    return Rule<L, A>(name, lhs, rhs, std::move(ap), std::move(co));
+  }
+};
+
+/// Several pattern expressions (the roots of a multi-pattern, or their right sides).
+template <PatternExpr... Ps>
+struct PatternList {
+  std::tuple<Ps...> items;
+  static constexpr std::uint64_t vars = (std::uint64_t{0} | ... | Ps::vars);
+};
+
+/// Groups pattern expressions: `patterns(matmul(x, w1), matmul(x, w2))`.
+template <PatternExpr... Ps>
+constexpr PatternList<std::remove_cvref_t<Ps>...> patterns(Ps&&... ps) {
+  return {{std::forward<Ps>(ps)...}};
+}
+
+namespace detail {
+template <class T>
+struct lang_of {
+  using type = typename T::Lang;
+};
+}  // namespace detail
+
+/// `lhs => rhs`. A right-side variable not bound on the left does not compile.
+template <PatternExpr Lhs, PatternExpr Rhs>
+auto rule(std::string name, const Lhs& lhs, const Rhs& rhs) {
+  static_assert(detail::is_pnode<Lhs>::value, "a rule's left side must be an op node, not a bare variable");
+  static_assert((Rhs::vars & ~Lhs::vars) == 0, "the right side uses a variable that the left side does not bind");
+  using L = typename Lhs::Lang;
+  return RuleSpec<L>{std::move(name), {to_pattern<L>(lhs)}, {to_pattern<L>(rhs)}, NoFn{}, NoFn{}};
+}
+
+/// `lhs => rhs if cond(egraph, match)`.
+template <PatternExpr Lhs, PatternExpr Rhs, class Cond>
+  requires(!PatternExpr<Cond>)
+auto rule(std::string name, const Lhs& lhs, const Rhs& rhs, Cond cond) {
+  return rule(std::move(name), lhs, rhs).when(std::move(cond));
+}
+
+/// `lhs => applier(egraph, match)`: the lambda adds nodes and merges classes itself.
+template <PatternExpr Lhs, class Fn>
+  requires(!PatternExpr<Fn>)
+auto rule(std::string name, const Lhs& lhs, Fn applier) {
+  static_assert(detail::is_pnode<Lhs>::value, "a rule's left side must be an op node, not a bare variable");
+  using L = typename Lhs::Lang;
+  return RuleSpec<L, Fn>{std::move(name), {to_pattern<L>(lhs)}, {}, std::move(applier), NoFn{}};
+}
+
+/// A multi-pattern rule: every combination of root matches that agrees on shared
+/// variables is passed to `applier(egraph, match)` (`match.root(i)` is root i's class).
+template <PatternExpr P0, PatternExpr... Ps, class Fn>
+  requires(!PatternExpr<Fn>)
+auto multi_rule(std::string name, const PatternList<P0, Ps...>& lhs, Fn applier) {
+  using L = typename P0::Lang;
+  std::vector<Pattern<L>> pats;
+  std::apply([&](const auto&... p) { (pats.push_back(to_pattern<L>(p)), ...); }, lhs.items);
+  return RuleSpec<L, Fn>{std::move(name), std::move(pats), {}, std::move(applier), NoFn{}};
+}
+
+/// A multi-pattern rule with one right side per root: root i is merged with rhs i.
+template <PatternExpr P0, PatternExpr... Ps, PatternExpr... Rs>
+auto multi_rule(std::string name, const PatternList<P0, Ps...>& lhs, const PatternList<Rs...>& rhs) {
+  static_assert(sizeof...(Rs) == 1 + sizeof...(Ps), "one right side per root");
+  static_assert((PatternList<Rs...>::vars & ~PatternList<P0, Ps...>::vars) == 0,
+                "the right side uses a variable that the left side does not bind");
+  using L = typename P0::Lang;
+  std::vector<Pattern<L>> l, r;
+  std::apply([&](const auto&... p) { (l.push_back(to_pattern<L>(p)), ...); }, lhs.items);
+  std::apply([&](const auto&... p) { (r.push_back(to_pattern<L>(p)), ...); }, rhs.items);
+  return RuleSpec<L>{std::move(name), std::move(l), std::move(r), NoFn{}, NoFn{}};
+}
+
+}  // namespace luminal::egraph
