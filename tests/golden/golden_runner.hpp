@@ -1,0 +1,24 @@
+// Builds golden cases as graphs with the public API, compiles them for a target, runs
+// them and compares every output with PyTorch's.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "golden/golden_data.hpp"
+#include "luminal/luminal.hpp"
+
+namespace golden {
+
+struct CaseResult {
+  const Case* c = nullptr;
+  bool ok = false;
+  std::string message;  // why it failed
+};
+
+/// Runs `cases` as ONE graph (each case its own inputs and output) on `target`: one
+/// compile for many cases keeps JIT targets fast. If building, compiling or running the
+/// group throws, each case is rerun alone so a failure names exactly one case.
+std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const luminal::Target& target);
+
+}  // namespace golden

@@ -1,0 +1,114 @@
+// Golden comparison against PyTorch: every op of API.md, several cases each (data from
+// tools/golden/gen_golden.py in tests/data/golden), on every available target.
+//
+// LUMINAL_GOLDEN_FILTER=<substring> runs only the cases whose name contains it, e.g.
+// LUMINAL_GOLDEN_FILTER=softmax/bf16 ./golden_tests
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "golden/golden_data.hpp"
+#include "golden/golden_ops.hpp"
+#include "golden/golden_runner.hpp"
+
+namespace lm = luminal;
+
+namespace {
+
+const std::vector<golden::Case>& all_cases() {
+  static const std::vector<golden::Case> cases = golden::load_cases(std::string(LUMINAL_TEST_DATA_DIR) + "/golden");
+  return cases;
+}
+
+std::vector<const golden::Case*> selected_cases() {
+  const char* filter = std::getenv("LUMINAL_GOLDEN_FILTER");
+  std::vector<const golden::Case*> out;
+  for (const auto& c : all_cases()) {
+    if (!filter || c.name.find(filter) != std::string::npos) out.push_back(&c);
+  }
+  return out;
+}
+
+/// Runs every selected case on `target`, one graph per op when `group_by_op` (fewer JIT
+/// compiles) or one graph per case, and fails with a per-op summary and the reasons.
+void check_target(const lm::Target& target, bool group_by_op) {
+  if (!target.is_available()) {
+    WARN("golden: target " << target.to_string() << " is not available here; skipped");
+    return;
+  }
+  std::map<std::string, std::vector<const golden::Case*>> by_op;
+  for (const golden::Case* c : selected_cases()) by_op[c->op].push_back(c);
+
+  std::map<std::string, std::pair<int, int>> tally;  // op -> (cases, failed)
+  std::string failures;
+  int total = 0, failed = 0;
+  for (const auto& [op, cases] : by_op) {
+    std::vector<golden::CaseResult> results;
+    if (group_by_op) {
+      results = golden::run_cases(cases, target);
+    } else {
+      for (const golden::Case* c : cases) results.push_back(golden::run_cases({c}, target).front());
+    }
+    for (const auto& r : results) {
+      ++total;
+      ++tally[op].first;
+      if (r.ok) continue;
+      ++failed;
+      ++tally[op].second;
+      failures += "  " + r.c->name + " [reference: " + r.c->reference + "]: " + r.message + "\n";
+    }
+  }
+  INFO("target " << target.to_string() << ": " << total << " golden cases, " << failed << " failed");
+  if (failed > 0) {
+    std::string table = "per-op (cases / failed):\n";
+    for (const auto& [op, t] : tally) {
+      if (t.second) table += "  " + op + ": " + std::to_string(t.first) + " / " + std::to_string(t.second) + "\n";
+    }
+    FAIL_CHECK(table << "failures on " << target.to_string() << ":\n" << failures);
+  }
+  CHECK(failed == 0);
+  CHECK(total > 0);
+}
+
+}  // namespace
+
+TEST_CASE("golden data covers every op of the API", "[golden][coverage]") {
+  std::map<std::string, int> counts;
+  for (const std::string& op : golden::api_ops()) counts[op] = 0;
+  std::set<std::string> unknown;
+  for (const auto& c : all_cases()) {
+    if (counts.count(c.op)) ++counts[c.op];
+    else unknown.insert(c.op);
+    if (!golden::has_builder(c.op)) unknown.insert(c.op);
+  }
+  std::string table, missing;
+  for (const auto& [op, n] : counts) {
+    table += "  " + op + ": " + std::to_string(n) + "\n";
+    if (n == 0) missing += " " + op;
+  }
+  INFO("golden cases per op:\n" << table);
+  INFO("ops without a golden case:" << (missing.empty() ? " none" : missing));
+  CHECK(missing.empty());
+  std::string unknown_list;
+  for (const auto& op : unknown) unknown_list += " " + op;
+  INFO("cases for ops the test cannot build:" << unknown_list);
+  CHECK(unknown.empty());
+  CHECK(all_cases().size() >= 3 * golden::api_ops().size());
+}
+
+TEST_CASE("golden: the reference interpreter matches PyTorch", "[golden][reference]") {
+  check_target(lm::Target::reference(), /*group_by_op=*/false);
+}
+
+TEST_CASE("golden: the CPU backend matches PyTorch", "[golden][cpu]") {
+  check_target(lm::Target::cpu(), /*group_by_op=*/true);
+}
+
+TEST_CASE("golden: GPU backends match PyTorch where present", "[golden][gpu]") {
+  check_target(lm::Target::cuda(), /*group_by_op=*/true);
+  check_target(lm::Target::hip(), /*group_by_op=*/true);
+}
