@@ -17,6 +17,8 @@ namespace luminal {
 class Graph {
  public:
   Graph();
+  /// Internal: a Graph handle sharing an existing node store (e.g. a tensor's graph).
+  explicit Graph(std::shared_ptr<detail::GraphImpl> impl);
 
   /// A named symbolic dim with inclusive range [lo, hi]; bound from input shapes at call.
   Dim dim(const std::string& name, int64_t lo, int64_t hi,

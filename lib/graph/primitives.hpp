@@ -10,7 +10,25 @@
 //    `loc` is the user's call site, recorded on the node and printed in errors.
 //  * Float primitives accept f32 only (f16/bf16 are cast to f32 by the high-level op);
 //    add/mul/mod/max/less_than/equal/sum/max-reduce also accept i32; equal and where
-//    accept boolean operands; cast accepts any pair.
+//    accept boolean operands; cast accepts any pair. Also accepted (graph core): neg on
+//    i32, and mul/max on boolean (= logical and/or).
+//  * Tensors without a graph (constant(), arange(), tril_mask()): build them in a fresh
+//    `Graph g;` (or any graph without inputs/params). When such a "constant-only" graph's
+//    tensor meets a tensor of a graph with inputs/params, its nodes are copied into that
+//    graph automatically (also by Graph::output). Two graphs that both have inputs or
+//    params cannot be mixed. `Graph(t.graph_impl())` gives a tensor's own graph.
+//
+// Numeric semantics (the reference interpreter; every backend must match):
+//  * f32 math is IEEE float (exp2f, log2f, sinf, sqrtf, 1/x); max and max_reduce
+//    propagate NaN (like torch.maximum / torch.amax).
+//  * mod is truncated like C: fmodf for f32, a % b for i32 (sign of the dividend);
+//    i32 a % 0 == 0 and INT32_MIN % -1 == 0 (defined, never a trap).
+//  * i32 add/mul/sum wrap around (two's complement).
+//  * sum_reduce accumulates in the element type, in index order along the axis
+//    (acc = 0; acc += x[0]; acc += x[1]; ...).
+//  * less_than and equal follow IEEE (NaN compares unequal).
+//  * cast: f32 -> i32 truncates toward zero, NaN -> 0, out of range saturates;
+//    x -> bool is x != 0; bool -> number is 0/1; f32 -> f16/bf16 rounds to nearest even.
 #pragma once
 
 #include <cstdint>

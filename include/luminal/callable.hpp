@@ -1,0 +1,61 @@
+// A compiled program: immutable after compile(), cheap to copy (copies share the program
+// and the bound params), safe to call from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "luminal/host_tensor.hpp"
+#include "luminal/target.hpp"
+
+namespace luminal {
+
+namespace detail {
+struct CallableState;
+}
+
+struct CompileReport {
+  std::string target;           // Target::to_string() of the compiled target
+  int64_t kernels = 0;          // kernels in the chosen program
+  int64_t primitive_ops = 0;    // primitive nodes of the input graph that the outputs need
+  int64_t egraph_nodes = 0;
+  int64_t egraph_classes = 0;
+  int64_t iterations = 0;
+  std::string stop_reason;      // why the search stopped ("saturated", "time budget", ...)
+  double compile_seconds = 0;
+  double estimated_seconds = 0; // the cost model's estimate of one call
+  std::string to_string() const;
+};
+
+class Callable {
+ public:
+  /// An empty Callable: calling it throws RuntimeError.
+  Callable() = default;
+  explicit Callable(std::shared_ptr<detail::CallableState> state) : state_(std::move(state)) {}
+
+  /// Binds the param `name` (validated: known param, dtype, shape). Not to be called
+  /// while another thread calls this Callable.
+  void bind(const std::string& name, HostTensor value);
+  /// Runs the program. Validates the inputs (unknown or missing names, rank, dims,
+  /// dims outside their range, dtype, unbound params, the graph's guards) and throws
+  /// RuntimeError on a bad call; the Callable stays usable.
+  std::map<std::string, HostTensor> operator()(const std::map<std::string, HostTensor>& inputs) const;
+
+  const CompileReport& report() const;
+  const Target& target() const;
+  /// Names in declaration order.
+  std::vector<std::string> input_names() const;
+  std::vector<std::string> param_names() const;
+  std::vector<std::string> output_names() const;
+
+  /// Internal.
+  const std::shared_ptr<detail::CallableState>& state() const { return state_; }
+
+ private:
+  std::shared_ptr<detail::CallableState> state_;
+};
+
+}  // namespace luminal

@@ -1,0 +1,34 @@
+// compile(): a Graph and a Target in, a Callable out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "luminal/callable.hpp"
+#include "luminal/graph.hpp"
+#include "luminal/target.hpp"
+
+namespace luminal {
+
+struct CompileOptions {
+  /// Generate and JIT-compile every kernel without needing the target's device: the
+  /// Callable has a full report but throws RuntimeError when called.
+  bool compile_only = false;
+  /// Enables rewrite rules that may change NaN/inf results.
+  bool fast_math = false;
+  /// Wall-clock budget of the search (saturation + extraction).
+  double time_budget_seconds = 10.0;
+  /// Maximum e-graph nodes during saturation.
+  int64_t node_limit = 200000;
+  /// Maximum saturation iterations.
+  int64_t iteration_limit = 30;
+  /// Run every compiled program once against the reference interpreter on random
+  /// inputs and throw CompileError on a mismatch (translation validation).
+  bool validate = false;
+  /// On-disk JIT cache folder; empty: the default cache location.
+  std::string cache_dir;
+};
+
+Callable compile(const Graph& graph, Target target, CompileOptions options = {});
+
+}  // namespace luminal

@@ -1,0 +1,46 @@
+// Where a compiled program runs. A value type that round-trips through a string:
+// "reference", "cpu", "cpu:avx512", "cuda", "cuda:sm_90", "cuda:1:sm_90", "hip:gfx90a".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace luminal {
+
+class Target {
+ public:
+  enum class Kind : uint8_t { reference, cpu, cuda, hip };
+
+  /// The interpreter: the semantics, slow but obviously correct.
+  static Target reference();
+  static Target cpu();
+  static Target cuda(int device = 0);
+  static Target hip(int device = 0);
+  /// CUDA device 0 if present, else HIP device 0, else the CPU.
+  static Target best();
+  /// Parses the forms above; an unknown kind or architecture throws CompileError.
+  static Target parse(std::string_view text);
+
+  std::string to_string() const;
+  /// Whether this target can run here (reference and cpu always; a GPU needs a driver
+  /// that loads and the device).
+  bool is_available() const;
+
+  Kind kind() const { return kind_; }
+  int device() const { return device_; }
+  /// "" (the default: detected or generic), "avx2", "avx512", "sm_90", "gfx90a", ...
+  const std::string& arch() const { return arch_; }
+  /// The same target with an explicit architecture (checked like parse()).
+  Target with_arch(std::string_view arch) const;
+
+  bool operator==(const Target&) const = default;
+
+ private:
+  Target(Kind kind, int device, std::string arch) : kind_(kind), device_(device), arch_(std::move(arch)) {}
+  Kind kind_ = Kind::reference;
+  int device_ = 0;
+  std::string arch_;
+};
+
+}  // namespace luminal

@@ -1,0 +1,247 @@
+// Canonical construction, printing, bounds and evaluation of Dim expressions.
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <limits>
+
+#include "graph/dim_expr.hpp"
+#include "luminal/error.hpp"
+
+namespace luminal::detail {
+
+namespace {
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+bool is_div_like(const Atom& a) { return a.kind == AtomKind::Div || a.kind == AtomKind::Mod; }
+
+// The text of a term without its sign: "B*C*4", "(B/2)*3".
+std::string term_text(const Term& t) {
+  const int64_t mag = t.coeff < 0 ? -t.coeff : t.coeff;  // coeff != INT64_MIN (checked)
+  const bool wrap = t.atoms.size() > 1 || mag != 1;
+  std::string s;
+  for (size_t i = 0; i < t.atoms.size(); ++i) {
+    if (i) s += '*';
+    const Atom& a = *t.atoms[i];
+    if (wrap && is_div_like(a)) {
+      s += '(' + a.text + ')';
+    } else {
+      s += a.text;
+    }
+  }
+  if (mag != 1) s += '*' + std::to_string(mag);
+  return s;
+}
+
+std::pair<int64_t, int64_t> term_bounds(const Term& t) {
+  int64_t lo = t.coeff, hi = t.coeff;
+  for (const AtomPtr& a : t.atoms) {
+    const std::array<int64_t, 4> c{sat_mul(lo, a->lo), sat_mul(lo, a->hi), sat_mul(hi, a->lo),
+                                   sat_mul(hi, a->hi)};
+    lo = *std::min_element(c.begin(), c.end());
+    hi = *std::max_element(c.begin(), c.end());
+  }
+  return {lo, hi};
+}
+}  // namespace
+
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw ShapeError("[dim] integer overflow in a dim expression");
+  return r;
+}
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw ShapeError("[dim] integer overflow in a dim expression");
+  return r;
+}
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return a > 0 ? kMax : kMin;
+}
+int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_mul_overflow(a, b, &r)) return r;
+  return ((a < 0) != (b < 0)) ? kMin : kMax;
+}
+int64_t floor_div(int64_t a, int64_t b) {
+  if (b == -1) return a == kMin ? kMax : -a;
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+Dim make_dim(int64_t constant, std::vector<Term> terms) {
+  for (Term& t : terms) {
+    std::sort(t.atoms.begin(), t.atoms.end(), [](const AtomPtr& x, const AtomPtr& y) { return x->text < y->text; });
+    t.key.clear();
+    for (size_t i = 0; i < t.atoms.size(); ++i) {
+      if (i) t.key += '*';
+      t.key += t.atoms[i]->text;
+    }
+  }
+  // Terms without atoms are constants.
+  std::vector<Term> merged;
+  for (Term& t : terms) {
+    if (t.atoms.empty()) {
+      constant = checked_add(constant, t.coeff);
+    } else {
+      merged.push_back(std::move(t));
+    }
+  }
+  std::sort(merged.begin(), merged.end(), [](const Term& x, const Term& y) { return x.key < y.key; });
+  std::vector<Term> out;
+  for (Term& t : merged) {
+    if (!out.empty() && out.back().key == t.key) {
+      out.back().coeff = checked_add(out.back().coeff, t.coeff);
+    } else {
+      out.push_back(std::move(t));
+    }
+  }
+  out.erase(std::remove_if(out.begin(), out.end(), [](const Term& t) { return t.coeff == 0; }), out.end());
+  for (const Term& t : out)
+    if (t.coeff == kMin) throw ShapeError("[dim] integer overflow in a dim expression");
+
+  auto e = std::make_shared<DimExpr>();
+  e->constant = constant;
+  e->terms = std::move(out);
+  e->lo = e->hi = constant;
+  std::string text;
+  for (size_t i = 0; i < e->terms.size(); ++i) {
+    const Term& t = e->terms[i];
+    if (i == 0) {
+      text += t.coeff < 0 ? "-" : "";
+    } else {
+      text += t.coeff < 0 ? " - " : " + ";
+    }
+    text += term_text(t);
+    auto [lo, hi] = term_bounds(t);
+    e->lo = sat_add(e->lo, lo);
+    e->hi = sat_add(e->hi, hi);
+  }
+  if (e->terms.empty()) {
+    text = std::to_string(constant);
+  } else if (constant > 0) {
+    text += " + " + std::to_string(constant);
+  } else if (constant < 0) {
+    text += " - " + (constant == kMin ? std::string("9223372036854775808") : std::to_string(-constant));
+  }
+  e->text = std::move(text);
+  e->hash = std::hash<std::string>{}(e->text);
+  return Dim(std::shared_ptr<const DimExpr>(std::move(e)));
+}
+
+Dim atom_dim(AtomPtr atom) {
+  Term t;
+  t.atoms.push_back(std::move(atom));
+  t.coeff = 1;
+  return make_dim(0, {std::move(t)});
+}
+
+const Atom* as_single_atom(const Dim& d) {
+  const DimExpr& e = *d.expr();
+  if (e.constant != 0 || e.terms.size() != 1) return nullptr;
+  const Term& t = e.terms[0];
+  if (t.coeff != 1 || t.atoms.size() != 1) return nullptr;
+  return t.atoms[0].get();
+}
+
+namespace {
+int64_t eval_atom(const Atom& a, const DimBindings& b);
+
+int64_t eval_expr(const DimExpr& e, const DimBindings& b) {
+  int64_t v = e.constant;
+  for (const Term& t : e.terms) {
+    int64_t p = t.coeff;
+    for (const AtomPtr& a : t.atoms) p = checked_mul(p, eval_atom(*a, b));
+    v = checked_add(v, p);
+  }
+  return v;
+}
+
+int64_t eval_atom(const Atom& a, const DimBindings& b) {
+  if (a.kind == AtomKind::Var) {
+    auto it = b.find(a.name);
+    if (it == b.end()) throw RuntimeError("[dim] the dim '" + a.name + "' is not bound");
+    return it->second;
+  }
+  const int64_t x = eval_expr(*a.a.expr(), b);
+  const int64_t y = eval_expr(*a.b.expr(), b);
+  switch (a.kind) {
+    case AtomKind::Div:
+    case AtomKind::Mod:
+      if (y == 0) throw RuntimeError("[dim] division by zero evaluating " + a.text);
+      return a.kind == AtomKind::Div ? floor_div(x, y) : floor_mod(x, y);
+    case AtomKind::Min: return std::min(x, y);
+    case AtomKind::Max: return std::max(x, y);
+    case AtomKind::Var: break;
+  }
+  return 0;
+}
+
+const std::shared_ptr<const DimExpr>& small_constant(int64_t v) {
+  // Constants 0..kCached are shared: shapes are full of them.
+  constexpr int64_t kCached = 1024;
+  static const std::vector<std::shared_ptr<const DimExpr>> table = [] {
+    std::vector<std::shared_ptr<const DimExpr>> t;
+    for (int64_t i = 0; i <= kCached; ++i) t.push_back(make_dim(i, {}).expr());
+    return t;
+  }();
+  return table[static_cast<size_t>(v)];
+}
+}  // namespace
+
+}  // namespace luminal::detail
+
+namespace luminal {
+
+using namespace detail;
+
+Dim::Dim(int64_t value) {
+  if (value >= 0 && value <= 1024) {
+    expr_ = small_constant(value);
+  } else {
+    expr_ = make_dim(value, {}).expr();
+  }
+}
+
+Dim Dim::variable(const std::string& name, int64_t lo, int64_t hi) {
+  if (name.empty()) throw ShapeError("[dim] a dim variable needs a name");
+  if (lo > hi)
+    throw ShapeError("[dim] the range of '" + name + "' is empty: [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
+  auto a = std::make_shared<Atom>();
+  a->kind = AtomKind::Var;
+  a->name = name;
+  a->lo = lo;
+  a->hi = hi;
+  a->text = name;
+  return atom_dim(std::move(a));
+}
+
+std::string Dim::to_string() const { return expr_->text; }
+
+std::optional<int64_t> Dim::as_constant() const {
+  if (expr_->terms.empty()) return expr_->constant;
+  return std::nullopt;
+}
+
+int64_t Dim::lower_bound() const { return expr_->lo; }
+int64_t Dim::upper_bound() const { return expr_->hi; }
+
+int64_t Dim::evaluate(const DimBindings& bindings) const { return eval_expr(*expr_, bindings); }
+
+bool Dim::same_as(const Dim& other) const {
+  return expr_ == other.expr_ || (expr_->hash == other.expr_->hash && expr_->text == other.expr_->text);
+}
+
+size_t Dim::hash() const { return expr_->hash; }
+
+}  // namespace luminal

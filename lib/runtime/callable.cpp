@@ -1,0 +1,106 @@
+// Callable: param binding and validated calls over an immutable compiled program.
+#include "luminal/callable.hpp"
+
+#include <cstdio>
+
+#include "graph/diagnostics.hpp"
+#include "runtime/executable.hpp"
+
+namespace luminal {
+
+using namespace detail;
+
+namespace {
+const CallableState& state_of(const std::shared_ptr<CallableState>& s) {
+  if (!s) throw RuntimeError("[call] this Callable is empty: make it with luminal::compile()");
+  return *s;
+}
+
+std::string ints(const std::vector<int64_t>& s) {
+  std::string t = "(";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + ")";
+}
+}  // namespace
+
+void Callable::bind(const std::string& name, HostTensor value) {
+  const CallableState& st = state_of(state_);
+  const GraphImpl& g = *st.graph;
+  const Node* node = nullptr;
+  for (uint32_t id : g.params)
+    if (g.nodes[id].name == name) node = &g.nodes[id];
+  if (!node) {
+    for (uint32_t id : g.inputs)
+      if (g.nodes[id].name == name)
+        throw RuntimeError("[bind] '" + name + "' is an input, not a param: pass it on each call");
+    std::string names;
+    for (uint32_t id : g.params) names += (names.empty() ? "" : ", ") + g.nodes[id].name;
+    throw RuntimeError("[bind] unknown param '" + name + "'; the params are: " + (names.empty() ? "(none)" : names));
+  }
+  if (value.dtype() != node->dtype)
+    throw RuntimeError("[bind] param '" + name + "' is " + std::string(dtype_name(value.dtype())) + " " +
+                       ints(value.shape()) + ", declared " + std::string(dtype_name(node->dtype)) + " " +
+                       shape_string(node->shape));
+  bool ok = value.shape().size() == node->shape.size();
+  for (size_t i = 0; ok && i < value.shape().size(); ++i) {
+    // Symbolic dims of a param are checked at call time, once the dims are bound.
+    if (auto c = node->shape[i].as_constant()) ok = *c == value.shape()[i];
+  }
+  if (!ok)
+    throw RuntimeError("[bind] param '" + name + "' has shape " + ints(value.shape()) + ", declared " +
+                       shape_string(node->shape));
+  // A bound param must outlive the caller's memory: views are copied.
+  if (value.is_view()) value = HostTensor::from_bytes(value.dtype(), value.shape(), {value.data(), value.nbytes()});
+  auto p = std::make_shared<const HostTensor>(std::move(value));
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->params[name] = std::move(p);
+}
+
+std::map<std::string, HostTensor> Callable::operator()(const std::map<std::string, HostTensor>& inputs) const {
+  const CallableState& st = state_of(state_);
+  if (!st.exe) throw RuntimeError("[call] " + st.not_runnable);
+  std::map<std::string, std::shared_ptr<const HostTensor>> params;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    params = st.params;  // a snapshot: bind() may replace entries meanwhile
+  }
+  const DimBindings dims = validate_call(*st.graph, inputs, params);
+  std::map<std::string, const HostTensor*> tensors;
+  for (const auto& [name, t] : inputs) tensors[name] = &t;
+  for (const auto& [name, t] : params) tensors[name] = t.get();
+  return st.exe->run(dims, tensors);
+}
+
+const CompileReport& Callable::report() const { return state_of(state_).report; }
+const Target& Callable::target() const { return state_of(state_).target; }
+
+std::vector<std::string> Callable::input_names() const {
+  std::vector<std::string> out;
+  const GraphImpl& g = *state_of(state_).graph;
+  for (uint32_t id : g.inputs) out.push_back(g.nodes[id].name);
+  return out;
+}
+std::vector<std::string> Callable::param_names() const {
+  std::vector<std::string> out;
+  const GraphImpl& g = *state_of(state_).graph;
+  for (uint32_t id : g.params) out.push_back(g.nodes[id].name);
+  return out;
+}
+std::vector<std::string> Callable::output_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, id] : state_of(state_).graph->outputs) out.push_back(name);
+  return out;
+}
+
+std::string CompileReport::to_string() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "target %s: %lld kernels from %lld primitive ops; e-graph %lld nodes / %lld classes after %lld "
+                "iterations (%s); compiled in %.3f s; estimated %.3g s per call",
+                target.c_str(), static_cast<long long>(kernels), static_cast<long long>(primitive_ops),
+                static_cast<long long>(egraph_nodes), static_cast<long long>(egraph_classes),
+                static_cast<long long>(iterations), stop_reason.c_str(), compile_seconds, estimated_seconds);
+  return buf;
+}
+
+}  // namespace luminal

@@ -1,0 +1,50 @@
+// The seam between the Callable and the backends: a compiled program that runs with
+// concrete dims. The reference interpreter implements it today; the compiler's CPU,
+// CUDA and HIP programs implement it later. The Callable validates every call before
+// run() sees it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "graph/graph_impl.hpp"
+#include "luminal/callable.hpp"
+#include "luminal/dim.hpp"
+#include "luminal/host_tensor.hpp"
+#include "luminal/target.hpp"
+
+namespace luminal::detail {
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  /// `dims` binds every dim variable of the graph; `tensors` holds every input and param
+  /// by name with the declared dtype and the shape the dims imply. Returns every output.
+  /// Must be safe to call from several threads at once.
+  virtual std::map<std::string, HostTensor> run(const DimBindings& dims,
+                                                const std::map<std::string, const HostTensor*>& tensors) const = 0;
+};
+
+/// Executes the graph with the reference interpreter.
+std::shared_ptr<const Executable> make_reference_executable(std::shared_ptr<const GraphImpl> graph);
+
+/// What a Callable handle points at.
+struct CallableState {
+  std::shared_ptr<const GraphImpl> graph;  // snapshot taken by compile()
+  std::shared_ptr<const Executable> exe;   // null: not runnable (see not_runnable)
+  std::string not_runnable;
+  CompileReport report;
+  Target target = Target::reference();
+
+  mutable std::mutex mu;  // guards params
+  std::map<std::string, std::shared_ptr<const HostTensor>> params;
+};
+
+/// Validates a call (see Callable::operator()) and returns the dim bindings.
+DimBindings validate_call(const GraphImpl& g, const std::map<std::string, HostTensor>& inputs,
+                          const std::map<std::string, std::shared_ptr<const HostTensor>>& params);
+
+}  // namespace luminal::detail

@@ -1,0 +1,175 @@
+// HostTensor construction and conversion.
+#include "luminal/host_tensor.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "runtime/half.hpp"
+
+namespace luminal {
+
+using namespace detail;
+
+namespace {
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "(";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + ")";
+}
+
+int64_t count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw RuntimeError("[HostTensor] shape " + shape_text(shape) + " has a negative dim");
+    if (__builtin_mul_overflow(n, d, &n)) throw RuntimeError("[HostTensor] shape " + shape_text(shape) + " is too large");
+  }
+  return n;
+}
+
+void check_count(size_t got, const std::vector<int64_t>& shape) {
+  const int64_t n = count(shape);
+  if (static_cast<int64_t>(got) != n)
+    throw RuntimeError("[HostTensor] " + std::to_string(got) + " values do not fill shape " + shape_text(shape) + " (" +
+                       std::to_string(n) + " elements)");
+}
+
+int32_t f32_to_i32(float v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 2147483648.0f) return std::numeric_limits<int32_t>::max();
+  if (v <= -2147483648.0f) return std::numeric_limits<int32_t>::min();
+  return static_cast<int32_t>(v);
+}
+}  // namespace
+
+HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+  bytes_.assign(static_cast<size_t>(count(shape_)) * dtype_size(dtype_), std::byte{0});
+}
+
+int64_t HostTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape_) n *= d;
+  return n;
+}
+
+HostTensor HostTensor::from(std::span<const float> values, std::vector<int64_t> shape) {
+  check_count(values.size(), shape);
+  HostTensor t(DType::f32, std::move(shape));
+  if (!values.empty()) std::memcpy(t.bytes_.data(), values.data(), values.size_bytes());
+  return t;
+}
+
+HostTensor HostTensor::from(std::span<const int32_t> values, std::vector<int64_t> shape) {
+  check_count(values.size(), shape);
+  HostTensor t(DType::i32, std::move(shape));
+  if (!values.empty()) std::memcpy(t.bytes_.data(), values.data(), values.size_bytes());
+  return t;
+}
+
+HostTensor HostTensor::from(std::span<const bool> values, std::vector<int64_t> shape) {
+  check_count(values.size(), shape);
+  HostTensor t(DType::boolean, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) t.bytes_[i] = std::byte{values[i] ? uint8_t{1} : uint8_t{0}};
+  return t;
+}
+
+HostTensor HostTensor::from(const std::vector<bool>& values, std::vector<int64_t> shape) {
+  check_count(values.size(), shape);
+  HostTensor t(DType::boolean, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) t.bytes_[i] = std::byte{values[i] ? uint8_t{1} : uint8_t{0}};
+  return t;
+}
+
+HostTensor HostTensor::from_f32(std::span<const float> values, std::vector<int64_t> shape, DType dtype) {
+  check_count(values.size(), shape);
+  HostTensor t(dtype, std::move(shape));
+  std::byte* out = t.bytes_.data();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float v = values[i];
+    switch (dtype) {
+      case DType::f32: std::memcpy(out + 4 * i, &v, 4); break;
+      case DType::i32: {
+        const int32_t x = f32_to_i32(v);
+        std::memcpy(out + 4 * i, &x, 4);
+        break;
+      }
+      case DType::f16: {
+        const uint16_t h = f32_to_f16(v);
+        std::memcpy(out + 2 * i, &h, 2);
+        break;
+      }
+      case DType::bf16: {
+        const uint16_t h = f32_to_bf16(v);
+        std::memcpy(out + 2 * i, &h, 2);
+        break;
+      }
+      case DType::boolean: out[i] = std::byte{v != 0.0f ? uint8_t{1} : uint8_t{0}}; break;
+    }
+  }
+  return t;
+}
+
+HostTensor HostTensor::from_bytes(DType dtype, std::vector<int64_t> shape, std::span<const std::byte> bytes) {
+  HostTensor t(dtype, std::move(shape));
+  if (bytes.size() != t.bytes_.size())
+    throw RuntimeError("[HostTensor] " + std::to_string(bytes.size()) + " bytes for shape " + shape_text(t.shape_) +
+                       " of " + std::string(dtype_name(dtype)) + " (needs " + std::to_string(t.bytes_.size()) + ")");
+  if (!bytes.empty()) std::memcpy(t.bytes_.data(), bytes.data(), bytes.size());
+  return t;
+}
+
+HostTensor HostTensor::view(DType dtype, std::vector<int64_t> shape, const void* data) {
+  HostTensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.bytes_.clear();
+  const int64_t n = count(t.shape_);
+  if (data == nullptr && n > 0) throw RuntimeError("[HostTensor] view of a null pointer with shape " + shape_text(t.shape_));
+  static const std::byte empty[8] = {};
+  t.external_ = data ? static_cast<const std::byte*>(data) : empty;
+  return t;
+}
+
+std::byte* HostTensor::mutable_data() {
+  if (external_) throw Error("[HostTensor] a view of caller memory is read-only");
+  return bytes_.data();
+}
+
+std::vector<float> HostTensor::to_f32() const {
+  const size_t n = static_cast<size_t>(numel());
+  std::vector<float> out(n);
+  const std::byte* p = data();
+  for (size_t i = 0; i < n; ++i) {
+    switch (dtype_) {
+      case DType::f32: std::memcpy(&out[i], p + 4 * i, 4); break;
+      case DType::i32: {
+        int32_t x;
+        std::memcpy(&x, p + 4 * i, 4);
+        out[i] = static_cast<float>(x);
+        break;
+      }
+      case DType::f16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+        break;
+      }
+      case DType::bf16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = bf16_to_f32(h);
+        break;
+      }
+      case DType::boolean: out[i] = p[i] != std::byte{0} ? 1.0f : 0.0f; break;
+    }
+  }
+  return out;
+}
+
+void HostTensor::type_mismatch(const char* requested) const {
+  throw DTypeError(std::string("[HostTensor] values<") + requested + ">() of a " + std::string(dtype_name(dtype_)) +
+                   " tensor of shape " + shape_text(shape_));
+}
+
+}  // namespace luminal
