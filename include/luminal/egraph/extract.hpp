@@ -1,0 +1,407 @@
+// Extraction: choosing one node per e-class to build a concrete term.
+//
+//  - GreedyExtractor: bottom-up tree cost with a user cost function
+//    `double cost(NodeView<L> n, std::span<const double> kid_costs)`. It runs Knuth's
+//    generalization of Dijkstra: a node is costed once all its child classes are final,
+//    and a class becomes final with its cheapest node. The result is optimal for costs
+//    that are monotone and at least each child's cost (AST size, depth, sums of positive
+//    node costs), and acyclic for every cost function, by construction.
+//  - DagExtractor: a DAG cost that counts a shared class once,
+//    `double node_cost(NodeView<L> n)` summed over the distinct classes used. It starts
+//    from the greedy solution, improves it by local search (switch one class's node while
+//    that lowers the DAG cost and keeps it acyclic), and, when few classes are reachable,
+//    finds the exact optimum by branch and bound.
+// A cost of +infinity means "never extract this node".
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "luminal/egraph/egraph.hpp"
+#include "luminal/error.hpp"
+
+namespace luminal::egraph {
+
+inline constexpr double kInfiniteCost = std::numeric_limits<double>::infinity();
+
+/// An extracted term as a DAG: nodes in topological order (children before parents),
+/// children as indices into the term. Shared sub-terms appear once.
+template <Language L>
+struct Term {
+  std::vector<typename L::Op> ops;
+  std::vector<typename L::Payload> payloads;
+  std::vector<std::uint32_t> kid_off{0};
+  std::vector<std::uint32_t> kids;
+  std::vector<std::uint32_t> roots;  ///< term index of each requested root
+
+  /// Number of nodes.
+  std::size_t size() const noexcept { return ops.size(); }
+  /// Node i (its `kids` are term indices, all below i).
+  NodeView<L> node(std::size_t i) const noexcept {
+    return NodeView<L>{ops[i], payloads[i], std::span<const Id>(kids.data() + kid_off[i], kid_off[i + 1] - kid_off[i])};
+  }
+  /// Number of nodes of the tree under term node i (shared sub-terms counted each time).
+  double tree_size(std::uint32_t i) const {
+    double s = 1;
+    for (Id k : node(i).kids) s += tree_size(k);
+    return s;
+  }
+};
+
+/// AST size: every node costs 1 plus its children.
+struct AstSize {
+  template <class N>
+  double operator()(const N&, std::span<const double> kid_costs) const noexcept {
+    double s = 1;
+    for (double k : kid_costs) s += k;
+    return s;
+  }
+};
+
+namespace detail {
+// Builds the term of a choice (one node per class) from roots; children first.
+template <Language L, class A>
+Term<L> build_term(const EGraph<L, A>& g, const std::vector<Id>& choice, std::span<const Id> roots) {
+  Term<L> t;
+  std::vector<std::uint32_t> pos(choice.size(), 0xFFFFFFFFu);
+  // Iterative post-order DFS over classes.
+  std::vector<std::pair<Id, std::uint32_t>> stack;
+  for (Id r0 : roots) {
+    Id r = g.find(r0);
+    if (choice[r] == kNoId) throw Error("[egraph] extract: class " + std::to_string(r) + " has no finite-cost term");
+    stack.push_back({r, 0});
+    while (!stack.empty()) {
+      auto& [c, k] = stack.back();
+      if (pos[c] != 0xFFFFFFFFu) {
+        stack.pop_back();
+        continue;
+      }
+      NodeView<L> n = g.node(choice[c]);
+      if (k < n.kids.size()) {
+        Id kc = g.find(n.kids[k++]);
+        if (pos[kc] == 0xFFFFFFFFu) stack.push_back({kc, 0});
+        continue;
+      }
+      pos[c] = static_cast<std::uint32_t>(t.ops.size());
+      t.ops.push_back(n.op);
+      t.payloads.push_back(n.payload);
+      for (Id kid : n.kids) t.kids.push_back(pos[g.find(kid)]);
+      t.kid_off.push_back(static_cast<std::uint32_t>(t.kids.size()));
+      stack.pop_back();
+    }
+    t.roots.push_back(pos[r]);
+  }
+  return t;
+}
+}  // namespace detail
+
+/// Greedy bottom-up extraction (see the file comment). Needs a rebuilt e-graph.
+template <Language L, class A, class CostFn>
+class GreedyExtractor {
+ public:
+  /// Costs every class of `g` (rebuilt first if needed).
+  GreedyExtractor(EGraph<L, A>& g, CostFn cost) : g_(g), cost_fn_(std::move(cost)) {
+    if (!g.is_clean()) g.rebuild();
+    run();
+  }
+
+  /// The best tree cost of class `cls` (+infinity when it has no finite term).
+  double cost(Id cls) const noexcept { return cost_[g_.find(cls)]; }
+  /// The chosen node of class `cls` (kNoId when none).
+  Id best_node(Id cls) const noexcept { return best_[g_.find(cls)]; }
+  /// One chosen node per class id (kNoId for non-canonical or uncostable classes).
+  const std::vector<Id>& choices() const noexcept { return best_; }
+
+  /// The best terms of `roots`, as one DAG. Throws luminal::Error if a root has no
+  /// finite-cost term.
+  Term<L> extract(std::span<const Id> roots) const { return detail::build_term(g_, best_, roots); }
+  /// The best term of one class.
+  Term<L> extract(Id root) const { return extract(std::span<const Id>(&root, 1)); }
+
+ private:
+  void run() {
+    const ClassIndex<L>& ix = g_.index();
+    const std::size_t n = g_.num_node_ids();
+    cost_.assign(n, kInfiniteCost);
+    best_.assign(n, kNoId);
+    std::vector<std::uint8_t> done(n, 0);
+    std::vector<std::uint32_t> remaining(n, 0);
+    // Parent slots per class, as a CSR.
+    std::vector<std::uint32_t> poff(n + 1, 0);
+    for (Id nd : ix.all_nodes()) {
+      NodeView<L> v = g_.node(nd);
+      remaining[nd] = static_cast<std::uint32_t>(v.kids.size());
+      for (Id k : v.kids) ++poff[k + 1];
+    }
+    for (std::size_t i = 0; i < n; ++i) poff[i + 1] += poff[i];
+    std::vector<Id> parents(poff[n]);
+    {
+      std::vector<std::uint32_t> fill(poff.begin(), poff.end() - 1);
+      for (Id nd : ix.all_nodes())
+        for (Id k : g_.node(nd).kids) parents[fill[k]++] = nd;
+    }
+    using Item = std::pair<double, Id>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+    std::vector<double> kc;
+    auto node_cost = [&](Id nd) {
+      NodeView<L> v = g_.node(nd);
+      kc.resize(v.kids.size());
+      for (std::size_t i = 0; i < v.kids.size(); ++i) kc[i] = cost_[v.kids[i]];
+      return static_cast<double>(cost_fn_(v, std::span<const double>(kc)));
+    };
+    for (Id nd : ix.all_nodes())
+      if (remaining[nd] == 0) {
+        double c = node_cost(nd);
+        if (c < kInfiniteCost) heap.push({c, nd});
+      }
+    while (!heap.empty()) {
+      auto [c, nd] = heap.top();
+      heap.pop();
+      Id cls = g_.class_of_node(nd);
+      if (done[cls]) continue;
+      done[cls] = 1;
+      cost_[cls] = c;
+      best_[cls] = nd;
+      for (std::uint32_t i = poff[cls]; i < poff[cls + 1]; ++i) {
+        Id p = parents[i];
+        if (--remaining[p] == 0 && !done[g_.class_of_node(p)]) {
+          double pc = node_cost(p);
+          if (pc < kInfiniteCost) heap.push({pc, p});
+        }
+      }
+    }
+  }
+
+  EGraph<L, A>& g_;
+  CostFn cost_fn_;
+  std::vector<double> cost_;
+  std::vector<Id> best_;
+};
+
+/// Options of the DAG extractor.
+struct DagOptions {
+  /// Exact branch and bound when at most this many classes are reachable from the roots.
+  std::size_t exact_class_limit = 40;
+  /// Give up the exact search after this many search steps (the result is then the best
+  /// found, `optimal` false).
+  std::size_t exact_step_limit = 5'000'000;
+  /// Rounds of local improvement of the heuristic.
+  std::size_t improve_rounds = 8;
+};
+
+/// DAG-aware extraction (see the file comment). Needs a rebuilt e-graph.
+template <Language L, class A, class NodeCostFn>
+class DagExtractor {
+ public:
+  /// The result: the term, its DAG cost, the chosen node per class, whether it is proven
+  /// optimal.
+  struct Result {
+    Term<L> term;
+    double cost = kInfiniteCost;
+    std::vector<Id> choice;
+    bool optimal = false;
+  };
+
+  DagExtractor(EGraph<L, A>& g, NodeCostFn node_cost, DagOptions opt = {})
+      : g_(g), cost_fn_(std::move(node_cost)), opt_(opt) {
+    if (!g.is_clean()) g.rebuild();
+  }
+
+  /// Extracts the roots jointly, sharing common classes.
+  Result extract(std::span<const Id> roots_in) {
+    std::vector<Id> roots;
+    for (Id r : roots_in) roots.push_back(g_.find(r));
+    const ClassIndex<L>& ix = g_.index();
+    const std::size_t n = g_.num_node_ids();
+    node_cost_.assign(n, kInfiniteCost);
+    for (Id nd : ix.all_nodes()) node_cost_[nd] = static_cast<double>(cost_fn_(g_.node(nd)));
+    // 1. Greedy tree solution: node cost plus the children's.
+    auto tree = [&](const NodeView<L>& v, std::span<const double> kc) {
+      double s = cost_fn_(v);
+      for (double k : kc) s += k;
+      return s;
+    };
+    GreedyExtractor<L, A, decltype(tree)> greedy(g_, tree);
+    Result res;
+    res.choice = greedy.choices();
+    for (Id r : roots)
+      if (res.choice[r] == kNoId) throw Error("[egraph] extract: class " + std::to_string(r) + " has no finite-cost term");
+    res.cost = dag_cost(res.choice, roots);
+    // 2. Local improvement.
+    improve(res, roots, ix);
+    // 3. Exact search on small problems.
+    std::vector<Id> reach = reachable_all(roots, ix);
+    if (reach.size() <= opt_.exact_class_limit) exact(res, roots, ix);
+    res.term = detail::build_term(g_, res.choice, roots);
+    return res;
+  }
+
+  /// DAG cost of a choice (+infinity if a root is missing or it is cyclic).
+  double dag_cost(const std::vector<Id>& choice, const std::vector<Id>& roots) const {
+    std::vector<std::uint8_t> color(choice.size(), 0);  // 0 new, 1 on stack, 2 done
+    double total = 0;
+    std::vector<std::pair<Id, std::uint32_t>> st;
+    for (Id r : roots) {
+      if (color[r] == 2) continue;
+      st.push_back({r, 0});
+      color[r] = 1;
+      while (!st.empty()) {
+        auto& [c, k] = st.back();
+        if (choice[c] == kNoId) return kInfiniteCost;
+        NodeView<L> v = g_.node(choice[c]);
+        if (k < v.kids.size()) {
+          Id kc = g_.find(v.kids[k++]);
+          if (color[kc] == 1) return kInfiniteCost;  // cycle
+          if (color[kc] == 0) {
+            color[kc] = 1;
+            st.push_back({kc, 0});
+          }
+          continue;
+        }
+        total += node_cost_[choice[c]];
+        color[c] = 2;
+        st.pop_back();
+      }
+    }
+    return total;
+  }
+
+ private:
+  std::vector<Id> reachable_all(const std::vector<Id>& roots, const ClassIndex<L>& ix) const {
+    std::vector<std::uint8_t> seen(g_.num_node_ids(), 0);
+    std::vector<Id> out, st(roots.begin(), roots.end());
+    while (!st.empty()) {
+      Id c = st.back();
+      st.pop_back();
+      if (seen[c]) continue;
+      seen[c] = 1;
+      out.push_back(c);
+      if (out.size() > opt_.exact_class_limit) return out;
+      for (Id nd : ix.nodes(c))
+        if (node_cost_[nd] < kInfiniteCost)
+          for (Id k : g_.node(nd).kids) st.push_back(k);
+    }
+    return out;
+  }
+
+  std::vector<Id> used_classes(const std::vector<Id>& choice, const std::vector<Id>& roots) const {
+    std::vector<std::uint8_t> seen(choice.size(), 0);
+    std::vector<Id> out, st(roots.begin(), roots.end());
+    while (!st.empty()) {
+      Id c = st.back();
+      st.pop_back();
+      if (seen[c]) continue;
+      seen[c] = 1;
+      out.push_back(c);
+      for (Id k : g_.node(choice[c]).kids) st.push_back(g_.find(k));
+    }
+    return out;
+  }
+
+  void improve(Result& res, const std::vector<Id>& roots, const ClassIndex<L>& ix) {
+    for (std::size_t round = 0; round < opt_.improve_rounds; ++round) {
+      bool better = false;
+      for (Id c : used_classes(res.choice, roots)) {
+        Id keep = res.choice[c];
+        for (Id nd : ix.nodes(c)) {
+          if (nd == keep || node_cost_[nd] == kInfiniteCost) continue;
+          bool ok = true;
+          for (Id k : g_.node(nd).kids) ok = ok && res.choice[k] != kNoId;
+          if (!ok) continue;
+          res.choice[c] = nd;
+          double cst = dag_cost(res.choice, roots);
+          if (cst < res.cost) {
+            res.cost = cst;
+            keep = nd;
+            better = true;
+          }
+          res.choice[c] = keep;
+        }
+      }
+      if (!better) break;
+    }
+  }
+
+  // Branch and bound over classes in demand order; a class is assigned when first needed.
+  void exact(Result& res, const std::vector<Id>& roots, const ClassIndex<L>& ix) {
+    const std::size_t n = g_.num_node_ids();
+    std::vector<Id> choice(n, kNoId);
+    std::vector<std::uint32_t> need(n, 0);  // how many assigned nodes (or roots) need the class
+    std::vector<Id> agenda;                 // classes needed, in order of need
+    for (Id r : roots)
+      if (need[r]++ == 0) agenda.push_back(r);
+    std::size_t steps = 0;
+    bool complete = true;
+    std::vector<Id> best = res.choice;
+    double best_cost = res.cost;
+    // Does class `from` reach class `target` through assigned choices?
+    std::vector<std::uint32_t> mark(n, 0);
+    std::uint32_t stamp = 0;
+    auto reaches = [&](Id from, Id target) {
+      ++stamp;
+      std::vector<Id> st{from};
+      while (!st.empty()) {
+        Id c = st.back();
+        st.pop_back();
+        if (c == target) return true;
+        if (mark[c] == stamp || choice[c] == kNoId) continue;
+        mark[c] = stamp;
+        for (Id k : g_.node(choice[c]).kids) st.push_back(k);
+      }
+      return false;
+    };
+    std::function<void(std::size_t, double)> rec = [&](std::size_t pos, double cost) {
+      if (++steps > opt_.exact_step_limit) {
+        complete = false;
+        return;
+      }
+      if (cost >= best_cost) return;
+      // Next needed, unassigned class.
+      while (pos < agenda.size() && choice[agenda[pos]] != kNoId) ++pos;
+      if (pos == agenda.size()) {
+        best_cost = cost;
+        best.assign(n, kNoId);
+        for (Id c : agenda) best[c] = choice[c];
+        return;
+      }
+      Id c = agenda[pos];
+      for (Id nd : ix.nodes(c)) {
+        double nc = node_cost_[nd];
+        if (nc == kInfiniteCost || cost + nc >= best_cost) continue;
+        NodeView<L> v = g_.node(nd);
+        bool cyclic = false;
+        for (Id k : v.kids) cyclic = cyclic || reaches(k, c);
+        if (cyclic) continue;
+        choice[c] = nd;
+        std::size_t mark_agenda = agenda.size();
+        for (Id k : v.kids)
+          if (need[k]++ == 0) agenda.push_back(k);
+        rec(pos + 1, cost + nc);
+        for (Id k : v.kids) --need[k];
+        agenda.resize(mark_agenda);
+        choice[c] = kNoId;
+        if (!complete) return;
+      }
+    };
+    rec(0, 0.0);
+    if (best_cost < res.cost) {
+      res.cost = best_cost;
+      res.choice = best;
+    }
+    res.optimal = complete;
+  }
+
+  EGraph<L, A>& g_;
+  NodeCostFn cost_fn_;
+  DagOptions opt_;
+  std::vector<double> node_cost_;
+};
+
+}  // namespace luminal::egraph
