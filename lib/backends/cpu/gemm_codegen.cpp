@@ -1,0 +1,194 @@
+#include "backends/cpu/gemm_codegen.hpp"
+
+#include <sstream>
+
+#include "backends/cpu/jit.hpp"
+#include "luminal/error.hpp"
+
+namespace luminal::cpu {
+
+CpuIsa host_isa() {
+  const std::string& sig = cpu_signature();
+  if (sig.find(" avx512f") != std::string::npos) return CpuIsa::Avx512;
+  if (sig.find(" avx2") != std::string::npos && sig.find(" fma") != std::string::npos) return CpuIsa::Avx2;
+  return CpuIsa::Generic;
+}
+
+const char* isa_name(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::Avx512: return "avx512";
+    case CpuIsa::Avx2: return "avx2";
+    case CpuIsa::Generic: return "generic";
+  }
+  return "?";
+}
+
+namespace {
+int vector_width(CpuIsa isa) { return isa == CpuIsa::Avx512 ? 16 : isa == CpuIsa::Avx2 ? 8 : 1; }
+int register_count(CpuIsa isa) { return isa == CpuIsa::Avx512 ? 32 : 16; }
+}  // namespace
+
+void check_micro_tile(CpuIsa isa, int mr, int nr) {
+  const int w = vector_width(isa);
+  if (mr <= 0 || nr <= 0 || nr % w != 0)
+    throw InternalError("[gemm] micro tile " + std::to_string(mr) + "x" + std::to_string(nr) +
+                        ": nr must be a positive multiple of " + std::to_string(w) + " for " + isa_name(isa));
+  // accumulators + one vector per B column block + one broadcast register
+  if (isa != CpuIsa::Generic && mr * (nr / w) + nr / w + 1 > register_count(isa))
+    throw InternalError("[gemm] micro tile " + std::to_string(mr) + "x" + std::to_string(nr) +
+                        " needs more than the " + std::to_string(register_count(isa)) + " vector registers of " +
+                        isa_name(isa));
+  if (mr * nr > 4096) throw InternalError("[gemm] micro tile too large");
+}
+
+GemmTileDefaults default_gemm_tile(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::Avx512: return {8, 32, 128, 256, 2048};
+    case CpuIsa::Avx2: return {6, 16, 96, 256, 2048};
+    case CpuIsa::Generic: return {4, 16, 64, 256, 1024};
+  }
+  return {4, 16, 64, 256, 1024};
+}
+
+std::string gemm_function_name(CpuIsa isa, int mr, int nr) {
+  return "lm_gemm_" + std::string(isa_name(isa)) + "_" + std::to_string(mr) + "x" + std::to_string(nr);
+}
+
+namespace {
+
+// The register-tiled micro-kernel: c[0..mr, 0..nr] (+)= a_panel^T * b_panel.
+std::string micro_kernel(CpuIsa isa, int mr, int nr, const std::string& name) {
+  std::ostringstream s;
+  const int w = vector_width(isa);
+  const int nv = nr / w;
+  s << "static inline __attribute__((always_inline)) void " << name
+    << "(int64_t kc, const float* restrict a, const float* restrict b, float* restrict c, int64_t ldc, int accumulate) {\n";
+  if (isa == CpuIsa::Generic) {
+    s << "  float acc[" << mr << "][" << nr << "] = {{0}};\n"
+      << "  for (int64_t p = 0; p < kc; ++p) {\n"
+      << "    for (int r = 0; r < " << mr << "; ++r) {\n"
+      << "      const float ar = a[p * " << mr << " + r];\n"
+      << "      #pragma omp simd\n"
+      << "      for (int j = 0; j < " << nr << "; ++j) acc[r][j] += ar * b[p * " << nr << " + j];\n"
+      << "    }\n  }\n"
+      << "  for (int r = 0; r < " << mr << "; ++r)\n"
+      << "    for (int j = 0; j < " << nr << "; ++j) c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0.0f) + acc[r][j];\n"
+      << "}\n";
+    return s.str();
+  }
+  const std::string V = isa == CpuIsa::Avx512 ? "__m512" : "__m256";
+  const std::string P = isa == CpuIsa::Avx512 ? "_mm512_" : "_mm256_";
+  for (int r = 0; r < mr; ++r)
+    for (int v = 0; v < nv; ++v) s << "  " << V << " c" << r << "_" << v << " = " << P << "setzero_ps();\n";
+  s << "  #pragma GCC unroll 4\n  for (int64_t p = 0; p < kc; ++p) {\n";
+  for (int v = 0; v < nv; ++v)
+    s << "    const " << V << " b" << v << " = " << P << "load_ps(b + " << v * w << ");\n";
+  for (int r = 0; r < mr; ++r) {
+    s << "    { const " << V << " ar = " << P << "set1_ps(a[" << r << "]);";
+    for (int v = 0; v < nv; ++v)
+      s << " c" << r << "_" << v << " = " << P << "fmadd_ps(ar, b" << v << ", c" << r << "_" << v << ");";
+    s << " }\n";
+  }
+  s << "    a += " << mr << "; b += " << nr << ";\n  }\n";
+  s << "  if (accumulate) {\n";
+  for (int r = 0; r < mr; ++r)
+    for (int v = 0; v < nv; ++v)
+      s << "    c" << r << "_" << v << " = " << P << "add_ps(c" << r << "_" << v << ", " << P << "loadu_ps(c + "
+        << r << " * ldc + " << v * w << "));\n";
+  s << "  }\n";
+  for (int r = 0; r < mr; ++r)
+    for (int v = 0; v < nv; ++v)
+      s << "  " << P << "storeu_ps(c + " << r << " * ldc + " << v * w << ", c" << r << "_" << v << ");\n";
+  s << "}\n";
+  return s.str();
+}
+
+}  // namespace
+
+std::string gemm_source(CpuIsa isa, int mr, int nr) {
+  check_micro_tile(isa, mr, nr);
+  const std::string fn = gemm_function_name(isa, mr, nr);
+  const std::string MR = std::to_string(mr), NR = std::to_string(nr);
+  std::ostringstream s;
+  s << "/* ---- generated SGEMM " << fn << " ---- */\n";
+  if (isa != CpuIsa::Generic) s << "#include <immintrin.h>\n";
+  s << "#include <stdlib.h>\n#include <string.h>\n"
+    << "#ifndef LM_EPI_FN_DEFINED\n#define LM_EPI_FN_DEFINED\n"
+    << "typedef void (*lm_epi_fn)(void* ctx, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols);\n"
+    << "#endif\n";
+  s << micro_kernel(isa, mr, nr, fn + "_ukr");
+  // Packing: B strips [kc][nr] and A strips [kc][mr], zero-padded past the matrix edge.
+  s << "static void " << fn << "_pack_b(int64_t kc, int64_t cols, const float* B, int64_t rsb, int64_t csb, float* restrict out) {\n"
+    << "  if (csb == 1 && cols == " << NR << ") {\n"
+    << "    for (int64_t p = 0; p < kc; ++p) {\n"
+    << "      #pragma omp simd\n"
+    << "      for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR << " + j] = B[p * rsb + j];\n"
+    << "    }\n    return;\n  }\n"
+    << "  for (int64_t p = 0; p < kc; ++p)\n"
+    << "    for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR << " + j] = j < cols ? B[p * rsb + j * csb] : 0.0f;\n"
+    << "}\n";
+  s << "static void " << fn << "_pack_a(int64_t kc, int64_t rows, const float* A, int64_t rsa, int64_t csa, float* restrict out) {\n"
+    << "  if (rows < " << MR << ") memset(out, 0, sizeof(float) * (size_t)kc * " << MR << ");\n"
+    << "  for (int64_t r = 0; r < rows; ++r) {\n"
+    << "    const float* ar = A + r * rsa;\n"
+    << "    for (int64_t p = 0; p < kc; ++p) out[p * " << MR << " + r] = ar[p * csa];\n"
+    << "  }\n}\n";
+  // The driver.
+  s << "static void " << fn << "(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
+    << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc,\n"
+    << "    int64_t MC, int64_t NC, int64_t KC, lm_epi_fn epi, void* ctx) {\n"
+    << "  if (M <= 0 || N <= 0) return;\n"
+    << "  if (K <= 0) {  /* empty sum: C = 0, then the epilogue */\n"
+    << "    for (int64_t i = 0; i < M; ++i) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);\n"
+    << "    if (epi) epi(ctx, C, ldc, 0, 0, M, N);\n    return;\n  }\n"
+    << "  const int64_t n_up = (N + " << NR << " - 1) / " << NR << " * " << NR << ";\n"
+    << "  const int64_t m_up = (M + " << MR << " - 1) / " << MR << " * " << MR << ";\n"
+    << "  if (NC > n_up) NC = n_up;\n  if (MC > m_up) MC = m_up;\n  if (KC > K) KC = K;\n"
+    << "  float* bp = (float*)aligned_alloc(64, ((size_t)KC * NC * sizeof(float) + 63) / 64 * 64);\n"
+    << "  float* ap = (float*)aligned_alloc(64, ((size_t)KC * MC * sizeof(float) + 63) / 64 * 64);\n"
+    << "  #pragma omp parallel\n  {\n"
+    << "  for (int64_t jc = 0; jc < N; jc += NC) {\n"
+    << "    const int64_t nc = N - jc < NC ? N - jc : NC;\n"
+    << "    const int64_t nstrips = (nc + " << NR << " - 1) / " << NR << ";\n"
+    << "    for (int64_t pc = 0; pc < K; pc += KC) {\n"
+    << "      const int64_t kc = K - pc < KC ? K - pc : KC;\n"
+    << "      const int first = pc == 0, last = pc + kc >= K;\n"
+    << "      #pragma omp for schedule(static)\n"
+    << "      for (int64_t js = 0; js < nstrips; ++js) {\n"
+    << "        const int64_t cols = nc - js * " << NR << " < " << NR << " ? nc - js * " << NR << " : " << NR << ";\n"
+    << "        " << fn << "_pack_b(kc, cols, B + pc * rsb + (jc + js * " << NR << ") * csb, rsb, csb, bp + js * kc * " << NR << ");\n"
+    << "      }\n"
+    << "      for (int64_t ic = 0; ic < M; ic += MC) {\n"
+    << "        const int64_t mc = M - ic < MC ? M - ic : MC;\n"
+    << "        const int64_t mstrips = (mc + " << MR << " - 1) / " << MR << ";\n"
+    << "        #pragma omp for schedule(static)\n"
+    << "        for (int64_t is = 0; is < mstrips; ++is) {\n"
+    << "          const int64_t rows = mc - is * " << MR << " < " << MR << " ? mc - is * " << MR << " : " << MR << ";\n"
+    << "          " << fn << "_pack_a(kc, rows, A + (ic + is * " << MR << ") * rsa + pc * csa, rsa, csa, ap + is * kc * " << MR << ");\n"
+    << "        }\n"
+    << "        #pragma omp for collapse(2) schedule(static)\n"
+    << "        for (int64_t js = 0; js < nstrips; ++js) {\n"
+    << "          for (int64_t is = 0; is < mstrips; ++is) {\n"
+    << "            const int64_t i0 = ic + is * " << MR << ", j0 = jc + js * " << NR << ";\n"
+    << "            const int64_t rows = M - i0 < " << MR << " ? M - i0 : " << MR << ";\n"
+    << "            const int64_t cols = N - j0 < " << NR << " ? N - j0 : " << NR << ";\n"
+    << "            float* c = C + i0 * ldc + j0;\n"
+    << "            const float* pa = ap + is * kc * " << MR << ";\n"
+    << "            const float* pb = bp + js * kc * " << NR << ";\n"
+    << "            if (rows == " << MR << " && cols == " << NR << ") {\n"
+    << "              " << fn << "_ukr(kc, pa, pb, c, ldc, !first);\n"
+    << "            } else {\n"
+    << "              float tile[" << mr * nr << "] __attribute__((aligned(64)));\n"
+    << "              " << fn << "_ukr(kc, pa, pb, tile, " << NR << ", 0);\n"
+    << "              for (int64_t r = 0; r < rows; ++r)\n"
+    << "                for (int64_t j = 0; j < cols; ++j)\n"
+    << "                  c[r * ldc + j] = (first ? 0.0f : c[r * ldc + j]) + tile[r * " << NR << " + j];\n"
+    << "            }\n"
+    << "            if (last && epi) epi(ctx, c, ldc, i0, j0, rows, cols);\n"
+    << "          }\n        }\n"
+    << "      }\n    }\n  }\n  }\n"
+    << "  free(ap);\n  free(bp);\n}\n";
+  return s.str();
+}
+
+}  // namespace luminal::cpu

@@ -1,0 +1,41 @@
+// Generated SGEMM for the CPU backend: C source for a packed, register-tiled GEMM
+// (BLIS-style loop nest jc -> pc -> ic -> (jr, ir) -> micro-kernel) specialised for one
+// ISA and one micro tile. The micro-kernel keeps an mr x nr block of C in vector
+// registers (AVX-512: nr/16 zmm per row; AVX2: nr/8 ymm per row) and runs over a packed
+// kc-long panel of A (mr-wide) and B (nr-wide, 64-byte aligned). Edge tiles go through a
+// stack tile, so any M, N, K (including 0 and 1) work. Threads (OpenMP) share the packed
+// B panel and the packed A block and split the (jr, ir) tiles; after the last K block
+// each tile is handed, still hot in L1, to an optional epilogue callback:
+//   void epi(void* ctx, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols)
+// where c points at C[i0, j0].
+#pragma once
+
+#include <string>
+
+namespace luminal::cpu {
+
+enum class CpuIsa { Generic, Avx2, Avx512 };
+
+/// The best ISA of this host (AVX-512F > AVX2+FMA > generic C).
+CpuIsa host_isa();
+const char* isa_name(CpuIsa isa);
+
+/// A micro tile legal for `isa` (nr a multiple of the vector width; mr * nr/width
+/// accumulators fitting the register file); throws InternalError otherwise.
+void check_micro_tile(CpuIsa isa, int mr, int nr);
+/// Default tile for an ISA (tuned on a 2-core Zen 4 with AVX-512; see docs/cpu-backend.md).
+struct GemmTileDefaults {
+  int mr, nr, mc, kc, nc;
+};
+GemmTileDefaults default_gemm_tile(CpuIsa isa);
+
+/// Name of the driver function emitted by gemm_source(isa, mr, nr).
+std::string gemm_function_name(CpuIsa isa, int mr, int nr);
+/// C source (needs the prelude's includes) defining
+///   static void <gemm_function_name>(int64_t M, int64_t N, int64_t K,
+///       const float* A, int64_t rsa, int64_t csa, const float* B, int64_t rsb, int64_t csb,
+///       float* C, int64_t ldc, int64_t MC, int64_t NC, int64_t KC, lm_epi_fn epi, void* ctx);
+/// plus lm_epi_fn when not yet defined. Includes <immintrin.h> for the SIMD ISAs.
+std::string gemm_source(CpuIsa isa, int mr, int nr);
+
+}  // namespace luminal::cpu

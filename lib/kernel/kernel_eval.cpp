@@ -1,0 +1,276 @@
+#include "kernel/kernel_eval.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "luminal/error.hpp"
+
+namespace luminal::kernel {
+
+uint16_t f32_to_f16_bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+  if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
+  if (ax < 0x38800000u) {  // f16 subnormal or zero: scale to units of 2^-24, round even
+    double units = static_cast<double>(std::abs(f)) * 16777216.0;
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(units)));
+  }
+  uint32_t odd = (ax >> 13) & 1u;
+  return static_cast<uint16_t>(sign | ((ax - (112u << 23) + 0xfffu + odd) >> 13));
+}
+
+float f16_bits_to_f32(uint16_t h) {
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  float s = (h & 0x8000) ? -1.0f : 1.0f;
+  if (e == 0) return s * std::ldexp(static_cast<float>(m), -24);
+  if (e == 31) return m ? std::numeric_limits<float>::quiet_NaN() : s * INFINITY;
+  return s * std::ldexp(static_cast<float>(1024 + m), e - 25);
+}
+
+uint16_t f32_to_bf16_bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+float bf16_bits_to_f32(uint16_t h) {
+  uint32_t x = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+namespace {
+
+// Every value travels as a double: f32 values are exactly floats, f16/bf16 values are
+// their bit patterns, i32 and bool are integers.
+struct Evaluator {
+  const Program& p;
+  const std::vector<void*>& bufs;
+  const std::map<std::string, int64_t>& syms;
+  std::vector<int64_t> vars = std::vector<int64_t>(64, 0);
+  double acc = 0;
+  const Kernel* k = nullptr;
+
+  [[noreturn]] void fail(const std::string& m) const {
+    throw InternalError("[kernel eval] kernel '" + (k ? k->name : std::string("?")) + "': " + m);
+  }
+
+  int64_t ix(const Index& i) const { return i.evaluate(vars, syms); }
+
+  int64_t checked(int b, int64_t i) const {
+    int64_t n = p.buffers[static_cast<size_t>(b)].elements.evaluate(vars, syms);
+    if (i < 0 || i >= n)
+      fail("index " + std::to_string(i) + " outside buffer '" + p.buffers[static_cast<size_t>(b)].name +
+           "' of " + std::to_string(n) + " elements");
+    return i;
+  }
+
+  double read(int b, int64_t i) const {
+    i = checked(b, i);
+    void* base = bufs[static_cast<size_t>(b)];
+    switch (p.buffers[static_cast<size_t>(b)].dtype) {
+      case DType::f32: return static_cast<float*>(base)[i];
+      case DType::f16: case DType::bf16: return static_cast<uint16_t*>(base)[i];
+      case DType::i32: return static_cast<int32_t*>(base)[i];
+      case DType::boolean: return static_cast<uint8_t*>(base)[i] != 0;
+    }
+    return 0;
+  }
+
+  void write(int b, int64_t i, double v) const {
+    i = checked(b, i);
+    void* base = bufs[static_cast<size_t>(b)];
+    switch (p.buffers[static_cast<size_t>(b)].dtype) {
+      case DType::f32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
+      case DType::f16: case DType::bf16: static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(v); break;
+      case DType::i32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
+      case DType::boolean: static_cast<uint8_t*>(base)[i] = v != 0; break;
+    }
+  }
+
+  static float to_f32(double v, DType from) {
+    switch (from) {
+      case DType::f16: return f16_bits_to_f32(static_cast<uint16_t>(v));
+      case DType::bf16: return bf16_bits_to_f32(static_cast<uint16_t>(v));
+      default: return static_cast<float>(v);
+    }
+  }
+
+  static double convert(double v, DType from, DType to) {
+    if (from == to) return v;
+    if (to == DType::boolean) return is_float(from) ? (to_f32(v, from) != 0.0f) : (v != 0);
+    if (to == DType::i32) return is_float(from) ? std::trunc(to_f32(v, from)) : v;
+    float f = to_f32(v, from);
+    if (to == DType::f16) return f32_to_f16_bits(f);
+    if (to == DType::bf16) return f32_to_bf16_bits(f);
+    return f;
+  }
+
+  double eval(const Expr& e) {
+    const ExprNode& n = e.node();
+    switch (n.op) {
+      case ExprOp::Const:
+        return n.dtype == DType::f32 ? static_cast<double>(static_cast<float>(n.constant))
+                                     : convert(n.constant, DType::f32, n.dtype);
+      case ExprOp::Load:
+        if (n.valid && ix(*n.valid) == 0) return convert(n.fill, DType::f32, n.dtype);
+        return read(n.buffer, ix(n.index));
+      case ExprOp::Acc: return acc;
+      case ExprOp::IndexValue: return static_cast<double>(ix(n.index));
+      case ExprOp::Cast: return convert(eval(n.args[0]), n.args[0].dtype(), n.dtype);
+      case ExprOp::Where: return eval(n.args[0]) != 0 ? eval(n.args[1]) : eval(n.args[2]);
+      case ExprOp::Unary: return unary_op(n.unary, n.dtype, eval(n.args[0]));
+      case ExprOp::Binary: return binary_op(n.binary, n.args[0].dtype(), eval(n.args[0]), eval(n.args[1]));
+    }
+    return 0;
+  }
+
+  static double unary_op(UnaryOp op, DType dt, double v) {
+    if (dt != DType::f32) {
+      switch (op) {
+        case UnaryOp::Neg: return -v;
+        case UnaryOp::Abs: return std::abs(v);
+        case UnaryOp::Relu: return v < 0 ? 0 : v;
+        case UnaryOp::Not: return v == 0;
+        default: return v;
+      }
+    }
+    float x = static_cast<float>(v);
+    switch (op) {
+      case UnaryOp::Neg: return -x;
+      case UnaryOp::Recip: return 1.0f / x;
+      case UnaryOp::Sqrt: return std::sqrt(x);
+      case UnaryOp::Exp2: return std::exp2(x);
+      case UnaryOp::Log2: return std::log2(x);
+      case UnaryOp::Sin: return std::sin(x);
+      case UnaryOp::Exp: return std::exp(x);
+      case UnaryOp::Log: return std::log(x);
+      case UnaryOp::Cos: return std::cos(x);
+      case UnaryOp::Tanh: return std::tanh(x);
+      case UnaryOp::Sigmoid: return 1.0f / (1.0f + std::exp(-x));
+      case UnaryOp::Erf: return std::erf(x);
+      case UnaryOp::Relu: return x < 0 ? 0.0f : x;
+      case UnaryOp::Abs: return std::abs(x);
+      case UnaryOp::Not: return x == 0;
+    }
+    return 0;
+  }
+
+  static double binary_op(BinaryOp op, DType dt, double a, double b) {
+    if (dt == DType::f32) {
+      float x = static_cast<float>(a), y = static_cast<float>(b);
+      switch (op) {
+        case BinaryOp::Add: return x + y;
+        case BinaryOp::Sub: return x - y;
+        case BinaryOp::Mul: return x * y;
+        case BinaryOp::Div: return x / y;
+        case BinaryOp::Max: return (x > y || x != x) ? x : y;
+        case BinaryOp::Min: return (x < y || x != x) ? x : y;
+        case BinaryOp::Mod: return x - y * std::floor(x / y);
+        case BinaryOp::LessThan: return x < y;
+        case BinaryOp::Equal: return x == y;
+        case BinaryOp::And: return x != 0 && y != 0;
+        case BinaryOp::Or: return x != 0 || y != 0;
+      }
+    }
+    auto i = static_cast<int64_t>(a), j = static_cast<int64_t>(b);
+    switch (op) {
+      case BinaryOp::Add: return static_cast<int32_t>(i + j);
+      case BinaryOp::Sub: return static_cast<int32_t>(i - j);
+      case BinaryOp::Mul: return static_cast<int32_t>(i * j);
+      case BinaryOp::Div: return j == 0 ? 0 : static_cast<double>(i / j);
+      case BinaryOp::Max: return std::max(i, j);
+      case BinaryOp::Min: return std::min(i, j);
+      case BinaryOp::Mod: {
+        if (j == 0) return 0;
+        int64_t r = i % j;
+        return (r != 0 && ((r < 0) != (j < 0))) ? r + j : r;
+      }
+      case BinaryOp::LessThan: return i < j;
+      case BinaryOp::Equal: return i == j;
+      case BinaryOp::And: return i != 0 && j != 0;
+      case BinaryOp::Or: return i != 0 || j != 0;
+    }
+    return 0;
+  }
+
+  template <class F>
+  void nest(const std::vector<Loop>& loops, size_t d, F&& body) {
+    if (d == loops.size()) {
+      body();
+      return;
+    }
+    const Loop& l = loops[d];
+    if (l.var < 0 || l.var >= 64) fail("loop variable ids must be in [0, 64)");
+    int64_t n = ix(l.extent);
+    for (int64_t i = 0; i < n; ++i) {
+      vars[static_cast<size_t>(l.var)] = i;
+      nest(loops, d + 1, body);
+    }
+  }
+
+  void reduction() {
+    const Reduction& r = *k->reduce;
+    double a = r.op == ReduceOp::Sum ? 0.0 : -INFINITY;
+    nest(r.loops, 0, [&] {
+      double v = eval(r.value);
+      if (r.op == ReduceOp::Sum) {
+        a = r.acc_dtype == DType::f32 ? static_cast<float>(static_cast<float>(a) + static_cast<float>(v)) : a + v;
+      } else {
+        a = (v > a || v != v) ? v : a;
+      }
+    });
+    acc = r.acc_dtype == DType::i32 ? a : static_cast<float>(a);
+    write(k->store.buffer, ix(k->store.index), eval(k->store.value));
+  }
+
+  void gemm() {
+    const Gemm& g = *k->gemm;
+    int64_t m = ix(g.m), n = ix(g.n), kk = ix(g.k);
+    int64_t oa = ix(g.a.offset), ob = ix(g.b.offset), oc = ix(g.c.offset);
+    int64_t ra = ix(g.a.row_stride), ca = ix(g.a.col_stride);
+    int64_t rb = ix(g.b.row_stride), cb = ix(g.b.col_stride), rc = ix(g.c.row_stride);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t q = 0; q < kk; ++q) s += read(g.a.buffer, oa + i * ra + q * ca) * read(g.b.buffer, ob + q * rb + j * cb);
+        acc = static_cast<float>(s);
+        vars[static_cast<size_t>(g.row_var)] = i;
+        vars[static_cast<size_t>(g.col_var)] = j;
+        write(g.c.buffer, oc + i * rc + j, g.epilogue.valid() ? eval(g.epilogue) : acc);
+      }
+  }
+
+  void run() {
+    for (const Kernel& kern : p.kernels) {
+      k = &kern;
+      nest(kern.loops, 0, [&] {
+        switch (kern.kind) {
+          case KernelKind::Elementwise: write(kern.store.buffer, ix(kern.store.index), eval(kern.store.value)); break;
+          case KernelKind::Reduction: reduction(); break;
+          case KernelKind::Gemm: gemm(); break;
+        }
+      });
+    }
+  }
+};
+
+}  // namespace
+
+void evaluate(const Program& p, const std::vector<void*>& buffers,
+              const std::map<std::string, int64_t>& symbols) {
+  validate(p);
+  if (buffers.size() != p.buffers.size())
+    throw InternalError("[kernel eval] " + std::to_string(buffers.size()) + " buffers given, program has " +
+                        std::to_string(p.buffers.size()));
+  Evaluator ev{p, buffers, symbols};
+  ev.run();
+}
+
+}  // namespace luminal::kernel

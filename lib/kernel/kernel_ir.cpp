@@ -1,0 +1,473 @@
+#include "kernel/kernel_ir.hpp"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "luminal/error.hpp"
+
+namespace luminal::kernel {
+
+// ------------------------------------------------------------------ Index
+namespace {
+int64_t floordiv_i(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+int64_t floormod_i(int64_t a, int64_t b) { return a - floordiv_i(a, b) * b; }
+
+std::shared_ptr<IndexNode> leaf(IndexOp op) {
+  auto n = std::make_shared<IndexNode>();
+  n->op = op;
+  return n;
+}
+}  // namespace
+
+Index::Index(int64_t c) {
+  auto n = leaf(IndexOp::Const);
+  n->value = c;
+  node_ = std::move(n);
+}
+
+Index Index::var(int id) {
+  auto n = leaf(IndexOp::Var);
+  n->value = id;
+  return Index(std::shared_ptr<const IndexNode>(std::move(n)));
+}
+
+Index Index::sym(const std::string& name) {
+  auto n = leaf(IndexOp::Sym);
+  n->name = name;
+  return Index(std::shared_ptr<const IndexNode>(std::move(n)));
+}
+
+IndexOp Index::op() const { return node_->op; }
+
+std::optional<int64_t> Index::as_constant() const {
+  if (node_->op == IndexOp::Const) return node_->value;
+  return std::nullopt;
+}
+
+bool Index::non_negative() const {
+  const auto& n = *node_;
+  switch (n.op) {
+    case IndexOp::Const: return n.value >= 0;
+    case IndexOp::Var: case IndexOp::Sym: return true;
+    case IndexOp::Lt: case IndexOp::Le: case IndexOp::Eq: case IndexOp::And: return true;
+    case IndexOp::Sub: return false;
+    case IndexOp::Select: return n.args[1].non_negative() && n.args[2].non_negative();
+    case IndexOp::Min: return n.args[0].non_negative() && n.args[1].non_negative();
+    case IndexOp::Max: return n.args[0].non_negative() || n.args[1].non_negative();
+    default: return n.args[0].non_negative() && n.args[1].non_negative();
+  }
+}
+
+int64_t Index::evaluate(const std::vector<int64_t>& vars,
+                        const std::map<std::string, int64_t>& syms) const {
+  const auto& n = *node_;
+  auto arg = [&](int i) { return n.args[static_cast<size_t>(i)].evaluate(vars, syms); };
+  switch (n.op) {
+    case IndexOp::Const: return n.value;
+    case IndexOp::Var:
+      if (n.value < 0 || static_cast<size_t>(n.value) >= vars.size())
+        throw InternalError("[kernel] index variable v" + std::to_string(n.value) + " is not bound");
+      return vars[static_cast<size_t>(n.value)];
+    case IndexOp::Sym: {
+      auto it = syms.find(n.name);
+      if (it == syms.end()) throw InternalError("[kernel] symbol '" + n.name + "' is not bound");
+      return it->second;
+    }
+    case IndexOp::Add: return arg(0) + arg(1);
+    case IndexOp::Sub: return arg(0) - arg(1);
+    case IndexOp::Mul: return arg(0) * arg(1);
+    case IndexOp::FloorDiv: return floordiv_i(arg(0), arg(1));
+    case IndexOp::Mod: return floormod_i(arg(0), arg(1));
+    case IndexOp::Min: return std::min(arg(0), arg(1));
+    case IndexOp::Max: return std::max(arg(0), arg(1));
+    case IndexOp::Lt: return arg(0) < arg(1);
+    case IndexOp::Le: return arg(0) <= arg(1);
+    case IndexOp::Eq: return arg(0) == arg(1);
+    case IndexOp::And: return arg(0) != 0 && arg(1) != 0;
+    case IndexOp::Select: return arg(0) != 0 ? arg(1) : arg(2);
+  }
+  return 0;
+}
+
+std::string Index::to_string() const {
+  const auto& n = *node_;
+  auto bin = [&](const char* op) {
+    return "(" + n.args[0].to_string() + " " + op + " " + n.args[1].to_string() + ")";
+  };
+  auto fn = [&](const char* f) {
+    std::string s = std::string(f) + "(";
+    for (size_t i = 0; i < n.args.size(); ++i) s += (i ? ", " : "") + n.args[i].to_string();
+    return s + ")";
+  };
+  switch (n.op) {
+    case IndexOp::Const: return std::to_string(n.value);
+    case IndexOp::Var: return "v" + std::to_string(n.value);
+    case IndexOp::Sym: return n.name;
+    case IndexOp::Add: return bin("+");
+    case IndexOp::Sub: return bin("-");
+    case IndexOp::Mul: return bin("*");
+    case IndexOp::FloorDiv: return bin("//");
+    case IndexOp::Mod: return bin("%");
+    case IndexOp::Min: return fn("min");
+    case IndexOp::Max: return fn("max");
+    case IndexOp::Lt: return bin("<");
+    case IndexOp::Le: return bin("<=");
+    case IndexOp::Eq: return bin("==");
+    case IndexOp::And: return bin("&&");
+    case IndexOp::Select: return fn("select");
+  }
+  return "?";
+}
+
+Index make_index(IndexOp op, std::vector<Index> args) {
+  // Constant folding: every argument constant -> evaluate now.
+  bool all_const = std::all_of(args.begin(), args.end(), [](const Index& a) { return a.as_constant().has_value(); });
+  auto n = leaf(op);
+  n->args = std::move(args);
+  Index out{std::shared_ptr<const IndexNode>(std::move(n))};
+  if (all_const) {
+    const auto& a = out.node().args;
+    bool div_by_zero = (op == IndexOp::FloorDiv || op == IndexOp::Mod) && *a[1].as_constant() == 0;
+    if (!div_by_zero) return Index(out.evaluate({}, {}));
+  }
+  return out;
+}
+
+namespace {
+bool is_const(const Index& i, int64_t v) { return i.as_constant() == v; }
+}  // namespace
+
+Index operator+(const Index& a, const Index& b) {
+  if (is_const(a, 0)) return b;
+  if (is_const(b, 0)) return a;
+  return make_index(IndexOp::Add, {a, b});
+}
+Index operator-(const Index& a, const Index& b) {
+  if (is_const(b, 0)) return a;
+  return make_index(IndexOp::Sub, {a, b});
+}
+Index operator*(const Index& a, const Index& b) {
+  if (is_const(a, 0) || is_const(b, 0)) return Index(0);
+  if (is_const(a, 1)) return b;
+  if (is_const(b, 1)) return a;
+  return make_index(IndexOp::Mul, {a, b});
+}
+Index floordiv(const Index& a, const Index& b) {
+  if (is_const(b, 1)) return a;
+  return make_index(IndexOp::FloorDiv, {a, b});
+}
+Index mod(const Index& a, const Index& b) {
+  if (is_const(b, 1)) return Index(0);
+  return make_index(IndexOp::Mod, {a, b});
+}
+Index min(const Index& a, const Index& b) { return make_index(IndexOp::Min, {a, b}); }
+Index max(const Index& a, const Index& b) { return make_index(IndexOp::Max, {a, b}); }
+Index lt(const Index& a, const Index& b) { return make_index(IndexOp::Lt, {a, b}); }
+Index le(const Index& a, const Index& b) { return make_index(IndexOp::Le, {a, b}); }
+Index eq(const Index& a, const Index& b) { return make_index(IndexOp::Eq, {a, b}); }
+Index land(const Index& a, const Index& b) {
+  if (is_const(a, 1)) return b;
+  if (is_const(b, 1)) return a;
+  return make_index(IndexOp::And, {a, b});
+}
+Index select(const Index& c, const Index& a, const Index& b) {
+  if (auto v = c.as_constant()) return *v ? a : b;
+  return make_index(IndexOp::Select, {c, a, b});
+}
+
+Index row_major(const std::vector<Index>& vars, const std::vector<Index>& dims) {
+  if (vars.size() != dims.size()) throw InternalError("[kernel] row_major: rank mismatch");
+  Index out(0);
+  for (size_t i = 0; i < vars.size(); ++i) out = out * dims[i] + vars[i];
+  return out;
+}
+
+// ------------------------------------------------------------------ Expr
+Expr make_expr(ExprNode n) { return Expr(std::make_shared<const ExprNode>(std::move(n))); }
+
+DType Expr::dtype() const { return node_->dtype; }
+ExprOp Expr::op() const { return node_->op; }
+
+namespace {
+const char* unary_name(UnaryOp op) {
+  static const char* names[] = {"neg", "recip", "sqrt", "exp2", "log2", "sin", "exp", "log",
+                                "cos", "tanh", "sigmoid", "erf", "relu", "abs", "not"};
+  return names[static_cast<int>(op)];
+}
+const char* binary_name(BinaryOp op) {
+  static const char* names[] = {"add", "sub", "mul", "div", "max", "min",
+                                "mod", "lt", "eq", "and", "or"};
+  return names[static_cast<int>(op)];
+}
+}  // namespace
+
+std::string Expr::to_string() const {
+  if (!node_) return "<none>";
+  const auto& n = *node_;
+  std::ostringstream s;
+  switch (n.op) {
+    case ExprOp::Const: s << n.constant << ":" << dtype_name(n.dtype); break;
+    case ExprOp::Load:
+      s << "b" << n.buffer << "[" << n.index.to_string() << "]";
+      if (n.valid) s << " if " << n.valid->to_string() << " else " << n.fill;
+      break;
+    case ExprOp::Acc: s << "acc"; break;
+    case ExprOp::IndexValue: s << "idx(" << n.index.to_string() << ")"; break;
+    case ExprOp::Unary: s << unary_name(n.unary) << "(" << n.args[0].to_string() << ")"; break;
+    case ExprOp::Binary:
+      s << binary_name(n.binary) << "(" << n.args[0].to_string() << ", " << n.args[1].to_string() << ")";
+      break;
+    case ExprOp::Where:
+      s << "where(" << n.args[0].to_string() << ", " << n.args[1].to_string() << ", "
+        << n.args[2].to_string() << ")";
+      break;
+    case ExprOp::Cast: s << "cast<" << dtype_name(n.dtype) << ">(" << n.args[0].to_string() << ")"; break;
+  }
+  return s.str();
+}
+
+Expr constant(double v, DType dt) {
+  ExprNode n;
+  n.op = ExprOp::Const;
+  n.dtype = dt;
+  n.constant = v;
+  return make_expr(std::move(n));
+}
+
+Expr load(int buffer, DType dt, Index index) {
+  ExprNode n;
+  n.op = ExprOp::Load;
+  n.dtype = dt;
+  n.buffer = buffer;
+  n.index = std::move(index);
+  return make_expr(std::move(n));
+}
+
+Expr load_padded(int buffer, DType dt, Index index, Index valid, double fill) {
+  ExprNode n;
+  n.op = ExprOp::Load;
+  n.dtype = dt;
+  n.buffer = buffer;
+  n.index = std::move(index);
+  if (valid.as_constant() != 1) n.valid = std::move(valid);
+  n.fill = fill;
+  return make_expr(std::move(n));
+}
+
+Expr acc(DType dt) {
+  ExprNode n;
+  n.op = ExprOp::Acc;
+  n.dtype = dt;
+  return make_expr(std::move(n));
+}
+
+Expr index_value(Index i) {
+  ExprNode n;
+  n.op = ExprOp::IndexValue;
+  n.dtype = DType::i32;
+  n.index = std::move(i);
+  return make_expr(std::move(n));
+}
+
+Expr unary(UnaryOp op, Expr a) {
+  if (!a.valid()) throw InternalError("[kernel] unary " + std::string(unary_name(op)) + " of an empty expression");
+  if (op == UnaryOp::Not ? a.dtype() != DType::boolean
+                         : (op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu && a.dtype() != DType::f32))
+    throw InternalError("[kernel] unary " + std::string(unary_name(op)) + " does not accept " +
+                        std::string(dtype_name(a.dtype())));
+  ExprNode n;
+  n.op = ExprOp::Unary;
+  n.unary = op;
+  n.dtype = a.dtype();
+  n.args = {std::move(a)};
+  return make_expr(std::move(n));
+}
+
+Expr binary(BinaryOp op, Expr a, Expr b) {
+  if (!a.valid() || !b.valid()) throw InternalError("[kernel] binary " + std::string(binary_name(op)) + " of an empty expression");
+  if (a.dtype() != b.dtype())
+    throw InternalError("[kernel] binary " + std::string(binary_name(op)) + " of " +
+                        std::string(dtype_name(a.dtype())) + " and " + std::string(dtype_name(b.dtype())));
+  ExprNode n;
+  n.op = ExprOp::Binary;
+  n.binary = op;
+  n.dtype = (op == BinaryOp::LessThan || op == BinaryOp::Equal) ? DType::boolean : a.dtype();
+  n.args = {std::move(a), std::move(b)};
+  return make_expr(std::move(n));
+}
+
+Expr where(Expr cond, Expr a, Expr b) {
+  if (cond.dtype() != DType::boolean || a.dtype() != b.dtype())
+    throw InternalError("[kernel] where(" + std::string(dtype_name(cond.dtype())) + ", " +
+                        std::string(dtype_name(a.dtype())) + ", " + std::string(dtype_name(b.dtype())) +
+                        "): condition must be bool and branches the same dtype");
+  ExprNode n;
+  n.op = ExprOp::Where;
+  n.dtype = a.dtype();
+  n.args = {std::move(cond), std::move(a), std::move(b)};
+  return make_expr(std::move(n));
+}
+
+Expr cast(Expr a, DType to) {
+  if (a.dtype() == to) return a;
+  ExprNode n;
+  n.op = ExprOp::Cast;
+  n.dtype = to;
+  n.args = {std::move(a)};
+  return make_expr(std::move(n));
+}
+
+// ------------------------------------------------------------------ validation
+namespace {
+
+struct Checker {
+  const Program& p;
+  const Kernel* k = nullptr;
+  std::set<int> scope;  // loop vars visible here
+
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw InternalError("[kernel] " + (k ? "kernel '" + k->name + "': " : std::string()) + msg);
+  }
+  void index(const Index& i) const {
+    const auto& n = i.node();
+    if (n.op == IndexOp::Var && !scope.count(static_cast<int>(n.value)))
+      fail("index uses v" + std::to_string(n.value) + " outside its loop");
+    if (n.op == IndexOp::Sym && std::find(p.symbols.begin(), p.symbols.end(), n.name) == p.symbols.end())
+      fail("index uses undeclared symbol '" + n.name + "'");
+    for (const auto& a : n.args) index(a);
+  }
+  void buffer(int b) const {
+    if (b < 0 || static_cast<size_t>(b) >= p.buffers.size()) fail("buffer id " + std::to_string(b) + " out of range");
+  }
+  void expr(const Expr& e, bool acc_ok) const {
+    if (!e.valid()) fail("empty expression");
+    const auto& n = e.node();
+    if (n.op == ExprOp::Load) {
+      buffer(n.buffer);
+      if (p.buffers[static_cast<size_t>(n.buffer)].dtype != n.dtype)
+        fail("load of buffer '" + p.buffers[static_cast<size_t>(n.buffer)].name + "' as " +
+             std::string(dtype_name(n.dtype)));
+      index(n.index);
+      if (n.valid) index(*n.valid);
+    }
+    if (n.op == ExprOp::IndexValue) index(n.index);
+    if (n.op == ExprOp::Acc && !acc_ok) fail("acc() used outside a reduction/GEMM epilogue");
+    for (const auto& a : n.args) expr(a, acc_ok);
+  }
+  static bool uses_var(const Index& i) {
+    if (i.op() == IndexOp::Var) return true;
+    for (const auto& a : i.node().args)
+      if (uses_var(a)) return true;
+    return false;
+  }
+  void loops(const std::vector<Loop>& ls) {
+    for (const auto& l : ls) {
+      index(l.extent);
+      // Rectangular nests only: renderers collapse and reorder loops freely.
+      if (uses_var(l.extent)) fail("loop extent " + l.extent.to_string() + " uses a loop variable");
+      if (!scope.insert(l.var).second) fail("loop variable v" + std::to_string(l.var) + " declared twice");
+    }
+  }
+};
+
+}  // namespace
+
+void validate(const Program& p) {
+  std::set<std::string> names;
+  for (const auto& k : p.kernels) {
+    Checker c{p, &k, {}};
+    if (k.name.empty() || !names.insert(k.name).second) c.fail("kernel names must be unique and non-empty");
+    c.loops(k.loops);
+    switch (k.kind) {
+      case KernelKind::Elementwise:
+        c.buffer(k.store.buffer);
+        c.index(k.store.index);
+        c.expr(k.store.value, false);
+        break;
+      case KernelKind::Reduction: {
+        if (!k.reduce) c.fail("reduction kernel without a Reduction");
+        Checker inner = c;
+        inner.loops(k.reduce->loops);
+        inner.expr(k.reduce->value, false);
+        c.buffer(k.store.buffer);
+        c.index(k.store.index);
+        c.expr(k.store.value, true);
+        break;
+      }
+      case KernelKind::Gemm: {
+        if (!k.gemm) c.fail("gemm kernel without a Gemm");
+        const Gemm& g = *k.gemm;
+        for (const auto* v : {&g.a, &g.b, &g.c}) {
+          c.buffer(v->buffer);
+          if (p.buffers[static_cast<size_t>(v->buffer)].dtype != DType::f32) c.fail("GEMM operands must be f32");
+          c.index(v->offset);
+          c.index(v->row_stride);
+          c.index(v->col_stride);
+        }
+        if (g.c.col_stride.as_constant() != 1) c.fail("GEMM output must have column stride 1");
+        c.index(g.m);
+        c.index(g.n);
+        c.index(g.k);
+        if (g.epilogue.valid()) {
+          Checker epi = c;
+          epi.scope.insert(g.row_var);
+          epi.scope.insert(g.col_var);
+          epi.expr(g.epilogue, true);
+        }
+        const GemmTile& t = g.tile;
+        if (t.mr <= 0 || t.nr <= 0 || t.mc % t.mr != 0 || t.nc % t.nr != 0 || t.kc <= 0)
+          c.fail("GEMM tile: mc must be a multiple of mr and nc of nr");
+        break;
+      }
+    }
+    if (k.kind != KernelKind::Gemm) {
+      const auto& b = p.buffers[static_cast<size_t>(k.store.buffer)];
+      if (b.dtype != k.store.value.dtype())
+        c.fail("stores " + std::string(dtype_name(k.store.value.dtype())) + " into " +
+               std::string(dtype_name(b.dtype)) + " buffer '" + b.name + "'");
+    }
+  }
+}
+
+std::string to_string(const Program& p) {
+  std::ostringstream s;
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    const auto& b = p.buffers[i];
+    static const char* roles[] = {"input", "param", "output", "intermediate"};
+    s << "b" << i << " " << b.name << ": " << dtype_name(b.dtype) << "[" << b.elements.to_string()
+      << "] " << roles[static_cast<int>(b.role)] << "\n";
+  }
+  for (const auto& k : p.kernels) {
+    static const char* kinds[] = {"elementwise", "reduction", "gemm"};
+    s << "kernel " << k.name << " (" << kinds[static_cast<int>(k.kind)] << ")\n";
+    std::string ind = "  ";
+    auto loop = [&](const Loop& l) {
+      s << ind << "for v" << l.var << " in 0.." << l.extent.to_string() << (l.parallel ? " parallel" : "")
+        << (l.vectorize ? " vectorize" : "") << "\n";
+      ind += "  ";
+    };
+    for (const auto& l : k.loops) loop(l);
+    if (k.kind == KernelKind::Gemm) {
+      const Gemm& g = *k.gemm;
+      s << ind << "b" << g.c.buffer << "[" << g.m.to_string() << " x " << g.n.to_string() << "] = gemm(b"
+        << g.a.buffer << ", b" << g.b.buffer << ", k=" << g.k.to_string() << ") epilogue "
+        << (g.epilogue.valid() ? g.epilogue.to_string() : "acc") << "\n";
+      continue;
+    }
+    if (k.reduce) {
+      s << ind << "acc = " << (k.reduce->op == ReduceOp::Sum ? "0" : "-inf") << "\n";
+      std::string save = ind;
+      for (const auto& l : k.reduce->loops) loop(l);
+      s << ind << "acc " << (k.reduce->op == ReduceOp::Sum ? "+=" : "max=") << " " << k.reduce->value.to_string() << "\n";
+      ind = save;
+    }
+    s << ind << "b" << k.store.buffer << "[" << k.store.index.to_string() << "] = " << k.store.value.to_string() << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace luminal::kernel

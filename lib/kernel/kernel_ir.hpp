@@ -1,0 +1,229 @@
+// The kernel IR: the one loop-nest form that every renderer (C for CPU, CUDA, HIP) and
+// the IR evaluator share. The compiler core lowers each extracted kernel node into one
+// `Kernel`; a `Program` is the ordered list of kernels plus the buffers they touch.
+//
+//   Program  = buffers (dtype, element count) + symbols (dynamic dims) + kernels, in order
+//   Kernel   = loops (outer -> inner) and one of
+//                Elementwise: store(buffer, index, value)              at every point
+//                Reduction:   acc = init; for reduce loops: acc op= value;
+//                             store(buffer, index, epilogue(acc))      at every outer point
+//                Gemm:        C[i,j] = epilogue(sum_p A[i,p] * B[p,j]) inside the loops
+//                             (the loops are batch loops; A/B/C are strided views)
+//   Index    = int64 expression over loop variables and symbols: + - * floordiv mod min
+//              max, comparisons, && and select (pad validity). Views fold into these.
+//   Expr     = scalar expression: const, load (with an optional validity predicate and
+//              fill value, for pad), acc (the reduction/GEMM accumulator), index value
+//              (iota), unary, binary, where, cast.
+//
+// Values are typed by DType; in C, f16/bf16 values are their uint16_t bit patterns (only
+// cast converts), booleans are uint8_t 0/1. Loop variables are small integer ids unique
+// within a kernel; symbols are dims bound at call time (the order of Program::symbols is
+// the order of the int64 array every kernel receives).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "luminal/dtype.hpp"
+
+namespace luminal::kernel {
+
+// ------------------------------------------------------------------ index expressions
+enum class IndexOp : uint8_t {
+  Const, Var, Sym,                 // leaves
+  Add, Sub, Mul, FloorDiv, Mod,    // arithmetic; FloorDiv/Mod round toward -inf (Python)
+  Min, Max,
+  Lt, Le, Eq, And,                 // 0/1 valued
+  Select,                          // args[0] ? args[1] : args[2]
+};
+
+struct IndexNode;
+
+/// An immutable int64 expression (shared nodes; light constant folding on build).
+class Index {
+ public:
+  Index(int64_t c = 0);  // NOLINT(google-explicit-constructor): constants read naturally
+  Index(int c) : Index(static_cast<int64_t>(c)) {}  // NOLINT
+  static Index var(int id);
+  static Index sym(const std::string& name);
+
+  IndexOp op() const;
+  std::optional<int64_t> as_constant() const;
+  /// True when the value is >= 0 for every binding (loop vars and symbols are >= 0).
+  bool non_negative() const;
+  int64_t evaluate(const std::vector<int64_t>& vars, const std::map<std::string, int64_t>& syms) const;
+  std::string to_string() const;
+  const IndexNode& node() const { return *node_; }
+
+  friend Index operator+(const Index& a, const Index& b);
+  friend Index operator-(const Index& a, const Index& b);
+  friend Index operator*(const Index& a, const Index& b);
+
+ private:
+  explicit Index(std::shared_ptr<const IndexNode> n) : node_(std::move(n)) {}
+  friend Index make_index(IndexOp, std::vector<Index>);
+  std::shared_ptr<const IndexNode> node_;
+};
+
+struct IndexNode {
+  IndexOp op;
+  int64_t value = 0;      // Const value, Var id
+  std::string name;       // Sym name
+  std::vector<Index> args;
+};
+
+Index floordiv(const Index& a, const Index& b);
+Index mod(const Index& a, const Index& b);
+Index min(const Index& a, const Index& b);
+Index max(const Index& a, const Index& b);
+Index lt(const Index& a, const Index& b);
+Index le(const Index& a, const Index& b);
+Index eq(const Index& a, const Index& b);
+Index land(const Index& a, const Index& b);
+Index select(const Index& c, const Index& a, const Index& b);
+/// Row-major linear index of `vars` in a tensor of `dims`: ((v0*d1 + v1)*d2 + v2)...
+Index row_major(const std::vector<Index>& vars, const std::vector<Index>& dims);
+
+// ------------------------------------------------------------------ scalar expressions
+enum class ExprOp : uint8_t { Const, Load, Acc, IndexValue, Unary, Binary, Where, Cast };
+
+enum class UnaryOp : uint8_t {
+  Neg, Recip, Sqrt, Exp2, Log2, Sin,          // primitives
+  Exp, Log, Cos, Tanh, Sigmoid, Erf, Relu, Abs,  // fused forms (prelude functions)
+  Not,                                        // boolean
+};
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, Max, Min,
+  Mod,           // torch.remainder: sign of the divisor
+  LessThan, Equal,  // -> boolean
+  And, Or,       // boolean
+};
+
+struct ExprNode;
+
+class Expr {
+ public:
+  Expr() = default;
+  DType dtype() const;
+  ExprOp op() const;
+  const ExprNode& node() const { return *node_; }
+  bool valid() const { return node_ != nullptr; }
+  std::string to_string() const;
+
+ private:
+  explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
+  friend Expr make_expr(ExprNode);
+  std::shared_ptr<const ExprNode> node_;
+};
+
+struct ExprNode {
+  ExprOp op = ExprOp::Const;
+  DType dtype = DType::f32;
+  double constant = 0;            // Const
+  int buffer = -1;                // Load: index into Program::buffers
+  Index index;                    // Load address (elements) / IndexValue
+  std::optional<Index> valid;     // Load: read only where valid != 0 ...
+  double fill = 0;                // ... else this value (pad)
+  UnaryOp unary = UnaryOp::Neg;
+  BinaryOp binary = BinaryOp::Add;
+  std::vector<Expr> args;
+};
+
+Expr constant(double v, DType dt = DType::f32);
+Expr load(int buffer, DType dt, Index index);
+Expr load_padded(int buffer, DType dt, Index index, Index valid, double fill);
+/// The accumulator of a Reduction (after the reduce loops) or of a Gemm (the dot product).
+Expr acc(DType dt = DType::f32);
+/// An index expression as an i32 value (iota, positions).
+Expr index_value(Index i);
+Expr unary(UnaryOp op, Expr a);
+Expr binary(BinaryOp op, Expr a, Expr b);
+Expr where(Expr cond, Expr a, Expr b);
+Expr cast(Expr a, DType to);
+
+// ------------------------------------------------------------------ kernels
+struct Loop {
+  int var = 0;
+  Index extent;
+  bool parallel = false;   // OpenMP worksharing (consecutive parallel loops collapse)
+  bool vectorize = false;  // the loop a renderer maps to SIMD lanes / threads in a warp
+};
+
+enum class KernelKind : uint8_t { Elementwise, Reduction, Gemm };
+enum class ReduceOp : uint8_t { Sum, Max };
+
+struct Reduction {
+  ReduceOp op = ReduceOp::Sum;
+  std::vector<Loop> loops;  // inside the kernel's loops
+  Expr value;               // accumulated at each point of loops
+  DType acc_dtype = DType::f32;
+};
+
+struct Store {
+  int buffer = -1;
+  Index index;
+  Expr value;  // Reduction: may use acc()
+};
+
+/// A strided matrix view: element (r, c) at offset + r*row_stride + c*col_stride.
+struct MatrixView {
+  int buffer = -1;
+  Index offset;  // may use the kernel's (batch) loop variables
+  Index row_stride;
+  Index col_stride;
+};
+
+enum class GemmImpl : uint8_t { Generated, Library };
+
+/// Tile sizes of the generated GEMM: micro tile mr x nr held in registers, cache blocks
+/// mc x kc (packed A, L2) and kc x nc (packed B, L3).
+struct GemmTile {
+  int mr = 8, nr = 32, mc = 128, kc = 256, nc = 2048;
+};
+
+struct Gemm {
+  Index m, n, k;
+  MatrixView a;  // m x k
+  MatrixView b;  // k x n
+  MatrixView c;  // m x n, col_stride must be 1
+  int row_var = 0, col_var = 1;  // loop ids the epilogue may index with (i, j)
+  Expr epilogue;                 // over acc() (f32); invalid Expr means acc() itself
+  GemmTile tile;
+  GemmImpl impl = GemmImpl::Generated;
+};
+
+struct Kernel {
+  std::string name;  // a C identifier, unique in the program
+  KernelKind kind = KernelKind::Elementwise;
+  std::vector<Loop> loops;
+  Store store;                      // Elementwise, Reduction
+  std::optional<Reduction> reduce;  // Reduction
+  std::optional<Gemm> gemm;         // Gemm
+};
+
+enum class BufferRole : uint8_t { Input, Param, Output, Intermediate };
+
+struct Buffer {
+  std::string name;
+  DType dtype = DType::f32;
+  Index elements;
+  BufferRole role = BufferRole::Intermediate;
+};
+
+struct Program {
+  std::vector<Buffer> buffers;
+  std::vector<std::string> symbols;
+  std::vector<Kernel> kernels;
+};
+
+/// Structural checks (buffer ids, dtypes of loads/stores, loop var uniqueness and scope,
+/// symbols declared, kind-specific fields). Throws InternalError naming the kernel.
+void validate(const Program& p);
+/// A readable dump of the program, one loop per line.
+std::string to_string(const Program& p);
+
+}  // namespace luminal::kernel
