@@ -75,6 +75,12 @@ Dim make_atom(AtomKind kind, const Dim& a, const Dim& b) {
   return atom_dim(std::move(atom));
 }
 
+// The canonical operand order of commutative atoms: symbolic before constant, then by text.
+bool operands_ordered(const Dim& a, const Dim& b) {
+  if (a.is_constant() != b.is_constant()) return !a.is_constant();
+  return a.to_string() < b.to_string();
+}
+
 Dim scale(const Dim& d, int64_t k) {
   if (k == 0) return Dim(0);
   if (k == 1) return d;
@@ -249,7 +255,7 @@ Dim min(const Dim& a, const Dim& b) {
   if (a.upper_bound() <= b.lower_bound()) return a;
   if (b.upper_bound() <= a.lower_bound()) return b;
   // min is commutative: order the operands so min(a, b) and min(b, a) are one Dim.
-  return a.to_string() < b.to_string() ? make_atom(AtomKind::Min, a, b) : make_atom(AtomKind::Min, b, a);
+  return operands_ordered(a, b) ? make_atom(AtomKind::Min, a, b) : make_atom(AtomKind::Min, b, a);
 }
 
 Dim max(const Dim& a, const Dim& b) {
@@ -259,7 +265,7 @@ Dim max(const Dim& a, const Dim& b) {
   if (d.lower_bound() >= 0) return a;
   if (a.upper_bound() <= b.lower_bound()) return b;
   if (b.upper_bound() <= a.lower_bound()) return a;
-  return a.to_string() < b.to_string() ? make_atom(AtomKind::Max, a, b) : make_atom(AtomKind::Max, b, a);
+  return operands_ordered(a, b) ? make_atom(AtomKind::Max, a, b) : make_atom(AtomKind::Max, b, a);
 }
 
 }  // namespace luminal

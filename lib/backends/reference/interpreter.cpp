@@ -47,6 +47,13 @@ std::map<std::string, HostTensor> run(const GraphImpl& g, const DimBindings& dim
 
   std::vector<std::optional<View>> val(g.nodes.size());
   auto in = [&](const Node& n, size_t i) -> const View& { return *val[n.inputs[i]]; };
+  // A masked operand of a kernel is materialized once and the result kept for the
+  // node's other users.
+  auto dense = [&](const Node& n, size_t i) -> const View& {
+    std::optional<View>& v = val[n.inputs[i]];
+    if (v->masked()) v = contiguous(*v, stats);
+    return *v;
+  };
 
   for (uint32_t id : order) {
     const Node& n = g.nodes[id];
@@ -59,18 +66,18 @@ std::map<std::string, HostTensor> run(const GraphImpl& g, const DimBindings& dim
       case PrimOp::Iota: v = iota(shape[0]); break;
       case PrimOp::Exp2: case PrimOp::Log2: case PrimOp::Sin: case PrimOp::Sqrt: case PrimOp::Recip:
       case PrimOp::Neg:
-        v = unary(n.op, unmasked(in(n, 0), stats));
+        v = unary(n.op, dense(n, 0));
         break;
       case PrimOp::Add: case PrimOp::Mul: case PrimOp::Mod: case PrimOp::Max: case PrimOp::LessThan:
       case PrimOp::Equal:
-        v = binary(n.op, unmasked(in(n, 0), stats), unmasked(in(n, 1), stats));
+        v = binary(n.op, dense(n, 0), dense(n, 1));
         break;
       case PrimOp::Where:
-        v = where(unmasked(in(n, 0), stats), unmasked(in(n, 1), stats), unmasked(in(n, 2), stats));
+        v = where(dense(n, 0), dense(n, 1), dense(n, 2));
         break;
-      case PrimOp::Cast: v = cast(unmasked(in(n, 0), stats), n.dtype); break;
+      case PrimOp::Cast: v = cast(dense(n, 0), n.dtype); break;
       case PrimOp::SumReduce:
-      case PrimOp::MaxReduce: v = reduce(n.op, unmasked(in(n, 0), stats), n.axis); break;
+      case PrimOp::MaxReduce: v = reduce(n.op, dense(n, 0), n.axis); break;
       case PrimOp::Gather: v = gather(in(n, 0), in(n, 1), n.op_name, stats); break;
       case PrimOp::Reshape: {
         const View& x = in(n, 0);
