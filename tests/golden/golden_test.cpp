@@ -5,6 +5,7 @@
 // LUMINAL_GOLDEN_FILTER=softmax/bf16 ./golden_tests
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -62,6 +63,8 @@ void check_target(const lm::Target& target, bool group_by_op) {
       failures += "  " + r.c->name + " [reference: " + r.c->reference + "]: " + r.message + "\n";
     }
   }
+  // One line per target even on success, so a log shows what was compared.
+  std::printf("golden: %s: %d cases of %zu ops, %d failed\n", target.to_string().c_str(), total, by_op.size(), failed);
   INFO("target " << target.to_string() << ": " << total << " golden cases, " << failed << " failed");
   if (failed > 0) {
     std::string table = "per-op (cases / failed):\n";
