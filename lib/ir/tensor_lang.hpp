@@ -1,0 +1,207 @@
+// The tensor language of the compiler's e-graph (DESIGN.md "Fusion and kernel choice live
+// in the e-graph").
+//
+// Two sorts of nodes share one e-graph:
+//  * math nodes -- one op per PrimOp (same numbering, see to_op/to_prim), plus MatMul (a
+//    derived contraction the contraction rules may introduce). They define meaning and are
+//    never executed (extraction gives them cost +infinity, except the Input/Param leaves,
+//    which are buffers the caller provides).
+//  * kernel nodes -- Op::Kernel. A kernel node in class C says "one kernel computes C's
+//    value reading only the buffers of my child classes". Its payload's KernelSpec holds
+//    the kind, the launch parameters and the body: a small primitive graph (a GraphImpl)
+//    whose Input nodes named "%0", "%1", ... are the slots (slot i = child class i, read
+//    whole; views on a slot are nodes of the body) and whose single output "out" is C.
+//
+// CONTRACT for rule authors (lib/rules/*.cpp):
+//  * A node's payload is a 32-bit id of interned attributes (`Attr`) in the AttrStore that
+//    the e-graph's analysis owns: `g.analysis().attrs()`. Payload 0 is "no attributes",
+//    which is what every elementwise op (unary, binary, where, gather, matmul) carries, so
+//    plain patterns such as `rule("comm-add", add(a, b), add(b, a))` build correct nodes.
+//    Ops with attributes (Constant, Cast, reductions, views, Iota, Input, Param, Kernel)
+//    must be built by a custom applier: `g.add(Op::Cast, g.analysis().attrs().intern(a), {x})`
+//    -- use the helpers in ir/build.hpp (add_cast, add_reshape, ...), which fill Attr
+//    correctly. Never put derived facts (shapes of elementwise ops, dtypes) in an Attr:
+//    equal nodes must have equal payloads.
+//  * Shapes, dtype and a uniform constant value of every class are in the analysis data:
+//    `g.data(cls).shape`, `.dtype`, `.constant` (set when every element of the class is
+//    known to equal that value; propagated through views and elementwise ops by folding
+//    with the reference interpreter's own kernels, so it is exact).
+//  * A pattern can only bind classes, not nodes: to read the attributes of a matched
+//    attribute-carrying node (views, reductions, Cast, leaves), use the class's
+//    `g.data(cls).attributed` list -- every such node of the class as (op, payload, child)
+//    -- e.g. `for (auto& an : g.data(m[x]).attributed) if (an.op == Op::Permute) ...`;
+//    `g.find(an.kid)` is its canonical child. Kernel nodes are not listed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/graph_impl.hpp"
+#include "luminal/dim.hpp"
+#include "luminal/dtype.hpp"
+#include "luminal/egraph/egraph.hpp"
+
+namespace luminal::ir {
+
+using egraph::Id;
+using detail::PrimOp;
+
+/// Ops of the tensor language: the primitives (same numbering as PrimOp), MatMul, Kernel.
+enum class Op : uint8_t {
+  Input, Param, Constant, Iota,
+  Exp2, Log2, Sin, Sqrt, Recip, Neg,
+  Add, Mul, Mod, Max, LessThan, Equal,
+  Where, Cast, SumReduce, MaxReduce, Gather,
+  Reshape, Permute, Expand, Slice, Pad,
+  /// a [..., m, k] x b [..., k, n] -> [..., m, n] (same batch dims, same dtype); means
+  /// sum_reduce(mul(expand(a'), expand(b')), axis=-2) with a' = a[..., m, k, 1],
+  /// b' = b[..., 1, k, n]: the contraction the rules find inside that form.
+  MatMul,
+  /// An executable kernel (payload: Attr::kernel); children are the slot classes.
+  Kernel,
+};
+inline constexpr std::size_t kNumOps = static_cast<std::size_t>(Op::Kernel) + 1;
+
+static_assert(static_cast<int>(Op::Pad) == static_cast<int>(PrimOp::Pad), "Op and PrimOp numbering must agree");
+inline constexpr Op to_op(PrimOp p) { return static_cast<Op>(p); }
+inline constexpr bool is_prim(Op o) { return static_cast<int>(o) <= static_cast<int>(Op::Pad); }
+inline constexpr PrimOp to_prim(Op o) { return static_cast<PrimOp>(o); }
+/// Printable name ("add", "kernel", "matmul", ...).
+const char* op_name(Op o);
+
+inline constexpr bool is_unary(Op o) { return o >= Op::Exp2 && o <= Op::Neg; }
+inline constexpr bool is_binary(Op o) { return o >= Op::Add && o <= Op::Equal; }
+inline constexpr bool is_reduce(Op o) { return o == Op::SumReduce || o == Op::MaxReduce; }
+inline constexpr bool is_view(Op o) { return o >= Op::Reshape && o <= Op::Pad; }
+inline constexpr bool is_leaf(Op o) { return o <= Op::Iota; }
+/// Computes each element from the elements at the same index of its operands.
+inline constexpr bool is_elementwise(Op o) { return is_unary(o) || is_binary(o) || o == Op::Where || o == Op::Cast; }
+
+// ------------------------------------------------------------------ kernels
+
+enum class KernelKind : uint8_t {
+  Elementwise,  ///< no reduction in the body (views, elementwise ops, constants)
+  Reduction,    ///< reductions over one row (softmax/norm row kernels) with prologue/epilogue
+  Gemm,         ///< sum(mul(expand a, expand b)) with prologue/epilogue; generated tiles
+  LibraryGemm,  ///< the same body, executed by a BLAS library call (CPU target)
+  Gather,       ///< gather(table, ids)
+};
+const char* kind_name(KernelKind k);
+
+/// What a kernel node computes and how it is launched. Immutable once interned.
+struct KernelSpec {
+  KernelKind kind = KernelKind::Elementwise;
+  /// Slots are Input nodes named slot_name(i) with the shape/dtype of child class i; the
+  /// one output is named "out". Every node is live, in topological order.
+  std::shared_ptr<const detail::GraphImpl> body;
+  uint32_t slots = 0;
+  /// Kind-specific launch parameters: Gemm {tile_m, tile_n, tile_k}; others {} for now.
+  std::vector<int64_t> launch;
+  uint64_t hash = 0;  ///< structural hash of kind, body and launch (fill with finalize())
+
+  /// Computes `hash`; call once the spec is complete.
+  void finalize();
+  /// Structural equality (op, attributes, wiring of the body; kind; launch).
+  bool operator==(const KernelSpec& o) const;
+};
+std::string slot_name(uint32_t i);
+
+// ------------------------------------------------------------------ attributes
+
+/// Attributes of a node; which fields matter depends on the op (as in detail::Node).
+struct Attr {
+  DType dtype = DType::f32;   // Constant, Cast (target), Input, Param
+  int axis = 0;               // SumReduce/MaxReduce/Slice/Pad
+  int64_t step = 1;           // Slice
+  double value = 0;           // Constant; Pad fill value
+  std::vector<int> perm;      // Permute
+  std::vector<Dim> shape;     // Reshape/Expand target, Input/Param shape, Iota {n}
+  Dim a, b;                   // Slice [start, end); Pad lo, hi
+  std::string name;           // Input/Param
+  std::shared_ptr<const KernelSpec> kernel;  // Kernel
+
+  bool operator==(const Attr& o) const;
+  uint64_t hash() const;
+};
+
+/// Interns attributes: equal attributes get the same id, so payload equality is id
+/// equality. Id 0 is Attr{} ("no attributes"). Not thread-safe (one per e-graph).
+class AttrStore {
+ public:
+  AttrStore();
+  uint32_t intern(const Attr& a);
+  const Attr& get(uint32_t id) const { return attrs_[id]; }
+  std::size_t size() const { return attrs_.size(); }
+
+ private:
+  std::vector<Attr> attrs_;
+  std::unordered_multimap<uint64_t, uint32_t> index_;
+};
+
+// ------------------------------------------------------------------ the language
+
+struct TensorLang {
+  using Op = ir::Op;
+  using Payload = uint32_t;
+  static constexpr std::size_t kNumOps = ir::kNumOps;
+  static uint64_t hash_payload(Payload p) { return p; }
+};
+
+/// One attribute-carrying node of a class (see the contract above).
+struct AttrNode {
+  Op op = Op::Input;
+  uint32_t payload = 0;
+  Id kid = egraph::kNoId;  ///< its child (stale id: call find), kNoId for a leaf
+  bool operator==(const AttrNode&) const = default;
+  auto operator<=>(const AttrNode&) const = default;
+};
+
+/// Per-class facts: the result's symbolic shape and dtype, and a uniform constant value.
+struct ClassData {
+  std::vector<AttrNode> attributed;  ///< sorted set, joined by union
+  std::vector<Dim> shape;
+  DType dtype = DType::f32;
+  std::optional<double> constant;  ///< every element equals this (as the dtype stores it)
+  bool valid = false;              ///< false only for a class whose node is malformed
+};
+
+/// The e-class analysis: owns the AttrStore; infers shape/dtype/constant per node.
+class TensorAnalysis {
+ public:
+  using Data = ClassData;
+  TensorAnalysis() : attrs_(std::make_shared<AttrStore>()) {}
+
+  AttrStore& attrs() { return *attrs_; }
+  const AttrStore& attrs() const { return *attrs_; }
+  const std::shared_ptr<AttrStore>& attrs_ptr() const { return attrs_; }
+
+  template <class G>
+  Data make(const G& g, egraph::NodeView<TensorLang> n) const {
+    std::vector<const Data*> kids;
+    kids.reserve(n.kids.size());
+    for (Id k : n.kids) kids.push_back(&g.data(k));
+    Data d = infer(n.op, attrs_->get(n.payload), kids);
+    if (n.op != Op::Kernel && (is_leaf(n.op) || is_view(n.op) || is_reduce(n.op) || n.op == Op::Cast))
+      d.attributed.push_back(AttrNode{n.op, n.payload, n.kids.empty() ? egraph::kNoId : n.kids[0]});
+    return d;
+  }
+  egraph::DidMerge merge(Data& a, Data b) const;
+
+  /// Shape/dtype/constant of `op` with attributes `at` over children `kids`. Throws
+  /// InternalError on a malformed node (wrong arity, bad axis).
+  static Data infer(Op op, const Attr& at, const std::vector<const Data*>& kids);
+
+ private:
+  std::shared_ptr<AttrStore> attrs_;
+};
+
+using EGraph = egraph::EGraph<TensorLang, TensorAnalysis>;
+using NodeView = egraph::NodeView<TensorLang>;
+
+}  // namespace luminal::ir
