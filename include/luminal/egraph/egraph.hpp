@@ -18,6 +18,7 @@
 #include <cassert>
 #include <cstdint>
 #include <initializer_list>
+#include <stdexcept>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -46,9 +47,9 @@ class ClassIndex {
   /// Node ids of class `cls` with op `op`.
   std::span<const Id> nodes(Id cls, Op op) const noexcept {
     std::uint32_t b = off_[cls], e = off_[cls + 1];
-    while (b < e && node_op_[nodes_[b]] != op) ++b;
+    while (b < e && ops_[b] != op) ++b;
     std::uint32_t m = b;
-    while (m < e && node_op_[nodes_[m]] == op) ++m;
+    while (m < e && ops_[m] == op) ++m;
     return {nodes_.data() + b, nodes_.data() + m};
   }
   /// Canonical classes holding at least one node with op `op`, ascending.
@@ -62,8 +63,8 @@ class ClassIndex {
  private:
   template <Language, class>
   friend class EGraph;
-  std::span<const Op> node_op_;
   std::vector<std::uint32_t> off_;  // per class id: start of its nodes in nodes_
+  std::vector<Op> ops_;             // op of nodes_[i], kept beside it for the op scans  // per class id: start of its nodes in nodes_
   std::vector<Id> nodes_;
   std::vector<Id> classes_;
   std::vector<std::uint32_t> op_off_;
@@ -86,7 +87,7 @@ class EGraph {
   using Data = typename A::Data;
 
   /// An empty e-graph; `analysis` is kept and called for every node and merge.
-  explicit EGraph(A analysis = A{}) : analysis_(std::move(analysis)) { kid_off_.push_back(0); }
+  explicit EGraph(A analysis = A{}) : analysis_(std::move(analysis)) {}
 
   // ------------------------------------------------------------------ building
 
@@ -104,7 +105,7 @@ class EGraph {
     std::span<const Id> ck(canon, kids.size());
     std::uint32_t h = hash_node<L>(op, payload, ck);
     if (Id m = memo_.find(h, [&](Id n) { return equal(n, op, payload, ck); }); m != kNoId)
-      return find(node_class_[m]);
+      return find(recs_[m].cls);
     Id n = push_node(op, payload, ck, h);
     memo_.insert_new(h, n);
     if constexpr (!kEmptyData) data_.back() = analysis_.make(*this, node(n));
@@ -125,7 +126,7 @@ class EGraph {
     for (Id& k : canon) k = find(k);
     std::span<const Id> ck(canon);
     Id m = memo_.find(hash_node<L>(op, payload, ck), [&](Id n) { return equal(n, op, payload, ck); });
-    return m == kNoId ? kNoId : find(node_class_[m]);
+    return m == kNoId ? kNoId : find(recs_[m].cls);
   }
 
   /// Canonical id of class `id` (path halving).
@@ -145,7 +146,7 @@ class EGraph {
     a = find(a);
     b = find(b);
     if (a == b) return false;
-    if (pcount_[a] < pcount_[b]) std::swap(a, b);  // keep the class with more parents
+    if (cls_[a].pcount < cls_[b].pcount) std::swap(a, b);  // keep the class with more parents
     uf_[b] = a;
     --num_classes_;
     ++version_;
@@ -171,33 +172,34 @@ class EGraph {
       while (!pending_.empty()) {
         Id n = pending_.back();
         pending_.pop_back();
-        if (!live_[n]) continue;
+        NodeRec& r = recs_[n];
+        if (!r.live) continue;
         bool changed = false;
-        for (std::uint32_t s = kid_off_[n], e = kid_off_[n + 1]; s < e; ++s) {
-          Id r = find(kids_[s]);
-          if (r != kids_[s]) {
-            kids_[s] = r;
+        for (std::uint32_t s = r.kid_off, e = r.kid_off + r.nkids; s < e; ++s) {
+          Id k = find(kids_[s]);
+          if (k != kids_[s]) {
+            kids_[s] = k;
             changed = true;
           }
         }
         if (!changed) continue;
-        memo_.erase(hash_[n], n);
+        memo_.erase(r.hash, n);
         NodeView<L> v = node(n);
         std::uint32_t h = hash_node<L>(v.op, v.payload, v.kids);
-        hash_[n] = h;
+        r.hash = h;
         Id m = memo_.find_or_insert(h, n, [&](Id o) { return equal(o, v.op, v.payload, v.kids); });
         if (m != n) {
-          live_[n] = 0;
+          r.live = 0;
           --num_live_;
-          unions += merge(node_class_[n], node_class_[m]) ? 1 : 0;
+          unions += merge(r.cls, recs_[m].cls) ? 1 : 0;
         }
       }
       while (!analysis_pending_.empty()) {
         Id n = analysis_pending_.back();
         analysis_pending_.pop_back();
         if constexpr (!kEmptyData) {
-          if (!live_[n]) continue;
-          Id c = find(node_class_[n]);
+          if (!recs_[n].live) continue;
+          Id c = find(recs_[n].cls);
           DidMerge dm = analysis_.merge(data_[c], analysis_.make(*this, node(n)));
           if (dm.a) {
             collect_parents(c, analysis_pending_, false);
@@ -227,29 +229,29 @@ class EGraph {
   /// E-classes.
   std::size_t num_classes() const noexcept { return num_classes_; }
   /// Node ids handed out so far (live and dead); node ids are below this.
-  std::size_t num_node_ids() const noexcept { return op_.size(); }
+  std::size_t num_node_ids() const noexcept { return recs_.size(); }
   /// Increases on every new node and every effective merge: equal versions, same e-graph.
   std::uint64_t version() const noexcept { return version_; }
 
   /// The node with id `nid` (its children may be stale before `rebuild`).
   NodeView<L> node(Id nid) const noexcept {
-    return NodeView<L>{op_[nid], payload(nid),
-                       std::span<const Id>(kids_.data() + kid_off_[nid], kid_off_[nid + 1] - kid_off_[nid])};
+    const NodeRec& r = recs_[nid];
+    return NodeView<L>{r.op, payload(nid), std::span<const Id>(kids_.data() + r.kid_off, r.nkids)};
   }
   /// Op of node `nid`.
-  Op op(Id nid) const noexcept { return op_[nid]; }
+  Op op(Id nid) const noexcept { return recs_[nid].op; }
   /// Payload of node `nid`.
   const Payload& payload(Id nid) const noexcept {
     if constexpr (kEmptyPayload) {
       return empty_payload_;
     } else {
-      return payload_[nid];
+      return recs_[nid].payload;
     }
   }
   /// Whether node `nid` is still a canonical node (not removed as a duplicate).
-  bool is_live(Id nid) const noexcept { return live_[nid] != 0; }
+  bool is_live(Id nid) const noexcept { return recs_[nid].live != 0; }
   /// The canonical class of node `nid`.
-  Id class_of_node(Id nid) const noexcept { return find(node_class_[nid]); }
+  Id class_of_node(Id nid) const noexcept { return find(recs_[nid].cls); }
 
   /// The analysis data of class `cls` (any id of the class).
   const Data& data(Id cls) const noexcept {
@@ -273,26 +275,18 @@ class EGraph {
 
   /// Approximate bytes held by the e-graph's arrays.
   std::size_t memory_bytes() const noexcept {
-    return op_.capacity() * sizeof(Op) + payload_.capacity() * sizeof(Payload) + kid_off_.capacity() * 4 +
-           kids_.capacity() * 4 * 3 + hash_.capacity() * 4 + node_class_.capacity() * 4 + live_.capacity() +
-           uf_.capacity() * 4 + phead_.capacity() * 4 + pcount_.capacity() * 4 + data_.capacity() * sizeof(Data) +
-           memo_.memory_bytes();
+    return recs_.capacity() * sizeof(NodeRec) + kids_.capacity() * 4 * 3 + uf_.capacity() * 4 +
+           cls_.capacity() * sizeof(ClassRec) + data_.capacity() * sizeof(Data) + memo_.memory_bytes();
   }
 
   /// Reserves room for `n` nodes with about `k` child slots in total.
   void reserve(std::size_t n, std::size_t k) {
-    op_.reserve(n);
-    if constexpr (!kEmptyPayload) payload_.reserve(n);
-    kid_off_.reserve(n + 1);
+    recs_.reserve(n);
     kids_.reserve(k);
     pnext_.reserve(k);
     slot_node_.reserve(k);
-    hash_.reserve(n);
-    node_class_.reserve(n);
-    live_.reserve(n);
     uf_.reserve(n);
-    phead_.reserve(n);
-    pcount_.reserve(n);
+    cls_.reserve(n);
     if constexpr (!kEmptyData) data_.reserve(n);
     memo_.reserve(n);
   }
@@ -303,44 +297,65 @@ class EGraph {
   static constexpr bool kEmptyPayload = std::is_empty_v<Payload>;
   static constexpr bool kEmptyData = std::is_empty_v<Data>;
 
+  // One node, kept in one record so a hashcons probe touches one cache line for the node
+  // (plus its children in kids_).
+  struct NodeRec {
+    [[no_unique_address]] Payload payload;
+    std::uint32_t kid_off;  // first child slot in kids_
+    std::uint32_t hash;     // hash of the key as stored (the hashcons slot's hash)
+    Id cls;                 // the class the node was created in (find() it)
+    Op op;
+    std::uint8_t live;      // 0 once removed as a duplicate by rebuild
+    std::uint16_t nkids;
+  };
+  // Per class id: head of the parent ring and its length (dead entries included).
+  struct ClassRec {
+    std::uint32_t phead;
+    std::uint32_t pcount;
+  };
+
   bool equal(Id n, Op op, const Payload& p, std::span<const Id> kids) const noexcept {
-    if (op_[n] != op) return false;
-    std::uint32_t b = kid_off_[n];
-    if (kid_off_[n + 1] - b != kids.size()) return false;
+    const NodeRec& r = recs_[n];
+    if (r.op != op || r.nkids != kids.size()) return false;
     if constexpr (!kEmptyPayload)
-      if (!(payload_[n] == p)) return false;
+      if (!(r.payload == p)) return false;
+    const Id* k = kids_.data() + r.kid_off;
     for (std::size_t i = 0; i < kids.size(); ++i)
-      if (kids_[b + i] != kids[i]) return false;
+      if (k[i] != kids[i]) return false;
     return true;
   }
 
   Id push_node(Op op, const Payload& p, std::span<const Id> kids, std::uint32_t h) {
-    Id n = static_cast<Id>(op_.size());
-    op_.push_back(op);
-    if constexpr (!kEmptyPayload) payload_.push_back(p);
-    std::uint32_t base = kid_off_.back();
+    if (kids.size() > 0xFFFF) throw std::length_error("[egraph] add: a node with more than 65535 children");
+    Id n = static_cast<Id>(recs_.size());
+    std::uint32_t base = static_cast<std::uint32_t>(kids_.size());
     for (std::size_t i = 0; i < kids.size(); ++i) {
       std::uint32_t s = base + static_cast<std::uint32_t>(i);
       Id k = kids[i];
       kids_.push_back(k);
       slot_node_.push_back(n);
       // Thread slot s into the parent ring of class k.
-      if (phead_[k] == kNoSlot) {
-        phead_[k] = s;
+      ClassRec& kc = cls_[k];
+      if (kc.phead == kNoSlot) {
+        kc.phead = s;
         pnext_.push_back(s);
       } else {
-        pnext_.push_back(pnext_[phead_[k]]);
-        pnext_[phead_[k]] = s;
+        pnext_.push_back(pnext_[kc.phead]);
+        pnext_[kc.phead] = s;
       }
-      ++pcount_[k];
+      ++kc.pcount;
     }
-    kid_off_.push_back(base + static_cast<std::uint32_t>(kids.size()));
-    hash_.push_back(h);
-    node_class_.push_back(n);
-    live_.push_back(1);
+    NodeRec r{};
+    if constexpr (!kEmptyPayload) r.payload = p;
+    r.kid_off = base;
+    r.hash = h;
+    r.cls = n;
+    r.op = op;
+    r.live = 1;
+    r.nkids = static_cast<std::uint16_t>(kids.size());
+    recs_.push_back(r);
     uf_.push_back(n);
-    phead_.push_back(kNoSlot);
-    pcount_.push_back(0);
+    cls_.push_back(ClassRec{kNoSlot, 0});
     if constexpr (!kEmptyData) data_.emplace_back();
     ++num_live_;
     ++num_classes_;
@@ -350,20 +365,21 @@ class EGraph {
   // Pushes the live parent nodes of class c onto `out` (and, with also_analysis, onto the
   // analysis worklist), unlinking dead parents from the ring as it goes.
   void collect_parents(Id c, std::vector<Id>& out, bool also_analysis) {
-    std::uint32_t head = phead_[c];
+    std::uint32_t head = cls_[c].phead;
     if (head == kNoSlot) return;
     std::uint32_t prev = head;
     std::uint32_t s = pnext_[head];
     for (;;) {
       bool is_head = s == head;
       Id n = slot_node_[s];
-      if (!live_[n] && !is_head) {
+      bool live = recs_[n].live != 0;
+      if (!live && !is_head) {
         s = pnext_[s];
         pnext_[prev] = s;
-        --pcount_[c];
+        --cls_[c].pcount;
         continue;
       }
-      if (live_[n]) {
+      if (live) {
         out.push_back(n);
         if (also_analysis) analysis_pending_.push_back(n);
       }
@@ -375,37 +391,46 @@ class EGraph {
 
   // Moves b's parent ring into a's (O(1) splice of two circular lists).
   void splice_parents(Id a, Id b) {
-    if (phead_[b] == kNoSlot) return;
-    if (phead_[a] == kNoSlot) {
-      phead_[a] = phead_[b];
+    ClassRec &ca = cls_[a], &cb = cls_[b];
+    if (cb.phead == kNoSlot) return;
+    if (ca.phead == kNoSlot) {
+      ca.phead = cb.phead;
     } else {
-      std::swap(pnext_[phead_[a]], pnext_[phead_[b]]);
+      std::swap(pnext_[ca.phead], pnext_[cb.phead]);
     }
-    phead_[b] = kNoSlot;
-    pcount_[a] += pcount_[b];
-    pcount_[b] = 0;
+    cb.phead = kNoSlot;
+    ca.pcount += cb.pcount;
+    cb.pcount = 0;
   }
 
   void build_index() {
     ClassIndex<L>& ix = index_;
-    const std::size_t n = op_.size();
-    ix.node_op_ = std::span<const Op>(op_);
+    const std::size_t n = recs_.size();
     // Counting sort of live nodes by op, then stably by class: class-major, op-minor.
     const std::size_t nops = static_cast<std::size_t>(L::kNumOps);
     std::vector<std::uint32_t> opcount(nops + 1, 0);
     for (std::size_t i = 0; i < n; ++i)
-      if (live_[i]) ++opcount[op_index<L>(op_[i]) + 1];
+      if (recs_[i].live) ++opcount[op_index<L>(recs_[i].op) + 1];
     for (std::size_t i = 0; i < nops; ++i) opcount[i + 1] += opcount[i];
     std::vector<Id> by_op(num_live_);
+    std::vector<Id> cls_of(num_live_);
     for (std::size_t i = 0; i < n; ++i)
-      if (live_[i]) by_op[opcount[op_index<L>(op_[i])]++] = static_cast<Id>(i);
+      if (recs_[i].live) by_op[opcount[op_index<L>(recs_[i].op)]++] = static_cast<Id>(i);
     ix.off_.assign(n + 1, 0);
-    for (Id i : by_op) ++ix.off_[find(node_class_[i]) + 1];
+    for (std::size_t j = 0; j < by_op.size(); ++j) {
+      cls_of[j] = find(recs_[by_op[j]].cls);
+      ++ix.off_[cls_of[j] + 1];
+    }
     for (std::size_t i = 0; i < n; ++i) ix.off_[i + 1] += ix.off_[i];
     ix.nodes_.resize(num_live_);
+    ix.ops_.resize(num_live_);
     {
       std::vector<std::uint32_t> fill(ix.off_.begin(), ix.off_.end() - 1);
-      for (Id i : by_op) ix.nodes_[fill[find(node_class_[i])]++] = i;
+      for (std::size_t j = 0; j < by_op.size(); ++j) {
+        std::uint32_t at = fill[cls_of[j]]++;
+        ix.nodes_[at] = by_op[j];
+        ix.ops_[at] = recs_[by_op[j]].op;
+      }
     }
     ix.classes_.clear();
     ix.classes_.reserve(num_classes_);
@@ -415,7 +440,7 @@ class EGraph {
       ix.classes_.push_back(static_cast<Id>(c));
       std::size_t last = SIZE_MAX;
       for (std::uint32_t j = ix.off_[c]; j < ix.off_[c + 1]; ++j) {
-        std::size_t o = op_index<L>(op_[ix.nodes_[j]]);
+        std::size_t o = op_index<L>(ix.ops_[j]);
         if (o != last) ++per_op[o + 1];
         last = o;
       }
@@ -426,7 +451,7 @@ class EGraph {
     for (Id c : ix.classes_) {
       std::size_t last = SIZE_MAX;
       for (std::uint32_t j = ix.off_[c]; j < ix.off_[c + 1]; ++j) {
-        std::size_t o = op_index<L>(op_[ix.nodes_[j]]);
+        std::size_t o = op_index<L>(ix.ops_[j]);
         if (o != last) ix.op_classes_[per_op[o]++] = c;
         last = o;
       }
@@ -436,17 +461,10 @@ class EGraph {
   }
 
   A analysis_;
-  // Per node id (= per class id).
-  std::vector<Op> op_;
-  std::vector<Payload> payload_;  // empty when Payload is an empty type
-  std::vector<std::uint32_t> kid_off_;
-  std::vector<std::uint32_t> hash_;
-  std::vector<Id> node_class_;
-  std::vector<std::uint8_t> live_;
-  mutable std::vector<Id> uf_;
-  std::vector<std::uint32_t> phead_;
-  std::vector<std::uint32_t> pcount_;
-  std::vector<Data> data_;  // empty when Data is an empty type
+  std::vector<NodeRec> recs_;  // per node id
+  mutable std::vector<Id> uf_; // per class id (= node id of the node that created it)
+  std::vector<ClassRec> cls_;  // per class id
+  std::vector<Data> data_;     // per class id; empty when Data is an empty type
   // Per child slot.
   std::vector<Id> kids_;
   std::vector<std::uint32_t> pnext_;
