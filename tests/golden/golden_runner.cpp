@@ -1,7 +1,9 @@
 #include "golden/golden_runner.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <map>
+#include <set>
 
 #include "golden/golden_ops.hpp"
 
@@ -24,13 +26,66 @@ std::string describe(const std::exception& e) {
 
 std::string prefix(size_t i) { return "c" + std::to_string(i) + "_"; }
 
+/// Whether axis `axis` of operand `index` may be declared symbolic in symbolic mode. Not
+/// where the API needs constants or the case's constants are tied to that extent:
+///  * params (weights have fixed shapes) and operands with a view (the view's constant
+///    slice bounds / expand targets would have to be proven equal to the variable);
+///  * expand and reshape, whose target shapes are constants in the data;
+///  * conv weights (out channels and kernel size are constant by the ops' design) and
+///    rope's head dim (its frequencies are computed at build time).
+bool may_be_symbolic(const Case& c, size_t index, size_t axis, size_t rank) {
+  const Operand& o = c.inputs[index];
+  if (o.param || !o.view.empty()) return false;
+  if (c.op == "expand" || c.op == "reshape") return false;
+  if ((c.op == "conv1d" || c.op == "conv2d") && (index == 1 || axis == 1)) return false;
+  if (c.op == "rope" && index == 0 && axis + 1 == rank) return false;
+  return true;
+}
+
+/// Extents that stay constant in every operand of the case: an extent is symbolic only
+/// where ALL its occurrences may be, so no constant is ever compared with the variable
+/// standing for the same value.
+std::set<int64_t> pinned_extents(const Case& c) {
+  std::set<int64_t> pinned{0, 1};
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    if (c.inputs[k].is_scalar) continue;
+    const auto& extents = c.inputs[k].value->shape();
+    for (size_t ax = 0; ax < extents.size(); ++ax) {
+      if (!may_be_symbolic(c, k, ax, extents.size())) pinned.insert(extents[ax]);
+    }
+    // extents a view creates are constants of the data too
+    std::vector<int64_t> viewed = extents;
+    for (const auto& v : c.inputs[k].view) {
+      const std::string op = v.at("op").get<std::string>();
+      if (op == "expand") {
+        for (int64_t e : v.at("shape").get<std::vector<int64_t>>()) pinned.insert(e);
+      } else if (op == "slice") {
+        const auto axis = static_cast<size_t>(v.at("axis").get<int>());
+        const int64_t n = viewed.at(axis), step = v.at("step").get<int64_t>();
+        const int64_t start = std::clamp<int64_t>(v.at("start").get<int64_t>(), 0, n);
+        const int64_t end = std::clamp<int64_t>(v.at("end").get<int64_t>(), start, n);
+        viewed[axis] = (end - start + step - 1) / step;
+        pinned.insert(viewed[axis]);
+      }
+    }
+  }
+  return pinned;
+}
+
 }  // namespace
 
-std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const lm::Target& target) {
+std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const lm::Target& target, bool symbolic) {
   std::vector<CaseResult> results(cases.size());
   for (size_t i = 0; i < cases.size(); ++i) results[i].c = cases[i];
 
   lm::Graph g;
+  std::map<int64_t, lm::Dim> named_dims;  // extent -> its symbolic dim
+  auto dim_of = [&](int64_t extent, const std::set<int64_t>& pinned) -> lm::Dim {
+    if (!symbolic || pinned.count(extent)) return extent;
+    auto it = named_dims.find(extent);
+    if (it == named_dims.end()) it = named_dims.emplace(extent, g.dim("n" + std::to_string(extent), 2, 4096)).first;
+    return it->second;
+  };
   std::map<std::string, lm::HostTensor> feeds, params;
   std::vector<size_t> built;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -38,15 +93,22 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
     try {
       std::vector<lm::Operand> args;
       std::map<std::string, lm::HostTensor> my_feeds, my_params;
-      for (const Operand& o : c.inputs) {
+      const std::set<int64_t> pinned = symbolic ? pinned_extents(c) : std::set<int64_t>{};
+      for (size_t k = 0; k < c.inputs.size(); ++k) {
+        const Operand& o = c.inputs[k];
         if (o.is_scalar) {
-          args.emplace_back(o.scalar);
+          args.push_back(lm::Operand(o.scalar));
           continue;
         }
         const std::string name = prefix(i) + o.name;
-        const std::vector<lm::Dim> shape(o.value->shape().begin(), o.value->shape().end());
+        std::vector<lm::Dim> shape;
+        const auto& extents = o.value->shape();
+        for (size_t ax = 0; ax < extents.size(); ++ax) {
+          shape.push_back(dim_of(extents[ax], pinned));
+          results[i].symbolic |= !shape.back().is_constant();
+        }
         lm::Tensor t = o.param ? g.param(name, shape, o.value->dtype()) : g.input(name, shape, o.value->dtype());
-        args.emplace_back(apply_view(t, o.view));
+        args.push_back(lm::Operand(apply_view(t, o.view)));
         (o.param ? my_params : my_feeds).emplace(name, *o.value);
       }
       g.output(prefix(i) + "out", build_op(c, args));
@@ -77,7 +139,7 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
     if (built.size() == 1) {
       results[built[0]].message = "compiling or running threw " + describe(e);
     } else {
-      for (size_t i : built) results[i] = run_cases({cases[i]}, target).front();
+      for (size_t i : built) results[i] = run_cases({cases[i]}, target, symbolic).front();
     }
   }
   return results;

@@ -14,11 +14,17 @@ struct CaseResult {
   const Case* c = nullptr;
   bool ok = false;
   std::string message;  // why it failed
+  bool symbolic = false;  // at least one input dim was declared symbolic
 };
 
 /// Runs `cases` as ONE graph (each case its own inputs and output) on `target`: one
 /// compile for many cases keeps JIT targets fast. If building, compiling or running the
 /// group throws, each case is rerun alone so a failure names exactly one case.
-std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const luminal::Target& target);
+///
+/// With `symbolic`, every input extent > 1 is declared as a symbolic dim (one named dim
+/// per distinct extent, "n4" for 4, range [2, 4096]) instead of a constant, so shapes are
+/// inferred symbolically and bound from the fed tensors at call time.
+std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const luminal::Target& target,
+                                  bool symbolic = false);
 
 }  // namespace golden

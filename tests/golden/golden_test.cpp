@@ -36,7 +36,7 @@ std::vector<const golden::Case*> selected_cases() {
 
 /// Runs every selected case on `target`, one graph per op when `group_by_op` (fewer JIT
 /// compiles) or one graph per case, and fails with a per-op summary and the reasons.
-void check_target(const lm::Target& target, bool group_by_op) {
+void check_target(const lm::Target& target, bool group_by_op, bool symbolic = false) {
   if (!target.is_available()) {
     WARN("golden: target " << target.to_string() << " is not available here; skipped");
     return;
@@ -46,16 +46,17 @@ void check_target(const lm::Target& target, bool group_by_op) {
 
   std::map<std::string, std::pair<int, int>> tally;  // op -> (cases, failed)
   std::string failures;
-  int total = 0, failed = 0;
+  int total = 0, failed = 0, with_symbolic = 0;
   for (const auto& [op, cases] : by_op) {
     std::vector<golden::CaseResult> results;
     if (group_by_op) {
-      results = golden::run_cases(cases, target);
+      results = golden::run_cases(cases, target, symbolic);
     } else {
-      for (const golden::Case* c : cases) results.push_back(golden::run_cases({c}, target).front());
+      for (const golden::Case* c : cases) results.push_back(golden::run_cases({c}, target, symbolic).front());
     }
     for (const auto& r : results) {
       ++total;
+      with_symbolic += r.symbolic;
       ++tally[op].first;
       if (r.ok) continue;
       ++failed;
@@ -64,7 +65,8 @@ void check_target(const lm::Target& target, bool group_by_op) {
     }
   }
   // One line per target even on success, so a log shows what was compared.
-  std::printf("golden: %s: %d cases of %zu ops, %d failed\n", target.to_string().c_str(), total, by_op.size(), failed);
+  std::printf("golden: %s: %d cases of %zu ops (%d with symbolic input dims), %d failed\n",
+              target.to_string().c_str(), total, by_op.size(), with_symbolic, failed);
   INFO("target " << target.to_string() << ": " << total << " golden cases, " << failed << " failed");
   if (failed > 0) {
     std::string table = "per-op (cases / failed):\n";
@@ -114,4 +116,8 @@ TEST_CASE("golden: the CPU backend matches PyTorch", "[golden][cpu]") {
 TEST_CASE("golden: GPU backends match PyTorch where present", "[golden][gpu]") {
   check_target(lm::Target::cuda(), /*group_by_op=*/true);
   check_target(lm::Target::hip(), /*group_by_op=*/true);
+}
+
+TEST_CASE("golden: the reference interpreter matches PyTorch with symbolic input dims", "[golden][symbolic]") {
+  check_target(lm::Target::reference(), /*group_by_op=*/false, /*symbolic=*/true);
 }
