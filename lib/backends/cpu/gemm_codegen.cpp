@@ -112,7 +112,7 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
   std::ostringstream s;
   s << "/* ---- generated SGEMM " << fn << " ---- */\n";
   if (isa != CpuIsa::Generic) s << "#include <immintrin.h>\n";
-  s << "#include <stdlib.h>\n#include <string.h>\n"
+  s << "#include <stdlib.h>\n#include <string.h>\n#include <omp.h>\n"
     << "#ifndef LM_EPI_FN_DEFINED\n#define LM_EPI_FN_DEFINED\n"
     << "typedef void (*lm_epi_fn)(void* ctx, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols);\n"
     << "#endif\n";
@@ -133,7 +133,11 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "    const float* ar = A + r * rsa;\n"
     << "    for (int64_t p = 0; p < kc; ++p) out[p * " << MR << " + r] = ar[p * csa];\n"
     << "  }\n}\n";
-  // The driver.
+  // The driver. Per (jc, pc) block: the threads pack the B panel together (one barrier),
+  // then take tasks (an MC row block x a chunk of NR strips) dynamically: each task packs
+  // its own A block into a per-thread buffer and runs the micro-kernels. Two barriers
+  // per K block (not per row block) and dynamic tasks keep the GEMM fast when a core is
+  // briefly taken by another process; small M is split along N so every thread works.
   s << "static void " << fn << "(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
     << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc,\n"
     << "    int64_t MC, int64_t NC, int64_t KC, lm_epi_fn epi, void* ctx) {\n"
@@ -145,11 +149,16 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "  const int64_t m_up = (M + " << MR << " - 1) / " << MR << " * " << MR << ";\n"
     << "  if (NC > n_up) NC = n_up;\n  if (MC > m_up) MC = m_up;\n  if (KC > K) KC = K;\n"
     << "  float* bp = (float*)aligned_alloc(64, ((size_t)KC * NC * sizeof(float) + 63) / 64 * 64);\n"
-    << "  float* ap = (float*)aligned_alloc(64, ((size_t)KC * MC * sizeof(float) + 63) / 64 * 64);\n"
     << "  #pragma omp parallel\n  {\n"
+    << "  const int64_t nthreads = omp_get_num_threads();\n"
+    << "  float* ap = (float*)aligned_alloc(64, ((size_t)KC * MC * sizeof(float) + 63) / 64 * 64);\n"
     << "  for (int64_t jc = 0; jc < N; jc += NC) {\n"
     << "    const int64_t nc = N - jc < NC ? N - jc : NC;\n"
     << "    const int64_t nstrips = (nc + " << NR << " - 1) / " << NR << ";\n"
+    << "    const int64_t mblocks = (M + MC - 1) / MC;\n"
+    << "    int64_t nchunks = mblocks >= 4 * nthreads ? 1 : (4 * nthreads + mblocks - 1) / mblocks;\n"
+    << "    if (nchunks > nstrips) nchunks = nstrips;\n"
+    << "    const int64_t chunk = (nstrips + nchunks - 1) / nchunks;\n"
     << "    for (int64_t pc = 0; pc < K; pc += KC) {\n"
     << "      const int64_t kc = K - pc < KC ? K - pc : KC;\n"
     << "      const int first = pc == 0, last = pc + kc >= K;\n"
@@ -158,16 +167,17 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "        const int64_t cols = nc - js * " << NR << " < " << NR << " ? nc - js * " << NR << " : " << NR << ";\n"
     << "        " << fn << "_pack_b(kc, cols, B + pc * rsb + (jc + js * " << NR << ") * csb, rsb, csb, bp + js * kc * " << NR << ");\n"
     << "      }\n"
-    << "      for (int64_t ic = 0; ic < M; ic += MC) {\n"
+    << "      #pragma omp for schedule(dynamic, 1)\n"
+    << "      for (int64_t task = 0; task < mblocks * nchunks; ++task) {\n"
+    << "        const int64_t ic = (task / nchunks) * MC, js0 = (task % nchunks) * chunk;\n"
+    << "        const int64_t js1 = js0 + chunk < nstrips ? js0 + chunk : nstrips;\n"
     << "        const int64_t mc = M - ic < MC ? M - ic : MC;\n"
     << "        const int64_t mstrips = (mc + " << MR << " - 1) / " << MR << ";\n"
-    << "        #pragma omp for schedule(static)\n"
     << "        for (int64_t is = 0; is < mstrips; ++is) {\n"
     << "          const int64_t rows = mc - is * " << MR << " < " << MR << " ? mc - is * " << MR << " : " << MR << ";\n"
     << "          " << fn << "_pack_a(kc, rows, A + (ic + is * " << MR << ") * rsa + pc * csa, rsa, csa, ap + is * kc * " << MR << ");\n"
     << "        }\n"
-    << "        #pragma omp for collapse(2) schedule(static)\n"
-    << "        for (int64_t js = 0; js < nstrips; ++js) {\n"
+    << "        for (int64_t js = js0; js < js1; ++js) {\n"
     << "          for (int64_t is = 0; is < mstrips; ++is) {\n"
     << "            const int64_t i0 = ic + is * " << MR << ", j0 = jc + js * " << NR << ";\n"
     << "            const int64_t rows = M - i0 < " << MR << " ? M - i0 : " << MR << ";\n"
@@ -186,8 +196,9 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "            }\n"
     << "            if (last && epi) epi(ctx, c, ldc, i0, j0, rows, cols);\n"
     << "          }\n        }\n"
-    << "      }\n    }\n  }\n  }\n"
-    << "  free(ap);\n  free(bp);\n}\n";
+    << "      }\n    }\n  }\n"
+    << "  free(ap);\n  }\n"
+    << "  free(bp);\n}\n";
   return s.str();
 }
 
