@@ -177,3 +177,31 @@ TEST_CASE("views: slice with step, pad, permute, expand compose", "[interp]") {
   CHECK(y.shape() == std::vector<int64_t>{2, 3});
   CHECK(luminal::test::f32(y) == std::vector<float>{-1, 1, 6, -1, 3, 8});
 }
+
+TEST_CASE("a fused mul+sum is bit-identical to the materialized product summed", "[interp]") {
+  // Output the product too in one graph, so that there it is materialized.
+  for (int axis = 0; axis < 3; ++axis) {
+    Graph fused, plain;
+    for (Graph* g : {&fused, &plain}) {
+      Tensor a = g->input("a", {5, 7, 33});
+      Tensor b = g->input("b", {7, 33});
+      Tensor be = prim_expand(prim_reshape(b, {1, 7, 33}, "t", Loc::current()), {5, 7, 33}, "t", Loc::current());
+      Tensor p = prim_binary(PrimOp::Mul, a, be, "t", Loc::current());
+      g->output("s", prim_reduce(PrimOp::SumReduce, p, axis, "t", Loc::current()));
+      if (g == &plain) g->output("p", p);
+    }
+    std::vector<float> av(5 * 7 * 33), bv(7 * 33);
+    uint32_t seed = 12345;
+    auto rnd = [&] {
+      seed = seed * 1664525u + 1013904223u;
+      return static_cast<float>(seed >> 8) / 16777216.0f * 2.0f - 1.0f;
+    };
+    for (float& v : av) v = rnd();
+    for (float& v : bv) v = rnd() * 1000.0f;
+    std::map<std::string, HostTensor> in{{"a", HostTensor::from(av, {5, 7, 33})}, {"b", HostTensor::from(bv, {7, 33})}};
+    const auto x = luminal::test::run(fused, in).at("s").to_f32();
+    const auto y = luminal::test::run(plain, in).at("s").to_f32();
+    INFO("axis " << axis);
+    CHECK(x == y);
+  }
+}

@@ -45,6 +45,18 @@ std::map<std::string, HostTensor> run(const GraphImpl& g, const DimBindings& dim
     for (uint32_t in : g.nodes[id].inputs) ++uses[in];
   for (const auto& [name, id] : g.outputs) ++uses[id];  // outputs stay alive to the end
 
+  // An f32 mul whose only user is a sum_reduce is not materialized: the reduce
+  // multiplies as it accumulates (the matmul pattern; O(output) memory instead of
+  // O(M*N*K)).
+  std::vector<uint8_t> fuse(g.nodes.size(), 0);
+  for (uint32_t id : order) {
+    const Node& n = g.nodes[id];
+    if (n.op != PrimOp::SumReduce) continue;
+    const Node& m = g.nodes[n.inputs[0]];
+    if (m.op == PrimOp::Mul && m.dtype == DType::f32 && uses[n.inputs[0]] == 1) fuse[n.inputs[0]] = 1;
+  }
+  std::vector<std::pair<View, View>> deferred(g.nodes.size());
+
   std::vector<std::optional<View>> val(g.nodes.size());
   auto in = [&](const Node& n, size_t i) -> const View& { return *val[n.inputs[i]]; };
   // A masked operand of a kernel is materialized once and the result kept for the
@@ -70,6 +82,12 @@ std::map<std::string, HostTensor> run(const GraphImpl& g, const DimBindings& dim
         break;
       case PrimOp::Add: case PrimOp::Mul: case PrimOp::Mod: case PrimOp::Max: case PrimOp::LessThan:
       case PrimOp::Equal:
+        if (fuse[id]) {
+          deferred[id] = {dense(n, 0), dense(n, 1)};
+          for (uint32_t x : n.inputs)
+            if (--uses[x] == 0) val[x].reset();
+          continue;
+        }
         v = binary(n.op, dense(n, 0), dense(n, 1));
         break;
       case PrimOp::Where:
@@ -77,7 +95,16 @@ std::map<std::string, HostTensor> run(const GraphImpl& g, const DimBindings& dim
         break;
       case PrimOp::Cast: v = cast(dense(n, 0), n.dtype); break;
       case PrimOp::SumReduce:
-      case PrimOp::MaxReduce: v = reduce(n.op, dense(n, 0), n.axis); break;
+      case PrimOp::MaxReduce:
+        if (fuse[n.inputs[0]]) {
+          auto& [a, b] = deferred[n.inputs[0]];
+          v = sum_of_products(a, b, n.axis);
+          a = View();
+          b = View();
+        } else {
+          v = reduce(n.op, dense(n, 0), n.axis);
+        }
+        break;
       case PrimOp::Gather: v = gather(in(n, 0), in(n, 1), n.op_name, stats); break;
       case PrimOp::Reshape: {
         const View& x = in(n, 0);

@@ -159,6 +159,56 @@ View reduce_impl(const View& x, int axis, T init, F f) {
 
 }  // namespace
 
+View sum_of_products(const View& a, const View& b, int axis) {
+  const size_t ax = static_cast<size_t>(axis);
+  std::vector<int64_t> oshape = a.shape, sa = a.strides, sb = b.strides;
+  oshape.erase(oshape.begin() + axis);
+  sa.erase(sa.begin() + axis);
+  sb.erase(sb.begin() + axis);
+  const int64_t K = a.shape[ax], ka = a.strides[ax], kb = b.strides[ax];
+  std::byte* data = nullptr;
+  View out = allocate(DType::f32, oshape, &data);
+  float* o = reinterpret_cast<float*>(data);
+  const float* pa = ptr<float>(a);
+  const float* pb = ptr<float>(b);
+  for_each_row<3>(oshape, {&sa, &sb, &out.strides}, {a.offset, b.offset, 0},
+                  [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& s) {
+                    const float* x = pa + off[0];
+                    const float* y = pb + off[1];
+                    float* q = o + off[2];
+                    if ((ka == 1 && kb == 1) || n == 1) {
+                      // Dot products along the contiguous reduction axis.
+                      for (int64_t j = 0; j < n; ++j) {
+                        const float* xr = x + j * s[0];
+                        const float* yr = y + j * s[1];
+                        float acc = 0.0f;
+                        for (int64_t k = 0; k < K; ++k) {
+                          const float p = xr[k * ka] * yr[k * kb];
+                          acc += p;
+                        }
+                        q[j * s[2]] = acc;
+                      }
+                      return;
+                    }
+                    // Walk k outside, the row inside: rank-1 updates over contiguous rows.
+                    for (int64_t j = 0; j < n; ++j) q[j * s[2]] = 0.0f;
+                    for (int64_t k = 0; k < K; ++k) {
+                      const float* xr = x + k * ka;
+                      const float* yr = y + k * kb;
+                      if (s[2] == 1 && s[0] == 0 && s[1] == 1) {
+                        const float xv = xr[0];
+                        for (int64_t j = 0; j < n; ++j) q[j] += xv * yr[j];
+                      } else if (s[2] == 1 && s[0] == 1 && s[1] == 0) {
+                        const float yv = yr[0];
+                        for (int64_t j = 0; j < n; ++j) q[j] += xr[j] * yv;
+                      } else {
+                        for (int64_t j = 0; j < n; ++j) q[j * s[2]] += xr[j * s[0]] * yr[j * s[1]];
+                      }
+                    }
+                  });
+  return out;
+}
+
 View unary(PrimOp op, const View& x) {
   if (x.dtype == DType::i32) {
     if (op == PrimOp::Neg) return map1<int32_t, int32_t>(x, x.dtype, [](int32_t v) { return wrap_mul(v, -1); });
