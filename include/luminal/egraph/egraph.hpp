@@ -120,6 +120,12 @@ class EGraph {
     return add(op, payload, std::span<const Id>(kids.begin(), kids.size()));
   }
 
+  /// Hints the cache with the hashcons slot that `add(op, payload, kids)` will probe
+  /// (kids taken as they are); lets callers overlap the memory latency of many adds.
+  void prefetch_add(Op op, const Payload& payload, std::span<const Id> kids) const noexcept {
+    memo_.prefetch(hash_node<L>(op, payload, kids));
+  }
+
   /// The class of the node equal to (op, payload, kids) after canonicalizing kids, or kNoId.
   Id lookup(Op op, const Payload& payload, std::span<const Id> kids) const {
     std::vector<Id> canon(kids.begin(), kids.end());
@@ -179,6 +185,7 @@ class EGraph {
           Id k = find(kids_[s]);
           if (k != kids_[s]) {
             kids_[s] = k;
+            if (s - r.kid_off < 2) r.k[s - r.kid_off] = k;
             changed = true;
           }
         }
@@ -307,6 +314,8 @@ class EGraph {
     Op op;
     std::uint8_t live;      // 0 once removed as a duplicate by rebuild
     std::uint16_t nkids;
+    Id k[2];                // copy of the first two children (kids_ holds all of them), so
+                            // comparing a small node needs no second cache line
   };
   // Per class id: head of the parent ring and its length (dead entries included).
   struct ClassRec {
@@ -319,8 +328,10 @@ class EGraph {
     if (r.op != op || r.nkids != kids.size()) return false;
     if constexpr (!kEmptyPayload)
       if (!(r.payload == p)) return false;
+    const std::size_t nk = kids.size();
+    if (nk <= 2) return (nk < 1 || r.k[0] == kids[0]) && (nk < 2 || r.k[1] == kids[1]);
     const Id* k = kids_.data() + r.kid_off;
-    for (std::size_t i = 0; i < kids.size(); ++i)
+    for (std::size_t i = 0; i < nk; ++i)
       if (k[i] != kids[i]) return false;
     return true;
   }
@@ -353,6 +364,8 @@ class EGraph {
     r.op = op;
     r.live = 1;
     r.nkids = static_cast<std::uint16_t>(kids.size());
+    r.k[0] = kids.size() > 0 ? kids[0] : kNoId;
+    r.k[1] = kids.size() > 1 ? kids[1] : kNoId;
     recs_.push_back(r);
     uf_.push_back(n);
     cls_.push_back(ClassRec{kNoSlot, 0});

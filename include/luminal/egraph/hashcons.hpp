@@ -33,6 +33,11 @@ class Hashcons {
     }
   }
 
+  /// Hints the cache with the first slot a probe for hash `h` reads.
+  void prefetch(std::uint32_t h) const noexcept {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[home(h)]);
+  }
+
   /// Inserts `id` unless an equal key is present; returns the id now stored for the key
   /// (`id` itself when it was inserted).
   template <class Same>

@@ -67,6 +67,7 @@ class Rule {
     if (!apply_ && rhs_.size() != lhs_.size())
       throw Error("[egraph] rule '" + name_ + "': needs one right side per left root, or an applier");
     program_ = Program<L>::compile(ps);
+    for (const auto& p : rhs_) rhs_progs_.push_back(compile_rhs(p, program_.vars));
   }
 
   /// The rule's name (reports use it).
@@ -86,7 +87,11 @@ class Rule {
     const std::uint32_t* keep = program_.keep.data();
     const std::size_t w = program_.keep.size();
     auto yield = [&](const Id* regs) {
-      for (std::size_t i = 0; i < w; ++i) out.rows.push_back(regs[keep[i]]);
+      std::size_t at = out.rows.size();
+      if (at + w > out.rows.capacity()) out.rows.reserve(2 * (at + w));
+      out.rows.resize(at + w);
+      Id* dst = out.rows.data() + at;
+      for (std::size_t i = 0; i < w; ++i) dst[i] = regs[keep[i]];
       return ++count <= limit;
     };
     Machine<L, A, decltype(yield)> m(g, ix, program_, yield);
@@ -110,7 +115,13 @@ class Rule {
   std::size_t apply(Graph& g, const Matches& ms) const {
     std::size_t applied = 0;
     std::vector<Id> ids;
+    // Software pipelining: the hashcons probe of a match a few places ahead is started
+    // now, so its cache miss overlaps the work on this one.
+    constexpr std::size_t kAhead = 6;
+    const bool can_prefetch = !apply_ && !rhs_progs_.empty() && !rhs_progs_[0].root_is_var &&
+                              rhs_progs_[0].steps[0].nkids <= 16;
     for (std::size_t i = 0, n = ms.size(); i < n; ++i) {
+      if (can_prefetch && i + kAhead < n) prefetch(g, rhs_progs_[0], ms[i + kAhead].row());
       Match m = ms[i];
       if (cond_ && !cond_(g, m)) continue;
       if (apply_) {
@@ -119,13 +130,14 @@ class Rule {
         applied += g.version() != v;
         continue;
       }
-      for (std::size_t r = 0; r < rhs_.size(); ++r)
-        applied += g.merge(m.root(r), instantiate(g, rhs_[r], m, ids)) ? 1 : 0;
+      for (std::size_t r = 0; r < rhs_progs_.size(); ++r)
+        applied += g.merge(m.root(r), build(g, rhs_progs_[r], m.row(), ids)) ? 1 : 0;
     }
     return applied;
   }
 
-  /// Adds pattern `p` with variables taken from `m`; returns its class.
+  /// Adds pattern `p` with variables taken from `m`; returns its class (the general
+  /// path, for custom appliers; rules with right-side patterns use a precompiled form).
   static Id instantiate(Graph& g, const Pattern<L>& p, const Match& m, std::vector<Id>& ids) {
     ids.resize(p.nodes.size());
     Id kids[16];
@@ -148,6 +160,71 @@ class Rule {
   }
 
  private:
+  // A right side compiled for instantiation: op nodes in post-order, each child read
+  // from the match row (a variable) or from an earlier step's result.
+  struct RhsStep {
+    typename L::Op op;
+    std::uint32_t nkids;
+    std::uint32_t src_begin;  // into RhsProg::srcs
+    typename L::Payload payload;
+  };
+  struct RhsProg {
+    std::vector<RhsStep> steps;
+    std::vector<std::uint32_t> srcs;  // kStepBit | step index, or a match-row position
+    std::uint32_t root_src = 0;       // when the right side is a bare variable
+    bool root_is_var = false;
+  };
+  static constexpr std::uint32_t kStepBit = 0x80000000u;
+
+  static RhsProg compile_rhs(const Pattern<L>& p, const VarTable& vt) {
+    RhsProg prog;
+    std::vector<std::uint32_t> src_of(p.nodes.size());
+    for (std::size_t j = 0; j < p.nodes.size(); ++j) {
+      const auto& n = p.nodes[j];
+      if (n.var >= 0) {
+        src_of[j] = static_cast<std::uint32_t>(vt.slot[static_cast<std::size_t>(n.var)]);
+        continue;
+      }
+      RhsStep st{n.op, n.nkids, static_cast<std::uint32_t>(prog.srcs.size()), n.payload};
+      for (std::uint32_t k = 0; k < n.nkids; ++k) prog.srcs.push_back(src_of[p.kids[n.kid_begin + k]]);
+      src_of[j] = kStepBit | static_cast<std::uint32_t>(prog.steps.size());
+      prog.steps.push_back(st);
+    }
+    prog.root_is_var = p.nodes.back().var >= 0;
+    prog.root_src = src_of.back();
+    return prog;
+  }
+
+  // The first step's children are all variables (post-order), so its key is known.
+  static void prefetch(const Graph& g, const RhsProg& prog, const Id* row) {
+    const RhsStep& st = prog.steps[0];
+    Id kids[16];
+    const std::uint32_t* src = prog.srcs.data() + st.src_begin;
+    for (std::uint32_t k = 0; k < st.nkids; ++k) kids[k] = g.find(row[src[k]]);
+    g.prefetch_add(st.op, st.payload, std::span<const Id>(kids, st.nkids));
+  }
+
+  static Id build(Graph& g, const RhsProg& prog, const Id* row, std::vector<Id>& out) {
+    if (prog.root_is_var) return row[prog.root_src];
+    out.resize(prog.steps.size());
+    Id kids[16];
+    std::vector<Id> big;
+    for (std::size_t i = 0; i < prog.steps.size(); ++i) {
+      const RhsStep& st = prog.steps[i];
+      Id* kb = kids;
+      if (st.nkids > 16) {
+        big.resize(st.nkids);
+        kb = big.data();
+      }
+      const std::uint32_t* src = prog.srcs.data() + st.src_begin;
+      for (std::uint32_t k = 0; k < st.nkids; ++k)
+        kb[k] = (src[k] & kStepBit) ? out[src[k] & ~kStepBit] : row[src[k]];
+      out[i] = g.add(st.op, st.payload, std::span<const Id>(kb, st.nkids));
+    }
+    return out.back();
+  }
+
+  std::vector<RhsProg> rhs_progs_;
   std::string name_;
   std::vector<Pattern<L>> lhs_;
   std::vector<Pattern<L>> rhs_;
