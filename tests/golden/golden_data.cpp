@@ -74,6 +74,7 @@ Case decode_case(const std::string& op, const json& j) {
     if (in.contains("scalar")) {
       o.is_scalar = true;
       o.scalar = in.at("scalar").get<float>();
+      o.int_scalar = in.value("kind", "float") == "int";
     } else {
       o.name = in.at("name").get<std::string>();
       o.value = decode_tensor(in);

@@ -17,6 +17,7 @@ namespace golden {
 /// One operand of an op: a tensor (with an optional view applied in the graph) or a scalar.
 struct Operand {
   bool is_scalar = false;
+  bool int_scalar = false;  // an integer literal (promotes like one: i32 + 2 -> i32)
   float scalar = 0.0f;
   std::string name;                          // graph input name stem ("in0")
   std::optional<luminal::HostTensor> value;  // the base tensor fed to the graph

@@ -88,6 +88,7 @@ std::map<std::string, Builder> make_builders() {
   GOLDEN_BINARY(logical_and) GOLDEN_BINARY(logical_or)
 #undef GOLDEN_BINARY
   b["clamp"] = [](const Args& a, const json& at) {
+    if (at.value("int_bounds", false)) return lm::clamp(T(a, 0), at.at("lo").get<int>(), at.at("hi").get<int>());
     return lm::clamp(T(a, 0), at.at("lo").get<float>(), at.at("hi").get<float>());
   };
   b["where"] = [](const Args& a, const json&) { return lm::where(T(a, 0), a.at(1), a.at(2)); };

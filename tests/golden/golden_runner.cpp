@@ -97,7 +97,7 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
       for (size_t k = 0; k < c.inputs.size(); ++k) {
         const Operand& o = c.inputs[k];
         if (o.is_scalar) {
-          args.push_back(lm::Operand(o.scalar));
+          args.push_back(o.int_scalar ? lm::Operand(static_cast<int>(o.scalar)) : lm::Operand(o.scalar));
           continue;
         }
         const std::string name = prefix(i) + o.name;

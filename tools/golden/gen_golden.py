@@ -95,9 +95,16 @@ class In:
 
 
 class Scalar:
-    def __init__(self, value):
-        self.value = float(value)
-        assert float(np.float32(value)) == self.value, 'scalars must be exact in f32'
+    """A scalar operand: a float (exact in f32) or, with kind='int', an integer literal --
+    PyTorch promotes by category: i32 tensor + 0.5 -> f32, i32 tensor + 2 -> i32."""
+
+    def __init__(self, value, kind='float'):
+        self.kind = kind
+        self.value = int(value) if kind == 'int' else float(value)
+        assert kind == 'int' or float(np.float32(value)) == self.value, 'scalars must be exact in f32'
+
+    def torch(self):
+        return torch.tensor(self.value)  # 0-d: promotes like a Python scalar
 
 
 def permuted(axes):
@@ -182,7 +189,7 @@ def case(op, label, operands, fn, attrs=None, reference='torch'):
     compute on f32-upcast operands and round the result once to the low-precision dtype.
     """
     name = f'{op}/{label}'
-    args = [o.operand() if isinstance(o, In) else o.value for o in operands]
+    args = [o.operand() if isinstance(o, In) else o.torch() if o.kind == 'int' else o.value for o in operands]
     low = [a.dtype for a in args if isinstance(a, torch.Tensor) and a.dtype in LOW]
     low_dtype = low[0] if low else None
 
@@ -213,7 +220,7 @@ def case(op, label, operands, fn, attrs=None, reference='torch'):
     enc_inputs = []
     for i, o in enumerate(operands):
         if isinstance(o, Scalar):
-            enc_inputs.append({'scalar': o.value})
+            enc_inputs.append({'scalar': o.value} if o.kind == 'float' else {'scalar': o.value, 'kind': 'int'})
             continue
         e = {'name': f'in{i}', **encode_tensor(o.t)}
         if o.view:
@@ -1043,6 +1050,75 @@ def gen_creation():
          lambda t: t.to(torch.bfloat16), attrs={'dtype': 'bf16'})
 
 
+# ----------------------------------------------------------------------------- promotion, shapes, tails
+def gen_extra():
+    """Dtype promotion as in PyTorch, rank-0 operands, sizes that are not multiples of a
+    vector width or tile (tails), and a few more PyTorch edge semantics."""
+    r = Rng('extra')
+    i32 = lambda *v: torch.tensor(v, dtype=torch.int32)  # noqa: E731
+    sc = lambda v: torch.tensor(v)  # noqa: E731  a scalar as torch promotes it
+    # promotion: bool < i32 < float; a scalar only promotes the category
+    case('add', 'promote_i32_f32', [In(r.ints((2, 3), -5, 5)), In(r.uniform((3,)))], torch.add)
+    case('mul', 'promote_bool_i32', [In(r.bools((2, 3))), In(r.ints((2, 3), -5, 5))], torch.mul)
+    case('add', 'i32_plus_float_scalar', [In(r.ints((4,), -5, 5)), Scalar(0.5)], lambda a, b: torch.add(a, sc(b)))
+    case('add', 'i32_plus_int_scalar', [In(r.ints((4,), -5, 5)), Scalar(2, 'int')], torch.add)
+    case('mul', 'f32_times_int_scalar', [In(r.uniform((4,))), Scalar(3, 'int')], torch.mul)
+    case('sub', 'int_scalar_minus_bf16', [Scalar(1, 'int'), In(r.uniform((5,), dtype='bf16'))],
+         lambda a, b: torch.sub(a, b))
+    case('operator+', 'bool_plus_int_scalar', [In(torch.tensor([True, False, True])), Scalar(1, 'int')],
+         lambda a, b: (a + b).to(torch.int32))
+    case('div', 'i32_true_division', [In(i32(7, -7, 6, 1, 0)), In(i32(2, 2, -4, 3, 5))], torch.div)
+    case('maximum', 'i32_vs_float_scalar', [In(i32(1, 2, 3, -4)), Scalar(1.5)], lambda a, b: torch.maximum(a, sc(b)))
+    case('less', 'i32_vs_float_scalar', [In(i32(1, 2, 3, -4)), Scalar(1.5)], lambda a, b: torch.lt(a, sc(b)))
+    case('equal', 'i32_vs_f32', [In(i32(1, 2, 3)), In(T([1.0, 2.5, 3.0]))], torch.eq)
+    case('where', 'promote_i32_float_scalar', [In(torch.tensor([True, False, True])), In(i32(4, 5, 6)), Scalar(0.5)],
+         lambda c, a, b: torch.where(c, a, sc(b)))
+    case('add', 'promote_f16_f32', [In(r.uniform((3,), dtype='f16')), In(r.uniform((3,)))], torch.add)
+    case('mul', 'promote_bf16_f16', [In(r.uniform((3,), dtype='bf16')), In(r.uniform((3,), dtype='f16'))], torch.mul)
+    case('pow', 'i32_int_scalar', [In(i32(1, -2, 3, 0, 5)), Scalar(2, 'int')], torch.pow)
+    case('pow', 'negative_base_scalar_3', [In(T([-2.0, -0.5, 3.0, -1.0, 0.0])), Scalar(3.0)], lambda a, b: torch.pow(a, b))
+
+    # rank-0 operands
+    case('add', 'rank0_operand', [In(torch.tensor(1.5)), In(r.uniform((2, 3)))], torch.add)
+    case('exp', 'rank0', [In(torch.tensor(0.75))], torch.exp)
+    case('mul', 'rank0_both', [In(torch.tensor(2.5)), In(torch.tensor(-3.0))], torch.mul)
+    case('unsqueeze', 'rank0', [In(torch.tensor(4.0))], lambda t: t.unsqueeze(0), attrs={'axis': 0})
+    case('reshape', 'to_rank0', [In(T([[7.0]]))], lambda t: t.reshape([]), attrs={'shape': []})
+    case('reshape', 'from_rank0', [In(torch.tensor(3.0))], lambda t: t.reshape(1, 1), attrs={'shape': [1, 1]})
+    case('expand', 'from_rank0', [In(torch.tensor(2.0))], lambda t: t.expand(2, 3), attrs={'shape': [2, 3]})
+    case('sum', 'empty_axes_list_is_all', [In(r.uniform((2, 3)))], lambda t: torch.sum(t, dim=[]),
+         attrs={'axes': [], 'keepdim': False})
+
+    # tails: sizes that are not multiples of 4/8/16 or of a matmul tile
+    case('matmul', 'odd_tiles', [In(r.uniform((17, 33))), In(r.uniform((33, 19)))], torch.matmul)
+    case('matmul', 'odd_tiles_batched', [In(r.uniform((3, 9, 13))), In(r.uniform((3, 13, 7)))], torch.matmul)
+    case('matmul', 'tall_skinny', [In(r.uniform((70, 3))), In(r.uniform((3, 2)))], torch.matmul)
+    case('exp', 'tail_1031', [In(r.uniform((1031,), -3.0, 3.0))], torch.exp)
+    case('add', 'tail_broadcast_37', [In(r.uniform((3, 37))), In(r.uniform((37,)))], torch.add)
+    case('sum', 'tail_37', [In(r.uniform((5, 37), 0.0, 1.0))], lambda t: torch.sum(t, -1),
+         attrs={'axes': -1, 'keepdim': False})
+    case('max', 'tail_37_axis0', [In(r.uniform((37, 5)))], lambda t: torch.amax(t, 0), attrs={'axes': 0, 'keepdim': False})
+    case('softmax', 'tail_1000', [In(r.uniform((2, 1000), -5.0, 5.0))], lambda t: torch.softmax(t, -1), attrs={'axis': -1})
+    case('cumsum', 'i32', [In(r.ints((2, 7), -20, 20))], lambda t: torch.cumsum(t, 1).to(torch.int32), attrs={'axis': 1})
+    case('transpose', 'tail_17x33', [In(r.uniform((17, 33)))], lambda t: t.transpose(0, 1), attrs={'a': 0, 'b': 1})
+
+    # more PyTorch edge semantics
+    nan = float('nan')
+    case('argmax', 'nan_is_max', [In(T([[1.0, nan, 3.0], [nan, nan, 0.0]]))], lambda t: torch.argmax(t, 1),
+         attrs={'axis': 1})
+    case('squeeze', 'non_unit_axis_is_noop', [In(r.uniform((3, 4)))], lambda t: t.squeeze(1), attrs={'axis': 1})
+    case('pad', 'negative_crops', [In(r.uniform((3, 5)))], lambda t: F.pad(t, [-1, 2, 1, -1]),
+         attrs={'pads': [[1, -1], [-1, 2]]})
+    case('slice', 'step_larger_than_dim', [In(r.uniform((2, 5)))], lambda t: t[:, 1::7],
+         attrs={'axis': 1, 'start': 1, 'end': 5, 'step': 7})
+    case('conv1d', 'padding_exceeds_kernel', [In(r.uniform((1, 2, 5))), In(r.uniform((2, 2, 2)))],
+         lambda x, w: F.conv1d(x, w, None, 2, 3), attrs={'stride': 2, 'padding': 3})
+    case('conv2d', 'stride_exceeds_kernel', [In(r.uniform((1, 1, 7, 7))), In(r.uniform((2, 1, 2, 2)))],
+         lambda x, w: F.conv2d(x, w, None, 3), attrs={'stride': [3, 3]})
+    case('clamp', 'i32_int_bounds', [In(i32(-5, 0, 3, 9))], lambda t: torch.clamp(t, -2, 4),
+         attrs={'lo': -2, 'hi': 4, 'int_bounds': True})
+
+
 # ----------------------------------------------------------------------------- main
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -1062,6 +1138,7 @@ def main():
     gen_network()
     gen_movement()
     gen_creation()
+    gen_extra()
 
     missing = [op for op in API_OPS if not CASES.get(op)]
     extra = [op for op in CASES if op not in API_OPS]
