@@ -126,6 +126,7 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
     for (const auto& [name, value] : params) fn.bind(name, value);
     const std::map<std::string, lm::HostTensor> out = fn(feeds);
     for (size_t i : built) {
+      results[i].stop_reason = fn.report().stop_reason;
       auto it = out.find(prefix(i) + "out");
       if (it == out.end()) {
         results[i].message = "the Callable returned no output '" + prefix(i) + "out'";

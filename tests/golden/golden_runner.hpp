@@ -15,6 +15,7 @@ struct CaseResult {
   bool ok = false;
   std::string message;  // why it failed
   bool symbolic = false;  // at least one input dim was declared symbolic
+  std::string stop_reason;  // the CompileReport's, to show how the target ran the case
 };
 
 /// Runs `cases` as ONE graph (each case its own inputs and output) on `target`: one

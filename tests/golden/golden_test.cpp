@@ -47,6 +47,7 @@ void check_target(const lm::Target& target, bool group_by_op, bool symbolic = fa
   std::map<std::string, std::pair<int, int>> tally;  // op -> (cases, failed)
   std::string failures;
   int total = 0, failed = 0, with_symbolic = 0;
+  std::set<std::string> stop_reasons;
   for (const auto& [op, cases] : by_op) {
     std::vector<golden::CaseResult> results;
     if (group_by_op) {
@@ -57,6 +58,7 @@ void check_target(const lm::Target& target, bool group_by_op, bool symbolic = fa
     for (const auto& r : results) {
       ++total;
       with_symbolic += r.symbolic;
+      if (!r.stop_reason.empty()) stop_reasons.insert(r.stop_reason);
       ++tally[op].first;
       if (r.ok) continue;
       ++failed;
@@ -67,6 +69,7 @@ void check_target(const lm::Target& target, bool group_by_op, bool symbolic = fa
   // One line per target even on success, so a log shows what was compared.
   std::printf("golden: %s: %d cases of %zu ops (%d with symbolic input dims), %d failed\n",
               target.to_string().c_str(), total, by_op.size(), with_symbolic, failed);
+  for (const auto& why : stop_reasons) std::printf("  compile report on %s: %s\n", target.to_string().c_str(), why.c_str());
   INFO("target " << target.to_string() << ": " << total << " golden cases, " << failed << " failed");
   if (failed > 0) {
     std::string table = "per-op (cases / failed):\n";
