@@ -10,6 +10,7 @@
 // uses, so rule sets are written once per language.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -27,16 +28,24 @@
 namespace luminal::egraph {
 
 /// The matches of one rule in one search: fixed-width rows (roots, then variables).
+/// Row i is `rows[i * width .. (i + 1) * width)`; `rows` may be longer than size() * width.
 struct Matches {
   std::vector<Id> rows;
   std::uint32_t width = 0;
   const VarTable* vars = nullptr;
+  std::size_t count = 0;
   /// Number of matches.
-  std::size_t size() const noexcept { return width == 0 ? 0 : rows.size() / width; }
+  std::size_t size() const noexcept { return count; }
   /// Match i.
   Match operator[](std::size_t i) const noexcept { return Match(rows.data() + i * width, vars); }
   /// Forgets the matches, keeping the memory.
-  void clear() noexcept { rows.clear(); }
+  void clear() noexcept { count = 0; }
+  /// Room for one more row (grown geometrically; no per-row initialization).
+  Id* push_row() {
+    std::size_t need = (count + 1) * width;
+    if (need > rows.size()) rows.resize(std::max<std::size_t>(2 * rows.size(), std::size_t{64} * width + need));
+    return rows.data() + (count++) * width;
+  }
 };
 
 /// A rewrite rule over e-graphs of language L with analysis A.
@@ -81,16 +90,14 @@ class Rule {
   /// Returns the number found (limit + 1 means "more than limit").
   std::size_t search(const Graph& g, const ClassIndex<L>& ix, Matches& out,
                      std::size_t limit = std::numeric_limits<std::size_t>::max()) const {
+    if (out.count != 0 && out.width != program_.vars.width) throw Error("[egraph] search: Matches of another rule");
     out.width = program_.vars.width;
     out.vars = &program_.vars;
     std::size_t count = 0;
     const std::uint32_t* keep = program_.keep.data();
     const std::size_t w = program_.keep.size();
     auto yield = [&](const Id* regs) {
-      std::size_t at = out.rows.size();
-      if (at + w > out.rows.capacity()) out.rows.reserve(2 * (at + w));
-      out.rows.resize(at + w);
-      Id* dst = out.rows.data() + at;
+      Id* dst = out.push_row();
       for (std::size_t i = 0; i < w; ++i) dst[i] = regs[keep[i]];
       return ++count <= limit;
     };
@@ -204,12 +211,18 @@ class Rule {
     g.prefetch_add(st.op, st.payload, std::span<const Id>(kids, st.nkids));
   }
 
-  static Id build(Graph& g, const RhsProg& prog, const Id* row, std::vector<Id>& out) {
+  static Id build(Graph& g, const RhsProg& prog, const Id* row, std::vector<Id>& spill) {
     if (prog.root_is_var) return row[prog.root_src];
-    out.resize(prog.steps.size());
+    const std::size_t nsteps = prog.steps.size();
+    Id local[32];
+    Id* out = local;
+    if (nsteps > 32) {
+      spill.resize(nsteps);
+      out = spill.data();
+    }
     Id kids[16];
     std::vector<Id> big;
-    for (std::size_t i = 0; i < prog.steps.size(); ++i) {
+    for (std::size_t i = 0; i < nsteps; ++i) {
       const RhsStep& st = prog.steps[i];
       Id* kb = kids;
       if (st.nkids > 16) {
@@ -221,7 +234,7 @@ class Rule {
         kb[k] = (src[k] & kStepBit) ? out[src[k] & ~kStepBit] : row[src[k]];
       out[i] = g.add(st.op, st.payload, std::span<const Id>(kb, st.nkids));
     }
-    return out.back();
+    return out[nsteps - 1];
   }
 
   std::vector<RhsProg> rhs_progs_;
