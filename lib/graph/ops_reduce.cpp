@@ -9,6 +9,9 @@ using namespace detail;
 
 namespace {
 
+/// Axes up to this length use the masked O(n^2) cumsum (sequential order, one kernel).
+constexpr int64_t kCumsumMaskedMax = 64;
+
 /// Input of a reduction in its compute dtype: f16/bf16 -> f32, bool -> i32.
 Tensor reduction_input(const Tensor& x, const Ctx& c) {
   need(x, c, "x");
@@ -146,17 +149,31 @@ Tensor cumsum(const Tensor& x, int axis, Loc loc) {
   Ctx c{"cumsum", loc};
   Tensor t = reduction_input(x, c);
   int ax = norm_axis(axis, t.rank(), x, c);
-  // out[..., i] = sum_j where(j <= i, x[..., j], 0): a masked row per output element
-  // (where, not a multiply by 0/1, so inf and NaN stay where they are).
   Tensor last = move_to_last(t, ax, c);
   const Dim n = last.shape().back();
-  std::vector<Dim> rows = last.shape();
-  rows.insert(rows.end() - 1, Dim(1));
-  std::vector<Dim> square = last.shape();
-  square.insert(square.end() - 1, n);
-  Tensor xe = broadcast_to(prim_reshape(last, rows, c.op, c.loc), square, c);
-  Tensor masked = where_(tril_like(t, n, n, Dim(0), c), xe, 0.0, c);
-  Tensor s = prim_reduce(PrimOp::SumReduce, masked, static_cast<int>(square.size() - 1), c.op, c.loc);
+  const int la = static_cast<int>(last.rank() - 1);
+  Tensor s;
+  if (n.is_constant() && *n.as_constant() <= kCumsumMaskedMax) {
+    // Short axes: out[..., i] = sum_j where(j <= i, x[..., j], 0), one masked row per
+    // output element summed in index order, like torch's sequential loop. A where (not a
+    // multiply by 0/1) keeps inf and NaN where they are.
+    std::vector<Dim> rows = last.shape();
+    rows.insert(rows.end() - 1, Dim(1));
+    std::vector<Dim> square = last.shape();
+    square.insert(square.end() - 1, n);
+    Tensor xe = broadcast_to(prim_reshape(last, rows, c.op, c.loc), square, c);
+    Tensor masked = where_(tril_like(t, n, n, Dim(0), c), xe, 0.0, c);
+    s = prim_reduce(PrimOp::SumReduce, masked, static_cast<int>(square.size() - 1), c.op, c.loc);
+  } else {
+    // Long or symbolic axes: Hillis-Steele scan, log2(n) steps of s += s shifted right by
+    // k (zero-filled), O(n log n) work instead of O(n^2). Shifting is pad-then-slice, so
+    // it stays valid for any run-time n.
+    s = last;
+    for (int64_t k = 1; k < n.upper_bound(); k *= 2) {
+      Tensor shifted = slice_(prim_pad(s, la, Dim(k), Dim(0), 0.0, c.op, c.loc), la, Dim(0), n, 1, c);
+      s = add_(s, shifted, c);
+    }
+  }
   return to(move_from_last(s, ax, c), reduction_result(x.dtype(), false), c);
 }
 

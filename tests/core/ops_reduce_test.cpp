@@ -127,3 +127,27 @@ TEST_CASE("cumsum along either axis, inf stays local", "[ops][reduce]") {
   check_exact(out.at("c0"), {1, 2, 3, 5, inf, 9});
   CHECK(out.at("ci").dtype() == lm::i32);
 }
+
+TEST_CASE("cumsum of a long or symbolic axis uses a log-step scan", "[ops][reduce]") {
+  lm::Graph g;
+  lm::Dim N = g.dim("N", 1, 300);
+  auto x = g.input("x", {2, 100});
+  auto v = g.input("v", {N});
+  g.output("long", lm::cumsum(x, 1));
+  g.output("sym", lm::cumsum(v, 0));
+  auto fn = lm::compile(g, lm::Target::reference());
+  std::vector<float> xs(200), vs(37);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+  for (size_t i = 0; i < vs.size(); ++i) vs[i] = static_cast<float>(i);
+  auto out = fn({{"x", f32(xs, {2, 100})}, {"v", f32(vs, {37})}});
+  std::vector<double> want_long, want_sym;
+  for (int r = 0; r < 2; ++r) {
+    double acc = 0;
+    for (int i = 0; i < 100; ++i) want_long.push_back(acc += xs[static_cast<size_t>(r * 100 + i)]);
+  }
+  double acc = 0;
+  for (float f : vs) want_sym.push_back(acc += f);
+  check_exact(out.at("long"), want_long);  // small integers: every order is exact
+  CHECK(out.at("sym").shape() == std::vector<int64_t>{37});
+  check_exact(out.at("sym"), want_sym);
+}
