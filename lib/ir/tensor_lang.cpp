@@ -27,7 +27,9 @@ bool same_shape(const std::vector<Dim>& a, const std::vector<Dim>& b) {
 }
 uint64_t bits(double v) { return std::bit_cast<uint64_t>(v); }
 
-uint64_t hash_node(const detail::Node& n) {
+}  // namespace
+
+uint64_t hash_body_node(const detail::Node& n) {
   uint64_t h = mix(static_cast<uint64_t>(n.op) + 1, static_cast<uint64_t>(n.dtype));
   for (uint32_t i : n.inputs) h = mix(h, i);
   h = mix(h, bits(n.value));
@@ -39,11 +41,13 @@ uint64_t hash_node(const detail::Node& n) {
   h = mix(h, std::hash<std::string>{}(n.name));
   return h;
 }
-bool same_node(const detail::Node& a, const detail::Node& b) {
+bool same_body_node(const detail::Node& a, const detail::Node& b) {
   return a.op == b.op && a.inputs == b.inputs && a.dtype == b.dtype && bits(a.value) == bits(b.value) &&
          a.axis == b.axis && a.perm == b.perm && same_shape(a.shape, b.shape) && a.start.same_as(b.start) &&
          a.end.same_as(b.end) && a.step == b.step && a.name == b.name;
 }
+
+namespace {
 
 // Reads element 0 of a one-element view as a double (f32, i32, bool only).
 std::optional<double> scalar_of(const detail::reference::View& v) {
@@ -110,7 +114,7 @@ void KernelSpec::finalize() {
   h = mix(h, slots);
   for (int64_t l : launch) h = mix(h, static_cast<uint64_t>(l));
   if (body)
-    for (const detail::Node& n : body->nodes) h = mix(h, hash_node(n));
+    for (const detail::Node& n : body->nodes) h = mix(h, hash_body_node(n));
   hash = h;
 }
 
@@ -119,7 +123,7 @@ bool KernelSpec::operator==(const KernelSpec& o) const {
   if (body == o.body) return true;
   if (!body || !o.body || body->nodes.size() != o.body->nodes.size()) return false;
   for (size_t i = 0; i < body->nodes.size(); ++i)
-    if (!same_node(body->nodes[i], o.body->nodes[i])) return false;
+    if (!same_body_node(body->nodes[i], o.body->nodes[i])) return false;
   return true;
 }
 

@@ -111,6 +111,9 @@ struct KernelSpec {
   bool operator==(const KernelSpec& o) const;
 };
 std::string slot_name(uint32_t i);
+/// Structural hash/equality of one body node (op, inputs, attributes; not op_name/loc).
+uint64_t hash_body_node(const detail::Node& n);
+bool same_body_node(const detail::Node& a, const detail::Node& b);
 
 // ------------------------------------------------------------------ attributes
 

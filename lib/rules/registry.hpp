@@ -20,7 +20,9 @@
 //  * `fast_math`: the identity changes NaN/inf results (x*0 = 0, x-x = 0); such rules run
 //    only with CompileOptions::fast_math, and the checker compares on finite inputs only.
 //  * Register at namespace scope in your .cpp:
-//      LUMINAL_REGISTER_RULE({.name = "mul-one", .set = "algebra", .rule = make_rule(...)});
+//      LUMINAL_REGISTER_RULE({.name = "mul-one", .set = "algebra", .fast_math = false,
+//                             .doc = "x*1 = x", .rule = make_rule(...), .pass = {}, .example = {}});
+//    (name every field: GCC warns about omitted ones under -Wextra)
 //    Registration runs at load time of the shared library. (With LUMINAL_BUILD_STATIC the
 //    linker may drop a rules object file nothing references: keep rule files in the
 //    default shared build, or reference them.)

@@ -1,0 +1,159 @@
+#include "compiler/search.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+
+#include "ir/build.hpp"
+#include "ir/kernel_body.hpp"
+#include "luminal/egraph/extract.hpp"
+#include "luminal/egraph/runner.hpp"
+#include "luminal/error.hpp"
+
+namespace luminal::compiler {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string fmt(const char* f, auto... a) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, f, a...);
+  return buf;
+}
+
+ir::DimGuess guess_dims(const detail::GraphImpl& g) {
+  ir::DimGuess d;
+  for (const auto& decl : g.dims) d[decl.name] = std::max(decl.lo, std::min<int64_t>(decl.hi, 4096));
+  return d;
+}
+
+}  // namespace
+
+SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& s) {
+  SearchResult res;
+  ir::EGraph g;
+  ir::Loaded loaded = ir::load_graph(g, graph);
+  g.rebuild();
+  const CompileOptions& o = s.options;
+  const auto node_limit = static_cast<std::size_t>(std::max<int64_t>(o.node_limit, 1));
+  std::vector<std::string> stops;
+
+  // ---- phase 1: math rules to saturation or budget
+  {
+    auto t0 = Clock::now();
+    auto rules = rules::Registry::global().engine_rules({"algebra", "movement", "contraction"}, o.fast_math);
+    const std::size_t n0 = g.num_nodes();
+    if (rules.empty()) {
+      res.phases.push_back(fmt("math: no rules registered; %zu nodes", n0));
+    } else {
+      egraph::Runner<ir::TensorLang, ir::TensorAnalysis> runner(g);
+      const double left = std::chrono::duration<double>(s.deadline - Clock::now()).count();
+      runner.iter_limit(static_cast<std::size_t>(std::max<int64_t>(o.iteration_limit, 0)))
+          .node_limit(node_limit)
+          .time_limit(std::max(left * 0.6, 0.0))
+          .scheduler(std::make_shared<egraph::BackoffScheduler>(2000, 3));
+      egraph::Report rep = runner.run(rules);
+      res.iterations += static_cast<int64_t>(rep.iterations.size());
+      const char* why = egraph::to_string(rep.stop);
+      if (rep.stop != egraph::StopReason::Saturated) stops.push_back(std::string(why) + " (math rules)");
+      res.phases.push_back(fmt("math: %zu rules, %zu iterations, %zu -> %zu nodes, %zu classes, %.4f s, %s",
+                               rules.size(), rep.iterations.size(), n0, g.num_nodes(), g.num_classes(), since(t0), why));
+      if (s.trace)
+        for (const auto& r : rep.rules)
+          if (r.matches || r.applied)
+            std::fprintf(stderr, "[luminal rules] %-32s matches=%zu applied=%zu banned=%zu time=%.5fs\n", r.name.c_str(),
+                         r.matches, r.applied, r.times_banned, r.search_s + r.apply_s);
+    }
+  }
+
+  // ---- phase 2: lowering (always complete) and fusion (within the budget)
+  {
+    auto t0 = Clock::now();
+    const std::size_t n0 = g.num_nodes();
+    std::string skipped;
+    for (const std::string& set : s.pass_sets) {
+      for (const rules::RuleInfo* r : rules::Registry::global().set(set, o.fast_math)) {
+        if (!r->pass) continue;
+        const bool required = set == "lower_reference";
+        if (!required) {
+          if (g.num_nodes() >= node_limit) {
+            skipped = "node-limit";
+            continue;
+          }
+          if (Clock::now() >= s.deadline) {
+            skipped = "time-limit";
+            continue;
+          }
+        }
+        auto t1 = Clock::now();
+        std::size_t added = r->pass(g, s.ctx);
+        ++res.iterations;
+        if (s.trace)
+          std::fprintf(stderr, "[luminal rules] %-32s added=%zu time=%.5fs\n", r->name.c_str(), added, since(t1));
+      }
+    }
+    if (!skipped.empty()) stops.push_back(skipped + " (fusion)");
+    res.phases.push_back(fmt("lower+fuse: %zu -> %zu nodes, %zu classes, %.4f s%s%s", n0, g.num_nodes(), g.num_classes(),
+                             since(t0), skipped.empty() ? "" : ", stopped by ", skipped.c_str()));
+  }
+
+  // ---- phase 3: DAG-aware extraction over kernel nodes
+  {
+    auto t0 = Clock::now();
+    const ir::DimGuess dims = guess_dims(graph);
+    std::unordered_map<uint32_t, double> cost_of_payload;
+    auto node_cost = [&](const ir::NodeView& v) -> double {
+      if (v.op == ir::Op::Input || v.op == ir::Op::Param) return 0.0;
+      if (v.op != ir::Op::Kernel) return egraph::kInfiniteCost;
+      auto it = cost_of_payload.find(v.payload);
+      if (it != cost_of_payload.end()) return it->second;
+      const auto& spec = *g.analysis().attrs().get(v.payload).kernel;
+      double c = detail::kernel_seconds(s.ctx.target, ir::kernel_work(g, spec, {}, dims));
+      cost_of_payload.emplace(v.payload, c);
+      return c;
+    };
+    egraph::DagOptions dopt;
+    dopt.exact_class_limit = 24;
+    dopt.exact_step_limit = 200000;
+    dopt.improve_rounds = 4;
+    egraph::DagExtractor<ir::TensorLang, ir::TensorAnalysis, decltype(node_cost)> ex(g, node_cost, dopt);
+    std::vector<ir::Id> roots;
+    for (const auto& [name, cls] : loaded.outputs) roots.push_back(cls);
+    auto result = ex.extract(roots);
+    res.est_seconds = result.cost;
+    // ---- the plan: one value per term node
+    const auto& t = result.term;
+    KernelPlan& p = res.plan;
+    std::vector<uint32_t> val(t.size());
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      ir::NodeView v = t.node(i);
+      const ir::Attr& at = g.analysis().attrs().get(v.payload);
+      if (v.op == ir::Op::Input || v.op == ir::Op::Param) {
+        val[i] = p.add_value(at.name, v.op == ir::Op::Param);
+        continue;
+      }
+      if (v.op != ir::Op::Kernel) throw InternalError(std::string("[compile] extracted a math node: ") + ir::op_name(v.op));
+      KernelPlan::Step st;
+      st.spec = at.kernel;
+      for (ir::Id k : v.kids) st.args.push_back(val[k]);
+      st.result = val[i] = p.add_value();
+      st.est_seconds = node_cost(v);
+      p.steps.push_back(std::move(st));
+    }
+    for (std::size_t r = 0; r < loaded.outputs.size(); ++r) p.outputs.emplace_back(loaded.outputs[r].first, val[t.roots[r]]);
+    res.phases.push_back(fmt("extract: %zu kernels, estimated %.4g s per call, %s, %.4f s", p.steps.size(), result.cost,
+                             result.optimal ? "optimal" : "heuristic", since(t0)));
+  }
+  res.egraph_nodes = static_cast<int64_t>(g.num_nodes());
+  res.egraph_classes = static_cast<int64_t>(g.num_classes());
+  if (stops.empty()) {
+    res.stop_reason = "saturated";
+  } else {
+    for (const auto& x : stops) res.stop_reason += (res.stop_reason.empty() ? "" : "; ") + x;
+  }
+  return res;
+}
+
+}  // namespace luminal::compiler

@@ -1,0 +1,312 @@
+#include "ir/kernel_body.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ir/build.hpp"
+#include "luminal/error.hpp"
+
+namespace luminal::ir {
+
+namespace {
+
+bool is_slot(const detail::Node& n) { return n.op == PrimOp::Input && n.name.starts_with('%'); }
+
+bool same_dims(const std::vector<Dim>& a, const std::vector<Dim>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!a[i].same_as(b[i])) return false;
+  return true;
+}
+
+double numel_of(const std::vector<Dim>& shape, const DimGuess& dims) {
+  double n = 1;
+  for (const Dim& d : shape) {
+    double v;
+    try {
+      v = static_cast<double>(d.evaluate(dims));
+    } catch (const Error&) {
+      v = static_cast<double>(std::min<int64_t>(d.upper_bound(), 1024));
+    }
+    n *= std::max(v, 0.0);
+  }
+  return n;
+}
+
+// An expand that repeats elements: some input dim is 1 where the output's is not.
+bool broadcasts(const detail::Node& expand, const detail::Node& input) {
+  for (size_t i = 0; i < expand.shape.size() && i < input.shape.size(); ++i) {
+    auto in = input.shape[i].as_constant();
+    auto out = expand.shape[i].as_constant();
+    if (in && *in == 1 && !(out && *out == 1)) return true;
+  }
+  return false;
+}
+
+bool is_gemm_reduce(const detail::GraphImpl& b, const detail::Node& n) {
+  if (n.op != PrimOp::SumReduce) return false;
+  const detail::Node& m = b.nodes[n.inputs[0]];
+  return m.op == PrimOp::Mul && b.nodes[m.inputs[0]].op == PrimOp::Expand && b.nodes[m.inputs[1]].op == PrimOp::Expand;
+}
+
+}  // namespace
+
+uint32_t BodyBuilder::slot(Id cls) {
+  cls = g_.find(cls);
+  auto it = slot_of_.find(cls);
+  if (it != slot_of_.end()) return it->second;
+  const ClassData& d = g_.data(cls);
+  detail::Node n;
+  n.op = PrimOp::Input;
+  n.name = slot_name(static_cast<uint32_t>(slots_.size()));
+  n.shape = d.shape;
+  n.dtype = d.dtype;
+  n.op_name = "slot";
+  uint32_t id = body_.add(std::move(n));
+  body_.inputs.push_back(id);
+  slots_.push_back(cls);
+  slot_of_.emplace(cls, id);
+  return id;
+}
+
+uint32_t BodyBuilder::add(detail::Node n) {
+  const uint64_t h = hash_body_node(n);
+  auto [b, e] = memo_.equal_range(h);
+  for (auto it = b; it != e; ++it)
+    if (same_body_node(body_.nodes[it->second], n)) return it->second;
+  uint32_t id = body_.add(std::move(n));
+  memo_.emplace(h, id);
+  return id;
+}
+
+uint32_t BodyBuilder::copy(const detail::GraphImpl& body, const std::vector<Id>& kids, int subst_slot,
+                           uint32_t subst_value) {
+  std::vector<uint32_t> map(body.nodes.size());
+  for (uint32_t i = 0; i < body.nodes.size(); ++i) {
+    const detail::Node& bn = body.nodes[i];
+    if (is_slot(bn)) {
+      const int j = std::stoi(bn.name.substr(1));
+      map[i] = j == subst_slot ? subst_value : slot(kids.at(static_cast<size_t>(j)));
+      continue;
+    }
+    detail::Node n = bn;
+    for (uint32_t& x : n.inputs) x = map[x];
+    map[i] = add(std::move(n));
+  }
+  return map[body.outputs.at(0).second];
+}
+
+uint32_t BodyBuilder::emit_op(Op op, const Attr& at, const std::vector<uint32_t>& kids) {
+  const size_t before = body_.nodes.size();
+  uint32_t id = emit(body_, op, at, kids);
+  if (body_.nodes.size() == before + 1) {
+    detail::Node n = body_.nodes.back();
+    body_.nodes.pop_back();
+    return add(std::move(n));
+  }
+  for (size_t i = before; i < body_.nodes.size(); ++i) memo_.emplace(hash_body_node(body_.nodes[i]), static_cast<uint32_t>(i));
+  return id;
+}
+
+std::optional<Variant> BodyBuilder::finish(uint32_t root, std::size_t max_nodes) {
+  // Keep what the root needs, renumbering slots in order of appearance.
+  std::vector<bool> live(body_.nodes.size(), false);
+  live[root] = true;
+  for (size_t i = root + 1; i-- > 0;)
+    if (live[i])
+      for (uint32_t x : body_.nodes[i].inputs) live[x] = true;
+  auto out = std::make_shared<detail::GraphImpl>();
+  std::vector<uint32_t> map(body_.nodes.size(), 0);
+  Variant v;
+  for (uint32_t i = 0; i <= root; ++i) {
+    if (!live[i]) continue;
+    detail::Node n = body_.nodes[i];
+    if (is_slot(n)) {
+      const size_t old = static_cast<size_t>(std::stoul(n.name.substr(1)));
+      n.name = slot_name(static_cast<uint32_t>(v.kids.size()));
+      v.kids.push_back(slots_[old]);
+      map[i] = out->add(std::move(n));
+      out->inputs.push_back(map[i]);
+      continue;
+    }
+    for (uint32_t& x : n.inputs) x = map[x];
+    map[i] = out->add(std::move(n));
+  }
+  out->outputs.emplace_back("out", map[root]);
+  if (out->nodes.size() > max_nodes) return std::nullopt;
+  auto kind = classify(*out);
+  if (!kind) return std::nullopt;
+  auto spec = std::make_shared<KernelSpec>();
+  spec->kind = *kind;
+  spec->slots = static_cast<uint32_t>(v.kids.size());
+  spec->body = std::move(out);
+  spec->finalize();
+  v.spec = std::move(spec);
+  return v;
+}
+
+std::optional<KernelKind> classify(const detail::GraphImpl& b) {
+  const auto& nodes = b.nodes;
+  const uint32_t root = b.outputs.at(0).second;
+  std::vector<uint32_t> reduces;
+  bool gather = false;
+  size_t slots = 0;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const detail::Node& n = nodes[i];
+    if (n.op == PrimOp::Gather) gather = true;
+    if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce) reduces.push_back(i);
+    if (is_slot(n)) ++slots;
+  }
+  if (gather) {
+    if (nodes[root].op == PrimOp::Gather && nodes.size() == slots + 1) return KernelKind::Gather;
+    return std::nullopt;
+  }
+  if (reduces.empty()) return KernelKind::Elementwise;
+  // Which nodes are reached from the root only along epilogue-safe edges.
+  std::vector<uint8_t> bad_row(nodes.size(), 0), bad_gemm(nodes.size(), 0);
+  for (size_t i = root + 1; i-- > 0;) {
+    const detail::Node& n = nodes[i];
+    const bool ew = is_elementwise(to_op(n.op));
+    const bool row_ok = ew || n.op == PrimOp::Reshape || n.op == PrimOp::Expand || n.op == PrimOp::SumReduce ||
+                        n.op == PrimOp::MaxReduce;
+    const bool gemm_ok = ew || n.op == PrimOp::Reshape;
+    for (uint32_t x : n.inputs) {
+      bad_row[x] |= static_cast<uint8_t>(bad_row[i] || !row_ok);
+      bad_gemm[x] |= static_cast<uint8_t>(bad_gemm[i] || !gemm_ok);
+    }
+  }
+  bool any_gemm = false;
+  for (uint32_t r : reduces) any_gemm = any_gemm || is_gemm_reduce(b, nodes[r]);
+  if (any_gemm) {
+    if (reduces.size() != 1 || bad_gemm[reduces[0]]) return std::nullopt;
+    return KernelKind::Gemm;
+  }
+  const detail::Node& first = nodes[reduces[0]];
+  for (uint32_t r : reduces) {
+    const detail::Node& n = nodes[r];
+    if (bad_row[r] || n.axis != first.axis ||
+        !same_dims(nodes[n.inputs[0]].shape, nodes[first.inputs[0]].shape))
+      return std::nullopt;
+  }
+  return KernelKind::Reduction;
+}
+
+std::optional<Variant> lower_node(const EGraph& g, Id node) {
+  NodeView v = g.node(node);
+  if (v.op == Op::Input || v.op == Op::Param || v.op == Op::Kernel) return std::nullopt;
+  BodyBuilder b(g);
+  std::vector<uint32_t> kids;
+  for (Id k : v.kids) {
+    const ClassData& d = g.data(k);
+    // Scalar constants and index ramps are cheaper inline than read from a buffer.
+    if (d.constant && d.shape.empty()) {
+      Attr c;
+      c.value = *d.constant;
+      c.dtype = d.dtype;
+      kids.push_back(b.emit_op(Op::Constant, c, {}));
+      continue;
+    }
+    const AttrNode* iota = nullptr;
+    for (const AttrNode& an : d.attributed)
+      if (an.op == Op::Iota) iota = &an;
+    if (iota) {
+      kids.push_back(b.emit_op(Op::Iota, g.analysis().attrs().get(iota->payload), {}));
+      continue;
+    }
+    kids.push_back(b.slot(k));
+  }
+  uint32_t root = b.emit_op(v.op, g.analysis().attrs().get(v.payload), kids);
+  return b.finish(root, 1u << 20);
+}
+
+std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std::size_t slot, const Variant& producer,
+                                  std::size_t max_nodes) {
+  BodyBuilder b(g);
+  uint32_t p = b.copy(*producer.spec->body, producer.kids);
+  uint32_t root = b.copy(*consumer.spec->body, consumer.kids, static_cast<int>(slot), p);
+  return b.finish(root, max_nodes);
+}
+
+detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
+                               const DimGuess& dims) {
+  (void)g;
+  (void)kids;
+  const auto& nodes = spec.body->nodes;
+  const uint32_t root = spec.body->outputs.at(0).second;
+  std::vector<double> numel(nodes.size()), dom(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) numel[i] = numel_of(nodes[i].shape, dims);
+  dom[root] = numel[root];
+  detail::KernelWork w;
+  for (size_t i = root + 1; i-- > 0;) {
+    const detail::Node& n = nodes[i];
+    const bool red = n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce;
+    for (uint32_t x : n.inputs) dom[x] = std::max(dom[x], red ? numel[x] : dom[i]);
+    switch (n.op) {
+      case PrimOp::Input: {
+        w.bytes_read += numel[i] * static_cast<double>(dtype_size(n.dtype));
+        break;
+      }
+      case PrimOp::Param: case PrimOp::Constant: case PrimOp::Iota: case PrimOp::Reshape: case PrimOp::Permute:
+      case PrimOp::Expand: case PrimOp::Slice: case PrimOp::Pad:
+        break;
+      case PrimOp::Exp2: case PrimOp::Log2: case PrimOp::Sin: w.transcendentals += dom[i]; break;
+      case PrimOp::SumReduce: case PrimOp::MaxReduce: w.flops += numel[n.inputs[0]]; break;
+      case PrimOp::Gather: w.bytes_read += numel[i] * static_cast<double>(dtype_size(n.dtype)); break;
+      default: w.flops += dom[i]; break;
+    }
+  }
+  w.bytes_written = numel[root] * static_cast<double>(dtype_size(nodes[root].dtype));
+  w.parallelism = std::max(1.0, numel[root]);
+  switch (spec.kind) {
+    case KernelKind::Elementwise: case KernelKind::Reduction: case KernelKind::Gather:
+      w.compute_efficiency = 0.4;
+      break;
+    case KernelKind::Gemm: case KernelKind::LibraryGemm: {
+      // Utilization of the tiles: the fraction of each tile that holds real output.
+      const auto& out = nodes[root].shape;
+      double m = out.size() >= 2 ? numel_of({out[out.size() - 2]}, dims) : 1;
+      double n = out.empty() ? 1 : numel_of({out.back()}, dims);
+      double base = spec.kind == KernelKind::LibraryGemm ? 0.8 : 0.35;
+      double util = 1;
+      if (spec.launch.size() >= 2 && spec.kind == KernelKind::Gemm) {
+        double tm = static_cast<double>(spec.launch[0]), tn = static_cast<double>(spec.launch[1]);
+        util = (m / (std::ceil(m / tm) * tm)) * (n / (std::ceil(n / tn) * tn));
+        base = 0.3 + 0.1 * std::log2(std::max(tm * tn / 256.0, 1.0)) / 4.0;  // bigger tiles reuse more
+        base = std::min(base, 0.6);
+      }
+      w.compute_efficiency = std::max(base * util, 0.02);
+      break;
+    }
+  }
+  return w;
+}
+
+bool is_cheap(const KernelSpec& spec) {
+  for (const detail::Node& n : spec.body->nodes) {
+    const Op o = to_op(n.op);
+    if (!(is_leaf(o) || is_view(o) || o == Op::Cast)) return false;
+  }
+  return true;
+}
+
+int count_reductions(const KernelSpec& spec) {
+  int r = 0;
+  for (const detail::Node& n : spec.body->nodes) r += is_reduce(to_op(n.op)) ? 1 : 0;
+  return r;
+}
+
+std::vector<bool> broadcast_slots(const KernelSpec& spec) {
+  const auto& nodes = spec.body->nodes;
+  const uint32_t root = spec.body->outputs.at(0).second;
+  std::vector<uint8_t> ub(nodes.size(), 0);
+  std::vector<bool> out(spec.slots, false);
+  for (size_t i = root + 1; i-- > 0;) {
+    const detail::Node& n = nodes[i];
+    for (uint32_t x : n.inputs)
+      ub[x] |= static_cast<uint8_t>(ub[i] || (n.op == PrimOp::Expand && broadcasts(n, nodes[x])));
+    if (is_slot(n)) out[static_cast<size_t>(std::stoul(n.name.substr(1)))] = ub[i] != 0;
+  }
+  return out;
+}
+
+}  // namespace luminal::ir

@@ -1,0 +1,81 @@
+// Kernel bodies: building them (with common-subexpression sharing), substituting a
+// producer's body into a consumer's slot (fusion), deciding which kind of kernel a body
+// is -- or that no kernel can run it -- and counting its work for the cost model.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "cost/cost_model.hpp"
+#include "ir/tensor_lang.hpp"
+
+namespace luminal::ir {
+
+/// A kernel node before it is added: its spec and the classes of its slots.
+struct Variant {
+  std::shared_ptr<const KernelSpec> spec;
+  std::vector<Id> kids;
+};
+
+/// Builds one body: slots deduplicated by class, equal nodes shared.
+class BodyBuilder {
+ public:
+  explicit BodyBuilder(const EGraph& g) : g_(g) {}
+  /// The slot node reading class `cls` (created on first use).
+  uint32_t slot(Id cls);
+  /// Appends `n` unless an equal node exists; returns its index.
+  uint32_t add(detail::Node n);
+  /// Copies `body` (slots j -> slot(kids[j]), or `subst_slot` -> `subst_value`).
+  uint32_t copy(const detail::GraphImpl& body, const std::vector<Id>& kids, int subst_slot = -1,
+                uint32_t subst_value = 0);
+  /// Appends a node computing `op` with attributes `at` over body nodes `kids`.
+  uint32_t emit_op(Op op, const Attr& at, const std::vector<uint32_t>& kids);
+  /// The variant computing body node `root`, classified; nullopt if no kernel kind can
+  /// run it (see classify) or it exceeds `max_nodes`.
+  std::optional<Variant> finish(uint32_t root, std::size_t max_nodes);
+
+ private:
+  const EGraph& g_;
+  detail::GraphImpl body_;
+  std::vector<Id> slots_;
+  std::unordered_map<Id, uint32_t> slot_of_;
+  std::unordered_multimap<uint64_t, uint32_t> memo_;
+};
+
+/// The kind of kernel that can run `body` (root = its output), or nullopt:
+///  * Gather: a gather of two slots, nothing else;
+///  * Elementwise: no reduction;
+///  * Gemm: exactly one reduction, a sum over mul(expand, expand), reached from the root
+///    only through elementwise ops and reshapes (an epilogue at the output index);
+///  * Reduction: reductions that all share one input shape and axis (a row kernel:
+///    softmax, norms), reached from the root through elementwise ops, reshapes, expands.
+std::optional<KernelKind> classify(const detail::GraphImpl& body);
+
+/// The direct kernel of math node `node` (slots = its children; Constant/Iota children are
+/// inlined). nullopt for Input/Param/Kernel nodes.
+std::optional<Variant> lower_node(const EGraph& g, Id node);
+
+/// `consumer` with slot `slot` replaced by `producer`'s body: one kernel that computes the
+/// producer's value inline. nullopt when the result is not a legal kernel.
+std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std::size_t slot, const Variant& producer,
+                                  std::size_t max_nodes);
+
+/// Typical values of the dim variables, for costing symbolic shapes.
+using DimGuess = DimBindings;
+
+/// FLOPs, bytes and parallelism of one execution of the kernel `spec` over `kids`.
+detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
+                               const DimGuess& dims);
+
+/// True when the body has no arithmetic (views, constants, casts only): absorbing it
+/// never duplicates work.
+bool is_cheap(const KernelSpec& spec);
+/// Number of reduction nodes in the body.
+int count_reductions(const KernelSpec& spec);
+/// Per slot: true when the body reads it under an expand that broadcasts (each element is
+/// used many times, so a producer inlined there is recomputed many times).
+std::vector<bool> broadcast_slots(const KernelSpec& spec);
+
+}  // namespace luminal::ir

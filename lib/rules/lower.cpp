@@ -1,0 +1,71 @@
+// Lowering rules: a kernel node beside every math node, computing it from its direct
+// inputs (DESIGN.md "Fusion and kernel choice live in the e-graph"). Always complete, so
+// every class the program needs has an executable node whatever the budgets did.
+#include <vector>
+
+#include "ir/build.hpp"
+#include "ir/kernel_body.hpp"
+#include "rules/registry.hpp"
+
+namespace luminal::rules {
+using egraph::Id;
+namespace {
+
+std::size_t lower_math_nodes(EGraph& g, const PassContext&) {
+  if (!g.is_clean()) g.rebuild();
+  std::vector<std::pair<Id, ir::Variant>> todo;
+  const auto& ix = g.index();
+  for (Id cls : ix.classes())
+    for (Id nd : ix.nodes(cls))
+      if (auto v = ir::lower_node(g, nd)) todo.emplace_back(cls, std::move(*v));
+  const std::size_t before = g.num_nodes();
+  for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+  g.rebuild();
+  return g.num_nodes() - before;
+}
+
+// A BLAS GEMM beside every generated GEMM whose body is a bare contraction (a library
+// call cannot run a prologue; an epilogue it cannot run either, so only plain GEMMs).
+std::size_t library_gemm(EGraph& g, const PassContext& ctx) {
+  if (!ctx.library_gemm) return 0;
+  if (!g.is_clean()) g.rebuild();
+  std::vector<std::pair<Id, ir::Variant>> todo;
+  const auto& ix = g.index();
+  for (Id cls : ix.classes_with(ir::Op::Kernel))
+    for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
+      const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
+      if (spec.kind != ir::KernelKind::Gemm || !spec.launch.empty()) continue;
+      const auto& body = *spec.body;
+      int arith = 0;
+      for (const auto& n : body.nodes)
+        if (!(ir::is_view(ir::to_op(n.op)) || n.op == detail::PrimOp::Input)) ++arith;
+      if (arith != 2) continue;  // mul + sum only
+      auto lib = std::make_shared<ir::KernelSpec>(spec);
+      lib->kind = ir::KernelKind::LibraryGemm;
+      lib->finalize();
+      auto k = g.node(nd).kids;
+      todo.emplace_back(cls, ir::Variant{lib, std::vector<Id>(k.begin(), k.end())});
+    }
+  const std::size_t before = g.num_nodes();
+  for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+  g.rebuild();
+  return g.num_nodes() - before;
+}
+
+LUMINAL_REGISTER_RULE({.name = "lower-math-node",
+                       .set = "lower_reference",
+                       .fast_math = false,
+                       .doc = "x = kernel(body: op over slots of x's children)",
+                       .rule = {},
+                       .pass = lower_math_nodes,
+                       .example = {}});
+LUMINAL_REGISTER_RULE({.name = "library-gemm",
+                       .set = "lower_cpu",
+                       .fast_math = false,
+                       .doc = "gemm kernel = BLAS call with the same body",
+                       .rule = {},
+                       .pass = library_gemm,
+                       .example = {}});
+
+}  // namespace
+}  // namespace luminal::rules

@@ -1,0 +1,129 @@
+// Models the compiler tests and benchmarks share (MLP, Llama-style decoder block, a stack
+// of blocks) and translation validation: a compiled program against direct interpretation.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/reference/interpreter.hpp"
+#include "compiler/compile_graph.hpp"
+#include "luminal/luminal.hpp"
+
+namespace luminal::test {
+
+/// y = linear(gelu(linear(x, w1, b1)), w2, b2); x [B, d].
+inline void build_mlp(Graph& g, int64_t B, int64_t d, int64_t h) {
+  Tensor x = g.input("x", {B, d});
+  Tensor y = linear(gelu(linear(x, g.param("w1", {h, d}), g.param("b1", {h}))), g.param("w2", {d, h}), g.param("b2", {d}));
+  g.output("y", y);
+}
+
+struct BlockConfig {
+  int64_t seq = 8, d_model = 64, heads = 4, kv_heads = 2, ffn = 96;
+  int64_t head_dim() const { return d_model / heads; }
+};
+
+/// A Llama-style decoder layer: RMSNorm, RoPE, GQA attention with a causal mask, SwiGLU.
+inline Tensor decoder_block(Graph& g, const BlockConfig& c, const Tensor& x, const Tensor& pos, const std::string& p) {
+  const int64_t S = c.seq, D = c.d_model, H = c.heads, KV = c.kv_heads, hd = c.head_dim(), G = H / KV;
+  Tensor h = rms_norm(x, g.param(p + "attn_norm", {D}));
+  Tensor q = permute(reshape(linear(h, g.param(p + "wq", {H * hd, D})), {S, H, hd}), {1, 0, 2});
+  Tensor k = permute(reshape(linear(h, g.param(p + "wk", {KV * hd, D})), {S, KV, hd}), {1, 0, 2});
+  Tensor v = permute(reshape(linear(h, g.param(p + "wv", {KV * hd, D})), {S, KV, hd}), {1, 0, 2});
+  q = rope(q, pos);
+  k = rope(k, pos);
+  auto repeat_kv = [&](const Tensor& t) {
+    return reshape(expand(reshape(t, {KV, 1, S, hd}), {KV, G, S, hd}), {H, S, hd});
+  };
+  Tensor a = scaled_dot_product_attention(q, repeat_kv(k), repeat_kv(v), true);  // [H, S, hd]
+  Tensor o = reshape(permute(a, {1, 0, 2}), {S, H * hd});
+  Tensor x2 = x + linear(o, g.param(p + "wo", {D, H * hd}));
+  Tensor h2 = rms_norm(x2, g.param(p + "ffn_norm", {D}));
+  Tensor f = linear(silu(linear(h2, g.param(p + "w_gate", {c.ffn, D}))) * linear(h2, g.param(p + "w_up", {c.ffn, D})),
+                    g.param(p + "w_down", {D, c.ffn}));
+  return x2 + f;
+}
+
+inline void build_model(Graph& g, const BlockConfig& c, int layers) {
+  Tensor x = g.input("x", {c.seq, c.d_model});
+  Tensor pos = g.input("pos", {c.seq}, i32);
+  for (int l = 0; l < layers; ++l) x = decoder_block(g, c, x, pos, "l" + std::to_string(l) + ".");
+  g.output("y", x);
+}
+
+/// Random data for every Input and Param of `g` (floats in [-1, 1]; i32 in [0, n)).
+inline std::map<std::string, HostTensor> random_inputs(const detail::GraphImpl& g, uint64_t seed,
+                                                       const DimBindings& dims = {}) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::map<std::string, HostTensor> out;
+  auto fill = [&](uint32_t id) {
+    const detail::Node& n = g.nodes[id];
+    std::vector<int64_t> shape;
+    int64_t count = 1;
+    for (const Dim& d : n.shape) {
+      shape.push_back(d.evaluate(dims));
+      count *= shape.back();
+    }
+    if (n.dtype == i32) {
+      std::vector<int32_t> v(static_cast<size_t>(count));
+      const int64_t hi = shape.empty() ? 4 : std::max<int64_t>(shape.back(), 1);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(static_cast<int64_t>(i) % hi);
+      out.emplace(n.name, HostTensor::from(v, shape));
+    } else if (n.dtype == boolean) {
+      std::vector<bool> v(static_cast<size_t>(count));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = u(rng) > 0;
+      out.emplace(n.name, HostTensor::from(v, shape));
+    } else {
+      std::vector<float> v(static_cast<size_t>(count));
+      for (float& x : v) x = u(rng);
+      out.emplace(n.name, HostTensor::from_f32(v, shape, n.dtype));
+    }
+  };
+  for (uint32_t id : g.inputs) fill(id);
+  for (uint32_t id : g.params) fill(id);
+  return out;
+}
+
+/// Largest |a - b| / (atol + rtol |b|) over all outputs; NaN/inf must match exactly.
+inline double compare_outputs(const std::map<std::string, HostTensor>& got, const std::map<std::string, HostTensor>& want,
+                              double atol = 1e-4, double rtol = 1e-4) {
+  double worst = 0;
+  for (const auto& [name, w] : want) {
+    const HostTensor& a = got.at(name);
+    if (a.shape() != w.shape() || a.dtype() != w.dtype()) return 1e30;
+    std::vector<float> x = a.to_f32(), y = w.to_f32();
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(y[i]) || std::isinf(y[i])) {
+        if (!(std::isnan(x[i]) && std::isnan(y[i])) && x[i] != y[i]) return 1e30;
+        continue;
+      }
+      worst = std::max(worst, std::abs(double(x[i]) - double(y[i])) / (atol + rtol * std::abs(double(y[i]))));
+    }
+  }
+  return worst;
+}
+
+/// Compiles `g` for the reference target and runs it and the interpreter on the same
+/// random inputs; returns the compiled program (its report and plan) and the error ratio.
+struct Validation {
+  compiler::CompiledProgram program;
+  double error = 0;  ///< <= 1: within tolerance
+};
+inline Validation validate(const Graph& g, const CompileOptions& opt = {}, uint64_t seed = 1) {
+  Validation v;
+  v.program = compiler::compile_graph(*g.impl(), Target::reference(), opt);
+  auto inputs = random_inputs(*g.impl(), seed);
+  std::map<std::string, const HostTensor*> ptrs;
+  for (const auto& [k, t] : inputs) ptrs.emplace(k, &t);
+  auto want = detail::reference::run(*g.impl(), {}, ptrs);
+  auto got = v.program.exe->run({}, ptrs);
+  v.error = compare_outputs(got, want);
+  return v;
+}
+
+}  // namespace luminal::test
