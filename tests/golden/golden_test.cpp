@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -15,6 +16,7 @@
 #include "golden/golden_data.hpp"
 #include "golden/golden_ops.hpp"
 #include "golden/golden_runner.hpp"
+#include "golden/tolerance.hpp"
 
 namespace lm = luminal;
 
@@ -123,4 +125,46 @@ TEST_CASE("golden: GPU backends match PyTorch where present", "[golden][gpu]") {
 
 TEST_CASE("golden: the reference interpreter matches PyTorch with symbolic input dims", "[golden][symbolic]") {
   check_target(lm::Target::reference(), /*group_by_op=*/false, /*symbolic=*/true);
+}
+
+TEST_CASE("golden comparison: NaN, inf, tolerances, dtype and shape", "[golden][compare]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  golden::Expected e;
+  e.dtype = lm::f32;
+  e.shape = {4};
+  e.floats = {1.0f, nan, inf, 0.0f};
+  auto got = [](std::vector<float> v) { return lm::HostTensor::from(v, {static_cast<int64_t>(v.size())}); };
+  const golden::Tolerance tol = golden::tolerance_for(lm::f32);
+  const float within = static_cast<float>(1.0 + 0.5 * tol.rtol);
+  const float outside = static_cast<float>(1.0 + 4 * (tol.rtol + tol.atol));
+  CHECK_FALSE(golden::compare(e, got({within, nan, inf, -0.0f})));          // -0 == 0, NaN meets NaN
+  CHECK(golden::compare(e, got({outside, nan, inf, 0.0f})));                // beyond the tolerance
+  CHECK(golden::compare(e, got({1.0f, 0.0f, inf, 0.0f})));                  // NaN expected
+  CHECK(golden::compare(e, got({1.0f, nan, -inf, 0.0f})));                  // wrong infinity
+  CHECK(golden::compare(e, got({1.0f, nan, 3e38f, 0.0f})));                 // finite for inf
+  CHECK(golden::compare(e, got({1.0f, nan, inf, nan})));                    // NaN for a number
+  CHECK(golden::compare(e, got({1.0f, nan, inf})));                         // shape
+  CHECK(golden::compare(e, lm::HostTensor::from_f32({1.0f, 0.0f, 0.0f, 0.0f}, {4}, lm::bf16)));  // dtype
+
+  golden::Expected ints;
+  ints.dtype = lm::i32;
+  ints.shape = {2};
+  ints.ints = {16777217, -3};
+  CHECK_FALSE(golden::compare(ints, lm::HostTensor::from(std::vector<int32_t>{16777217, -3}, {2})));
+  CHECK(golden::compare(ints, lm::HostTensor::from(std::vector<int32_t>{16777216, -3}, {2})));  // exact, not via f32
+
+  golden::Expected bools;
+  bools.dtype = lm::boolean;
+  bools.shape = {2};
+  bools.ints = {1, 0};
+  CHECK_FALSE(golden::compare(bools, lm::HostTensor::from(std::vector<bool>{true, false}, {2})));
+  CHECK(golden::compare(bools, lm::HostTensor::from(std::vector<bool>{true, true}, {2})));
+
+  // one bf16 ulp at 1.0 is within the bf16 tolerance, three are not
+  golden::Expected b;
+  b.dtype = lm::bf16;
+  b.shape = {1};
+  b.floats = {1.0f};
+  CHECK_FALSE(golden::compare(b, lm::HostTensor::from_f32({1.0078125f}, {1}, lm::bf16)));
+  CHECK(golden::compare(b, lm::HostTensor::from_f32({1.0234375f}, {1}, lm::bf16)));
 }
