@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace luminal {
 
@@ -22,7 +23,10 @@ class Dim {
  public:
   /// A constant dim. Implicit, so brace lists such as {B, 16} work.
   Dim(int64_t value = 0);  // NOLINT(google-explicit-constructor)
-  Dim(int value) : Dim(static_cast<int64_t>(value)) {}  // NOLINT(google-explicit-constructor)
+  /// Any other integer type (int, size_t, ...), so `B * v.size()` is not ambiguous.
+  template <class T>
+    requires(std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, int64_t>)
+  Dim(T value) : Dim(static_cast<int64_t>(value)) {}  // NOLINT(google-explicit-constructor)
 
   /// A named variable with inclusive range [lo, hi]. Prefer Graph::dim().
   static Dim variable(const std::string& name, int64_t lo, int64_t hi);

@@ -138,6 +138,9 @@ int64_t gcd_all(const DimExpr& e, int64_t g) {
 }
 
 Dim divide_by_constant(const Dim& a, int64_t c) {
+  // (x/c1)/c2 -> x/(c1*c2) for positive constants (floor division composes).
+  if (const Atom* s = as_single_atom(a); s && s->kind == AtomKind::Div && s->b.is_constant() && *s->b.as_constant() > 0)
+    return s->a / Dim(checked_mul(*s->b.as_constant(), c));
   const DimExpr& e = *a.expr();
   const int64_t g = gcd_all(e, c);
   if (g > 1) {
@@ -167,6 +170,10 @@ Dim divide_by_constant(const Dim& a, int64_t c) {
 }
 
 Dim mod_by_constant(const Dim& a, int64_t c) {
+  // (x%c1)%c2 -> x%c2 when c2 divides c1.
+  if (const Atom* s = as_single_atom(a); s && s->kind == AtomKind::Mod && s->b.is_constant() &&
+                                         *s->b.as_constant() > 0 && *s->b.as_constant() % c == 0)
+    return s->a % Dim(c);
   const DimExpr& e = *a.expr();
   std::vector<Term> r;
   for (const Term& t : e.terms) {

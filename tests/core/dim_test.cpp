@@ -64,7 +64,12 @@ TEST_CASE("division and modulo simplify", "[dim]") {
   CHECK(s(C / 16) == "0");
   CHECK(s(B / B) == "1");
   CHECK(s((B / 2) * 3) == "(B/2)*3");
+  CHECK(s((B / 2) / 4) == "B/8");
+  CHECK(s((B % 8) % 4) == "B%4");
+  CHECK(s((B % 6) % 4) == "(B%6)%4");
   CHECK_THROWS_AS(B / 0, ShapeError);
+  const std::vector<int> v{1, 2, 3};
+  CHECK(s(B * v.size()) == "B*3");  // any integer type converts
 }
 
 TEST_CASE("min and max are decided from ranges when they can be", "[dim]") {
