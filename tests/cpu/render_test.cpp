@@ -143,3 +143,17 @@ TEST_CASE("render: validation rejects malformed programs", "[cpu][render]") {
   std::vector<int32_t> y(4);
   CHECK_THROWS_AS(evaluate(p, {x.data(), y.data()}, {}), luminal::InternalError);
 }
+
+TEST_CASE("render: heavy bodies interleave four streams, any length", "[cpu][render]") {
+  Program p;
+  p.symbols = {"N"};
+  Index N = Index::sym("N");
+  p.buffers = {buf("x", DType::f32, N, BufferRole::Input), buf("y", DType::f32, N, BufferRole::Output)};
+  Index i = Index::var(0);
+  Expr x = load(0, DType::f32, i);
+  Expr v = binary(BinaryOp::Mul, unary(UnaryOp::Sigmoid, unary(UnaryOp::Exp, unary(UnaryOp::Sin, x))), x);
+  p.kernels = {Kernel{"inter", KernelKind::Elementwise, {{0, N, true, true}}, {1, i, v}, {}, {}}};
+  std::string src;
+  for (int64_t n : {1, 3, 4, 5, 1001, 4096}) src = check_program(p, {{"N", n}});
+  CHECK(src.find("lm_i + 3 * lm_q") != std::string::npos);
+}

