@@ -30,6 +30,13 @@ struct CompileReport {
   std::string to_string() const;
 };
 
+/// What Callable::run reports instead of throwing.
+struct Status {
+  bool ok = true;
+  std::string message;  // the message the equivalent throwing call would carry
+  explicit operator bool() const { return ok; }
+};
+
 class Callable {
  public:
   /// An empty Callable: calling it throws RuntimeError.
@@ -43,6 +50,12 @@ class Callable {
   /// dims outside their range, dtype, unbound params, the graph's guards) and throws
   /// RuntimeError on a bad call; the Callable stays usable.
   std::map<std::string, HostTensor> operator()(const std::map<std::string, HostTensor>& inputs) const;
+
+  /// The non-throwing call: `inputs` may be HostTensor::view()s of caller memory (never
+  /// copied); an entry of `outputs` that already has the output's dtype and shape and is
+  /// writable (e.g. a writable view) is filled in place, any other is replaced.
+  Status run(const std::map<std::string, HostTensor>& inputs,
+             std::map<std::string, HostTensor>& outputs) const noexcept;
 
   const CompileReport& report() const;
   const Target& target() const;

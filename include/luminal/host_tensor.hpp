@@ -39,8 +39,11 @@ class HostTensor {
   }
   /// Raw element bits: f16/bf16 as uint16_t, f32 as float, i32 as int32_t, bool as 0/1 bytes.
   static HostTensor from_bytes(DType dtype, std::vector<int64_t> shape, std::span<const std::byte> bytes);
-  /// A non-owning view of `data` (nbytes = numel * dtype_size); no copy is made.
+  /// A non-owning, read-only view of `data` (nbytes = numel * dtype_size); no copy is
+  /// made.
   static HostTensor view(DType dtype, std::vector<int64_t> shape, const void* data);
+  /// A non-owning, writable view: Callable::run writes outputs into such memory in place.
+  static HostTensor view(DType dtype, std::vector<int64_t> shape, void* data);
 
   const std::vector<int64_t>& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
@@ -48,6 +51,8 @@ class HostTensor {
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
   bool is_view() const { return external_ != nullptr; }
+  /// Owning tensors and writable views.
+  bool is_writable() const { return external_ == nullptr || writable_; }
 
   /// The elements; T must match the dtype (float: f32, int32_t: i32, bool: boolean,
   /// uint16_t: f16 or bf16 bits), else DTypeError.
@@ -56,7 +61,7 @@ class HostTensor {
     check_type<T>();
     return {reinterpret_cast<const T*>(data()), static_cast<size_t>(numel())};
   }
-  /// Writable elements of an owning tensor (a view is read-only: Error).
+  /// Writable elements of an owning tensor or a writable view (else Error).
   template <class T>
   std::span<T> mutable_values() {
     check_type<T>();
@@ -95,6 +100,7 @@ class HostTensor {
   std::vector<int64_t> shape_;
   std::vector<std::byte> bytes_;
   const std::byte* external_ = nullptr;
+  bool writable_ = false;  // external_ came from a non-const pointer
 };
 
 }  // namespace luminal

@@ -2,6 +2,7 @@
 #include "luminal/callable.hpp"
 
 #include <cstdio>
+#include <cstring>
 
 #include "graph/diagnostics.hpp"
 #include "runtime/executable.hpp"
@@ -69,6 +70,27 @@ std::map<std::string, HostTensor> Callable::operator()(const std::map<std::strin
   for (const auto& [name, t] : inputs) tensors[name] = &t;
   for (const auto& [name, t] : params) tensors[name] = t.get();
   return st.exe->run(dims, tensors);
+}
+
+Status Callable::run(const std::map<std::string, HostTensor>& inputs,
+                     std::map<std::string, HostTensor>& outputs) const noexcept {
+  try {
+    std::map<std::string, HostTensor> result = (*this)(inputs);
+    for (auto& [name, t] : result) {
+      auto it = outputs.find(name);
+      if (it != outputs.end() && it->second.dtype() == t.dtype() && it->second.shape() == t.shape() &&
+          it->second.is_writable()) {
+        if (t.nbytes()) std::memcpy(it->second.mutable_data(), t.data(), t.nbytes());
+      } else {
+        outputs.insert_or_assign(name, std::move(t));
+      }
+    }
+    return {};
+  } catch (const std::exception& e) {
+    return Status{false, e.what()};
+  } catch (...) {
+    return Status{false, "[call] unknown exception"};
+  }
 }
 
 const CompileReport& Callable::report() const { return state_of(state_).report; }

@@ -131,9 +131,16 @@ HostTensor HostTensor::view(DType dtype, std::vector<int64_t> shape, const void*
   return t;
 }
 
+HostTensor HostTensor::view(DType dtype, std::vector<int64_t> shape, void* data) {
+  HostTensor t = view(dtype, std::move(shape), static_cast<const void*>(data));
+  t.writable_ = data != nullptr;
+  return t;
+}
+
 std::byte* HostTensor::mutable_data() {
-  if (external_) throw Error("[HostTensor] a view of caller memory is read-only");
-  return bytes_.data();
+  if (external_ && !writable_) throw Error("[HostTensor] this view of caller memory is read-only");
+  // The pointer came from the caller as non-const (view(dtype, shape, void*)).
+  return external_ ? const_cast<std::byte*>(external_) : bytes_.data();
 }
 
 std::vector<float> HostTensor::to_f32() const {

@@ -173,3 +173,22 @@ TEST_CASE("concurrent calls from several threads agree with serial ones", "[call
   CHECK(wrong == 0);
   CHECK(errors == 800);
 }
+
+TEST_CASE("run() reports errors as a Status and writes outputs into caller memory", "[callable]") {
+  Callable fn = compile(scaled_graph(), Target::reference());
+  fn.bind("w", HostTensor::from(std::vector<float>{1, 2, 3, 4}, {4}));
+  const std::vector<float> xs{1, 1, 1, 1, 2, 2, 2, 2};
+  std::vector<float> ys(8, -1.0f);
+  std::map<std::string, HostTensor> out{{"y", HostTensor::view(f32, {2, 4}, ys.data())}};
+  const Status st = fn.run({{"x", HostTensor::view(f32, {2, 4}, xs.data())}}, out);
+  REQUIRE(st.ok);
+  CHECK(ys == std::vector<float>{1, 2, 3, 4, 2, 4, 6, 8});
+  CHECK(out.at("y").values<float>().data() == ys.data());
+  std::map<std::string, HostTensor> fresh;
+  CHECK(fn.run({{"x", rows(1)}}, fresh));
+  CHECK(fresh.at("y").shape() == std::vector<int64_t>{1, 4});
+  const Status bad = fn.run({{"x", rows(9)}}, fresh);
+  CHECK_FALSE(bad.ok);
+  CHECK(bad.message.find("outside its range") != std::string::npos);
+  CHECK_THROWS_AS(HostTensor::view(f32, {2}, static_cast<const float*>(xs.data())).mutable_data(), Error);
+}
