@@ -262,6 +262,23 @@ std::vector<Row> build_rows(Fixture& fx) {
       {"[bind]", "unknown param 'nope'"}, false);
   add("bind with the wrong shape", Kind::runtime, [&] { fx.fn.bind("w", f32({1, 2}, {2})); },
       {"[bind]", "'w'", "(2)", "(3)"}, false);
+  add("unbound param", Kind::runtime, [] {
+    lm::Graph g;
+    auto x = g.input("x", {2});
+    g.output("y", x + g.param("scale", {2}));
+    lm::Callable fn = lm::compile(g, lm::Target::reference());
+    (void)fn({{"x", f32({1, 2}, {2})}});
+  }, {"[call]", "param 'scale'", "not bound"}, false);
+  add("a reshape guard that fails at call time", Kind::runtime, [] {
+    lm::Graph g;
+    lm::Dim B = g.dim("B", 1, 8), C = g.dim("C", 1, 8);
+    auto x = g.input("x", {B, 4});
+    auto y = g.input("y", {C, 2});
+    g.output("s", lm::reshape(x, {C, 8}) + 1.0f);
+    g.output("t", y);
+    lm::Callable fn = lm::compile(g, lm::Target::reference());
+    (void)fn({{"x", f32(std::vector<float>(12), {3, 4})}, {"y", f32(std::vector<float>(4), {2, 2})}});
+  }, {"[reshape]", "(B, 4)", "(C, 8)"});
   return rows;
 }
 
