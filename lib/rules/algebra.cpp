@@ -1,0 +1,257 @@
+// Algebra rules: constant folding, identities, reassociation, factoring, reductions of
+// reductions and of broadcasts, comparisons and where. Each rule states an identity of the
+// primitives' semantics (graph/primitives.hpp); docs/rules.md says why each one holds and
+// why the fast-math ones are tagged. The rule checker (tests/compiler/rule_check_test.cpp)
+// verifies every one of them on random instances.
+#include <cmath>
+#include <string>
+
+#include "rules/algebra_dsl.hpp"
+
+namespace luminal::rules {
+namespace {
+
+using namespace dsl;
+
+// ------------------------------------------------------------------ constant folding
+
+// A class whose every element is known (the analysis folds elementwise ops over uniform
+// operands with the interpreter's kernels) also gets the broadcast constant as a node.
+void fold_class(ir::EGraph& g, const Match& m) {
+  const ir::ClassData& d = g.data(m.root());
+  if (!d.constant || !d.valid) return;
+  if (d.dtype != DType::f32 && d.dtype != DType::i32 && d.dtype != DType::boolean) return;
+  const double v = *d.constant;
+  const DType dt = d.dtype;
+  const std::vector<Dim> shape = d.shape;
+  g.merge(m.root(), broadcast_const(g, v, dt, shape));
+}
+
+template <class P>
+void register_fold(const char* name, const char* doc, const P& pattern) {
+  add_rule("algebra", name, false, doc, make_rule(egraph::rule(name, pattern, fold_class)));
+}
+
+[[maybe_unused]] const bool folds_registered = [] {
+  register_fold("fold-exp2", "exp2(k) = constant", op1(Op::Exp2, a));
+  register_fold("fold-log2", "log2(k) = constant", op1(Op::Log2, a));
+  register_fold("fold-sin", "sin(k) = constant", op1(Op::Sin, a));
+  register_fold("fold-sqrt", "sqrt(k) = constant", op1(Op::Sqrt, a));
+  register_fold("fold-recip", "recip(k) = constant", op1(Op::Recip, a));
+  register_fold("fold-neg", "neg(k) = constant", op1(Op::Neg, a));
+  register_fold("fold-add", "k1 + k2 = constant", op2(Op::Add, a, b));
+  register_fold("fold-mul", "k1 * k2 = constant", op2(Op::Mul, a, b));
+  register_fold("fold-mod", "k1 % k2 = constant", op2(Op::Mod, a, b));
+  register_fold("fold-max", "max(k1, k2) = constant", op2(Op::Max, a, b));
+  register_fold("fold-less-than", "k1 < k2 = constant", op2(Op::LessThan, a, b));
+  register_fold("fold-equal", "k1 == k2 = constant", op2(Op::Equal, a, b));
+  register_fold("fold-where", "where(k, x, y) = constant (k constant, or x, y the same constant)", where_(a, b, c));
+  register_fold("fold-cast", "cast(k) = constant", op1(Op::Cast, a));
+  return true;
+}();
+
+// ------------------------------------------------------------------ identities
+
+LUMINAL_MATH_RULE("algebra", "add-zero", false, "x + 0 = x, 0 + x = x",
+                  egraph::rule("add-zero", add_(a, b), [](ir::EGraph& g, const Match& m) {
+                         if (is_const(g, m[b], 0)) g.merge(m.root(), m[a]);
+                         else if (is_const(g, m[a], 0)) g.merge(m.root(), m[b]);
+                       }));
+
+LUMINAL_MATH_RULE("algebra", "mul-one", false, "x * 1 = x, 1 * x = x",
+                  egraph::rule("mul-one", mul_(a, b), [](ir::EGraph& g, const Match& m) {
+                         if (is_const(g, m[b], 1)) g.merge(m.root(), m[a]);
+                         else if (is_const(g, m[a], 1)) g.merge(m.root(), m[b]);
+                       }));
+
+void mul_zero(ir::EGraph& g, const Match& m) {
+  if (is_const(g, m[b], 0)) g.merge(m.root(), m[b]);
+  else if (is_const(g, m[a], 0)) g.merge(m.root(), m[a]);
+}
+bool is_float(const ir::EGraph& g, Id cls) { return g.data(cls).dtype == DType::f32; }
+
+LUMINAL_MATH_RULE("algebra", "mul-zero", true, "x * 0 = 0 (f32: inf*0 and NaN*0 are NaN)",
+                  egraph::rule("mul-zero", mul_(a, b), mul_zero));
+LUMINAL_MATH_RULE("algebra", "mul-zero-exact", false, "x * 0 = 0 for i32 and bool",
+                  egraph::rule("mul-zero-exact", mul_(a, b), [](ir::EGraph& g, const Match& m) {
+                         if (!is_float(g, m.root())) mul_zero(g, m);
+                       }));
+
+LUMINAL_MATH_RULE("algebra", "neg-neg", false, "-(-x) = x",
+                  egraph::rule("neg-neg", neg_(neg_(a)), a));
+
+LUMINAL_MATH_RULE("algebra", "recip-recip", true, "1/(1/x) = x (f32: wrong for |x| < 2^-126 or > 2^126, where 1/x over/underflows)",
+                  egraph::rule("recip-recip", recip_(recip_(a)), a));
+
+LUMINAL_MATH_RULE("algebra", "exp2-log2", true, "exp2(log2 x) = x (x < 0 gives NaN on the left)",
+                  egraph::rule("exp2-log2", exp2_(log2_(a)), a));
+
+LUMINAL_MATH_RULE("algebra", "log2-exp2", true, "log2(exp2 x) = x (exp2 overflows for x >= 128, underflows below -149)",
+                  egraph::rule("log2-exp2", log2_(exp2_(a)), a));
+
+LUMINAL_MATH_RULE("algebra", "div-by-constant", false, "x * recip(k) = x * (1/k): the reciprocal of a constant is computed once",
+                  egraph::rule("div-by-constant", mul_(a, recip_(b)), [](ir::EGraph& g, const Match& m) {
+                         const auto& k = g.data(m[b]).constant;
+                         if (!k || g.data(m[b]).dtype != DType::f32) return;
+                         // The recip kernel computes 1.0f / k in f32; so does this (k is an f32 value).
+                         const float r = 1.0f / static_cast<float>(*k);
+                         const std::vector<Dim> shape = g.data(m[b]).shape;
+                         Id kc = broadcast_const(g, r, DType::f32, shape);
+                         g.merge(m.root(), ir::add_plain(g, Op::Mul, {m[a], kc}));
+                       }));
+
+LUMINAL_MATH_RULE("algebra", "max-self", false, "max(x, x) = x",
+                  egraph::rule("max-self", max_(a, a), a));
+
+LUMINAL_MATH_RULE("algebra", "cast-same", false, "cast(x, dtype of x) = x",
+                  egraph::rule("cast-same", cast_(a), [](ir::EGraph& g, const Match& m) {
+                         for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Cast))
+                           if (g.find(n.kid) == g.find(m[a]) && attr(g, n.payload).dtype == g.data(m[a]).dtype)
+                             g.merge(m.root(), m[a]);
+                       }));
+
+// x + (-x): zero for every finite x; inf - inf is NaN, so only fast-math for f32.
+void sub_self(ir::EGraph& g, const Match& m) {
+  const ir::ClassData& d = g.data(m.root());
+  const DType dt = d.dtype;
+  const std::vector<Dim> shape = d.shape;
+  g.merge(m.root(), broadcast_const(g, 0, dt, shape));
+}
+LUMINAL_MATH_RULE("algebra", "sub-self", true, "x - x = 0 (f32: inf - inf and NaN - NaN are NaN)",
+                  egraph::rule("sub-self", add_(a, neg_(a)), sub_self));
+LUMINAL_MATH_RULE("algebra", "sub-self-exact", false, "x - x = 0 for i32 (two's complement)",
+                  egraph::rule("sub-self-exact", add_(a, neg_(a)), [](ir::EGraph& g, const Match& m) {
+                         if (!is_float(g, m.root())) sub_self(g, m);
+                       }));
+
+LUMINAL_MATH_RULE("algebra", "mul-neg", false, "(-x) * y = -(x * y)",
+                  egraph::rule("mul-neg", mul_(neg_(a), b), neg_(mul_(a, b))));
+
+LUMINAL_MATH_RULE("algebra", "add-neg-neg", false, "(-x) + (-y) = -(x + y)",
+                  egraph::rule("add-neg-neg", add_(neg_(a), neg_(b)), neg_(add_(a, b))));
+
+// ------------------------------------------------------------------ commutativity, associativity
+
+LUMINAL_MATH_RULE("algebra", "add-comm", false, "x + y = y + x",
+                  egraph::rule("add-comm", add_(a, b), add_(b, a)));
+LUMINAL_MATH_RULE("algebra", "mul-comm", false, "x * y = y * x",
+                  egraph::rule("mul-comm", mul_(a, b), mul_(b, a)));
+LUMINAL_MATH_RULE("algebra", "max-comm", false, "max(x, y) = max(y, x)",
+                  egraph::rule("max-comm", max_(a, b), max_(b, a)));
+LUMINAL_MATH_RULE("algebra", "equal-comm", false, "(x == y) = (y == x)",
+                  egraph::rule("equal-comm", eq_(a, b), eq_(b, a)));
+LUMINAL_MATH_RULE("algebra", "add-assoc", false, "(x + y) + z = x + (y + z) (f32: rounds differently)",
+                  egraph::rule("add-assoc", add_(add_(a, b), c), add_(a, add_(b, c))));
+LUMINAL_MATH_RULE("algebra", "mul-assoc", false, "(x * y) * z = x * (y * z) (f32: rounds differently)",
+                  egraph::rule("mul-assoc", mul_(mul_(a, b), c), mul_(a, mul_(b, c))));
+LUMINAL_MATH_RULE("algebra", "max-assoc", false, "max(max(x, y), z) = max(x, max(y, z))",
+                  egraph::rule("max-assoc", max_(max_(a, b), c), max_(a, max_(b, c))));
+
+// ------------------------------------------------------------------ distributing and factoring
+
+LUMINAL_MATH_RULE("algebra", "factor", true, "x*y + x*z = x*(y + z) (f32: x = inf, y = 1, z = 0 gives NaN vs inf)",
+                  egraph::rule("factor", add_(mul_(a, b), mul_(a, c)), mul_(a, add_(b, c))));
+LUMINAL_MATH_RULE("algebra", "factor-exact", false, "x*y + x*z = x*(y + z) for i32 (a ring modulo 2^32)",
+                  egraph::rule("factor-exact", add_(mul_(a, b), mul_(a, c)), mul_(a, add_(b, c)),
+                                                      [](ir::EGraph& g, const Match& m) { return g.data(m.root()).dtype == DType::i32; }));
+LUMINAL_MATH_RULE("algebra", "distribute", true, "x*(y + z) = x*y + x*z (f32: NaN/inf results differ, see factor)",
+                  egraph::rule("distribute", mul_(a, add_(b, c)), add_(mul_(a, b), mul_(a, c))));
+
+// ------------------------------------------------------------------ comparisons and where
+
+LUMINAL_MATH_RULE("algebra", "where-same", false, "where(c, x, x) = x",
+                  egraph::rule("where-same", where_(a, b, b), b));
+
+LUMINAL_MATH_RULE("algebra", "where-const-cond", false, "where(true, x, y) = x, where(false, x, y) = y",
+                  egraph::rule("where-const-cond", where_(a, b, c), [](ir::EGraph& g, const Match& m) {
+                         if (is_const(g, m[a], 1)) g.merge(m.root(), m[b]);
+                         else if (is_const(g, m[a], 0)) g.merge(m.root(), m[c]);
+                       }));
+
+LUMINAL_MATH_RULE("algebra", "where-not", false, "where(c == false, x, y) = where(c, y, x)",
+                  egraph::rule("where-not", where_(eq_(a, d), b, c), where_(a, c, b),
+                                                      [](ir::EGraph& g, const Match& m) {
+                                                        return g.data(m[a]).dtype == DType::boolean && is_const(g, m[d], 0);
+                                                      }));
+
+void const_bool(ir::EGraph& g, const Match& m, bool v) {
+  const std::vector<Dim> shape = g.data(m.root()).shape;
+  g.merge(m.root(), broadcast_const(g, v ? 1 : 0, DType::boolean, shape));
+}
+LUMINAL_MATH_RULE("algebra", "less-than-self", false, "(x < x) = false (also for NaN)",
+                  egraph::rule("less-than-self", lt_(a, a), [](ir::EGraph& g, const Match& m) { const_bool(g, m, false); }));
+LUMINAL_MATH_RULE("algebra", "equal-self", true, "(x == x) = true (f32: NaN == NaN is false)",
+                  egraph::rule("equal-self", eq_(a, a), [](ir::EGraph& g, const Match& m) { const_bool(g, m, true); }));
+LUMINAL_MATH_RULE("algebra", "equal-self-exact", false, "(x == x) = true for i32 and bool",
+                  egraph::rule("equal-self-exact", eq_(a, a), [](ir::EGraph& g, const Match& m) {
+                         if (!is_float(g, m[a])) const_bool(g, m, true);
+                       }));
+
+// ------------------------------------------------------------------ reductions
+
+// sum_i sum_j x = sum_j sum_i x: the same elements added in another order.
+void swap_reductions(ir::EGraph& g, const Match& m, Op op) {
+  for (const ir::AttrNode& outer : attr_nodes(g, m.root(), op)) {
+    const Id inner_cls = g.find(outer.kid);
+    for (const ir::AttrNode& inner : attr_nodes(g, inner_cls, op)) {
+      if (g.find(inner.kid) != g.find(m[a])) continue;
+      const int j = attr(g, inner.payload).axis;
+      const int i = attr(g, outer.payload).axis;
+      const int first = i < j ? i : i + 1;  // the outer axis, numbered in x
+      const int second = j < first ? j : j - 1;
+      Id t = ir::add_reduce(g, op, m[a], first);
+      g.merge(m.root(), ir::add_reduce(g, op, t, second));
+    }
+  }
+}
+LUMINAL_MATH_RULE("algebra", "sum-swap", false, "sum_i(sum_j x) = sum_j(sum_i x) (f32: rounds differently)",
+                  egraph::rule("sum-swap", sum_(sum_(a)), [](ir::EGraph& g, const Match& m) { swap_reductions(g, m, Op::SumReduce); }));
+LUMINAL_MATH_RULE("algebra", "max-reduce-swap", false, "max_i(max_j x) = max_j(max_i x)",
+                  egraph::rule("max-reduce-swap", maxr_(maxr_(a)), [](ir::EGraph& g, const Match& m) { swap_reductions(g, m, Op::MaxReduce); }));
+
+// Reducing an axis that expand broadcast from size 1: every term is the same x. The rest
+// of the expand (other broadcast axes) is kept.
+void reduce_of_expand(ir::EGraph& g, const Match& m, Op op) {
+  for (const ir::AttrNode& red : attr_nodes(g, m.root(), op)) {
+    const Id e_cls = g.find(red.kid);
+    for (const ir::AttrNode& ex : attr_nodes(g, e_cls, Op::Expand)) {
+      if (g.find(ex.kid) != g.find(m[a])) continue;
+      const int axis = attr(g, red.payload).axis;
+      std::vector<Dim> xs = g.data(m[a]).shape;
+      std::vector<Dim> target = attr(g, ex.payload).shape;
+      const DType dt = g.data(m[a]).dtype;
+      if (static_cast<size_t>(axis) >= xs.size() || !is_one(xs[static_cast<size_t>(axis)])) continue;
+      const auto n = cdim(target[static_cast<size_t>(axis)]);
+      if (!n || *n < 1) continue;  // the sum of an empty axis is 0, its max -inf
+      xs.erase(xs.begin() + axis);
+      target.erase(target.begin() + axis);
+      Id r = ir::add_reshape(g, m[a], xs);
+      if (!same_shape(xs, target)) r = ir::add_expand(g, r, target);
+      if (op == Op::SumReduce && *n != 1) r = ir::add_plain(g, Op::Mul, {r, broadcast_const(g, static_cast<double>(*n), dt, target)});
+      g.merge(m.root(), r);
+    }
+  }
+}
+LUMINAL_MATH_RULE("algebra", "sum-expand", false, "sum over an axis expanded from 1 to n of x = n * x (f32: rounds differently)",
+                  egraph::rule("sum-expand", sum_(expand_(a)), [](ir::EGraph& g, const Match& m) { reduce_of_expand(g, m, Op::SumReduce); }));
+LUMINAL_MATH_RULE("algebra", "max-expand", false, "max over an axis expanded from 1 to n >= 1 of x = x",
+                  egraph::rule("max-expand", maxr_(expand_(a)), [](ir::EGraph& g, const Match& m) { reduce_of_expand(g, m, Op::MaxReduce); }));
+
+// Reducing an axis of size 1: 0 + x = x, max(-inf, x) = x.
+void reduce_unit_axis(ir::EGraph& g, const Match& m, Op op) {
+  for (const ir::AttrNode& red : attr_nodes(g, m.root(), op)) {
+    if (g.find(red.kid) != g.find(m[a])) continue;
+    const int axis = attr(g, red.payload).axis;
+    std::vector<Dim> xs = g.data(m[a]).shape;
+    if (static_cast<size_t>(axis) >= xs.size() || !is_one(xs[static_cast<size_t>(axis)])) continue;
+    xs.erase(xs.begin() + axis);
+    g.merge(m.root(), ir::add_reshape(g, m[a], xs));
+  }
+}
+LUMINAL_MATH_RULE("algebra", "sum-unit-axis", false, "sum over an axis of size 1 = reshape (0 + x = x)",
+                  egraph::rule("sum-unit-axis", sum_(a), [](ir::EGraph& g, const Match& m) { reduce_unit_axis(g, m, Op::SumReduce); }));
+LUMINAL_MATH_RULE("algebra", "max-unit-axis", false, "max over an axis of size 1 = reshape (max(-inf, x) = x)",
+                  egraph::rule("max-unit-axis", maxr_(a), [](ir::EGraph& g, const Match& m) { reduce_unit_axis(g, m, Op::MaxReduce); }));
+
+}  // namespace
+}  // namespace luminal::rules

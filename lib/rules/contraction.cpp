@@ -1,0 +1,176 @@
+// Contraction rules: find the matrix product inside sum(mul(expand a, expand b)) -- the
+// form ops::matmul, linear and attention build -- as a MatMul node (batched and transposed
+// operands included), transpose products, and reassociate chains of products so the cost
+// model can pick the order with fewer FLOPs. docs/rules.md explains each rule.
+#include <algorithm>
+#include <memory>
+#include <random>
+
+#include "graph/graph_impl.hpp"
+#include "luminal/graph.hpp"
+#include "luminal/ops.hpp"
+#include "rules/algebra_dsl.hpp"
+
+namespace luminal::rules {
+namespace {
+
+using namespace dsl;
+
+// One operand of the product as seen through an optional expand: the class x whose
+// elements are broadcast to the product's shape S.
+struct Operand {
+  Id x;
+  std::vector<Dim> shape;  // rank of S; 1 where x is broadcast
+};
+
+std::vector<Operand> operands(const ir::EGraph& g, Id cls) {
+  std::vector<Operand> out{{g.find(cls), g.data(cls).shape}};
+  for (const ir::AttrNode& e : attr_nodes(g, cls, Op::Expand)) out.push_back({g.find(e.kid), g.data(e.kid).shape});
+  return out;
+}
+
+// sum over `ax` of A'*B' (both of shape S) as a MatMul, or kNoId when the axes do not split
+// into batch axes (both vary), one m axis (only A varies), one n axis (only B varies) and
+// the contracted axis (both vary).
+Id contraction(ir::EGraph& g, const std::vector<Dim>& S, int ax, const Operand& A, const Operand& B) {
+  const size_t R = S.size();
+  if (A.shape.size() != R || B.shape.size() != R) return egraph::kNoId;
+  auto bcast = [&](const Operand& o, size_t i) { return is_one(o.shape[i]) && !is_one(S[i]); };
+  std::vector<int> batch, ms, ns;
+  for (size_t i = 0; i < R; ++i) {
+    const bool ba = bcast(A, i), bb = bcast(B, i);
+    if (static_cast<int>(i) == ax) {
+      if (ba || bb) return egraph::kNoId;
+      continue;
+    }
+    if (ba && bb) return egraph::kNoId;  // the product does not depend on this axis
+    if (!ba && !bb) batch.push_back(static_cast<int>(i));
+    else if (bb) ms.push_back(static_cast<int>(i));
+    else ns.push_back(static_cast<int>(i));
+  }
+  if (ms.size() > 1 || ns.size() > 1 || ms.size() + ns.size() == 0) return egraph::kNoId;
+  const Dim K = S[static_cast<size_t>(ax)];
+  const Dim M = ms.empty() ? Dim(1) : S[static_cast<size_t>(ms[0])];
+  const Dim N = ns.empty() ? Dim(1) : S[static_cast<size_t>(ns[0])];
+  std::vector<Dim> bshape;
+  for (int i : batch) bshape.push_back(S[static_cast<size_t>(i)]);
+
+  // Brings operand o's axes into `order` and reshapes the result to `target`.
+  auto arrange = [&](const Operand& o, std::vector<int> order, std::vector<Dim> target) {
+    Id x = o.x;
+    bool ident = true;
+    for (size_t i = 0; i < order.size(); ++i) ident = ident && order[i] == static_cast<int>(i);
+    std::vector<Dim> cur;
+    for (int i : order) cur.push_back(o.shape[static_cast<size_t>(i)]);
+    if (!ident) x = ir::add_permute(g, x, order);
+    if (!same_shape(cur, target)) x = ir::add_reshape(g, x, target);
+    return x;
+  };
+  std::vector<int> oa = batch, ob = batch;
+  oa.insert(oa.end(), ms.begin(), ms.end());
+  oa.insert(oa.end(), ns.begin(), ns.end());
+  oa.push_back(ax);
+  ob.push_back(ax);
+  ob.insert(ob.end(), ns.begin(), ns.end());
+  ob.insert(ob.end(), ms.begin(), ms.end());
+  std::vector<Dim> ta = bshape, tb = bshape;
+  ta.insert(ta.end(), {M, K});
+  tb.insert(tb.end(), {K, N});
+  Id mm = ir::add_plain(g, Op::MatMul, {arrange(A, oa, ta), arrange(B, ob, tb)});
+
+  // mm is [batch, M, N]; the sum is S without ax, in S's order.
+  std::vector<int> ours = batch;
+  std::vector<Dim> squeezed = bshape;
+  if (!ms.empty()) {
+    ours.push_back(ms[0]);
+    squeezed.push_back(M);
+  }
+  if (!ns.empty()) {
+    ours.push_back(ns[0]);
+    squeezed.push_back(N);
+  }
+  std::vector<Dim> mm_shape = bshape;
+  mm_shape.insert(mm_shape.end(), {M, N});
+  Id r = same_shape(mm_shape, squeezed) ? mm : ir::add_reshape(g, mm, squeezed);
+  std::vector<int> perm;
+  for (size_t i = 0; i < R; ++i) {
+    if (static_cast<int>(i) == ax) continue;
+    perm.push_back(static_cast<int>(std::find(ours.begin(), ours.end(), static_cast<int>(i)) - ours.begin()));
+  }
+  bool ident = true;
+  for (size_t i = 0; i < perm.size(); ++i) ident = ident && perm[i] == static_cast<int>(i);
+  return ident ? r : ir::add_permute(g, r, perm);
+}
+
+void recognize_matmul(ir::EGraph& g, const Match& m) {
+  const Id mul = g.lookup(Op::Mul, 0u, std::vector<Id>{m[a], m[b]});
+  if (mul == egraph::kNoId) return;
+  const DType dt = g.data(mul).dtype;
+  if (dt != DType::f32 && dt != DType::i32) return;
+  for (const ir::AttrNode& red : attr_nodes(g, m.root(), Op::SumReduce)) {
+    if (g.find(red.kid) != g.find(mul)) continue;
+    const int ax = attr(g, red.payload).axis;
+    const std::vector<Dim> S = g.data(mul).shape;
+    const std::vector<Operand> as = operands(g, m[a]), bs = operands(g, m[b]);
+    for (const Operand& A : as)
+      for (const Operand& B : bs) {
+        Id r = contraction(g, S, ax, A, B);
+        if (r != egraph::kNoId) g.merge(m.root(), r);
+      }
+  }
+}
+
+// A matmul as ops::matmul builds it, on random shapes: plain, batched, with a transposed
+// right operand (linear), or vector operands.
+std::shared_ptr<detail::GraphImpl> matmul_example(std::mt19937_64& rng) {
+  auto dim = [&] { return static_cast<int64_t>(1 + rng() % 4); };
+  Graph g;
+  const int64_t M = dim(), K = dim(), N = dim(), B = dim();
+  Tensor y;
+  switch (rng() % 5) {
+    case 0: y = matmul(g.input("a", {M, K}), g.input("b", {K, N})); break;
+    case 1: y = matmul(g.input("a", {B, M, K}), g.input("b", {B, K, N})); break;
+    case 2: y = matmul(g.input("a", {M, K}), transpose(g.input("b", {N, K}), 0, 1)); break;
+    case 3: y = matmul(g.input("a", {B, M, K}), g.input("b", {K, N})); break;
+    default: y = matmul(g.input("a", {K}), g.input("b", {K, N})); break;
+  }
+  g.output("y", y);
+  return g.impl();
+}
+
+[[maybe_unused]] const bool recognize_registered = [] {
+  RuleInfo info;
+  info.name = "matmul-recognize";
+  info.set = "contraction";
+  info.doc = "sum_k(mul(expand a, expand b)) = matmul(a', b') (a', b': a, b permuted/reshaped to [batch, m, k], [batch, k, n])";
+  info.rule = make_rule(egraph::rule("matmul-recognize", sum_(mul_(a, b)), recognize_matmul));
+  info.example = matmul_example;
+  Registry::global().add(std::move(info));
+  return true;
+}();
+
+// (A.B)^T = B^T.A^T on the last two axes: the same products, summed in the same order.
+LUMINAL_MATH_RULE("contraction", "matmul-transpose", false, "transpose(a.b) = transpose(b).transpose(a) (last two axes)",
+                  egraph::rule("matmul-transpose", permute_(matmul_(a, b)), [](ir::EGraph& g, const Match& m) {
+                    const Id mm = g.lookup(Op::MatMul, 0u, std::vector<Id>{m[a], m[b]});
+                    if (mm == egraph::kNoId) return;
+                    for (const ir::AttrNode& pn : attr_nodes(g, m.root(), Op::Permute)) {
+                      if (g.find(pn.kid) != g.find(mm)) continue;
+                      const std::vector<int> p = attr(g, pn.payload).perm;
+                      const size_t r = p.size();
+                      bool swap_last = r >= 2 && p[r - 1] == static_cast<int>(r - 2) && p[r - 2] == static_cast<int>(r - 1);
+                      for (size_t i = 0; i + 2 < r; ++i) swap_last = swap_last && p[i] == static_cast<int>(i);
+                      if (!swap_last) continue;
+                      g.merge(m.root(), ir::add_plain(g, Op::MatMul, {ir::add_permute(g, m[b], p), ir::add_permute(g, m[a], p)}));
+                    }
+                  }));
+
+// Reassociation distributes sums over products, which changes NaN/inf results (an inf
+// times a zero sum is NaN one way, inf the other): fast-math, like "factor".
+LUMINAL_MATH_RULE("contraction", "matmul-assoc", true, "(a.b).c = a.(b.c) (f32: rounds differently; NaN/inf results differ)",
+                  egraph::rule("matmul-assoc", matmul_(matmul_(a, b), c), matmul_(a, matmul_(b, c))));
+LUMINAL_MATH_RULE("contraction", "matmul-assoc-rev", true, "a.(b.c) = (a.b).c (f32: rounds differently; NaN/inf results differ)",
+                  egraph::rule("matmul-assoc-rev", matmul_(a, matmul_(b, c)), matmul_(matmul_(a, b), c)));
+
+}  // namespace
+}  // namespace luminal::rules
