@@ -74,6 +74,11 @@ class Operand {
 
 using Loc = std::source_location;
 
+// Dim's min/max are hidden friends, visible only through ADL; declaring them here too
+// lets the qualified form `lm::min(B, 16)` find them beside the reductions below.
+Dim min(const Dim& a, const Dim& b);
+Dim max(const Dim& a, const Dim& b);
+
 // ------------------------------------------------------------------ unary elementwise
 Tensor neg(const Tensor& x, Loc loc = Loc::current());
 Tensor abs(const Tensor& x, Loc loc = Loc::current());

@@ -162,3 +162,19 @@ TEST_CASE("creation ops: constant, full, *_like, arange, tril_mask, cast", "[ops
   check_exact(out.at("bf"), {1.703125, -2.5, 3, 1});
   check_exact(out.at("mix"), {1, 1, 1, 2});
 }
+
+TEST_CASE("qualified lm::min / lm::max on Dims sit beside the reductions", "[ops][movement]") {
+  lm::Graph g;
+  lm::Dim S = g.dim("S", 1, 10);
+  auto x = g.input("x", {S});
+  lm::Dim first = lm::min(S, 3);
+  CHECK(first.upper_bound() == 3);
+  CHECK(lm::max(S, lm::Dim(4)).lower_bound() == 4);
+  g.output("head", lm::slice(x, 0, 0, first));
+  g.output("m", lm::max(x, 0));
+  auto fn = lm::compile(g, lm::Target::reference());
+  auto out = fn({{"x", f32({5, 1, 7, 2, 9}, {5})}});
+  check_exact(out.at("head"), {5, 1, 7});
+  check_exact(out.at("m"), {9});
+  check_exact(fn({{"x", f32({4, 8}, {2})}}).at("head"), {4, 8});
+}
