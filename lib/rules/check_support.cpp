@@ -139,7 +139,8 @@ struct Want {
 // needs and chooses attributes and child requirements that produce them.
 class Builder {
  public:
-  Builder(Rng& rng, Instance& inst) : rng_(rng), inst_(inst) {}
+  /// `special`: constants may also be inf, -inf or NaN (the special-value regime).
+  Builder(Rng& rng, Instance& inst, bool special) : rng_(rng), inst_(inst), special_(special) {}
 
   Id var_leaf(int var, const Want& w, int64_t index_bound = 0) {
     if (var >= 0 && bound_[static_cast<size_t>(var)]) {
@@ -160,7 +161,9 @@ class Builder {
       double v;
       if (w.dtype == DType::f32) {
         static const double pool[] = {0, 1, -1, 2, 0.5, -3, 0.25};
+        static const double sp[] = {INFINITY, -INFINITY, NAN};
         v = rng_.chance(0.8) ? pool[rng_.below(7)] : std::round(rng_.uniform(-3, 3) * 64) / 64;
+        if (special_ && rng_.chance(0.3)) v = sp[rng_.below(3)];
       } else if (w.dtype == DType::i32) {
         static const double pool[] = {0, 1, -1, 2, 3, 5};
         v = pool[rng_.below(6)];
@@ -357,6 +360,7 @@ class Builder {
   };
   Rng& rng_;
   Instance& inst_;
+  bool special_;
   std::array<std::optional<Bound>, egraph::kMaxVars> bound_{};
 };
 
@@ -444,7 +448,7 @@ rf::View leaf_value(Rng& rng, const Leaf& l, int regime) {
     } else {
       const int k = rng.below(20);
       x = k < 3 ? 0 : k < 7 ? rng.below(5) - 2 : rng.uniform(-3, 3);
-      if (regime == kSpecial && rng.chance(0.2)) {
+      if (regime == kSpecial && rng.chance(0.35)) {
         static const double sp[] = {INFINITY, -INFINITY, NAN};
         x = sp[rng.below(3)];
       }
@@ -676,7 +680,7 @@ struct Checker {
 
   // Builds one random instance of the rule's left side (or a random program, or the
   // rule's example) into `inst`.
-  void build(Instance& inst, int attempt) {
+  void build(Instance& inst, int attempt, int regime) {
     const bool use_example = rule.example && (!rule.rule || attempt % 2 == 0);
     if (use_example) {
       auto gi = rule.example(rng.g);
@@ -684,7 +688,7 @@ struct Checker {
       load_example(inst, *gi);
       return;
     }
-    Builder b(rng, inst);
+    Builder b(rng, inst, regime == kSpecial);
     if (rule.rule) {
       for (const Pat& p : rule.rule->lhs()) b.build(p, p.root(), random_want(rng));
     } else {
@@ -705,7 +709,7 @@ struct Checker {
   Verdict run_one(int attempt, int regime) {
     Instance inst;
     try {
-      build(inst, attempt);
+      build(inst, attempt, regime);
       inst.g.rebuild();
       for (Id c : inst.g.index().classes()) {
         const ir::ClassData& d = inst.g.data(c);
