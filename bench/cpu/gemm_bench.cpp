@@ -19,8 +19,18 @@ using namespace luminal::kernel;
 
 namespace {
 
+// LUMINAL_GEMM_ISA=avx2|avx512|generic selects the micro-kernel ISA (default: the host's).
+luminal::cpu::CpuIsa isa() {
+  const char* env = std::getenv("LUMINAL_GEMM_ISA");
+  std::string v = env ? env : "";
+  if (v == "avx2") return luminal::cpu::CpuIsa::Avx2;
+  if (v == "avx512") return luminal::cpu::CpuIsa::Avx512;
+  if (v == "generic") return luminal::cpu::CpuIsa::Generic;
+  return luminal::cpu::host_isa();
+}
+
 GemmTile tile() {
-  auto d = luminal::cpu::default_gemm_tile(luminal::cpu::host_isa());
+  auto d = luminal::cpu::default_gemm_tile(isa());
   GemmTile t{d.mr, d.nr, d.mc, d.kc, d.nc};
   if (const char* env = std::getenv("LUMINAL_GEMM_TILE"))
     std::sscanf(env, "%d,%d,%d,%d,%d", &t.mr, &t.nr, &t.mc, &t.kc, &t.nc);
@@ -65,7 +75,7 @@ void set_flops(benchmark::State& st, int64_t n) {
 void BM_Luminal(benchmark::State& st) {
   const int64_t n = st.range(0);
   Mats m(n);
-  cpu_bench::Compiled fn = cpu_bench::compile(gemm_program(n, GemmImpl::Generated));
+  cpu_bench::Compiled fn = cpu_bench::compile(gemm_program(n, GemmImpl::Generated), {isa()});
   std::vector<void*> bufs = {m.a.data, m.b.data, m.c.data};
   fn.run(bufs);  // warm up: threads, page faults
   for (auto _ : st) fn.run(bufs);
@@ -94,7 +104,7 @@ BENCHMARK(BM_Luminal)->Arg(512)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisec
 // and max |ours - OpenBLAS| at 512: a fast wrong GEMM must not report a ratio.
 double verify(int64_t n) {
   Mats m(n);
-  cpu_bench::Compiled fn = cpu_bench::compile(gemm_program(n, GemmImpl::Generated));
+  cpu_bench::Compiled fn = cpu_bench::compile(gemm_program(n, GemmImpl::Generated), {isa()});
   std::vector<void*> bufs = {m.a.data, m.b.data, m.c.data};
   fn.run(bufs);
   double worst = 0;
@@ -120,7 +130,7 @@ int main(int argc, char** argv) {
   cpu_bench::RecordingReporter rep;
   GemmTile t = tile();
   std::printf("Luminal GEMM: isa %s, tile mr=%d nr=%d mc=%d kc=%d nc=%d\n",
-              luminal::cpu::isa_name(luminal::cpu::host_isa()), t.mr, t.nr, t.mc, t.kc, t.nc);
+              luminal::cpu::isa_name(isa()), t.mr, t.nr, t.mc, t.kc, t.nc);
   benchmark::RunSpecifiedBenchmarks(&rep);
   std::printf("\n%-6s %14s %14s %8s\n", "N", "Luminal GF/s", "OpenBLAS GF/s", "ratio");
   for (int n : {512, 1024, 2048}) {
