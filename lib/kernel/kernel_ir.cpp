@@ -95,12 +95,19 @@ int64_t Index::evaluate(const std::vector<int64_t>& vars,
 
 std::string Index::to_string() const {
   const auto& n = *node_;
+  // Built with append: GCC 12 warns falsely (-Wrestrict) on "(" + std::string&&.
   auto bin = [&](const char* op) {
-    return "(" + n.args[0].to_string() + " " + op + " " + n.args[1].to_string() + ")";
+    std::string s = "(";
+    s.append(n.args[0].to_string()).append(" ").append(op).append(" ").append(n.args[1].to_string()).append(")");
+    return s;
   };
   auto fn = [&](const char* f) {
-    std::string s = std::string(f) + "(";
-    for (size_t i = 0; i < n.args.size(); ++i) s += (i ? ", " : "") + n.args[i].to_string();
+    std::string s = f;
+    s += "(";
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      if (i) s += ", ";
+      s += n.args[i].to_string();
+    }
     return s + ")";
   };
   switch (n.op) {
