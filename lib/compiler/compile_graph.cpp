@@ -88,14 +88,17 @@ Partition partition(const GraphImpl& g, const std::vector<uint32_t>& live, const
     for (size_t i = 0; i + p < n; ++i) {
       run = s[i] == s[i + p] ? run + 1 : 0;
       const size_t k = run / p + 1;  // copies covered by a run of this length
-      if (run >= p && k * p > best_k * best_p) {
+      if (run >= p && (k * p > best_k * best_p || (k * p == best_k * best_p && p < best_p))) {
         best_p = p;
         best_k = k;
         best_a = i + 1 - run;
       }
     }
   }
-  if (best_k < 2) return part;
+  // Only whole-model repetition is worth a block split: a split forbids fusion across
+  // block boundaries, so a small repeated motif (the K and V projections of one layer)
+  // must not cut a layer apart.
+  if (best_k < 2 || best_p < 32 || best_k * best_p * 2 < n) return part;
   // Values crossing each position; boundaries go where the fewest cross.
   std::vector<int64_t> index_of(g.nodes.size(), -1);
   for (size_t i = 0; i < n; ++i) index_of[seq[i]] = static_cast<int64_t>(i);

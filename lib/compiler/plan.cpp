@@ -85,7 +85,7 @@ std::string KernelPlan::to_dot() const {
        << (st.spec->kind == ir::KernelKind::Gemm || st.spec->kind == ir::KernelKind::LibraryGemm ? "#ffd9a8"
            : st.spec->kind == ir::KernelKind::Reduction                                           ? "#d4f0c0"
                                                                                                   : "#fff6b0")
-       << "\", label=\"k" << s << ": " << ir::kind_name(st.spec->kind) << tiles << "\\n" << body_summary(*st.spec)
+       << "\", label=\"k" << s << " (c" << st.eclass << "): " << ir::kind_name(st.spec->kind) << tiles << "\\n" << body_summary(*st.spec)
        << "\\n" << est << "\"];\n";
     for (uint32_t a : st.args) os << "  v" << a << " -> v" << st.result << ";\n";
   }

@@ -21,6 +21,7 @@ struct KernelPlan {
     std::vector<uint32_t> args;  ///< value per slot
     uint32_t result = 0;         ///< value it produces
     double est_seconds = 0;      ///< the cost model's estimate
+    uint32_t eclass = 0;         ///< e-class it computes (for debugging dumps)
   };
   std::vector<std::string> leaf_name;  ///< per value; "" for a computed value
   std::vector<uint8_t> leaf_is_param;  ///< per value

@@ -70,6 +70,8 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
 
   // ---- phase 2: lowering (always complete) and fusion (within the budget)
   {
+    rules::PassContext ctx = s.ctx;
+    for (const auto& [name, cls] : loaded.outputs) ctx.roots.push_back(cls);
     auto t0 = Clock::now();
     const std::size_t n0 = g.num_nodes();
     std::string skipped;
@@ -88,7 +90,7 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
           }
         }
         auto t1 = Clock::now();
-        std::size_t added = r->pass(g, s.ctx);
+        std::size_t added = r->pass(g, ctx);
         ++res.iterations;
         if (s.trace)
           std::fprintf(stderr, "[luminal rules] %-32s added=%zu time=%.5fs\n", r->name.c_str(), added, since(t1));
@@ -123,26 +125,44 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     for (const auto& [name, cls] : loaded.outputs) roots.push_back(cls);
     auto result = ex.extract(roots);
     res.est_seconds = result.cost;
-    // ---- the plan: one value per term node
-    const auto& t = result.term;
+    // ---- the plan: one value per used class, producers first (post-order walk)
     KernelPlan& p = res.plan;
-    std::vector<uint32_t> val(t.size());
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      ir::NodeView v = t.node(i);
-      const ir::Attr& at = g.analysis().attrs().get(v.payload);
-      if (v.op == ir::Op::Input || v.op == ir::Op::Param) {
-        val[i] = p.add_value(at.name, v.op == ir::Op::Param);
-        continue;
+    std::unordered_map<ir::Id, uint32_t> val;
+    std::vector<std::pair<ir::Id, std::size_t>> stack;
+    auto visit = [&](ir::Id root) {
+      root = g.find(root);
+      if (val.count(root)) return;
+      stack.push_back({root, 0});
+      while (!stack.empty()) {
+        auto& [c, k] = stack.back();
+        ir::NodeView v = g.node(result.choice.at(c));
+        if (k < v.kids.size()) {
+          ir::Id kc = g.find(v.kids[k++]);
+          if (!val.count(kc)) stack.push_back({kc, 0});
+          continue;
+        }
+        const ir::Id cls = c;
+        stack.pop_back();
+        if (val.count(cls)) continue;
+        const ir::Attr& at = g.analysis().attrs().get(v.payload);
+        if (v.op == ir::Op::Input || v.op == ir::Op::Param) {
+          val[cls] = p.add_value(at.name, v.op == ir::Op::Param);
+          continue;
+        }
+        if (v.op != ir::Op::Kernel)
+          throw InternalError(std::string("[compile] extracted a math node: ") + ir::op_name(v.op));
+        KernelPlan::Step st;
+        st.spec = at.kernel;
+        for (ir::Id kid : v.kids) st.args.push_back(val.at(g.find(kid)));
+        st.result = val[cls] = p.add_value();
+        st.est_seconds = node_cost(v);
+        st.eclass = cls;
+        p.steps.push_back(std::move(st));
       }
-      if (v.op != ir::Op::Kernel) throw InternalError(std::string("[compile] extracted a math node: ") + ir::op_name(v.op));
-      KernelPlan::Step st;
-      st.spec = at.kernel;
-      for (ir::Id k : v.kids) st.args.push_back(val[k]);
-      st.result = val[i] = p.add_value();
-      st.est_seconds = node_cost(v);
-      p.steps.push_back(std::move(st));
-    }
-    for (std::size_t r = 0; r < loaded.outputs.size(); ++r) p.outputs.emplace_back(loaded.outputs[r].first, val[t.roots[r]]);
+    };
+    for (ir::Id r : roots) visit(r);
+    for (std::size_t r = 0; r < loaded.outputs.size(); ++r)
+      p.outputs.emplace_back(loaded.outputs[r].first, val.at(g.find(roots[r])));
     res.phases.push_back(fmt("extract: %zu kernels, estimated %.4g s per call, %s, %.4f s", p.steps.size(), result.cost,
                              result.optimal ? "optimal" : "heuristic", since(t0)));
   }

@@ -282,9 +282,14 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
 }
 
 bool is_cheap(const KernelSpec& spec) {
+  // Index-only values (masks from iota and constants) are cheaper to recompute than to
+  // read, unless they need transcendentals.
+  const bool index_only = spec.slots == 0;
   for (const detail::Node& n : spec.body->nodes) {
     const Op o = to_op(n.op);
-    if (!(is_leaf(o) || is_view(o) || o == Op::Cast)) return false;
+    if (is_leaf(o) || is_view(o) || o == Op::Cast) continue;
+    if (index_only && !is_reduce(o) && o != Op::Exp2 && o != Op::Log2 && o != Op::Sin) continue;
+    return false;
   }
   return true;
 }

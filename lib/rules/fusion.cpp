@@ -12,6 +12,8 @@
 //   no-reduce    -- and the producer has no reduction (reductions stay materialized).
 // Producers with no arithmetic (views, constants) are absorbed under every policy.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <array>
 #include <unordered_map>
 #include <vector>
@@ -25,7 +27,9 @@ namespace luminal::rules {
 using egraph::Id;
 namespace {
 
-enum Policy { kAll, kSingleUse, kNoBroadcast, kNoReduce, kNumPolicies };
+// kCheapOnly runs first: it is also every policy's fallback when the policy's own
+// producer variant cannot be absorbed (e.g. a view over a GEMM into another GEMM).
+enum Policy { kCheapOnly, kAll, kSingleUse, kNoBroadcast, kNoReduce, kNumPolicies };
 
 std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   if (!g.is_clean()) g.rebuild();
@@ -41,16 +45,41 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   for (Id c : ix.classes())
     if (rep.best_node(c) != egraph::kNoId) order.push_back(c);
   std::stable_sort(order.begin(), order.end(), [&](Id a, Id b) { return rep.cost(a) < rep.cost(b); });
+  // Consumers of each class in the representative program (reachable from the roots,
+  // so alternatives the math rules left unused do not count).
   std::unordered_map<Id, int> uses;
-  for (Id c : order) {
-    auto kids = g.node(rep.best_node(c)).kids;
-    std::vector<Id> distinct(kids.begin(), kids.end());
-    std::sort(distinct.begin(), distinct.end());
-    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-    for (Id k : distinct) ++uses[g.find(k)];
+  {
+    std::vector<Id> stack;
+    std::unordered_map<Id, bool> seen;
+    if (ctx.roots.empty()) {
+      stack = order;
+    } else {
+      for (Id r : ctx.roots) {
+        ++uses[g.find(r)];
+        stack.push_back(g.find(r));
+      }
+    }
+    while (!stack.empty()) {
+      Id c = stack.back();
+      stack.pop_back();
+      if (seen[c]) continue;
+      seen[c] = true;
+      if (rep.best_node(c) == egraph::kNoId) continue;
+      auto kids = g.node(rep.best_node(c)).kids;
+      std::vector<Id> distinct;
+      for (Id k : kids) distinct.push_back(g.find(k));
+      std::sort(distinct.begin(), distinct.end());
+      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+      for (Id k : distinct) {
+        ++uses[k];
+        stack.push_back(k);
+      }
+    }
   }
 
   std::array<std::unordered_map<Id, ir::Variant>, kNumPolicies> best;
+  const char* dbg = std::getenv("LUMINAL_DEBUG_FUSION");
+  const bool debug = dbg && *dbg;
   std::vector<std::pair<Id, ir::Variant>> todo;
   const std::size_t budget = ctx.node_limit > g.num_nodes() ? ctx.node_limit - g.num_nodes() : 0;
   for (Id c : order) {
@@ -61,23 +90,61 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
       ir::Variant v = *direct;
       if (v.spec->kind != ir::KernelKind::Gather) {
         for (Id k : direct->kids) {
-          auto it = best[static_cast<size_t>(p)].find(k);
-          if (it == best[static_cast<size_t>(p)].end()) continue;
-          const ir::Variant& prod = it->second;
-          if (prod.spec->kind == ir::KernelKind::Gather) continue;
-          auto pos = std::find(v.kids.begin(), v.kids.end(), k);
-          if (pos == v.kids.end()) continue;
-          const auto slot = static_cast<size_t>(pos - v.kids.begin());
-          if (!ir::is_cheap(*prod.spec)) {
-            if (p == kSingleUse && uses[k] != 1) continue;
-            if (p == kNoBroadcast && ir::broadcast_slots(*v.spec)[slot]) continue;
-            if (p == kNoReduce && ir::count_reductions(*prod.spec) > 0) continue;
+          const ir::Variant* cands[2] = {nullptr, nullptr};
+          if (auto it = best[static_cast<size_t>(p)].find(k); it != best[static_cast<size_t>(p)].end())
+            cands[0] = &it->second;
+          if (auto it = best[kCheapOnly].find(k); it != best[kCheapOnly].end() && p != kCheapOnly)
+            cands[1] = &it->second;
+          for (const ir::Variant* prod : cands) {
+            if (!prod || prod->spec->kind == ir::KernelKind::Gather) continue;
+            auto pos = std::find(v.kids.begin(), v.kids.end(), k);
+            if (pos == v.kids.end()) break;
+            const auto slot = static_cast<size_t>(pos - v.kids.begin());
+            if (!ir::is_cheap(*prod->spec)) {
+              if (p == kCheapOnly) continue;
+              // Recomputing a GEMM for a second consumer is never worth it.
+              if (prod->spec->kind == ir::KernelKind::Gemm && uses[k] != 1) continue;
+              if (p == kSingleUse && uses[k] != 1) continue;
+              if (p == kNoBroadcast && ir::broadcast_slots(*v.spec)[slot]) continue;
+              if (p == kNoReduce && ir::count_reductions(*prod->spec) > 0) continue;
+            }
+            if (auto nv = ir::substitute(g, v, slot, *prod, ctx.max_body_nodes)) {
+              v = std::move(*nv);
+              break;
+            }
+            if (debug)
+              std::fprintf(stderr, "[fusion] policy %d: class %u cannot absorb class %u (%s, %d reductions)\n", p, c, k,
+                           ir::kind_name(prod->spec->kind), ir::count_reductions(*prod->spec));
           }
-          if (auto nv = ir::substitute(g, v, slot, prod, ctx.max_body_nodes)) v = std::move(*nv);
         }
+      }
+      if (debug) {
+        std::fprintf(stderr, "[fusion] class %u policy %d: %s, %zu nodes, slots", c, p, ir::kind_name(v.spec->kind),
+                     v.spec->body->nodes.size());
+        for (Id k : v.kids) std::fprintf(stderr, " %u", k);
+        std::fprintf(stderr, "\n");
       }
       if (!(*v.spec == *direct->spec)) todo.emplace_back(c, v);
       best[static_cast<size_t>(p)].emplace(c, std::move(v));
+    }
+    // One producer at a time, each of its variants: the combinations the policies above
+    // do not make (a GEMM absorbing its epilogue consumer while its own prologue stays
+    // materialized, say). These do not propagate to consumers.
+    if (direct->spec->kind == ir::KernelKind::Gather) continue;
+    for (std::size_t slot = 0; slot < direct->kids.size(); ++slot) {
+      const Id k = direct->kids[slot];
+      std::vector<const ir::Variant*> seen;
+      for (int p = 0; p < kNumPolicies; ++p) {
+        auto it = best[static_cast<size_t>(p)].find(k);
+        if (it == best[static_cast<size_t>(p)].end() || it->second.spec->kind == ir::KernelKind::Gather) continue;
+        const ir::Variant* prod = &it->second;
+        bool dup = false;
+        for (const ir::Variant* q : seen) dup = dup || *q->spec == *prod->spec;
+        if (dup) continue;
+        seen.push_back(prod);
+        if (prod->spec->kind == ir::KernelKind::Gemm && uses[k] != 1) continue;
+        if (auto nv = ir::substitute(g, *direct, slot, *prod, ctx.max_body_nodes)) todo.emplace_back(c, std::move(*nv));
+      }
     }
   }
   const std::size_t before = g.num_nodes();

@@ -52,6 +52,7 @@ struct PassContext {
   bool fast_math = false;
   std::size_t node_limit = 200000; ///< stop adding nodes beyond this many e-nodes
   std::size_t max_body_nodes = 160;///< largest fused kernel body
+  std::vector<egraph::Id> roots;   ///< the program's output classes (empty: unknown)
 };
 
 struct RuleInfo {

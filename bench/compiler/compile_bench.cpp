@@ -1,0 +1,62 @@
+// Compile time of the compiler pipeline on the reference target (no codegen):
+//   BM_CompileDecoderBlock   one Llama-style layer, d_model 4096, 32 heads, 8 KV heads,
+//                            FFN 14336 (goal < 1 s)
+//   BM_CompileModel32        32 such layers (goal < 5 s; identical layers share a search)
+//   BM_CompileMLP            linear -> gelu -> linear
+// Counters: primitive_ops, kernels, searches, blocks.
+#include <benchmark/benchmark.h>
+
+#include "compiler/translation_models.hpp"
+
+using namespace luminal;
+
+namespace {
+
+test::BlockConfig big() {
+  test::BlockConfig c;
+  c.seq = 128;
+  c.d_model = 4096;
+  c.heads = 32;
+  c.kv_heads = 8;
+  c.ffn = 14336;
+  return c;
+}
+
+void report(benchmark::State& st, const compiler::CompiledProgram& p) {
+  st.counters["primitive_ops"] = static_cast<double>(p.report.primitive_ops);
+  st.counters["kernels"] = static_cast<double>(p.report.kernels);
+  st.counters["searches"] = static_cast<double>(p.searches);
+  st.counters["blocks"] = static_cast<double>(p.blocks);
+  st.counters["egraph_nodes"] = static_cast<double>(p.report.egraph_nodes);
+}
+
+void BM_CompileDecoderBlock(benchmark::State& st) {
+  Graph g;
+  test::build_model(g, big(), 1);
+  compiler::CompiledProgram p;
+  for (auto _ : st) p = compiler::compile_graph(*g.impl(), Target::reference(), {});
+  report(st, p);
+}
+BENCHMARK(BM_CompileDecoderBlock)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+void BM_CompileModel32(benchmark::State& st) {
+  Graph g;
+  test::build_model(g, big(), 32);
+  compiler::CompiledProgram p;
+  for (auto _ : st) p = compiler::compile_graph(*g.impl(), Target::reference(), {});
+  report(st, p);
+}
+BENCHMARK(BM_CompileModel32)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+void BM_CompileMLP(benchmark::State& st) {
+  Graph g;
+  test::build_mlp(g, 128, 4096, 14336);
+  compiler::CompiledProgram p;
+  for (auto _ : st) p = compiler::compile_graph(*g.impl(), Target::reference(), {});
+  report(st, p);
+}
+BENCHMARK(BM_CompileMLP)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+}  // namespace
+
+BENCHMARK_MAIN();
