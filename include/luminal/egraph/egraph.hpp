@@ -1,10 +1,11 @@
 // The e-graph: union-find over e-classes, a hashcons of canonical e-nodes, deferred
 // rebuilding and an e-class analysis.
 //
-// Layout (why it is fast): every array is flat and indexed by a 32-bit id. A node is an
-// entry in parallel arrays (op, payload, offset of its children in one shared `kids_`
-// array, cached hash). Creating a node creates its singleton class with the same id, so
-// node ids and class ids share one numbering and one set of arrays. Each child slot of
+// Layout (why it is fast): every array is flat and indexed by a 32-bit id. A node is one
+// record (op, payload, offset of its children in one shared `kids_` array, cached hash).
+// Creating a node creates its singleton class with the same id, so node ids and class ids
+// share one numbering, and the class of node n is simply find(n). The hashcons slots keep
+// a copy of small nodes' keys, so a lookup rarely touches the node records. Each child slot of
 // each node is also a "parent edge" of the child's class: the parents of a class form a
 // circular singly-linked list threaded through the slots, so merging two parent lists is
 // an O(1) splice and adding a node allocates nothing but array growth.
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <stdexcept>
 #include <span>
@@ -27,30 +29,53 @@
 #include "luminal/egraph/analysis.hpp"
 #include "luminal/egraph/hashcons.hpp"
 #include "luminal/egraph/language.hpp"
+#include "luminal/egraph/pod_vector.hpp"
 
 namespace luminal::egraph {
 
 /// A read-only snapshot of the canonical e-graph, built after a rebuild: the live nodes of
-/// every class sorted by op, and for every op the classes that hold it. E-matching and
-/// extraction read it; it is invalidated by the next change to the e-graph.
+/// every class sorted by op, and for every op the classes that hold it. Each node's op,
+/// payload and children are copied beside it ("entries"), so e-matching scans contiguous
+/// memory. E-matching and extraction read it; it is invalidated by the next change to the
+/// e-graph.
 template <Language L>
 class ClassIndex {
  public:
   using Op = typename L::Op;
+  using Payload = typename L::Payload;
 
   /// Canonical class ids, ascending.
-  std::span<const Id> classes() const noexcept { return classes_; }
+  std::span<const Id> classes() const noexcept { return {classes_.data(), classes_.size()}; }
   /// Node ids of class `cls` (canonical), sorted by op.
   std::span<const Id> nodes(Id cls) const noexcept {
     return {nodes_.data() + off_[cls], nodes_.data() + off_[cls + 1]};
   }
   /// Node ids of class `cls` with op `op`.
   std::span<const Id> nodes(Id cls, Op op) const noexcept {
+    auto [b, e] = entries(cls, op);
+    return {nodes_.data() + b, nodes_.data() + e};
+  }
+  /// Entry range [first, last) of the nodes of class `cls` with op `op`.
+  std::pair<std::uint32_t, std::uint32_t> entries(Id cls, Op op) const noexcept {
     std::uint32_t b = off_[cls], e = off_[cls + 1];
     while (b < e && ops_[b] != op) ++b;
     std::uint32_t m = b;
     while (m < e && ops_[m] == op) ++m;
-    return {nodes_.data() + b, nodes_.data() + m};
+    return {b, m};
+  }
+  /// Node id of entry j.
+  Id entry_node(std::uint32_t j) const noexcept { return nodes_[j]; }
+  /// Children of entry j (canonical class ids).
+  std::span<const Id> entry_kids(std::uint32_t j) const noexcept {
+    return {ekids_.data() + ekid_off_[j], ekids_.data() + ekid_off_[j + 1]};
+  }
+  /// Payload of entry j.
+  const Payload& entry_payload(std::uint32_t j) const noexcept {
+    if constexpr (std::is_empty_v<Payload>) {
+      return empty_payload_;
+    } else {
+      return epay_[j];
+    }
   }
   /// Canonical classes holding at least one node with op `op`, ascending.
   std::span<const Id> classes_with(Op op) const noexcept {
@@ -58,17 +83,21 @@ class ClassIndex {
     return {op_classes_.data() + op_off_[i], op_classes_.data() + op_off_[i + 1]};
   }
   /// Every live node id, grouped by class.
-  std::span<const Id> all_nodes() const noexcept { return nodes_; }
+  std::span<const Id> all_nodes() const noexcept { return {nodes_.data(), nodes_.size()}; }
 
  private:
   template <Language, class>
   friend class EGraph;
-  std::vector<std::uint32_t> off_;  // per class id: start of its nodes in nodes_
-  std::vector<Op> ops_;             // op of nodes_[i], kept beside it for the op scans  // per class id: start of its nodes in nodes_
-  std::vector<Id> nodes_;
-  std::vector<Id> classes_;
-  std::vector<std::uint32_t> op_off_;
-  std::vector<Id> op_classes_;
+  PodVector<std::uint32_t> off_;  // per class id: start of its entries
+  PodVector<Id> nodes_;           // per entry: node id
+  FlatVector<Op> ops_;            // per entry: op
+  FlatVector<Payload> epay_;      // per entry: payload (empty for payload-free languages)
+  PodVector<std::uint32_t> ekid_off_;  // per entry (+1): start of its children in ekids_
+  PodVector<Id> ekids_;
+  PodVector<Id> classes_;
+  PodVector<std::uint32_t> op_off_;
+  PodVector<Id> op_classes_;
+  static inline const Payload empty_payload_{};
 };
 
 /// An e-graph over language `L` with e-class analysis `A`.
@@ -94,24 +123,14 @@ class EGraph {
   /// Adds the node (op, payload, kids) unless an equal node exists; returns its class
   /// (canonical). Children are canonicalized first.
   Id add(Op op, const Payload& payload, std::span<const Id> kids) {
-    Id buf[kInlineKids];
-    std::vector<Id> big;
-    Id* canon = buf;
-    if (kids.size() > kInlineKids) {
-      big.resize(kids.size());
-      canon = big.data();
+    if (kids.size() > kInlineKids) [[unlikely]] {
+      std::vector<Id> canon(kids.begin(), kids.end());
+      for (Id& k : canon) k = find(k);
+      return add_found(op, payload, canon);
     }
+    Id canon[kInlineKids];
     for (std::size_t i = 0; i < kids.size(); ++i) canon[i] = find(kids[i]);
-    std::span<const Id> ck(canon, kids.size());
-    std::uint32_t h = hash_node<L>(op, payload, ck);
-    if (Id m = memo_.find(h, [&](Id n) { return equal(n, op, payload, ck); }); m != kNoId)
-      return find(recs_[m].cls);
-    Id n = push_node(op, payload, ck, h);
-    memo_.insert_new(h, n);
-    if constexpr (!kEmptyData) data_.back() = analysis_.make(*this, node(n));
-    ++version_;
-    if constexpr (requires(A& a) { a.modify(*this, n); }) analysis_.modify(*this, n);
-    return n;
+    return add_found(op, payload, std::span<const Id>(canon, kids.size()));
   }
   /// `add` with a default payload.
   Id add(Op op, std::initializer_list<Id> kids = {}) { return add(op, Payload{}, std::span<const Id>(kids.begin(), kids.size())); }
@@ -120,10 +139,27 @@ class EGraph {
     return add(op, payload, std::span<const Id>(kids.begin(), kids.size()));
   }
 
+ private:
+  // add() once the children are canonical.
+  Id add_found(Op op, const Payload& payload, std::span<const Id> ck) {
+    std::uint32_t h = hash_node<L>(op, payload, ck);
+    if (Id m = memo_.find(h, [&](const Slot& sl) { return same(sl, op, payload, ck); }); m != kNoId)
+      return find(m);
+    Id n = push_node(op, payload, ck, h);
+    memo_.insert_new(h, n, make_key(op, payload, ck));
+    if constexpr (!kEmptyData) data_.back() = analysis_.make(*this, node(n));
+    ++version_;
+    if constexpr (requires(A& a) { a.modify(*this, n); }) analysis_.modify(*this, n);
+    return n;
+  }
+
+ public:
+
   /// Hints the cache with the hashcons slot that `add(op, payload, kids)` will probe
   /// (kids taken as they are); lets callers overlap the memory latency of many adds.
   void prefetch_add(Op op, const Payload& payload, std::span<const Id> kids) const noexcept {
     memo_.prefetch(hash_node<L>(op, payload, kids));
+    for (Id k : kids) __builtin_prefetch(uf_.data() + k);
   }
 
   /// The class of the node equal to (op, payload, kids) after canonicalizing kids, or kNoId.
@@ -131,8 +167,8 @@ class EGraph {
     std::vector<Id> canon(kids.begin(), kids.end());
     for (Id& k : canon) k = find(k);
     std::span<const Id> ck(canon);
-    Id m = memo_.find(hash_node<L>(op, payload, ck), [&](Id n) { return equal(n, op, payload, ck); });
-    return m == kNoId ? kNoId : find(recs_[m].cls);
+    Id m = memo_.find(hash_node<L>(op, payload, ck), [&](const Slot& sl) { return same(sl, op, payload, ck); });
+    return m == kNoId ? kNoId : find(m);
   }
 
   /// Canonical id of class `id` (path halving).
@@ -185,7 +221,6 @@ class EGraph {
           Id k = find(kids_[s]);
           if (k != kids_[s]) {
             kids_[s] = k;
-            if (s - r.kid_off < 2) r.k[s - r.kid_off] = k;
             changed = true;
           }
         }
@@ -194,11 +229,12 @@ class EGraph {
         NodeView<L> v = node(n);
         std::uint32_t h = hash_node<L>(v.op, v.payload, v.kids);
         r.hash = h;
-        Id m = memo_.find_or_insert(h, n, [&](Id o) { return equal(o, v.op, v.payload, v.kids); });
+        Id m = memo_.find_or_insert(h, n, make_key(v.op, v.payload, v.kids),
+                                    [&](const Slot& sl) { return same(sl, v.op, v.payload, v.kids); });
         if (m != n) {
           r.live = 0;
           --num_live_;
-          unions += merge(r.cls, recs_[m].cls) ? 1 : 0;
+          unions += merge(n, m) ? 1 : 0;
         }
       }
       while (!analysis_pending_.empty()) {
@@ -206,7 +242,7 @@ class EGraph {
         analysis_pending_.pop_back();
         if constexpr (!kEmptyData) {
           if (!recs_[n].live) continue;
-          Id c = find(recs_[n].cls);
+          Id c = find(n);
           DidMerge dm = analysis_.merge(data_[c], analysis_.make(*this, node(n)));
           if (dm.a) {
             collect_parents(c, analysis_pending_, false);
@@ -258,7 +294,7 @@ class EGraph {
   /// Whether node `nid` is still a canonical node (not removed as a duplicate).
   bool is_live(Id nid) const noexcept { return recs_[nid].live != 0; }
   /// The canonical class of node `nid`.
-  Id class_of_node(Id nid) const noexcept { return find(recs_[nid].cls); }
+  Id class_of_node(Id nid) const noexcept { return find(nid); }
 
   /// The analysis data of class `cls` (any id of the class).
   const Data& data(Id cls) const noexcept {
@@ -310,31 +346,48 @@ class EGraph {
     [[no_unique_address]] Payload payload;
     std::uint32_t kid_off;  // first child slot in kids_
     std::uint32_t hash;     // hash of the key as stored (the hashcons slot's hash)
-    Id cls;                 // the class the node was created in (find() it)
     Op op;
     std::uint8_t live;      // 0 once removed as a duplicate by rebuild
     std::uint16_t nkids;
-    Id k[2];                // copy of the first two children (kids_ holds all of them), so
-                            // comparing a small node needs no second cache line
   };
+  // What a hashcons slot keeps of a node: enough to compare nodes of up to two children
+  // without touching the node arrays.
+  struct MemoKey {
+    [[no_unique_address]] Payload payload;
+    Op op;
+    std::uint16_t nkids;
+    Id k[2];
+  };
+  using Memo = Hashcons<MemoKey>;
+  using Slot = typename Memo::Slot;
+
+  static MemoKey make_key(Op op, const Payload& p, std::span<const Id> kids) noexcept {
+    MemoKey key{};
+    if constexpr (!kEmptyPayload) key.payload = p;
+    key.op = op;
+    key.nkids = static_cast<std::uint16_t>(kids.size());
+    key.k[0] = kids.size() > 0 ? kids[0] : kNoId;
+    key.k[1] = kids.size() > 1 ? kids[1] : kNoId;
+    return key;
+  }
+  // Whether the node in slot `sl` equals (op, p, kids).
+  bool same(const Slot& sl, Op op, const Payload& p, std::span<const Id> kids) const noexcept {
+    const MemoKey& k = sl.key;
+    if (k.op != op || k.nkids != kids.size()) return false;
+    if constexpr (!kEmptyPayload)
+      if (!(k.payload == p)) return false;
+    const std::size_t nk = kids.size();
+    if (nk <= 2) return (nk < 1 || k.k[0] == kids[0]) && (nk < 2 || k.k[1] == kids[1]);
+    const Id* stored = kids_.data() + recs_[sl.id].kid_off;
+    for (std::size_t i = 0; i < nk; ++i)
+      if (stored[i] != kids[i]) return false;
+    return true;
+  }
   // Per class id: head of the parent ring and its length (dead entries included).
   struct ClassRec {
     std::uint32_t phead;
     std::uint32_t pcount;
   };
-
-  bool equal(Id n, Op op, const Payload& p, std::span<const Id> kids) const noexcept {
-    const NodeRec& r = recs_[n];
-    if (r.op != op || r.nkids != kids.size()) return false;
-    if constexpr (!kEmptyPayload)
-      if (!(r.payload == p)) return false;
-    const std::size_t nk = kids.size();
-    if (nk <= 2) return (nk < 1 || r.k[0] == kids[0]) && (nk < 2 || r.k[1] == kids[1]);
-    const Id* k = kids_.data() + r.kid_off;
-    for (std::size_t i = 0; i < nk; ++i)
-      if (k[i] != kids[i]) return false;
-    return true;
-  }
 
   Id push_node(Op op, const Payload& p, std::span<const Id> kids, std::uint32_t h) {
     if (kids.size() > 0xFFFF) throw std::length_error("[egraph] add: a node with more than 65535 children");
@@ -360,12 +413,9 @@ class EGraph {
     if constexpr (!kEmptyPayload) r.payload = p;
     r.kid_off = base;
     r.hash = h;
-    r.cls = n;
     r.op = op;
     r.live = 1;
     r.nkids = static_cast<std::uint16_t>(kids.size());
-    r.k[0] = kids.size() > 0 ? kids[0] : kNoId;
-    r.k[1] = kids.size() > 1 ? kids[1] : kNoId;
     recs_.push_back(r);
     uf_.push_back(n);
     cls_.push_back(ClassRec{kNoSlot, 0});
@@ -419,54 +469,71 @@ class EGraph {
   void build_index() {
     ClassIndex<L>& ix = index_;
     const std::size_t n = recs_.size();
+    const std::size_t live = num_live_;
     // Counting sort of live nodes by op, then stably by class: class-major, op-minor.
     const std::size_t nops = static_cast<std::size_t>(L::kNumOps);
     std::vector<std::uint32_t> opcount(nops + 1, 0);
     for (std::size_t i = 0; i < n; ++i)
       if (recs_[i].live) ++opcount[op_index<L>(recs_[i].op) + 1];
     for (std::size_t i = 0; i < nops; ++i) opcount[i + 1] += opcount[i];
-    std::vector<Id> by_op(num_live_);
-    std::vector<Id> cls_of(num_live_);
+    PodVector<Id> by_op, cls_of;
+    by_op.resize_uninit(live);
+    cls_of.resize_uninit(live);
     for (std::size_t i = 0; i < n; ++i)
       if (recs_[i].live) by_op[opcount[op_index<L>(recs_[i].op)]++] = static_cast<Id>(i);
     ix.off_.assign(n + 1, 0);
-    for (std::size_t j = 0; j < by_op.size(); ++j) {
-      cls_of[j] = find(recs_[by_op[j]].cls);
+    std::size_t nslots = 0;
+    for (std::size_t j = 0; j < live; ++j) {
+      cls_of[j] = find(by_op[j]);
       ++ix.off_[cls_of[j] + 1];
+      nslots += recs_[by_op[j]].nkids;
     }
     for (std::size_t i = 0; i < n; ++i) ix.off_[i + 1] += ix.off_[i];
-    ix.nodes_.resize(num_live_);
-    ix.ops_.resize(num_live_);
+    ix.nodes_.resize_uninit(live);
     {
-      std::vector<std::uint32_t> fill(ix.off_.begin(), ix.off_.end() - 1);
-      for (std::size_t j = 0; j < by_op.size(); ++j) {
-        std::uint32_t at = fill[cls_of[j]]++;
-        ix.nodes_[at] = by_op[j];
-        ix.ops_[at] = recs_[by_op[j]].op;
-      }
+      PodVector<std::uint32_t> fill;
+      fill.resize_uninit(n);
+      if (n != 0) std::memcpy(fill.data(), ix.off_.data(), n * sizeof(std::uint32_t));
+      for (std::size_t j = 0; j < live; ++j) ix.nodes_[fill[cls_of[j]]++] = by_op[j];
     }
+    // Entries: op, payload and children copied in index order.
+    ix.ops_.resize(live);
+    if constexpr (!kEmptyPayload) ix.epay_.resize(live);
+    ix.ekid_off_.resize_uninit(live + 1);
+    ix.ekids_.resize_uninit(nslots);
+    std::uint32_t at = 0;
+    for (std::size_t j = 0; j < live; ++j) {
+      const NodeRec& r = recs_[ix.nodes_[j]];
+      ix.ops_[j] = r.op;
+      if constexpr (!kEmptyPayload) ix.epay_[j] = r.payload;
+      ix.ekid_off_[j] = at;
+      for (std::uint32_t k = 0; k < r.nkids; ++k) ix.ekids_[at++] = kids_[r.kid_off + k];
+    }
+    ix.ekid_off_[live] = at;
     ix.classes_.clear();
     ix.classes_.reserve(num_classes_);
-    std::vector<std::uint32_t> per_op(nops + 1, 0);
+    ix.op_off_.assign(nops + 1, 0);
     for (std::size_t c = 0; c < n; ++c) {
       if (ix.off_[c] == ix.off_[c + 1]) continue;
       ix.classes_.push_back(static_cast<Id>(c));
       std::size_t last = SIZE_MAX;
       for (std::uint32_t j = ix.off_[c]; j < ix.off_[c + 1]; ++j) {
         std::size_t o = op_index<L>(ix.ops_[j]);
-        if (o != last) ++per_op[o + 1];
+        if (o != last) ++ix.op_off_[o + 1];
         last = o;
       }
     }
-    for (std::size_t i = 0; i < nops; ++i) per_op[i + 1] += per_op[i];
-    ix.op_off_ = per_op;
-    ix.op_classes_.resize(per_op[nops]);
-    for (Id c : ix.classes_) {
-      std::size_t last = SIZE_MAX;
-      for (std::uint32_t j = ix.off_[c]; j < ix.off_[c + 1]; ++j) {
-        std::size_t o = op_index<L>(ix.ops_[j]);
-        if (o != last) ix.op_classes_[per_op[o]++] = c;
-        last = o;
+    for (std::size_t i = 0; i < nops; ++i) ix.op_off_[i + 1] += ix.op_off_[i];
+    ix.op_classes_.resize_uninit(ix.op_off_[nops]);
+    {
+      std::vector<std::uint32_t> fill(ix.op_off_.begin(), ix.op_off_.end());
+      for (Id c : ix.classes_) {
+        std::size_t last = SIZE_MAX;
+        for (std::uint32_t j = ix.off_[c]; j < ix.off_[c + 1]; ++j) {
+          std::size_t o = op_index<L>(ix.ops_[j]);
+          if (o != last) ix.op_classes_[fill[o]++] = c;
+          last = o;
+        }
       }
     }
     index_valid_ = true;
@@ -474,16 +541,16 @@ class EGraph {
   }
 
   A analysis_;
-  std::vector<NodeRec> recs_;  // per node id
-  mutable std::vector<Id> uf_; // per class id (= node id of the node that created it)
-  std::vector<ClassRec> cls_;  // per class id
-  std::vector<Data> data_;     // per class id; empty when Data is an empty type
+  FlatVector<NodeRec> recs_;    // per node id
+  mutable PodVector<Id> uf_;    // per class id (= node id of the node that created it)
+  PodVector<ClassRec> cls_;     // per class id
+  std::vector<Data> data_;      // per class id; empty when Data is an empty type
   // Per child slot.
-  std::vector<Id> kids_;
-  std::vector<std::uint32_t> pnext_;
-  std::vector<Id> slot_node_;
+  PodVector<Id> kids_;
+  PodVector<std::uint32_t> pnext_;
+  PodVector<Id> slot_node_;
 
-  Hashcons memo_;
+  Memo memo_;
   std::vector<Id> pending_;
   std::vector<Id> analysis_pending_;
   std::vector<Id> modified_;

@@ -218,11 +218,12 @@ class Machine {
         }
         return true;
       case Kind::Bind: {
-        for (Id n : ix_.nodes(regs_[in.in], in.op)) {
-          if (in.check_payload && !(g_.payload(n) == p_.payloads[in.payload])) continue;
-          NodeView<L> v = g_.node(n);
-          if (v.kids.size() != in.arity) continue;
-          for (std::uint32_t k = 0; k < in.arity; ++k) regs_[in.out + k] = v.kids[k];
+        auto [b, e] = ix_.entries(regs_[in.in], in.op);
+        for (std::uint32_t j = b; j < e; ++j) {
+          if (in.check_payload && !(ix_.entry_payload(j) == p_.payloads[in.payload])) continue;
+          std::span<const Id> kids = ix_.entry_kids(j);
+          if (kids.size() != in.arity) continue;
+          for (std::uint32_t k = 0; k < in.arity; ++k) regs_[in.out + k] = kids[k];
           if (!step(pc + 1)) return false;
         }
         return true;

@@ -30,7 +30,7 @@ namespace luminal::egraph {
 /// The matches of one rule in one search: fixed-width rows (roots, then variables).
 /// Row i is `rows[i * width .. (i + 1) * width)`; `rows` may be longer than size() * width.
 struct Matches {
-  std::vector<Id> rows;
+  PodVector<Id> rows;
   std::uint32_t width = 0;
   const VarTable* vars = nullptr;
   std::size_t count = 0;
@@ -43,7 +43,7 @@ struct Matches {
   /// Room for one more row (grown geometrically; no per-row initialization).
   Id* push_row() {
     std::size_t need = (count + 1) * width;
-    if (need > rows.size()) rows.resize(std::max<std::size_t>(2 * rows.size(), std::size_t{64} * width + need));
+    if (need > rows.size()) rows.resize_uninit(std::max<std::size_t>(2 * rows.size(), std::size_t{64} * width + need));
     return rows.data() + (count++) * width;
   }
 };
@@ -202,12 +202,13 @@ class Rule {
     return prog;
   }
 
-  // The first step's children are all variables (post-order), so its key is known.
+  // The first step's children are all variables (post-order), so its key is known: the
+  // classes as matched, canonical unless merged since (then the hint is merely wasted).
   static void prefetch(const Graph& g, const RhsProg& prog, const Id* row) {
     const RhsStep& st = prog.steps[0];
     Id kids[16];
     const std::uint32_t* src = prog.srcs.data() + st.src_begin;
-    for (std::uint32_t k = 0; k < st.nkids; ++k) kids[k] = g.find(row[src[k]]);
+    for (std::uint32_t k = 0; k < st.nkids; ++k) kids[k] = row[src[k]];
     g.prefetch_add(st.op, st.payload, std::span<const Id>(kids, st.nkids));
   }
 
@@ -221,14 +222,17 @@ class Rule {
       out = spill.data();
     }
     Id kids[16];
-    std::vector<Id> big;
     for (std::size_t i = 0; i < nsteps; ++i) {
       const RhsStep& st = prog.steps[i];
-      Id* kb = kids;
-      if (st.nkids > 16) {
-        big.resize(st.nkids);
-        kb = big.data();
+      if (st.nkids > 16) [[unlikely]] {
+        std::vector<Id> big(st.nkids);
+        const std::uint32_t* src = prog.srcs.data() + st.src_begin;
+        for (std::uint32_t k = 0; k < st.nkids; ++k)
+          big[k] = (src[k] & kStepBit) ? out[src[k] & ~kStepBit] : row[src[k]];
+        out[i] = g.add(st.op, st.payload, std::span<const Id>(big));
+        continue;
       }
+      Id* kb = kids;
       const std::uint32_t* src = prog.srcs.data() + st.src_begin;
       for (std::uint32_t k = 0; k < st.nkids; ++k)
         kb[k] = (src[k] & kStepBit) ? out[src[k] & ~kStepBit] : row[src[k]];
