@@ -3,7 +3,9 @@
 // side are built by appliers through ir/build.hpp (see the contract in ir/tensor_lang.hpp).
 #pragma once
 
+#include <cstdlib>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/build.hpp"
@@ -105,8 +107,19 @@ namespace luminal::rules::dsl {
 
 /// Registers one rule of a math set (a function, so no designated initializer leaves
 /// RuleInfo members unnamed).
+/// LUMINAL_SKIP_MATH_RULES="name,name,set,..." leaves those math rules (or whole math sets)
+/// unregistered: for bisecting which rule changes a compiled program.
+inline bool skipped_by_env(const char* set, const char* name) {
+  const char* env = std::getenv("LUMINAL_SKIP_MATH_RULES");
+  if (!env || !*env) return false;
+  const std::string list = std::string(",") + env + ",";
+  return list.find(std::string(",") + name + ",") != std::string::npos ||
+         list.find(std::string(",") + set + ",") != std::string::npos;
+}
+
 inline bool add_rule(const char* set, const char* name, bool fast_math, const char* doc,
                      std::shared_ptr<const TensorRule> r) {
+  if (skipped_by_env(set, name)) return false;
   RuleInfo info;
   info.name = name;
   info.set = set;

@@ -139,6 +139,7 @@ std::shared_ptr<detail::GraphImpl> matmul_example(std::mt19937_64& rng) {
 }
 
 [[maybe_unused]] const bool recognize_registered = [] {
+  if (skipped_by_env("contraction", "matmul-recognize")) return false;
   RuleInfo info;
   info.name = "matmul-recognize";
   info.set = "contraction";
