@@ -7,6 +7,7 @@
 // producers would be exponential): per class, in producer-before-consumer order, the
 // class's direct kernel absorbs each producer's kernel of the SAME policy when
 //   all          -- it is a legal kernel (ir::classify);
+//   all-no-gemm-copy -- and it is not a GEMM that another consumer also reads;
 //   single-use   -- and the producer has one consumer (no duplicated work);
 //   no-broadcast -- and the slot is not read under a broadcast (no recomputation);
 //   no-reduce    -- and the producer has no reduction (reductions stay materialized).
@@ -29,7 +30,7 @@ namespace {
 
 // kCheapOnly runs first: it is also every policy's fallback when the policy's own
 // producer variant cannot be absorbed (e.g. a view over a GEMM into another GEMM).
-enum Policy { kCheapOnly, kAll, kSingleUse, kNoBroadcast, kNoReduce, kNumPolicies };
+enum Policy { kCheapOnly, kAll, kAllNoGemmCopy, kSingleUse, kNoBroadcast, kNoReduce, kNumPolicies };
 
 std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   if (!g.is_clean()) g.rebuild();
@@ -102,8 +103,10 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
             const auto slot = static_cast<size_t>(pos - v.kids.begin());
             if (!ir::is_cheap(*prod->spec)) {
               if (p == kCheapOnly) continue;
-              // Recomputing a GEMM for a second consumer is never worth it.
-              if (prod->spec->kind == ir::KernelKind::Gemm && uses[k] != 1) continue;
+              // A GEMM with several consumers: only kAll absorbs it (right when every
+              // consumer ends up in this kernel, as inside gelu); the others never
+              // risk computing it twice.
+              if (p != kAll && prod->spec->kind == ir::KernelKind::Gemm && uses[k] != 1) continue;
               if (p == kSingleUse && uses[k] != 1) continue;
               if (p == kNoBroadcast && ir::broadcast_slots(*v.spec)[slot]) continue;
               if (p == kNoReduce && ir::count_reductions(*prod->spec) > 0) continue;
