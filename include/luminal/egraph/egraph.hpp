@@ -140,11 +140,15 @@ class EGraph {
   }
 
  private:
-  // add() once the children are canonical.
-  Id add_found(Op op, const Payload& payload, std::span<const Id> ck) {
+  // add() once the children are canonical: the lookup is inlined into callers (it is
+  // the hot path of applying rules); creating a node is not.
+  [[gnu::always_inline]] inline Id add_found(Op op, const Payload& payload, std::span<const Id> ck) {
     std::uint32_t h = hash_node<L>(op, payload, ck);
     if (Id m = memo_.find(h, [&](const Slot& sl) { return same(sl, op, payload, ck); }); m != kNoId)
       return find(m);
+    return add_new(op, payload, ck, h);
+  }
+  [[gnu::noinline]] Id add_new(Op op, const Payload& payload, std::span<const Id> ck, std::uint32_t h) {
     Id n = push_node(op, payload, ck, h);
     memo_.insert_new(h, n, make_key(op, payload, ck));
     if constexpr (!kEmptyData) data_.back() = analysis_.make(*this, node(n));

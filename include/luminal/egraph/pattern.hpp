@@ -223,7 +223,14 @@ class Machine {
           if (in.check_payload && !(ix_.entry_payload(j) == p_.payloads[in.payload])) continue;
           std::span<const Id> kids = ix_.entry_kids(j);
           if (kids.size() != in.arity) continue;
-          for (std::uint32_t k = 0; k < in.arity; ++k) regs_[in.out + k] = kids[k];
+          Id* out = regs_.data() + in.out;
+          switch (in.arity) {  // the common arities without a loop
+            case 0: break;
+            case 1: out[0] = kids[0]; break;
+            case 2: out[0] = kids[0]; out[1] = kids[1]; break;
+            default:
+              for (std::uint32_t k = 0; k < in.arity; ++k) out[k] = kids[k];
+          }
           if (!step(pc + 1)) return false;
         }
         return true;

@@ -98,7 +98,15 @@ class Rule {
     const std::size_t w = program_.keep.size();
     auto yield = [&](const Id* regs) {
       Id* dst = out.push_row();
-      for (std::size_t i = 0; i < w; ++i) dst[i] = regs[keep[i]];
+      switch (w) {  // the common widths without a loop
+        case 5: dst[4] = regs[keep[4]]; [[fallthrough]];
+        case 4: dst[3] = regs[keep[3]]; [[fallthrough]];
+        case 3: dst[2] = regs[keep[2]]; [[fallthrough]];
+        case 2: dst[1] = regs[keep[1]]; [[fallthrough]];
+        case 1: dst[0] = regs[keep[0]]; break;
+        default:
+          for (std::size_t i = 0; i < w; ++i) dst[i] = regs[keep[i]];
+      }
       return ++count <= limit;
     };
     Machine<L, A, decltype(yield)> m(g, ix, program_, yield);
@@ -175,16 +183,18 @@ class Rule {
     std::uint32_t src_begin;  // into RhsProg::srcs
     typename L::Payload payload;
   };
+  // Values are numbered: match-row positions first (0..width), then step results.
   struct RhsProg {
     std::vector<RhsStep> steps;
-    std::vector<std::uint32_t> srcs;  // kStepBit | step index, or a match-row position
+    std::vector<std::uint32_t> srcs;  // value number of each child
+    std::uint32_t width = 0;          // match row width
     std::uint32_t root_src = 0;       // when the right side is a bare variable
     bool root_is_var = false;
   };
-  static constexpr std::uint32_t kStepBit = 0x80000000u;
 
   static RhsProg compile_rhs(const Pattern<L>& p, const VarTable& vt) {
     RhsProg prog;
+    prog.width = vt.width;
     std::vector<std::uint32_t> src_of(p.nodes.size());
     for (std::size_t j = 0; j < p.nodes.size(); ++j) {
       const auto& n = p.nodes[j];
@@ -194,7 +204,7 @@ class Rule {
       }
       RhsStep st{n.op, n.nkids, static_cast<std::uint32_t>(prog.srcs.size()), n.payload};
       for (std::uint32_t k = 0; k < n.nkids; ++k) prog.srcs.push_back(src_of[p.kids[n.kid_begin + k]]);
-      src_of[j] = kStepBit | static_cast<std::uint32_t>(prog.steps.size());
+      src_of[j] = vt.width + static_cast<std::uint32_t>(prog.steps.size());
       prog.steps.push_back(st);
     }
     prog.root_is_var = p.nodes.back().var >= 0;
@@ -208,37 +218,47 @@ class Rule {
     const RhsStep& st = prog.steps[0];
     Id kids[16];
     const std::uint32_t* src = prog.srcs.data() + st.src_begin;
-    for (std::uint32_t k = 0; k < st.nkids; ++k) kids[k] = row[src[k]];
+    for (std::uint32_t k = 0; k < st.nkids; ++k) kids[k] = row[src[k]];  // all < width
     g.prefetch_add(st.op, st.payload, std::span<const Id>(kids, st.nkids));
   }
 
   static Id build(Graph& g, const RhsProg& prog, const Id* row, std::vector<Id>& spill) {
     if (prog.root_is_var) return row[prog.root_src];
     const std::size_t nsteps = prog.steps.size();
-    Id local[32];
-    Id* out = local;
-    if (nsteps > 32) {
-      spill.resize(nsteps);
-      out = spill.data();
+    const std::size_t nvals = prog.width + nsteps;
+    Id local[48];
+    Id* vals = local;
+    if (nvals > 48) [[unlikely]] {
+      spill.resize(nvals);
+      vals = spill.data();
     }
+    for (std::uint32_t i = 0; i < prog.width; ++i) vals[i] = row[i];
     Id kids[16];
     for (std::size_t i = 0; i < nsteps; ++i) {
       const RhsStep& st = prog.steps[i];
-      if (st.nkids > 16) [[unlikely]] {
-        std::vector<Id> big(st.nkids);
-        const std::uint32_t* src = prog.srcs.data() + st.src_begin;
-        for (std::uint32_t k = 0; k < st.nkids; ++k)
-          big[k] = (src[k] & kStepBit) ? out[src[k] & ~kStepBit] : row[src[k]];
-        out[i] = g.add(st.op, st.payload, std::span<const Id>(big));
-        continue;
-      }
-      Id* kb = kids;
       const std::uint32_t* src = prog.srcs.data() + st.src_begin;
-      for (std::uint32_t k = 0; k < st.nkids; ++k)
-        kb[k] = (src[k] & kStepBit) ? out[src[k] & ~kStepBit] : row[src[k]];
-      out[i] = g.add(st.op, st.payload, std::span<const Id>(kb, st.nkids));
+      Id* out = vals + prog.width + i;
+      switch (st.nkids) {
+        case 0:
+          *out = g.add(st.op, st.payload, std::span<const Id>());
+          break;
+        case 1:
+          kids[0] = vals[src[0]];
+          *out = g.add(st.op, st.payload, std::span<const Id>(kids, 1));
+          break;
+        case 2:
+          kids[0] = vals[src[0]];
+          kids[1] = vals[src[1]];
+          *out = g.add(st.op, st.payload, std::span<const Id>(kids, 2));
+          break;
+        default: {
+          std::vector<Id> big(st.nkids);
+          for (std::uint32_t k = 0; k < st.nkids; ++k) big[k] = vals[src[k]];
+          *out = g.add(st.op, st.payload, std::span<const Id>(big));
+        }
+      }
     }
-    return out[nsteps - 1];
+    return vals[nvals - 1];
   }
 
   std::vector<RhsProg> rhs_progs_;
