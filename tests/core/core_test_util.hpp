@@ -1,17 +1,24 @@
-// Helpers for the core tests: run a graph on the reference target.
+// Helpers for the core tests: run a graph on the reference interpreter directly (the
+// semantics), independent of what compile() does for a target.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "backends/reference/interpreter.hpp"
 #include "graph/primitives.hpp"
 #include "luminal/luminal.hpp"
+#include "runtime/executable.hpp"
 
 namespace luminal::test {
 
+/// Validates the call like a Callable (dims bound from shapes, guards) and interprets.
 inline std::map<std::string, HostTensor> run(const Graph& g, const std::map<std::string, HostTensor>& in) {
-  return compile(g, Target::reference())(in);
+  const DimBindings dims = detail::validate_call(*g.impl(), in, {});
+  std::map<std::string, const HostTensor*> t;
+  for (const auto& [k, v] : in) t[k] = &v;
+  return detail::reference::run(*g.impl(), dims, t);
 }
 
 /// The single output of `g`.

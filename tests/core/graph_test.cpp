@@ -4,6 +4,7 @@
 
 #include "core_test_util.hpp"
 #include "graph/diagnostics.hpp"
+#include "graph/dump.hpp"
 #include "graph/graph_impl.hpp"
 
 using namespace luminal;
@@ -118,4 +119,19 @@ TEST_CASE("shape strings and call sites", "[graph]") {
   CHECK(shape_string({}) == "()");
   CHECK(shape_string({4}) == "(4)");
   CHECK(where_string(std::source_location::current()).rfind("graph_test.cpp:", 0) == 0);
+}
+
+TEST_CASE("dump lists nodes, outputs and guards", "[graph]") {
+  Graph g;
+  Dim B = g.dim("B", 1, 4);
+  Dim C = g.dim("C", 1, 4);
+  Tensor x = g.input("x", {B, 2});
+  Tensor y = g.input("y", {C, 2});
+  g.output("s", prim_binary(PrimOp::Add, x, y, "add", Loc::current()));
+  const std::string d = dump(*g.impl());
+  CHECK(d.find("dim B in [1, 4]") != std::string::npos);
+  CHECK(d.find("%0 = input(\"x\") : f32 (B, 2)") != std::string::npos);
+  CHECK(d.find("%2 = add(%0, %1) : f32 (B, 2)   [add at graph_test.cpp:") != std::string::npos);
+  CHECK(d.find("output s = %2") != std::string::npos);
+  CHECK(d.find("guard B == C") != std::string::npos);
 }
