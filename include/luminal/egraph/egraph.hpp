@@ -7,8 +7,9 @@
 // share one numbering, and the class of node n is simply find(n). The hashcons slots keep
 // a copy of small nodes' keys, so a lookup rarely touches the node records. Each child slot of
 // each node is also a "parent edge" of the child's class: the parents of a class form a
-// circular singly-linked list threaded through the slots, so merging two parent lists is
-// an O(1) splice and adding a node allocates nothing but array growth.
+// singly-linked list threaded through the slots (with a tail), so adding a parent touches
+// only the child's class record, merging two parent lists is an O(1) splice, and adding a
+// node allocates nothing but array growth.
 //
 // Invariants after rebuild(): every live node's children are canonical (union-find
 // roots); the hashcons holds exactly the live nodes, so no two live nodes are equal; every
@@ -387,9 +388,11 @@ class EGraph {
       if (stored[i] != kids[i]) return false;
     return true;
   }
-  // Per class id: head of the parent ring and its length (dead entries included).
+  // Per class id: its parent list (slots linked through pnext_, newest first, with a
+  // tail for O(1) splicing) and its length (dead entries included until pruned).
   struct ClassRec {
     std::uint32_t phead;
+    std::uint32_t ptail;
     std::uint32_t pcount;
   };
 
@@ -402,15 +405,11 @@ class EGraph {
       Id k = kids[i];
       kids_.push_back(k);
       slot_node_.push_back(n);
-      // Thread slot s into the parent ring of class k.
+      // Push slot s on the front of class k's parent list: touches only k's record.
       ClassRec& kc = cls_[k];
-      if (kc.phead == kNoSlot) {
-        kc.phead = s;
-        pnext_.push_back(s);
-      } else {
-        pnext_.push_back(pnext_[kc.phead]);
-        pnext_[kc.phead] = s;
-      }
+      pnext_.push_back(kc.phead);
+      kc.phead = s;
+      if (kc.ptail == kNoSlot) kc.ptail = s;
       ++kc.pcount;
     }
     NodeRec r{};
@@ -422,7 +421,7 @@ class EGraph {
     r.nkids = static_cast<std::uint16_t>(kids.size());
     recs_.push_back(r);
     uf_.push_back(n);
-    cls_.push_back(ClassRec{kNoSlot, 0});
+    cls_.push_back(ClassRec{kNoSlot, kNoSlot, 0});
     if constexpr (!kEmptyData) data_.emplace_back();
     ++num_live_;
     ++num_classes_;
@@ -430,42 +429,41 @@ class EGraph {
   }
 
   // Pushes the live parent nodes of class c onto `out` (and, with also_analysis, onto the
-  // analysis worklist), unlinking dead parents from the ring as it goes.
+  // analysis worklist), unlinking dead parents from the list as it goes.
   void collect_parents(Id c, std::vector<Id>& out, bool also_analysis) {
-    std::uint32_t head = cls_[c].phead;
-    if (head == kNoSlot) return;
-    std::uint32_t prev = head;
-    std::uint32_t s = pnext_[head];
-    for (;;) {
-      bool is_head = s == head;
-      Id n = slot_node_[s];
-      bool live = recs_[n].live != 0;
-      if (!live && !is_head) {
-        s = pnext_[s];
-        pnext_[prev] = s;
-        --cls_[c].pcount;
-        continue;
-      }
-      if (live) {
+    ClassRec& cr = cls_[c];
+    std::uint32_t prev = kNoSlot;
+    for (std::uint32_t s = cr.phead; s != kNoSlot;) {
+      const std::uint32_t next = pnext_[s];
+      const Id n = slot_node_[s];
+      if (recs_[n].live) {
         out.push_back(n);
         if (also_analysis) analysis_pending_.push_back(n);
+        prev = s;
+      } else {
+        if (prev == kNoSlot) {
+          cr.phead = next;
+        } else {
+          pnext_[prev] = next;
+        }
+        if (cr.ptail == s) cr.ptail = prev;
+        --cr.pcount;
       }
-      if (is_head) break;
-      prev = s;
-      s = pnext_[s];
+      s = next;
     }
   }
 
-  // Moves b's parent ring into a's (O(1) splice of two circular lists).
+  // Appends b's parent list to a's (O(1) with the tail).
   void splice_parents(Id a, Id b) {
     ClassRec &ca = cls_[a], &cb = cls_[b];
     if (cb.phead == kNoSlot) return;
     if (ca.phead == kNoSlot) {
       ca.phead = cb.phead;
     } else {
-      std::swap(pnext_[ca.phead], pnext_[cb.phead]);
+      pnext_[ca.ptail] = cb.phead;
     }
-    cb.phead = kNoSlot;
+    ca.ptail = cb.ptail;
+    cb.phead = cb.ptail = kNoSlot;
     ca.pcount += cb.pcount;
     cb.pcount = 0;
   }
