@@ -1,11 +1,12 @@
-// compile(): snapshots the graph and picks the executable for the target. Until the
-// compiler and the CPU/GPU backends exist, every runnable target executes the graph with
-// the reference interpreter, and the report says so.
+// compile(): snapshots the graph, runs the compiler pipeline (lib/compiler: e-graph,
+// rules, cost model, extraction) and picks the executable for the target. The reference
+// target executes the extracted kernel program with the interpreter, kernel by kernel.
 #include "luminal/compile.hpp"
 
 #include <chrono>
 
 #include "backends/reference/interpreter.hpp"
+#include "compiler/compile_graph.hpp"
 #include "runtime/executable.hpp"
 
 namespace luminal {
@@ -26,15 +27,6 @@ class ReferenceExecutable final : public Executable {
   std::shared_ptr<const GraphImpl> graph_;
 };
 
-bool is_view_or_leaf(PrimOp op) {
-  switch (op) {
-    case PrimOp::Input: case PrimOp::Param: case PrimOp::Constant: case PrimOp::Reshape: case PrimOp::Permute:
-    case PrimOp::Expand: case PrimOp::Slice: case PrimOp::Pad:
-      return true;
-    default: return false;
-  }
-}
-
 }  // namespace
 
 namespace detail {
@@ -52,26 +44,22 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
   state->graph = std::make_shared<const GraphImpl>(*graph.impl());
   state->target = target;
 
-  const std::vector<uint32_t> live = live_nodes(*state->graph);
-  CompileReport& rep = state->report;
-  rep.target = target.to_string();
-  rep.primitive_ops = static_cast<int64_t>(live.size());
-  for (uint32_t id : live) rep.kernels += is_view_or_leaf(state->graph->nodes[id].op) ? 0 : 1;
-
   const bool gpu = target.kind() == Target::Kind::cuda || target.kind() == Target::Kind::hip;
-  const bool available = target.is_available();
-  if (!available && !options.compile_only)
+  if (!target.is_available() && !options.compile_only)
     throw RuntimeError("[compile] target " + target.to_string() +
                        " is not available on this machine (no driver or no such device); use compile_only to "
                        "compile without running, or another target");
+
+  compiler::CompiledProgram program = compiler::compile_graph(*state->graph, target, options);
+  state->report = program.report;
+  CompileReport& rep = state->report;
+  rep.target = target.to_string();
   if (options.compile_only) {
     state->not_runnable = "this Callable was compiled with compile_only for " + target.to_string() +
                           ": it has a report but cannot be called";
-    rep.stop_reason = "no compiler yet: compile_only, nothing generated";
   } else {
-    state->exe = make_reference_executable(state->graph);
-    rep.stop_reason = gpu ? "no compiler yet: interpreted on the host by the reference backend"
-                          : "no compiler yet: interpreted";
+    state->exe = program.exe;
+    if (gpu) rep.stop_reason += "; no GPU code generator yet: kernels interpreted on the host";
   }
   rep.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Callable(std::move(state));
