@@ -17,9 +17,10 @@ namespace {
 //  sin/cos: j = round(x*2/pi), r = x - j*pi/2 in three parts (exact products for
 //        |j| < 2^13, hence the stated domain |x| <= 8192), then the quadrant selects
 //        the sin or cos Taylor polynomial on |r| <= pi/4 and the sign.
-//  tanh: tanh|x| = em/(em+2) with em = expm1(2|x|): a degree-11 Taylor polynomial for
-//        |x| < 0.5 (no cancellation near 0), exp(2|x|)-1 above; |x| is clamped at 9.5
-//        where tanh rounds to 1; the sign is copied back.
+//  tanh: tanh|x| = em/(em+2) with em = expm1(2|x|) = 2^n expm1(r) + (2^n - 1) after the
+//        exp reduction (expm1(r) by a degree-8 Taylor polynomial; both terms >= 0, so
+//        there is no cancellation, also near 0); |x| is clamped at 9.5 where tanh rounds
+//        to 1; the sign is copied back.
 //  sigmoid: 1/(1+exp(-x)).
 //  erf:  |x| <= 1: x*P6(x^2); 1 < |x| < 4: 1 - exp(-x^2)*Q9(1/|x|); P and Q are our
 //        least-squares fits on Chebyshev nodes (bench-free: regenerate with numpy
@@ -46,7 +47,7 @@ LM_INLINE int32_t lm_rint_i(float x) { return (int32_t)(lm_f2u(x + LM_MAGIC) - l
 
 /* p * 2^n for n in [-252, 254]; two factors keep each one a normal float */
 LM_INLINE float lm_ldexp(float p, int32_t n) {
-  int32_t n1 = n / 2, n2 = n - n1;
+  int32_t n1 = n >> 1, n2 = n - n1; /* arithmetic shift (gcc, clang): floor(n/2) */
   float s1 = lm_u2f((uint32_t)(n1 + 127) << 23);
   float s2 = lm_u2f((uint32_t)(n2 + 127) << 23);
   return (p * s1) * s2;
@@ -174,23 +175,26 @@ LM_INLINE float lm_tanh(float x) {
   float a = lm_u2f(lm_f2u(x) & 0x7fffffffu);
   a = a > 9.5f ? 9.5f : a;
   float y = 2.0f * a;
-  /* expm1(y) = y * sum_{k=0..10} y^k/(k+1)!  for y < 1 */
-  float p = 2.50521084e-8f;
-  p = LM_FMA(p, y, 2.75573192e-7f);
-  p = LM_FMA(p, y, 2.75573192e-6f);
-  p = LM_FMA(p, y, 2.48015873e-5f);
-  p = LM_FMA(p, y, 1.98412698e-4f);
-  p = LM_FMA(p, y, 1.38888889e-3f);
-  p = LM_FMA(p, y, 8.33333333e-3f);
-  p = LM_FMA(p, y, 4.16666667e-2f);
-  p = LM_FMA(p, y, 1.66666667e-1f);
-  p = LM_FMA(p, y, 0.5f);
-  p = LM_FMA(p, y, 1.0f);
-  float em_small = y * p;
-  float em_big = lm_exp(y) - 1.0f;
-  float em = a < 0.5f ? em_small : em_big;
-  float r = em / (em + 2.0f);
-  return lm_u2f(lm_f2u(r) | sign);
+  /* em = expm1(y), y in [0, 19]: y = n ln2 + r, expm1(r) by its Taylor polynomial,
+     em = 2^n expm1(r) + (2^n - 1): both terms >= 0, so no cancellation anywhere */
+  float t = y * 1.44269504088896341f;
+  float nf = lm_rint(t);
+  int32_t n = lm_rint_i(t);
+  float r = LM_FMA(nf, -0.693359375f, y);
+  r = LM_FMA(nf, 2.12194440e-4f, r);
+  float p = 2.48015873e-5f;
+  p = LM_FMA(p, r, 1.98412698e-4f);
+  p = LM_FMA(p, r, 1.38888889e-3f);
+  p = LM_FMA(p, r, 8.33333333e-3f);
+  p = LM_FMA(p, r, 4.16666667e-2f);
+  p = LM_FMA(p, r, 1.66666667e-1f);
+  p = LM_FMA(p, r, 0.5f);
+  p = LM_FMA(p, r, 1.0f);
+  p = p * r;
+  float sc = lm_u2f((uint32_t)(n + 127) << 23);
+  float em = LM_FMA(sc, p, sc - 1.0f);
+  float q = em / (em + 2.0f);
+  return lm_u2f(lm_f2u(q) | sign);
 }
 
 LM_INLINE float lm_sigmoid(float x) { return 1.0f / (1.0f + lm_exp(-x)); }
