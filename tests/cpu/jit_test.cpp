@@ -174,3 +174,26 @@ TEST_CASE("jit is thread-safe: concurrent compiles of one source run the compile
   CHECK(jit.stats().compiler_runs == 1);
   CHECK(jit.stats().memory_hits == 3);
 }
+
+TEST_CASE("jit without a disk cache compiles in a private folder it removes", "[cpu][jit]") {
+  auto count_scratch = [] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+      if (e.path().filename().string().rfind("luminal-jit-", 0) == 0 &&
+          e.path().filename().string().rfind("luminal-jit-test-", 0) != 0)
+        ++n;
+    return n;
+  };
+  const int before = count_scratch();
+  JitConfig cfg = JitConfig::from_env();
+  cfg.cache_dir.clear();
+  {
+    Jit jit(cfg);
+    auto lib = jit.compile(kAddSource);
+    CHECK(lib->function<int (*)(int, int)>("lm_add")(20, 22) == 42);
+    CHECK(jit.compile(kAddSource) == lib);  // the memory cache still works
+    CHECK(jit.stats().compiler_runs == 1);
+    CHECK(count_scratch() == before);  // nothing left while the library is loaded
+  }
+  CHECK(count_scratch() == before);
+}

@@ -145,6 +145,26 @@ int run_process(const std::vector<std::string>& argv, const fs::path& log) {
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+// A private folder for one compiler run (source, log, and the .so when the disk cache is
+// off), removed with everything in it when the run is over: a process never leaves
+// temp folders behind, even the never-destroyed global Jit.
+struct ScratchDir {
+  fs::path path;
+  ScratchDir() {
+    std::string tmpl = (fs::temp_directory_path() / "luminal-jit-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw CompileError("[jit] cannot create a scratch folder under " + fs::temp_directory_path().string() +
+                         ": " + std::strerror(errno));
+    path = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+};
+
 bool on_path(const std::string& name) {
   const char* path = std::getenv("PATH");
   if (!path) return false;
@@ -250,17 +270,9 @@ Jit::Jit(JitConfig config) : config_(std::move(config)) {
     fs::create_directories(config_.cache_dir, ec);
     if (ec || ::access(config_.cache_dir.c_str(), W_OK) != 0) config_.cache_dir.clear();
   }
-  std::string tmpl = (fs::temp_directory_path() / "luminal-jit-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr)
-    throw CompileError("[jit] cannot create a scratch folder under " +
-                       fs::temp_directory_path().string());
-  scratch_dir_ = tmpl;
 }
 
-Jit::~Jit() {
-  std::error_code ec;
-  fs::remove_all(scratch_dir_, ec);
-}
+Jit::~Jit() = default;
 
 Jit& Jit::global() {
   // Never destroyed: kernels may still be referenced by static objects at exit.
@@ -278,7 +290,8 @@ std::string Jit::compiler_identity() const {
   if (argv.empty())
     throw CompileError("[jit] no C compiler found: set LUMINAL_CC or put cc, gcc or clang on PATH");
   argv.push_back("--version");
-  fs::path log = scratch_dir_ / ("version-" + unique_suffix() + ".log");
+  ScratchDir scratch;
+  fs::path log = scratch.path / "version.log";
   int rc = run_process(argv, log);
   std::string out = read_file(log);
   fs::remove(log);
@@ -299,7 +312,7 @@ std::string Jit::cache_key(const std::string& src) const {
 }
 
 fs::path Jit::cache_path(const std::string& c_source) const {
-  const fs::path& dir = config_.cache_dir.empty() ? scratch_dir_ : config_.cache_dir;
+  const fs::path dir = config_.cache_dir.empty() ? fs::temp_directory_path() : config_.cache_dir;
   return dir / (cache_key(c_source) + ".so");
 }
 
@@ -329,10 +342,8 @@ std::shared_ptr<const JitLibrary> Jit::compile(const std::string& c_source) {
 
 std::shared_ptr<const JitLibrary> Jit::build(const std::string& key, const std::string& src) {
   const bool disk = !config_.cache_dir.empty();
-  const fs::path dir = disk ? config_.cache_dir : scratch_dir_;
-  const fs::path final_path = dir / (key + ".so");
-
-  if (disk && fs::exists(final_path)) {
+  if (disk && fs::exists(config_.cache_dir / (key + ".so"))) {
+    const fs::path final_path = config_.cache_dir / (key + ".so");
     if (entry_is_valid(final_path, key)) {
       if (void* h = ::dlopen(final_path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -351,10 +362,13 @@ std::shared_ptr<const JitLibrary> Jit::build(const std::string& key, const std::
   auto argv = split_words(config_.compiler);
   if (argv.empty())
     throw CompileError("[jit] no C compiler found: set LUMINAL_CC or put cc, gcc or clang on PATH");
+  ScratchDir scratch;
+  const fs::path dir = disk ? config_.cache_dir : scratch.path;
+  const fs::path final_path = dir / (key + ".so");
   const std::string stem = key + "." + unique_suffix();
-  const fs::path src_path = scratch_dir_ / (stem + ".c");
+  const fs::path src_path = scratch.path / (stem + ".c");
   const fs::path tmp_so = dir / (stem + ".so.tmp");
-  const fs::path log = scratch_dir_ / (stem + ".log");
+  const fs::path log = scratch.path / (stem + ".log");
   {
     std::ofstream out(src_path, std::ios::binary);
     out << src;
@@ -372,7 +386,6 @@ std::shared_ptr<const JitLibrary> Jit::build(const std::string& key, const std::
   fs::remove(log, ec);
   if (rc != 0) {
     fs::remove(tmp_so, ec);
-    // Keep the failing source for inspection; its path is in the message.
     throw CompileError("[jit] C compiler failed (exit " + std::to_string(rc) + "): " +
                        join(argv) + "\n" + log_text);
   }
@@ -386,7 +399,7 @@ std::shared_ptr<const JitLibrary> Jit::build(const std::string& key, const std::
     throw CompileError("[jit] dlopen failed for " + final_path.string() + ": " +
                        (err ? err : "unknown error"));
   }
-  if (!disk) fs::remove(final_path, ec);  // the mapping stays valid after unlink
+  // Without a disk cache the file goes with the scratch folder; the mapping stays valid.
   return std::make_shared<JitLibrary>(h, final_path.string());
 }
 

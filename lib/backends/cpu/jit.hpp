@@ -77,7 +77,8 @@ class Jit {
   /// Compile (or fetch from cache) one C translation unit. Throws CompileError carrying
   /// the compiler's command line and log when compilation fails.
   std::shared_ptr<const JitLibrary> compile(const std::string& c_source);
-  /// The disk cache file that `c_source` maps to (exists only after a compile).
+  /// The disk cache file that `c_source` maps to (exists only after a compile, and only
+  /// when the disk cache is enabled).
   std::filesystem::path cache_path(const std::string& c_source) const;
 
   JitStats stats() const;
@@ -98,7 +99,6 @@ class Jit {
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<Entry>> entries_;
   JitStats stats_;
-  std::filesystem::path scratch_dir_;  // used when the disk cache is disabled
 };
 
 /// 128-bit content hash as 32 hex digits (two independent 64-bit mixes).
