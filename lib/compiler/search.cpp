@@ -72,6 +72,9 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
   {
     rules::PassContext ctx = s.ctx;
     for (const auto& [name, cls] : loaded.outputs) ctx.roots.push_back(cls);
+    // Its own node budget: what the math phase used does not starve fusion.
+    const std::size_t phase_start = g.num_nodes();
+    ctx.node_limit = phase_start + node_limit;
     auto t0 = Clock::now();
     const std::size_t n0 = g.num_nodes();
     std::string skipped;
@@ -80,7 +83,7 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
         if (!r->pass) continue;
         const bool required = set == "lower_reference";
         if (!required) {
-          if (g.num_nodes() >= node_limit) {
+          if (g.num_nodes() >= ctx.node_limit) {
             skipped = "node-limit";
             continue;
           }
@@ -90,7 +93,10 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
           }
         }
         auto t1 = Clock::now();
+        ctx.deadline = required ? Clock::time_point::max() : s.deadline;
         std::size_t added = r->pass(g, ctx);
+        if (!required && g.num_nodes() >= ctx.node_limit) skipped = "node-limit";
+        if (!required && Clock::now() >= s.deadline) skipped = "time-limit";
         ++res.iterations;
         if (s.trace)
           std::fprintf(stderr, "[luminal rules] %-32s added=%zu time=%.5fs\n", r->name.c_str(), added, since(t1));

@@ -28,6 +28,7 @@
 //    default shared build, or reference them.)
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -53,6 +54,8 @@ struct PassContext {
   std::size_t node_limit = 200000; ///< stop adding nodes beyond this many e-nodes
   std::size_t max_body_nodes = 160;///< largest fused kernel body
   std::vector<egraph::Id> roots;   ///< the program's output classes (empty: unknown)
+  /// Optional passes (fusion) stop adding variants after this (the time budget).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 struct RuleInfo {
