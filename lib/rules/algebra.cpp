@@ -80,7 +80,11 @@ LUMINAL_MATH_RULE("algebra", "mul-zero-exact", false, "x * 0 = 0 for i32 and boo
 LUMINAL_MATH_RULE("algebra", "neg-neg", false, "-(-x) = x",
                   egraph::rule("neg-neg", neg_(neg_(a)), a));
 
-LUMINAL_MATH_RULE("algebra", "recip-recip", true, "1/(1/x) = x (f32: wrong for |x| < 2^-126 or > 2^126, where 1/x over/underflows)",
+// Not fast-math: NaN, +-inf and +-0 round-trip exactly; a normal x comes back within an
+// ulp; for |x| > 2^126, 1/x is subnormal (>= 21 bits), still within 2^-20 relative; a
+// subnormal x comes back as 0 (1/x overflows), an absolute error below 2^-126 -- and
+// 1/x is inf either way, so no later op can tell.
+LUMINAL_MATH_RULE("algebra", "recip-recip", false, "1/(1/x) = x (NaN/inf/0 round-trip; subnormal x becomes 0)",
                   egraph::rule("recip-recip", recip_(recip_(a)), a));
 
 LUMINAL_MATH_RULE("algebra", "exp2-log2", true, "exp2(log2 x) = x (x < 0 gives NaN on the left)",
