@@ -83,8 +83,9 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   const bool debug = dbg && *dbg;
   std::vector<std::pair<Id, ir::Variant>> todo;
   const std::size_t budget = ctx.node_limit > g.num_nodes() ? ctx.node_limit - g.num_nodes() : 0;
+  std::size_t visited = 0;
   for (Id c : order) {
-    if (todo.size() >= budget || ((todo.size() & 63) == 0 && std::chrono::steady_clock::now() > ctx.deadline)) break;
+    if (todo.size() >= budget || ((++visited & 63) == 0 && std::chrono::steady_clock::now() > ctx.deadline)) break;
     auto direct = ir::lower_node(g, rep.best_node(c));
     if (!direct) continue;
     for (int p = 0; p < kNumPolicies; ++p) {
