@@ -98,6 +98,62 @@ BENCHMARK(BM_OpenBLAS)->Arg(512)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillise
 #endif
 BENCHMARK(BM_Luminal)->Arg(512)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Decode-shaped product: x[1, 2048] @ W^T with W a [5632, 2048] weight (a linear layer's
+// layout): bandwidth-bound, 46 MB of weights per call.
+constexpr int64_t kDecK = 2048, kDecN = 5632;
+Program decode_program() {
+  Program p;
+  p.buffers = {{"x", luminal::DType::f32, kDecK, BufferRole::Input},
+               {"w", luminal::DType::f32, kDecN * kDecK, BufferRole::Param},
+               {"y", luminal::DType::f32, kDecN, BufferRole::Output}};
+  Gemm g;
+  g.m = 1;
+  g.n = kDecN;
+  g.k = kDecK;
+  g.a = {0, 0, kDecK, 1};
+  g.b = {1, 0, 1, kDecK};  // B[k, n] = W[n, k]
+  g.c = {2, 0, kDecN, 1};
+  g.tile = tile();
+  Kernel k;
+  k.name = "decode";
+  k.kind = KernelKind::Gemm;
+  k.gemm = g;
+  p.kernels = {k};
+  return p;
+}
+
+void set_weight_bandwidth(benchmark::State& st) {
+  st.SetBytesProcessed(st.iterations() * kDecN * kDecK * 4);
+}
+
+void BM_LuminalDecode(benchmark::State& st) {
+  cpu_bench::AlignedFloats x(kDecK), w(kDecN * kDecK), y(kDecN);
+  for (size_t i = 0; i < w.n; ++i) w.data[i] = static_cast<float>(i % 7) * 0.1f;
+  for (size_t i = 0; i < x.n; ++i) x.data[i] = 1.0f;
+  cpu_bench::Compiled fn = cpu_bench::compile(decode_program(), {isa()});
+  std::vector<void*> bufs = {x.data, w.data, y.data};
+  fn.run(bufs);
+  for (auto _ : st) fn.run(bufs);
+  set_weight_bandwidth(st);
+}
+BENCHMARK(BM_LuminalDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+#ifdef LUMINAL_HAS_BLAS
+void BM_OpenBLASDecode(benchmark::State& st) {
+  cpu_bench::AlignedFloats x(kDecK), w(kDecN * kDecK), y(kDecN);
+  for (size_t i = 0; i < w.n; ++i) w.data[i] = static_cast<float>(i % 7) * 0.1f;
+  for (size_t i = 0; i < x.n; ++i) x.data[i] = 1.0f;
+  auto call = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, kDecN, kDecK, 1.0f, x.data, kDecK, w.data, kDecK, 0.0f,
+                y.data, kDecN);
+  };
+  call();
+  for (auto _ : st) call();
+  set_weight_bandwidth(st);
+}
+BENCHMARK(BM_OpenBLASDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
 }  // namespace
 
 // Max |ours - naive double loop| over sampled entries of a 257-wide odd-sized product,
@@ -147,6 +203,12 @@ int main(int argc, char** argv) {
     if (ours > 0)
       std::printf("%-6d %14.1f %14.1f %8.2f\n", n, gf / ours, blas > 0 ? gf / blas : 0.0, blas > 0 ? blas / ours : 0.0);
   }
+  double ld = rep.seconds.count("BM_LuminalDecode/real_time") ? rep.seconds["BM_LuminalDecode/real_time"] : 0;
+  double bd = rep.seconds.count("BM_OpenBLASDecode/real_time") ? rep.seconds["BM_OpenBLASDecode/real_time"] : 0;
+  if (ld > 0)
+    std::printf("decode 1x%lldx%lld (W^T): Luminal %.2f ms (%.1f GB/s of weights), OpenBLAS %.2f ms, ratio %.2f\n",
+                static_cast<long long>(kDecN), static_cast<long long>(kDecK), ld * 1e3, kDecN * kDecK * 4 / ld / 1e9,
+                bd * 1e3, bd > 0 ? bd / ld : 0.0);
   benchmark::Shutdown();
   return 0;
 }

@@ -64,7 +64,9 @@ TEST_CASE("generated GEMM matches the naive loop on edge sizes", "[cpu][gemm]") 
   std::vector<CpuIsa> isas = {CpuIsa::Generic};
   if (luminal::cpu::host_isa() != CpuIsa::Generic) isas.push_back(CpuIsa::Avx2);
   if (luminal::cpu::host_isa() == CpuIsa::Avx512) isas.push_back(CpuIsa::Avx512);
-  const std::vector<Case> cases = {{1, 1, 1}, {17, 33, 65}, {127, 5, 300}, {64, 64, 64}, {3, 100, 7}, {40, 70, 0}};
+  // M <= 4 takes the unpacked small-M path (B streamed in place), the rest the packed one.
+  const std::vector<Case> cases = {{1, 1, 1},  {17, 33, 65}, {127, 5, 300}, {64, 64, 64},
+                                   {3, 100, 7}, {40, 70, 0},  {1, 300, 257}, {4, 520, 33}};
   for (CpuIsa isa : isas) {
     Program p;
     for (Case c : cases)

@@ -133,6 +133,55 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "    const float* ar = A + r * rsa;\n"
     << "    for (int64_t p = 0; p < kc; ++p) out[p * " << MR << " + r] = ar[p * csa];\n"
     << "  }\n}\n";
+  // Few rows (decode-like GEMV, M <= 4): packing B would copy the whole weight matrix
+  // for a product that reads each of its elements M times, so B is streamed once, in
+  // place: axpy over contiguous rows of B, or dot products over contiguous columns
+  // (B = W^T of a [N, K] weight). Bandwidth-bound either way. Other strides return 0
+  // and take the packed path.
+  s << "#ifndef LM_GEMM_SMALL_DEFINED\n#define LM_GEMM_SMALL_DEFINED\n"
+    << "static int lm_gemm_small_m(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
+    << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, lm_epi_fn epi, void* ctx) {\n"
+    << "  if (M > 4) return 0;\n"
+    << "  const int parallel = (double)N * (double)K >= 65536.0;\n"
+    << "  if (csb == 1) {\n"
+    << "    const int64_t nb = (N + 255) / 256;\n"
+    << "    #pragma omp parallel for schedule(static) if (parallel)\n"
+    << "    for (int64_t blk = 0; blk < nb; ++blk) {\n"
+    << "      const int64_t j0 = blk * 256, cols = N - j0 < 256 ? N - j0 : 256;\n"
+    << "      float acc[4][256] __attribute__((aligned(64)));\n"
+    << "      memset(acc, 0, sizeof acc);\n"
+    << "      for (int64_t k = 0; k < K; ++k) {\n"
+    << "        const float* restrict brow = B + k * rsb + j0;\n"
+    << "        for (int64_t i = 0; i < M; ++i) {\n"
+    << "          const float a = A[i * rsa + k * csa];\n"
+    << "          float* restrict ai = acc[i];\n"
+    << "          #pragma omp simd\n"
+    << "          for (int64_t j = 0; j < cols; ++j) ai[j] = LM_FMA(a, brow[j], ai[j]);\n"
+    << "        }\n      }\n"
+    << "      for (int64_t i = 0; i < M; ++i) memcpy(C + i * ldc + j0, acc[i], sizeof(float) * (size_t)cols);\n"
+    << "      if (epi) epi(ctx, C + j0, ldc, 0, j0, M, cols);\n"
+    << "    }\n    return 1;\n  }\n"
+    << "  if (rsb == 1) {\n"
+    << "    const int64_t nb = (N + 63) / 64;\n"
+    << "    #pragma omp parallel for schedule(static) if (parallel)\n"
+    << "    for (int64_t blk = 0; blk < nb; ++blk) {\n"
+    << "      const int64_t j0 = blk * 64, j1 = N < j0 + 64 ? N : j0 + 64;\n"
+    << "      for (int64_t j = j0; j < j1; ++j) {\n"
+    << "        const float* restrict bcol = B + j * csb;\n"
+    << "        for (int64_t i = 0; i < M; ++i) {\n"
+    << "          const float* restrict arow = A + i * rsa;\n"
+    << "          float sum = 0.0f;\n"
+    << "          if (csa == 1) {\n"
+    << "            #pragma omp simd reduction(+:sum)\n"
+    << "            for (int64_t k = 0; k < K; ++k) sum += arow[k] * bcol[k];\n"
+    << "          } else {\n"
+    << "            for (int64_t k = 0; k < K; ++k) sum += arow[k * csa] * bcol[k];\n"
+    << "          }\n"
+    << "          C[i * ldc + j] = sum;\n"
+    << "        }\n      }\n"
+    << "      if (epi) epi(ctx, C + j0, ldc, 0, j0, M, j1 - j0);\n"
+    << "    }\n    return 1;\n  }\n"
+    << "  return 0;\n}\n#endif\n";
   // The driver. The output is cut into independent tasks (row ranges first, then column
   // ranges when M is too small to feed every thread); a task packs its own B panel and A
   // blocks into per-thread buffers and runs its micro-kernels, so threads never wait for
@@ -147,6 +196,7 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "  if (K <= 0) {  /* empty sum: C = 0, then the epilogue */\n"
     << "    for (int64_t i = 0; i < M; ++i) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);\n"
     << "    if (epi) epi(ctx, C, ldc, 0, 0, M, N);\n    return;\n  }\n"
+    << "  if (lm_gemm_small_m(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, epi, ctx)) return;\n"
     << "  const int64_t mstrips_all = (M + " << MR << " - 1) / " << MR << ", nstrips_all = (N + " << NR << " - 1) / " << NR << ";\n"
     << "  const int parallel = (double)M * (double)N * (double)K >= 262144.0;\n"
     << "  const int64_t target = parallel ? 3 * (int64_t)omp_get_max_threads() : 1;\n"
