@@ -5,6 +5,7 @@
 // One line per iteration, then a summary line with at least
 // nodes= classes= total_s= search_s= apply_s= rebuild_s= peak_rss_mb=.
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <string>
 
@@ -42,7 +43,9 @@ int main(int argc, char** argv) {
     if (n > 12) return usage();
     EGraph<Math> g;
     std::vector<Id> roots;
+    std::clock_t c0 = std::clock();
     Report rep = run_math_micro(g, static_cast<std::size_t>(n), roots, print_iteration);
+    double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
     auto t = Clock::now();
     double cost = extract_ast_size(g, roots);
     double extract_s = since(t);
@@ -53,22 +56,24 @@ int main(int argc, char** argv) {
               g.num_classes() == mathlang::kMathMicroExpect[n - 1].second;
     std::printf("workload=math-micro k=%ld stop=%s nodes=%zu classes=%zu total_s=%.6f search_s=%.6f apply_s=%.6f "
                 "rebuild_s=%.6f peak_rss_mb=%.1f extract_cost=%.0f extract_s=%.6f matches=%zu ematch_s=%.6f "
-                "counts_ok=%d\n",
+                "cpu_s=%.6f counts_ok=%d\n",
                 n, to_string(rep.stop), g.num_nodes(), g.num_classes(), rep.total_s, rep.search_s, rep.apply_s,
-                rep.rebuild_s, peak_rss_mb(), cost, extract_s, matches, ematch_s, ok ? 1 : 0);
+                rep.rebuild_s, peak_rss_mb(), cost, extract_s, matches, ematch_s, cpu_s, ok ? 1 : 0);
     return 0;
   }
   if (w == "ac-blowup") {
     if (n < 2 || n > 14) return usage();
     EGraph<Math> g;
+    std::clock_t c0 = std::clock();
     Report rep = run_ac_blowup(g, static_cast<int>(n), print_iteration);
+    double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
     std::size_t p2 = std::size_t{1} << n, p3 = 1;
     for (long i = 0; i < n; ++i) p3 *= 3;
     const std::size_t want_nodes = p3 - 2 * p2 + 1 + static_cast<std::size_t>(n), want_classes = p2 - 1;
     std::printf("workload=ac-blowup n=%ld stop=%s iterations=%zu nodes=%zu classes=%zu total_s=%.6f search_s=%.6f "
-                "apply_s=%.6f rebuild_s=%.6f peak_rss_mb=%.1f expected_nodes=%zu expected_classes=%zu counts_ok=%d\n",
+                "apply_s=%.6f rebuild_s=%.6f peak_rss_mb=%.1f expected_nodes=%zu expected_classes=%zu cpu_s=%.6f counts_ok=%d\n",
                 n, to_string(rep.stop), rep.iterations.size(), g.num_nodes(), g.num_classes(), rep.total_s,
-                rep.search_s, rep.apply_s, rep.rebuild_s, peak_rss_mb(), want_nodes, want_classes,
+                rep.search_s, rep.apply_s, rep.rebuild_s, peak_rss_mb(), want_nodes, want_classes, cpu_s,
                 g.num_nodes() == want_nodes && g.num_classes() == want_classes ? 1 : 0);
     return 0;
   }
@@ -81,13 +86,16 @@ int main(int argc, char** argv) {
     std::printf("phase=build nodes=%zu classes=%zu build_s=%.6f\n", g.num_nodes(), g.num_classes(), build_s);
     unite_pairs(g, leaves);
     t = Clock::now();
+    std::clock_t c0 = std::clock();
     std::size_t merges = g.rebuild();
     double rebuild_s = since(t);
+    double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
     const bool ok = merges == 10 * static_cast<std::size_t>(n) && g.num_nodes() == 11 * static_cast<std::size_t>(n) &&
                     g.num_classes() == 21 * static_cast<std::size_t>(n) / 2;
     std::printf("workload=congruence-cascade n=%ld nodes=%zu classes=%zu merges=%zu total_s=%.6f search_s=0 apply_s=0 "
-                "rebuild_s=%.6f build_s=%.6f peak_rss_mb=%.1f counts_ok=%d\n",
-                n, g.num_nodes(), g.num_classes(), merges, rebuild_s, rebuild_s, build_s, peak_rss_mb(), ok ? 1 : 0);
+                "rebuild_s=%.6f build_s=%.6f peak_rss_mb=%.1f cpu_s=%.6f counts_ok=%d\n",
+                n, g.num_nodes(), g.num_classes(), merges, rebuild_s, rebuild_s, build_s, peak_rss_mb(), cpu_s,
+                ok ? 1 : 0);
     return 0;
   }
   return usage();

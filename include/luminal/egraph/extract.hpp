@@ -191,7 +191,7 @@ struct DagOptions {
   std::size_t exact_class_limit = 40;
   /// Give up the exact search after this many search steps (the result is then the best
   /// found, `optimal` false).
-  std::size_t exact_step_limit = 5'000'000;
+  std::size_t exact_step_limit = 1'000'000;
   /// Rounds of local improvement of the heuristic.
   std::size_t improve_rounds = 8;
 };

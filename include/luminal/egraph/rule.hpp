@@ -133,8 +133,7 @@ class Rule {
     // Software pipelining: the hashcons probe of a match a few places ahead is started
     // now, so its cache miss overlaps the work on this one.
     constexpr std::size_t kAhead = 6;
-    const bool can_prefetch = !apply_ && !rhs_progs_.empty() && !rhs_progs_[0].root_is_var &&
-                              rhs_progs_[0].steps[0].nkids <= 16;
+    const bool can_prefetch = !apply_ && !rhs_progs_.empty() && !rhs_progs_[0].leaf_steps.empty();
     for (std::size_t i = 0, n = ms.size(); i < n; ++i) {
       if (can_prefetch && i + kAhead < n) prefetch(g, rhs_progs_[0], ms[i + kAhead].row());
       Match m = ms[i];
@@ -190,6 +189,7 @@ class Rule {
     std::uint32_t width = 0;          // match row width
     std::uint32_t root_src = 0;       // when the right side is a bare variable
     bool root_is_var = false;
+    std::vector<std::uint32_t> leaf_steps;  // steps whose children are all variables
   };
 
   static RhsProg compile_rhs(const Pattern<L>& p, const VarTable& vt) {
@@ -207,19 +207,26 @@ class Rule {
       src_of[j] = vt.width + static_cast<std::uint32_t>(prog.steps.size());
       prog.steps.push_back(st);
     }
+    for (std::uint32_t i = 0; i < prog.steps.size(); ++i) {
+      bool leaf = prog.steps[i].nkids <= 16;
+      for (std::uint32_t k = 0; k < prog.steps[i].nkids; ++k) leaf = leaf && prog.srcs[prog.steps[i].src_begin + k] < vt.width;
+      if (leaf) prog.leaf_steps.push_back(i);
+    }
     prog.root_is_var = p.nodes.back().var >= 0;
     prog.root_src = src_of.back();
     return prog;
   }
 
-  // The first step's children are all variables (post-order), so its key is known: the
+  // Steps whose children are all variables have keys known from the match alone: the
   // classes as matched, canonical unless merged since (then the hint is merely wasted).
   static void prefetch(const Graph& g, const RhsProg& prog, const Id* row) {
-    const RhsStep& st = prog.steps[0];
     Id kids[16];
-    const std::uint32_t* src = prog.srcs.data() + st.src_begin;
-    for (std::uint32_t k = 0; k < st.nkids; ++k) kids[k] = row[src[k]];  // all < width
-    g.prefetch_add(st.op, st.payload, std::span<const Id>(kids, st.nkids));
+    for (std::uint32_t i : prog.leaf_steps) {
+      const RhsStep& st = prog.steps[i];
+      const std::uint32_t* src = prog.srcs.data() + st.src_begin;
+      for (std::uint32_t k = 0; k < st.nkids; ++k) kids[k] = row[src[k]];  // all < width
+      g.prefetch_add(st.op, st.payload, std::span<const Id>(kids, st.nkids));
+    }
   }
 
   static Id build(Graph& g, const RhsProg& prog, const Id* row, std::vector<Id>& spill) {
