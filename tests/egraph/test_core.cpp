@@ -25,6 +25,7 @@ TEST_CASE("hashcons shares equal nodes and find is canonical", "[egraph][core]")
   CHECK(g.merge(x, y));
   CHECK_FALSE(g.merge(x, y));
   CHECK(g.find(x) == g.find(y));
+  CHECK_THROWS_WITH(g.index(), Catch::Contains("rebuild"));
   g.rebuild();
   // x+y and y+x are now congruent.
   CHECK(g.find(a) == g.find(g.add(Op::Add, 0, {y, x})));

@@ -17,7 +17,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -31,6 +30,7 @@
 #include "luminal/egraph/hashcons.hpp"
 #include "luminal/egraph/language.hpp"
 #include "luminal/egraph/pod_vector.hpp"
+#include "luminal/error.hpp"
 
 namespace luminal::egraph {
 
@@ -314,9 +314,9 @@ class EGraph {
   const A& analysis() const noexcept { return analysis_; }
 
   /// The class index of the current (rebuilt) e-graph, built on first use after a change.
-  /// Requires `is_clean()`.
+  /// Throws luminal::Error unless `is_clean()` (call `rebuild()` first).
   const ClassIndex<L>& index() {
-    assert(is_clean());
+    if (!is_clean()) throw Error("[egraph] index: merges are pending; call rebuild() first");
     if (!index_valid_ || index_version_ != version_) build_index();
     return index_;
   }
