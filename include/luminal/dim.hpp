@@ -30,6 +30,11 @@ class Dim {
 
   /// A named variable with inclusive range [lo, hi]. Prefer Graph::dim().
   static Dim variable(const std::string& name, int64_t lo, int64_t hi);
+  /// A variable known to be a multiple of `multiple_of` (a divisibility fact: B%16 is 0).
+  static Dim variable(const std::string& name, int64_t lo, int64_t hi, int64_t multiple_of);
+  /// The largest known divisor of every value the expression takes (1 when unknown; 0
+  /// for the constant 0).
+  int64_t known_divisor() const;
 
   /// The canonical expression, e.g. "B*4 + 1" or "min(B, 16)".
   std::string to_string() const;

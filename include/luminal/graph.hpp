@@ -23,6 +23,10 @@ class Graph {
   /// A named symbolic dim with inclusive range [lo, hi]; bound from input shapes at call.
   Dim dim(const std::string& name, int64_t lo, int64_t hi,
           std::source_location loc = std::source_location::current());
+  /// A named dim that is also a multiple of `multiple_of` (checked at call time; lets
+  /// shapes such as B%16 simplify to 0).
+  Dim dim(const std::string& name, int64_t lo, int64_t hi, int64_t multiple_of,
+          std::source_location loc = std::source_location::current());
   /// A per-call input.
   Tensor input(const std::string& name, const std::vector<Dim>& shape, DType dtype = f32,
                std::source_location loc = std::source_location::current());

@@ -3,6 +3,7 @@
 #include <array>
 #include <functional>
 #include <limits>
+#include <numeric>
 
 #include "graph/dim_expr.hpp"
 #include "luminal/error.hpp"
@@ -212,16 +213,29 @@ Dim::Dim(int64_t value) {
   }
 }
 
-Dim Dim::variable(const std::string& name, int64_t lo, int64_t hi) {
+Dim Dim::variable(const std::string& name, int64_t lo, int64_t hi) { return variable(name, lo, hi, 1); }
+
+Dim Dim::variable(const std::string& name, int64_t lo, int64_t hi, int64_t multiple_of) {
   if (name.empty()) throw ShapeError("[dim] a dim variable needs a name");
+  if (multiple_of < 1)
+    throw ShapeError("[dim] '" + name + "' must be a multiple of a positive number, got " + std::to_string(multiple_of));
   if (lo > hi)
     throw ShapeError("[dim] the range of '" + name + "' is empty: [" + std::to_string(lo) + ", " +
                      std::to_string(hi) + "]");
+  // The range holds only multiples: tighten it to the first and last one.
+  const int64_t tlo = floor_div(lo, multiple_of) * multiple_of + (floor_mod(lo, multiple_of) ? multiple_of : 0);
+  const int64_t thi = floor_div(hi, multiple_of) * multiple_of;
+  if (tlo > thi)
+    throw ShapeError("[dim] '" + name + "' has no multiple of " + std::to_string(multiple_of) + " in [" +
+                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  lo = tlo;
+  hi = thi;
   auto a = std::make_shared<Atom>();
   a->kind = AtomKind::Var;
   a->name = name;
   a->lo = lo;
   a->hi = hi;
+  a->multiple = multiple_of;
   a->text = name;
   return atom_dim(std::move(a));
 }
@@ -234,6 +248,17 @@ std::optional<int64_t> Dim::as_constant() const {
 }
 
 int64_t Dim::lower_bound() const { return expr_->lo; }
+
+int64_t Dim::known_divisor() const {
+  int64_t g = expr_->constant < 0 ? -expr_->constant : expr_->constant;
+  for (const Term& t : expr_->terms) {
+    int64_t d = t.coeff < 0 ? -t.coeff : t.coeff;
+    for (const AtomPtr& a : t.atoms)
+      if (a->kind == AtomKind::Var && __builtin_mul_overflow(d, a->multiple, &d)) d = 1;
+    g = std::gcd(g, d);
+  }
+  return g;
+}
 int64_t Dim::upper_bound() const { return expr_->hi; }
 
 int64_t Dim::evaluate(const DimBindings& bindings) const { return eval_expr(*expr_, bindings); }

@@ -177,6 +177,7 @@ Dim mod_by_constant(const Dim& a, int64_t c) {
   const DimExpr& e = *a.expr();
   std::vector<Term> r;
   for (const Term& t : e.terms) {
+    if (make_dim(0, {t}).known_divisor() % c == 0) continue;  // a multiple of c: adds 0
     Term x = t;
     x.coeff = floor_mod(t.coeff, c);
     if (x.coeff != 0) r.push_back(std::move(x));

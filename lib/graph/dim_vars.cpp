@@ -8,7 +8,7 @@ void collect_vars(const Dim& d, std::map<std::string, VarRange>& out) {
   for (const Term& t : d.expr()->terms)
     for (const AtomPtr& a : t.atoms) {
       if (a->kind == AtomKind::Var) {
-        out.emplace(a->name, VarRange{a->lo, a->hi});
+        out.emplace(a->name, VarRange{a->lo, a->hi, a->multiple});
       } else {
         collect_vars(a->a, out);
         collect_vars(a->b, out);

@@ -13,6 +13,7 @@ namespace luminal::detail {
 
 struct VarRange {
   int64_t lo = 0, hi = 0;
+  int64_t multiple = 1;
 };
 
 /// Adds every variable of `d` (with its declared range) to `out`.

@@ -1,5 +1,6 @@
 // Graph and Tensor: declaring dims, inputs, params and outputs; reading a node's shape.
 #include "graph/diagnostics.hpp"
+#include "graph/dim_expr.hpp"
 #include "graph/graph_impl.hpp"
 #include "luminal/graph.hpp"
 
@@ -57,7 +58,14 @@ Graph::Graph(std::shared_ptr<detail::GraphImpl> impl) : impl_(std::move(impl)) {
 }
 
 Dim Graph::dim(const std::string& name, int64_t lo, int64_t hi, std::source_location loc) {
+  return dim(name, lo, hi, 1, loc);
+}
+
+Dim Graph::dim(const std::string& name, int64_t lo, int64_t hi, int64_t multiple_of, std::source_location loc) {
   if (name.empty()) fail<ShapeError>("dim", "a dim name must not be empty", loc);
+  if (multiple_of < 1)
+    fail<ShapeError>("dim", "dim '" + name + "' must be a multiple of a positive number, got " +
+                                std::to_string(multiple_of), loc);
   for (const DimDecl& d : impl_->dims)
     if (d.name == name) fail<ShapeError>("dim", "duplicate dim name '" + name + "'", loc);
   if (lo < 0 || lo > hi)
@@ -65,8 +73,11 @@ Dim Graph::dim(const std::string& name, int64_t lo, int64_t hi, std::source_loca
                      "dim '" + name + "' has range [" + std::to_string(lo) + ", " + std::to_string(hi) +
                          "]; need 0 <= lo <= hi",
                      loc);
-  Dim d = Dim::variable(name, lo, hi);
-  impl_->dims.push_back(DimDecl{name, lo, hi, d});
+  if (floor_div(hi, multiple_of) * multiple_of < lo)
+    fail<ShapeError>("dim", "dim '" + name + "' has no multiple of " + std::to_string(multiple_of) + " in [" +
+                                std::to_string(lo) + ", " + std::to_string(hi) + "]", loc);
+  Dim d = Dim::variable(name, lo, hi, multiple_of);
+  impl_->dims.push_back(DimDecl{name, lo, hi, multiple_of, d});
   return d;
 }
 

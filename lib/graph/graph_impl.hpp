@@ -34,6 +34,7 @@ struct Node {
 struct DimDecl {
   std::string name;
   int64_t lo = 0, hi = 0;
+  int64_t multiple = 1;
   Dim dim;
 };
 

@@ -89,10 +89,13 @@ DimBindings validate_call(const GraphImpl& g, const std::map<std::string, HostTe
         shape_string(s.node->shape) + ": axis " + std::to_string(axis) + " " + why);
   };
   auto bind_var = [&](const std::string& var, int64_t value, const Slot& s, size_t axis) {
-    const VarRange r = vars.count(var) ? vars.at(var) : VarRange{0, INT64_MAX};
+    const VarRange r = vars.count(var) ? vars.at(var) : VarRange{0, INT64_MAX, 1};
     if (value < r.lo || value > r.hi)
       mismatch(s, axis, "gives dim " + var + " = " + std::to_string(value) + ", outside its range [" +
                             std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]");
+    if (value % r.multiple != 0)
+      mismatch(s, axis, "gives dim " + var + " = " + std::to_string(value) + ", not a multiple of " +
+                            std::to_string(r.multiple));
     dims[var] = value;
   };
   // Solve dims from shapes: constants and a*V + c first, then anything whose variables

@@ -192,3 +192,14 @@ TEST_CASE("run() reports errors as a Status and writes outputs into caller memor
   CHECK(bad.message.find("outside its range") != std::string::npos);
   CHECK_THROWS_AS(HostTensor::view(f32, {2}, static_cast<const float*>(xs.data())).mutable_data(), Error);
 }
+
+TEST_CASE("a dim declared as a multiple is checked at call time", "[callable]") {
+  Graph g;
+  Dim T = g.dim("T", 1, 64, 8);
+  CHECK_THROWS_AS(g.dim("U", 1, 7, 8), ShapeError);
+  Tensor x = g.input("x", {T});
+  g.output("y", x);
+  const auto in = [](int64_t n) { return std::map<std::string, HostTensor>{{"x", HostTensor(f32, {n})}}; };
+  CHECK(luminal::test::run(g, in(16)).at("y").shape() == std::vector<int64_t>{16});
+  CHECK_THROWS_WITH(luminal::test::run(g, in(12)), Catch::Contains("T = 12, not a multiple of 8"));
+}

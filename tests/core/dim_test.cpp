@@ -123,3 +123,18 @@ TEST_CASE("provable equality and difference", "[dim]") {
   CHECK(dims_provably_different(B, 0));
   CHECK(dims_provably_different(Dim(3), Dim(4)));
 }
+
+TEST_CASE("divisibility facts: declared multiples simplify modulo and tighten ranges", "[dim]") {
+  const Dim T = Dim::variable("T", 1, 100, 16);
+  CHECK(T.lower_bound() == 16);
+  CHECK(T.upper_bound() == 96);
+  CHECK(T.known_divisor() == 16);
+  CHECK((T * 3 + 8).known_divisor() == 8);
+  CHECK(Dim(0).known_divisor() == 0);
+  CHECK(s(T % 16) == "0");
+  CHECK(s(T % 8) == "0");
+  CHECK(s((T + 3) % 16) == "3");
+  CHECK(s(T % 32) == "T%32");
+  CHECK_THROWS_AS(Dim::variable("U", 1, 7, 8), ShapeError);
+  CHECK_THROWS_AS(Dim::variable("U", 1, 7, 0), ShapeError);
+}
