@@ -150,6 +150,39 @@ TEST_CASE("DAG extraction finds the brute-force optimum on small e-graphs", "[eg
   CHECK(compared > 40);
 }
 
+TEST_CASE("the DAG heuristic alone lies between the optimum and the greedy solution", "[egraph][extract]") {
+  std::mt19937 rng(2024);
+  int compared = 0;
+  for (int round = 0; round < 60; ++round) {
+    EGraph<Math> g;
+    std::vector<Id> ids = random_egraph(g, rng, 12 + static_cast<int>(rng() % 6), 3 + static_cast<int>(rng() % 4));
+    std::vector<Id> roots = {ids[ids.size() - 1], ids[ids.size() - 3]};
+    bool feasible = false;
+    double opt = dag_oracle(g, roots, feasible);
+    if (!feasible) continue;
+    ++compared;
+    DagOptions heuristic_only;
+    heuristic_only.exact_class_limit = 0;
+    DagExtractor dx(g, [](const NodeView<Math>& n) { return weight(n); }, heuristic_only);
+    auto res = dx.extract(std::span<const Id>(roots));
+    auto tree = [](const NodeView<Math>& n, std::span<const double> kc) {
+      double s = weight(n);
+      for (double k : kc) s += k;
+      return s;
+    };
+    GreedyExtractor gx(g, tree);
+    std::vector<Id> rv(roots.begin(), roots.end());
+    for (Id& r : rv) r = g.find(r);
+    double greedy_dag = dx.dag_cost(gx.choices(), rv);
+    INFO("round " << round);
+    CHECK_FALSE(res.optimal);
+    CHECK(res.cost >= opt - 1e-9);
+    CHECK(res.cost <= greedy_dag + 1e-9);
+    CHECK(topological(res.term));
+  }
+  CHECK(compared > 30);
+}
+
 TEST_CASE("DAG extraction shares a sub-term that tree extraction duplicates", "[egraph][extract]") {
   EGraph<Math> g;
   // P = p | f(m), Q = q | g(m): as trees p and q win (5 < 5.5); as a DAG f(m), g(m)

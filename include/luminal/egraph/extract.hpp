@@ -194,6 +194,9 @@ struct DagOptions {
   std::size_t exact_step_limit = 1'000'000;
   /// Rounds of local improvement of the heuristic.
   std::size_t improve_rounds = 8;
+  /// Work budget of the local improvement, in class visits (each candidate switch costs
+  /// one DAG-cost evaluation, proportional to the solution's size).
+  std::size_t improve_budget = 20'000'000;
 };
 
 /// DAG-aware extraction (see the file comment). Needs a rebuilt e-graph.
@@ -306,12 +309,16 @@ class DagExtractor {
   }
 
   void improve(Result& res, const std::vector<Id>& roots, const ClassIndex<L>& ix) {
+    std::size_t spent = 0;
     for (std::size_t round = 0; round < opt_.improve_rounds; ++round) {
       bool better = false;
-      for (Id c : used_classes(res.choice, roots)) {
+      const std::vector<Id> used = used_classes(res.choice, roots);
+      for (Id c : used) {
         Id keep = res.choice[c];
         for (Id nd : ix.nodes(c)) {
           if (nd == keep || node_cost_[nd] == kInfiniteCost) continue;
+          spent += used.size();
+          if (spent > opt_.improve_budget) return;
           bool ok = true;
           for (Id k : g_.node(nd).kids) ok = ok && res.choice[k] != kNoId;
           if (!ok) continue;
