@@ -6,6 +6,8 @@
 #include "backends/cpu/gemm_codegen.hpp"
 #include "luminal/error.hpp"
 
+#include <thread>
+
 using namespace luminal::kernel;
 using cpu_test::check_program;
 using luminal::DType;
@@ -123,4 +125,29 @@ TEST_CASE("GEMM micro tiles are checked against the register file", "[cpu][gemm]
   CHECK_THROWS_AS(luminal::cpu::check_micro_tile(CpuIsa::Avx2, 8, 32), luminal::InternalError);
   CHECK_NOTHROW(luminal::cpu::check_micro_tile(CpuIsa::Avx512, 12, 32));
   CHECK_THROWS_AS(luminal::cpu::check_micro_tile(CpuIsa::Avx512, 16, 32), luminal::InternalError);
+}
+
+TEST_CASE("compiled programs run concurrently from several threads", "[cpu][gemm]") {
+  // A Callable may be called from many threads at once: the same compiled GEMM + chain
+  // program, run by 4 threads on their own buffers, gives each thread the serial result.
+  Program p;
+  auto d = luminal::cpu::default_gemm_tile(luminal::cpu::host_isa());
+  add_gemm(p, Case{70, 90, 110}, false, true, GemmImpl::Generated, {d.mr, d.nr, d.mc, d.kc, d.nc});
+  add_gemm(p, Case{2, 300, 64}, true, true, GemmImpl::Generated, {d.mr, d.nr, d.mc, d.kc, d.nc});
+  luminal::cpu::CProgram c = luminal::cpu::render_c(p);
+  auto lib = luminal::cpu::Jit::global().compile(c.source);
+  auto fn = lib->function<luminal::cpu::KernelFn>(c.entry);
+  auto serial = cpu_test::allocate(p, {}, 11);
+  auto sp = serial.ptrs();
+  fn(sp.data(), nullptr, luminal::cpu::runtime_table());
+  std::vector<cpu_test::HostBuffers> mine;
+  for (int t = 0; t < 4; ++t) mine.push_back(cpu_test::allocate(p, {}, 11));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      auto ptrs = mine[static_cast<size_t>(t)].ptrs();
+      for (int rep = 0; rep < 5; ++rep) fn(ptrs.data(), nullptr, luminal::cpu::runtime_table());
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) CHECK(mine[static_cast<size_t>(t)].bytes == serial.bytes);
 }
