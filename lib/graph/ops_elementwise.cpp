@@ -309,16 +309,27 @@ Tensor div(const Operand& a, const Operand& b, Loc loc) {
 Tensor pow(const Operand& a, const Operand& b, Loc loc) {
   Ctx c{"pow", loc};
   Prepared p0 = arith(a, b, c);
-  // Common scalar exponents are exact products instead of exp2/log2.
+  // Small integer scalar exponents are products (square-and-multiply: at most 2 log2|e|
+  // roundings, exact signs for negative bases), negative ones their reciprocal; 0.5 and
+  // -0.5 are sqrt and rsqrt. Everything else goes through exp2/log2.
   if (a.is_tensor() && !b.is_tensor()) {
     const double e = b.value();
     Tensor x = p0.a;
-    if (e == 1) return finish(x, p0.result, c);
-    if (e == 2) return finish(mul_(x, x, c), p0.result, c);
-    if (e == 3) return finish(mul_(mul_(x, x, c), x, c), p0.result, c);
+    const bool small_int = e == std::floor(e) && std::abs(e) >= 1 && std::abs(e) <= 16;
+    if (small_int && (e > 0 || p0.compute == f32)) {
+      auto n = static_cast<int64_t>(std::abs(e));
+      Tensor result, base = x;
+      while (true) {
+        if (n & 1) result = result.valid() ? mul_(result, base, c) : base;
+        n >>= 1;
+        if (n == 0) break;
+        base = mul_(base, base, c);
+      }
+      if (e < 0) result = un(PrimOp::Recip, result, c);
+      return finish(result, p0.result, c);
+    }
     if (p0.compute == f32) {
       if (e == 0.5) return finish(un(PrimOp::Sqrt, x, c), p0.result, c);
-      if (e == -1) return finish(un(PrimOp::Recip, x, c), p0.result, c);
       if (e == -0.5) return finish(un(PrimOp::Recip, un(PrimOp::Sqrt, x, c), c), p0.result, c);
     }
   }

@@ -88,6 +88,25 @@ TEST_CASE("pow handles zero, negative bases and special exponents", "[ops][eleme
   check_close(out.at("sq").to_f32(), {4, 4, 4, 0, 0, 0, 4, 81, kNaN});
 }
 
+TEST_CASE("pow with small integer scalar exponents multiplies", "[ops][elementwise]") {
+  lm::Graph g;
+  auto x = g.input("x", {4});
+  auto n = g.input("n", {3}, lm::i32);
+  g.output("p5", lm::pow(x, 5.0f));
+  g.output("m2", lm::pow(x, -2));
+  g.output("p0", lm::pow(x, 0.0f));
+  g.output("i7", lm::pow(n, 7));
+  g.output("frac", lm::pow(x, 1.5f));
+  auto fn = lm::compile(g, lm::Target::reference());
+  auto out = fn({{"x", f32({-2, 0.5f, 0, 3}, {4})}, {"n", i32({-3, 2, 5}, {3})}});
+  check_exact(out.at("p5"), {-32, 0.03125, 0, 243});
+  check_close(out.at("m2").to_f32(), {0.25, 4, kInf, 1.0 / 9.0}, 0, 1e-7);
+  check_exact(out.at("p0"), {1, 1, 1, 1});
+  CHECK(out.at("i7").dtype() == lm::i32);
+  check_exact(out.at("i7"), {-2187, 128, 78125});
+  check_close(out.at("frac").to_f32(), {kNaN, std::pow(0.5, 1.5), 0, std::pow(3.0, 1.5)}, 1e-7, 1e-6);
+}
+
 TEST_CASE("comparisons and logical ops give bool, NaN compares false", "[ops][elementwise]") {
   lm::Graph g;
   auto a = g.input("a", {4});
