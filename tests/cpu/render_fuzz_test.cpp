@@ -63,7 +63,8 @@ TEST_CASE("render fuzz: random kernels match the evaluator", "[cpu][render]") {
     Index i = Index::var(0), j = Index::var(1);
     for (int k = 0; k < 24; ++k) {
       const int out = static_cast<int>(p.buffers.size());
-      const std::string name = "k" + std::to_string(k);
+      std::string name = "k";  // appended, not operator+: GCC 12's false -Wrestrict
+      name += std::to_string(k);
       const bool reduce = g.pick(3) == 0;
       Loop li{0, R, g.pick(2) == 0, false}, lj{1, C, g.pick(3) == 0, g.pick(3) != 0};
       Expr body = g.tree(1 + g.pick(4), i, j, R, C);
