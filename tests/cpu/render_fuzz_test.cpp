@@ -80,6 +80,7 @@ TEST_CASE("render fuzz: random kernels match the evaluator", "[cpu][render]") {
       }
     }
     INFO("seed " << seed << ", R=" << R << " C=" << C);
-    check_program(p, {}, 1e-4, 1e-5, seed);
+    std::string src = check_program(p, {}, 1e-4, 1e-5, seed);
+    CHECK(src.find("void k23(") != std::string::npos);
   }
 }
