@@ -27,6 +27,14 @@ struct CompileReport {
   std::string stop_reason;      // why the search stopped ("saturated", "time budget", ...)
   double compile_seconds = 0;
   double estimated_seconds = 0; // the cost model's estimate of one call
+  // Code generation (CPU target): generated kernels, plan steps that had to run on the
+  // interpreter (never silently: each is counted here and named in stop_reason), the
+  // arena holding every intermediate vs the sum of the intermediates' sizes.
+  int64_t generated_kernels = 0;
+  int64_t interpreted_kernels = 0;
+  int64_t arena_bytes = 0;
+  int64_t intermediate_bytes = 0;
+  double codegen_seconds = 0;   // lowering + rendering + C compiler (or JIT cache load)
   std::string to_string() const;
 };
 
@@ -57,6 +65,10 @@ class Callable {
   Status run(const std::map<std::string, HostTensor>& inputs,
              std::map<std::string, HostTensor>& outputs) const noexcept;
 
+  /// Writes the compiled program (graph, kernel plan, compiled code, bound params) to
+  /// `path`; luminal::load() runs it without a C compiler. CPU target only.
+  void save(const std::string& path) const;
+
   const CompileReport& report() const;
   const Target& target() const;
   /// Names in declaration order.
@@ -70,5 +82,8 @@ class Callable {
  private:
   std::shared_ptr<detail::CallableState> state_;
 };
+
+/// Loads a program written by Callable::save (same Luminal build and CPU features).
+Callable load(const std::string& path);
 
 }  // namespace luminal

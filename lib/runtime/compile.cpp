@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "backends/cpu/cpu_executable.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "compiler/compile_graph.hpp"
 #include "runtime/executable.hpp"
@@ -57,6 +58,21 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
   if (options.compile_only) {
     state->not_runnable = "this Callable was compiled with compile_only for " + target.to_string() +
                           ": it has a report but cannot be called";
+  } else if (target.kind() == Target::Kind::cpu) {
+    // Generated C for every kernel that can be lowered; the rest on the interpreter,
+    // counted and named in the report.
+    cpu::CpuBuildOptions bo;
+    bo.cache_dir = options.cache_dir;
+    auto exe = std::make_shared<const cpu::CpuExecutable>(program.plan, state->graph, bo);
+    const cpu::CpuBuildInfo& info = exe->info();
+    rep.generated_kernels = info.generated_kernels;
+    rep.interpreted_kernels = info.interpreted;
+    rep.arena_bytes = info.arena_bytes;
+    rep.intermediate_bytes = info.intermediate_bytes;
+    rep.codegen_seconds = info.jit_seconds;
+    if (info.interpreted > 0)
+      rep.stop_reason += "; " + std::to_string(info.interpreted) + " kernel(s) interpreted: " + info.interpreted_why;
+    state->exe = std::move(exe);
   } else {
     state->exe = program.exe;
     if (gpu) rep.stop_reason += "; no GPU code generator yet: kernels interpreted on the host";

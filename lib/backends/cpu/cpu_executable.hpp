@@ -1,0 +1,85 @@
+// The CPU target's executable: a kernel plan lowered to kernel IR (lower_body.hpp),
+// rendered as one C translation unit, JIT-compiled and dlopen'ed.
+//
+//  * Every step of the plan becomes one or more generated C kernels, called in plan order.
+//    A step whose body cannot be lowered (gather) runs with the reference interpreter;
+//    such steps are counted in `info().interpreted` and named in the compile report.
+//  * Intermediates (step results that are not outputs, and the temporaries of multi-pass
+//    kernels) live in one arena at fixed offsets from the liveness planner
+//    (kernel/memory_plan.hpp), planned per distinct binding of the dynamic dims and cached.
+//  * Thread safety: the object is immutable after construction; each call takes an arena
+//    (with its pointer and symbol tables) from a pool and returns it, so concurrent calls
+//    never share scratch memory, and a steady-state call allocates nothing.
+//  * Outputs may be written straight into caller memory (run_into).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/jit.hpp"
+#include "compiler/plan.hpp"
+#include "runtime/executable.hpp"
+
+namespace luminal::cpu {
+
+struct CpuBuildInfo {
+  int64_t generated_kernels = 0;  ///< C kernels in the translation unit
+  int64_t interpreted = 0;        ///< plan steps run by the interpreter (not lowerable)
+  std::string interpreted_why;    ///< "k3: gather kernel (...)" ...
+  int64_t arena_bytes = 0;        ///< arena at the dims' planning values (upper bounds)
+  int64_t intermediate_bytes = 0; ///< sum of the intermediates' sizes (no reuse)
+  double jit_seconds = 0;         ///< render + compile (or cache load)
+  std::string source_hash;        ///< hash_hex of the C source
+};
+
+struct CpuBuildOptions {
+  std::string cache_dir;  ///< JIT disk cache; "" = Jit::global()'s (LUMINAL_CACHE_DIR)
+  /// A prebuilt shared object for exactly this plan (luminal::load): no compiler runs.
+  /// Must come with the source hash it was built from; a mismatch is a CompileError.
+  std::string prebuilt_so_path;
+  std::string prebuilt_source_hash;
+};
+
+class CpuExecutable final : public detail::Executable {
+ public:
+  CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan, std::shared_ptr<const detail::GraphImpl> graph,
+                const CpuBuildOptions& opt);
+  ~CpuExecutable() override;
+
+  std::map<std::string, HostTensor> run(const DimBindings& dims,
+                                        const std::map<std::string, const HostTensor*>& tensors) const override;
+  /// Runs into `outputs`: an entry with the output's dtype and shape that is writable is
+  /// written in place (no copy), any other entry is replaced by a fresh tensor.
+  void run_into(const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors,
+                std::map<std::string, HostTensor>& outputs) const;
+
+  /// The allocation-free call behind Callable::run: validates the call itself when every
+  /// declared input/param dim is a constant or a plain variable, binds the dims, runs.
+  /// Returns false, having done nothing, when the call is not of that simple form or is
+  /// invalid in any way: the caller then runs the full validation (which produces the
+  /// exact error) and run_into. `params` must not change during the call (bind() is not
+  /// concurrent with calls).
+  bool try_run_fast(const std::map<std::string, HostTensor>& inputs,
+                    const std::map<std::string, std::shared_ptr<const HostTensor>>& params,
+                    std::map<std::string, HostTensor>& outputs) const;
+
+  const CpuBuildInfo& info() const { return info_; }
+  const std::shared_ptr<const compiler::KernelPlan>& plan() const { return plan_; }
+  const std::string& c_source() const { return source_; }
+  /// Path of the loaded shared object (a JIT cache entry or the unpacked saved file).
+  std::string library_path() const;
+
+ private:
+  struct Impl;
+  void execute(const int64_t* var_values, const std::byte* const* leaf_data, const DimBindings* dims,
+               std::map<std::string, HostTensor>& outputs) const;
+  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<const compiler::KernelPlan> plan_;
+  CpuBuildInfo info_;
+  std::string source_;
+};
+
+}  // namespace luminal::cpu

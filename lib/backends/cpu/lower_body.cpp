@@ -1,0 +1,666 @@
+// Kernel body -> kernel IR (see lower_body.hpp).
+#include "backends/cpu/lower_body.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "backends/cpu/gemm_codegen.hpp"
+#include "graph/dim_expr.hpp"
+#include "luminal/error.hpp"
+
+namespace luminal::cpu {
+
+using detail::Node;
+using detail::PrimOp;
+using kernel::Expr;
+using kernel::Index;
+
+kernel::Index dim_index(const Dim& d, kernel::Program& prog) {
+  const auto& e = *d.expr();
+  Index out(e.constant);
+  for (const auto& t : e.terms) {
+    Index term(t.coeff);
+    for (const auto& a : t.atoms) {
+      Index x;
+      switch (a->kind) {
+        case detail::AtomKind::Var:
+          if (std::find(prog.symbols.begin(), prog.symbols.end(), a->name) == prog.symbols.end())
+            prog.symbols.push_back(a->name);
+          x = Index::sym(a->name);
+          break;
+        case detail::AtomKind::Div: x = kernel::floordiv(dim_index(a->a, prog), dim_index(a->b, prog)); break;
+        case detail::AtomKind::Mod: x = kernel::mod(dim_index(a->a, prog), dim_index(a->b, prog)); break;
+        case detail::AtomKind::Min: x = kernel::min(dim_index(a->a, prog), dim_index(a->b, prog)); break;
+        case detail::AtomKind::Max: x = kernel::max(dim_index(a->a, prog), dim_index(a->b, prog)); break;
+      }
+      term = term * x;
+    }
+    out = out + term;
+  }
+  return out;
+}
+
+namespace {
+
+bool is_one(const Dim& d) { return d.as_constant() == int64_t{1}; }
+
+/// An affine form sum(coef[var] * var) + base, coefficients free of loop variables.
+struct Affine {
+  std::map<int, Index> coef;
+  Index base;
+};
+
+// Loop variables of interest: an affine form is taken in these only; every other
+// variable (a batch loop) counts as a constant, so a batch offset may be any index
+// expression (e.g. h / G for grouped-query attention).
+using VarSet = std::vector<int>;
+
+bool uses_var(const Index& i, int v) {
+  const auto& n = i.node();
+  if (n.op == kernel::IndexOp::Var) return n.value == v;
+  return std::any_of(n.args.begin(), n.args.end(), [&](const Index& a) { return uses_var(a, v); });
+}
+
+bool var_free(const Index& i, const VarSet& vars) {
+  return std::none_of(vars.begin(), vars.end(), [&](int v) { return uses_var(i, v); });
+}
+
+std::optional<Affine> affine(const Index& i, const VarSet& vars) {
+  const auto& n = i.node();
+  if (var_free(i, vars)) return Affine{{}, i};
+  switch (n.op) {
+    case kernel::IndexOp::Var: {
+      Affine a;
+      a.coef[static_cast<int>(n.value)] = Index(1);
+      return a;
+    }
+    case kernel::IndexOp::Add:
+    case kernel::IndexOp::Sub: {
+      auto x = affine(n.args[0], vars), y = affine(n.args[1], vars);
+      if (!x || !y) return std::nullopt;
+      const bool sub = n.op == kernel::IndexOp::Sub;
+      for (auto& [v, c] : y->coef) {
+        auto it = x->coef.find(v);
+        Index base = it == x->coef.end() ? Index(0) : it->second;
+        x->coef[v] = sub ? base - c : base + c;
+      }
+      x->base = sub ? x->base - y->base : x->base + y->base;
+      return x;
+    }
+    case kernel::IndexOp::Mul: {
+      const bool f0 = var_free(n.args[0], vars), f1 = var_free(n.args[1], vars);
+      if (!f0 && !f1) return std::nullopt;
+      const size_t vf = f0 ? 0 : 1;
+      auto x = affine(n.args[1 - vf], vars);
+      if (!x) return std::nullopt;
+      const Index& sc = n.args[vf];
+      for (auto& [v, c] : x->coef) c = c * sc;
+      x->base = x->base * sc;
+      return x;
+    }
+    default: return std::nullopt;
+  }
+}
+
+Index coef_of(const Affine& a, int var) {
+  auto it = a.coef.find(var);
+  return it == a.coef.end() ? Index(0) : it->second;
+}
+
+struct Unsupported {
+  std::string why;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const ir::KernelSpec& spec, const std::vector<int>& args, const std::string& name, kernel::Program& prog,
+          const LowerOptions& opt)
+      : body_(*spec.body), spec_(spec), args_(args), name_(name), prog_(prog), opt_(opt) {
+    shapes_.resize(body_.nodes.size());
+    for (size_t i = 0; i < body_.nodes.size(); ++i)
+      for (const Dim& d : body_.nodes[i].shape) shapes_[i].push_back(dim_index(d, prog_));
+  }
+
+  void lower(int result) {
+    root_ = body_.outputs.at(0).second;
+    const bool gemm = spec_.kind == ir::KernelKind::Gemm || spec_.kind == ir::KernelKind::LibraryGemm;
+    if (gemm && try_gemm(result)) return;
+    lower_generic(root_, result);
+  }
+
+  std::vector<kernel::Kernel> kernels;
+
+ private:
+  // ---------------------------------------------------------------- per-kernel context
+  struct Ctx {
+    int acc_node = -1;
+    DType acc_dtype = DType::f32;
+    std::string acc_key;  // index at which acc() is the reduce node's value ("": any)
+    std::map<std::string, Expr> memo;
+    int next_var = 0;
+  };
+
+  int new_var() { return ctx_.next_var++; }
+  std::string kernel_name() { return name_ + "_" + std::to_string(counter_++); }
+
+  static std::string key(uint32_t n, const std::vector<Index>& idx, const std::optional<Index>& valid) {
+    // Built with append: GCC 12 warns falsely (-Wrestrict) on operator+ with a literal.
+    std::string k = std::to_string(n);
+    for (const auto& i : idx) k.append("|").append(i.to_string());
+    if (valid) k.append("?").append(valid->to_string());
+    return k;
+  }
+
+  int slot_buffer(const Node& n) const {
+    if (n.name.size() < 2 || n.name[0] != '%') throw Unsupported{"input node '" + n.name + "' is not a slot"};
+    const size_t s = static_cast<size_t>(std::strtoul(n.name.c_str() + 1, nullptr, 10));
+    if (s >= args_.size()) throw Unsupported{"slot " + n.name + " without an argument"};
+    return args_[s];
+  }
+
+  // Index of the input element that reshape output element `idx` reads. Dims are grouped
+  // where products match so a pure unsqueeze/merge/split needs no div/mod per element.
+  std::vector<Index> reshape_index(uint32_t in, uint32_t out, const std::vector<Index>& idx) {
+    const auto& is = body_.nodes[in].shape;
+    const auto& os = body_.nodes[out].shape;
+    std::vector<Index> r(is.size(), Index(0));
+    size_t i = 0, o = 0;
+    while (i < is.size() || o < os.size()) {
+      // size-1 dims on either side carry no index
+      if (i < is.size() && is_one(is[i])) { ++i; continue; }
+      if (o < os.size() && is_one(os[o])) { ++o; continue; }
+      if (i >= is.size() || o >= os.size()) break;
+      // smallest groups [i, i2) and [o, o2) with equal (constant or identical) products
+      size_t i2 = i + 1, o2 = o + 1;
+      Dim pi = is[i], po = os[o];
+      bool found = false;
+      for (int guard = 0; guard < 64; ++guard) {
+        if (pi.same_as(po)) { found = true; break; }
+        auto ci = pi.as_constant(), co = po.as_constant();
+        if (!ci || !co) break;
+        if (*ci < *co) {
+          if (i2 >= is.size()) break;
+          pi = pi * is[i2++];
+        } else {
+          if (o2 >= os.size()) break;
+          po = po * os[o2++];
+        }
+      }
+      if (!found) return reshape_linear(in, out, idx);
+      // linear position within the group (output side), then split over the input side
+      std::vector<Index> ov, od;
+      for (size_t k = o; k < o2; ++k) { ov.push_back(idx[k]); od.push_back(shapes_[out][k]); }
+      Index lin = kernel::row_major(ov, od);
+      for (size_t k = i2; k-- > i;) {
+        if (k == i) { r[k] = lin; break; }
+        r[k] = kernel::mod(lin, shapes_[in][k]);
+        lin = kernel::floordiv(lin, shapes_[in][k]);
+      }
+      i = i2;
+      o = o2;
+    }
+    return r;
+  }
+  std::vector<Index> reshape_linear(uint32_t in, uint32_t out, const std::vector<Index>& idx) {
+    Index lin = kernel::row_major(idx, shapes_[out]);
+    return delinearize(lin, shapes_[in]);
+  }
+  static std::vector<Index> delinearize(Index lin, const std::vector<Index>& dims) {
+    std::vector<Index> r(dims.size(), Index(0));
+    for (size_t k = dims.size(); k-- > 0;) {
+      if (k == 0) { r[k] = lin; break; }
+      r[k] = kernel::mod(lin, dims[k]);
+      lin = kernel::floordiv(lin, dims[k]);
+    }
+    return r;
+  }
+
+  // ---------------------------------------------------------------- expressions
+  Expr emit(uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid) {
+    const std::string k = key(id, idx, valid);
+    if (auto it = ctx_.memo.find(k); it != ctx_.memo.end()) return it->second;
+    Expr e = emit_raw(id, idx, valid);
+    ctx_.memo.emplace(k, e);
+    return e;
+  }
+
+  Expr emit_raw(uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid) {
+    const Node& n = body_.nodes[id];
+    auto kid = [&](size_t j) { return emit(n.inputs[j], idx, valid); };
+    using kernel::BinaryOp;
+    using kernel::UnaryOp;
+    switch (n.op) {
+      case PrimOp::Input: {
+        const int b = slot_buffer(n);
+        Index lin = kernel::row_major(idx, shapes_[id]);
+        if (valid) return kernel::load_padded(b, n.dtype, kernel::select(*valid, lin, Index(0)), *valid, 0);
+        return kernel::load(b, n.dtype, lin);
+      }
+      case PrimOp::Param: throw Unsupported{"param leaf inside a kernel body"};
+      case PrimOp::Constant: return kernel::constant(n.value, n.dtype);
+      case PrimOp::Iota: return kernel::index_value(idx.at(0));
+      case PrimOp::Exp2: return kernel::unary(UnaryOp::Exp2, kid(0));
+      case PrimOp::Log2: return kernel::unary(UnaryOp::Log2, kid(0));
+      case PrimOp::Sin: return kernel::unary(UnaryOp::Sin, kid(0));
+      case PrimOp::Sqrt: return kernel::unary(UnaryOp::Sqrt, kid(0));
+      case PrimOp::Recip: return kernel::unary(UnaryOp::Recip, kid(0));
+      case PrimOp::Neg: return kernel::unary(UnaryOp::Neg, kid(0));
+      case PrimOp::Add: return kernel::binary(BinaryOp::Add, kid(0), kid(1));
+      case PrimOp::Mul:
+        return kernel::binary(n.dtype == DType::boolean ? BinaryOp::And : BinaryOp::Mul, kid(0), kid(1));
+      case PrimOp::Max:
+        return kernel::binary(n.dtype == DType::boolean ? BinaryOp::Or : BinaryOp::Max, kid(0), kid(1));
+      case PrimOp::Mod: return truncated_mod(kid(0), kid(1), n.dtype);
+      case PrimOp::LessThan: return kernel::binary(BinaryOp::LessThan, kid(0), kid(1));
+      case PrimOp::Equal: return kernel::binary(BinaryOp::Equal, kid(0), kid(1));
+      case PrimOp::Where: return kernel::where(kid(0), kid(1), kid(2));
+      case PrimOp::Cast: return cast(kid(0), n.dtype);
+      case PrimOp::SumReduce:
+      case PrimOp::MaxReduce: {
+        if (static_cast<int>(id) == ctx_.acc_node && !valid &&
+            (ctx_.acc_key.empty() || ctx_.acc_key == key(id, idx, std::nullopt)))
+          return kernel::acc(ctx_.acc_dtype);
+        const int b = materialize(id);
+        Index lin = kernel::row_major(idx, shapes_[id]);
+        if (valid) return kernel::load_padded(b, n.dtype, kernel::select(*valid, lin, Index(0)), *valid, 0);
+        return kernel::load(b, n.dtype, lin);
+      }
+      case PrimOp::Gather: throw Unsupported{"gather (data-dependent index)"};
+      case PrimOp::Reshape: return emit(n.inputs[0], reshape_index(n.inputs[0], id, idx), valid);
+      case PrimOp::Permute: {
+        std::vector<Index> in(idx.size());
+        for (size_t i = 0; i < n.perm.size(); ++i) in[static_cast<size_t>(n.perm[i])] = idx[i];
+        return emit(n.inputs[0], in, valid);
+      }
+      case PrimOp::Expand: {
+        const auto& is = body_.nodes[n.inputs[0]].shape;
+        std::vector<Index> in = idx;
+        for (size_t i = 0; i < is.size(); ++i)
+          if (is_one(is[i])) in[i] = Index(0);
+        return emit(n.inputs[0], in, valid);
+      }
+      case PrimOp::Slice: {
+        std::vector<Index> in = idx;
+        const size_t a = static_cast<size_t>(n.axis);
+        in[a] = dim_index(n.start, prog_) + idx[a] * Index(n.step);
+        return emit(n.inputs[0], in, valid);
+      }
+      case PrimOp::Pad: {
+        std::vector<Index> in = idx;
+        const size_t a = static_cast<size_t>(n.axis);
+        const Index lo = dim_index(n.start, prog_);
+        in[a] = idx[a] - lo;
+        const Index inside =
+            kernel::land(kernel::le(lo, idx[a]), kernel::lt(idx[a], lo + shapes_[n.inputs[0]][a]));
+        const Index v = valid ? kernel::land(*valid, inside) : inside;
+        Expr inner = emit(n.inputs[0], in, v);
+        Expr cond = kernel::cast(kernel::index_value(inside), DType::boolean);
+        return kernel::where(cond, inner, kernel::constant(n.value, n.dtype));
+      }
+    }
+    throw Unsupported{"unknown primitive"};
+  }
+
+  // mod is C's truncated remainder (sign of the dividend); the IR's Mod floors (sign of
+  // the divisor): they differ by b exactly when the remainder is non-zero and the signs
+  // of a and b differ.
+  static Expr truncated_mod(Expr a, Expr b, DType dt) {
+    using kernel::BinaryOp;
+    Expr r = kernel::binary(BinaryOp::Mod, a, b);
+    Expr zero = kernel::constant(0, dt);
+    Expr nz = kernel::unary(kernel::UnaryOp::Not, kernel::binary(BinaryOp::Equal, r, zero));
+    Expr differ = kernel::unary(kernel::UnaryOp::Not, kernel::binary(BinaryOp::Equal, kernel::binary(BinaryOp::LessThan, a, zero),
+                                                                      kernel::binary(BinaryOp::LessThan, b, zero)));
+    return kernel::where(kernel::binary(BinaryOp::And, nz, differ), kernel::binary(BinaryOp::Sub, r, b), r);
+  }
+
+  // f32 -> i32 as prim_cast defines it: truncate, NaN -> 0, saturate (a C cast would be
+  // undefined out of range).
+  static Expr cast(Expr x, DType to) {
+    using kernel::BinaryOp;
+    if (to != DType::i32 || !is_float(x.dtype())) return kernel::cast(x, to);
+    Expr f = x.dtype() == DType::f32 ? x : kernel::cast(x, DType::f32);
+    Expr not_nan = kernel::binary(BinaryOp::Equal, f, f);
+    Expr y = kernel::where(not_nan, f, kernel::constant(0));
+    Expr clamped = kernel::binary(BinaryOp::Max, kernel::binary(BinaryOp::Min, y, kernel::constant(2147483520.0)),
+                                  kernel::constant(-2147483648.0));
+    Expr fits = kernel::binary(BinaryOp::LessThan, y, kernel::constant(2147483648.0));
+    return kernel::where(fits, kernel::cast(clamped, DType::i32), kernel::constant(2147483647.0, DType::i32));
+  }
+
+  // ---------------------------------------------------------------- kernels
+  std::vector<kernel::Loop> loops_over(const std::vector<Index>& dims, std::vector<Index>& vars, bool parallel) {
+    std::vector<kernel::Loop> loops;
+    for (const auto& d : dims) {
+      kernel::Loop l;
+      l.var = new_var();
+      l.extent = d;
+      vars.push_back(Index::var(l.var));
+      loops.push_back(l);
+    }
+    if (!loops.empty()) {
+      for (auto& l : loops) l.parallel = parallel;
+      loops.back().vectorize = true;
+      // a vectorized innermost loop stays serial unless it is the only loop
+      if (loops.size() > 1) loops.back().parallel = false;
+    }
+    return loops;
+  }
+
+  static bool worth_parallel(const std::vector<Index>& dims, int64_t inner_work = 1) {
+    int64_t n = inner_work;
+    for (const auto& d : dims) {
+      auto c = d.as_constant();
+      if (!c) return true;
+      n *= *c;
+    }
+    return n >= 32768;
+  }
+
+  // The reduce node the root reaches through elementwise ops only (its accumulator can
+  // be the kernel's), or -1.
+  int fusable_reduce(uint32_t root) const {
+    int found = -1;
+    std::function<bool(uint32_t)> walk = [&](uint32_t id) -> bool {
+      const Node& n = body_.nodes[id];
+      if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce) {
+        if (found >= 0 && found != static_cast<int>(id)) return true;
+        found = static_cast<int>(id);
+        return true;
+      }
+      const ir::Op o = ir::to_op(n.op);
+      if (ir::is_elementwise(o))
+        for (uint32_t k : n.inputs)
+          if (!walk(k)) return false;
+      return true;
+    };
+    walk(root);
+    return found;
+  }
+
+  // One kernel computing body node `id` into buffer `out` (row-major over its shape).
+  void lower_generic(uint32_t id, int out) {
+    Ctx saved = std::move(ctx_);
+    ctx_ = Ctx{};
+    kernel::Kernel k;
+    const int r = fusable_reduce(id);
+    std::vector<Index> vars;
+    if (r >= 0) {
+      const Node& rn = body_.nodes[static_cast<size_t>(r)];
+      const auto& in_dims = shapes_[rn.inputs[0]];
+      const auto red = in_dims[static_cast<size_t>(rn.axis)];
+      auto rc = red.as_constant();
+      k.loops = loops_over(shapes_[id], vars, false);
+      const bool par = worth_parallel(shapes_[id], rc ? *rc : 1024);
+      for (auto& l : k.loops) {
+        l.vectorize = false;  // the reduce loop is the vector loop
+        l.parallel = par;
+      }
+      kernel::Reduction red_ir;
+      red_ir.op = rn.op == PrimOp::SumReduce ? kernel::ReduceOp::Sum : kernel::ReduceOp::Max;
+      red_ir.acc_dtype = rn.dtype;
+      kernel::Loop rl;
+      rl.var = new_var();
+      rl.extent = red;
+      // OpenMP's max reduction combines partial results with '>', which drops NaN; the
+      // prelude's lm_max propagates it (as max_reduce must), so f32 max stays serial.
+      rl.vectorize = !(rn.op == PrimOp::MaxReduce && is_float(rn.dtype));
+      red_ir.loops.push_back(rl);
+      std::vector<Index> in_idx = vars;  // the reduction's output index == the root's
+      in_idx.insert(in_idx.begin() + rn.axis, Index::var(rl.var));
+      red_ir.value = emit(rn.inputs[0], in_idx, std::nullopt);
+      ctx_.acc_node = r;
+      ctx_.acc_dtype = rn.dtype;
+      ctx_.acc_key = key(static_cast<uint32_t>(r), vars, std::nullopt);
+      k.kind = kernel::KernelKind::Reduction;
+      k.reduce = std::move(red_ir);
+    } else {
+      k.loops = loops_over(shapes_[id], vars, worth_parallel(shapes_[id]));
+      k.kind = kernel::KernelKind::Elementwise;
+    }
+    k.store.buffer = out;
+    k.store.index = kernel::row_major(vars, shapes_[id]);
+    k.store.value = emit(id, vars, std::nullopt);
+    k.name = kernel_name();
+    kernels.push_back(std::move(k));
+    ctx_ = std::move(saved);
+  }
+
+  // A temporary buffer holding reduce node `id` (computed by its own kernel first).
+  int materialize(uint32_t id) {
+    if (auto it = materialized_.find(id); it != materialized_.end()) return it->second;
+    kernel::Buffer b;
+    b.name = name_ + "_t" + std::to_string(prog_.buffers.size());
+    b.dtype = body_.nodes[id].dtype;
+    b.elements = Index(1);
+    for (const auto& d : shapes_[id]) b.elements = b.elements * d;
+    b.role = kernel::BufferRole::Intermediate;
+    prog_.buffers.push_back(b);
+    const int buf = static_cast<int>(prog_.buffers.size() - 1);
+    lower_generic(id, buf);
+    materialized_[id] = buf;
+    return buf;
+  }
+
+  // ---------------------------------------------------------------- GEMM
+  // Root -> (elementwise | reshape)* -> sum_reduce(mul(X, Y)) with X and Y plain f32
+  // loads at affine indices: the Gemm kind, the tail as its epilogue.
+  bool try_gemm(int result) {
+    if (body_.nodes[root_].dtype != DType::f32) return false;
+    int red = -1;
+    std::function<bool(uint32_t)> walk = [&](uint32_t id) -> bool {
+      const Node& n = body_.nodes[id];
+      if (n.op == PrimOp::SumReduce) {
+        if (red >= 0 && red != static_cast<int>(id)) return false;
+        red = static_cast<int>(id);
+        return true;
+      }
+      if (n.op == PrimOp::MaxReduce) return false;
+      if (ir::is_elementwise(ir::to_op(n.op)) || n.op == PrimOp::Reshape) {
+        for (uint32_t k : n.inputs)
+          if (!walk(k)) return false;
+      }
+      return true;
+    };
+    if (!walk(root_) || red < 0) return false;
+    // every path from the root to the reduction must be elementwise/reshape: the
+    // epilogue replaces the reduction by the accumulator at the output position
+    {
+      std::map<uint32_t, bool> reach;
+      std::function<bool(uint32_t)> reaches = [&](uint32_t id) -> bool {
+        if (static_cast<int>(id) == red) return true;
+        if (auto it = reach.find(id); it != reach.end()) return it->second;
+        bool r = false;
+        for (uint32_t k : body_.nodes[id].inputs) r = reaches(k) || r;
+        reach[id] = r;
+        return r;
+      };
+      reaches(root_);
+      for (const auto& [id, r] : reach) {
+        const Node& n = body_.nodes[id];
+        if (r && !(ir::is_elementwise(ir::to_op(n.op)) || n.op == PrimOp::Reshape)) return false;
+      }
+    }
+    const Node& rn = body_.nodes[static_cast<size_t>(red)];
+    const Node& mul = body_.nodes[rn.inputs[0]];
+    if (mul.op != PrimOp::Mul || rn.dtype != DType::f32) return false;
+    const auto& in_dims = shapes_[rn.inputs[0]];
+    const size_t rank = in_dims.size(), ax = static_cast<size_t>(rn.axis);
+
+    Ctx saved = std::move(ctx_);
+    ctx_ = Ctx{};
+    auto restore = [&] { ctx_ = std::move(saved); };
+    std::vector<Index> idx;
+    for (size_t i = 0; i < rank; ++i) {
+      const bool unit = in_dims[i].as_constant() == int64_t{1};
+      idx.push_back(unit ? Index(0) : Index::var(static_cast<int>(i)));
+    }
+    ctx_.next_var = static_cast<int>(rank) + 2;
+    Expr x, y;
+    try {
+      x = emit(mul.inputs[0], idx, std::nullopt);
+      y = emit(mul.inputs[1], idx, std::nullopt);
+    } catch (const Unsupported&) {
+      restore();
+      return false;
+    }
+    auto plain = [](const Expr& e) {
+      return e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid;
+    };
+    if (!plain(x) || !plain(y)) { restore(); return false; }
+    const Index& xi = x.node().index;
+    const Index& yi = y.node().index;
+    int m_axis = -1, n_axis = -1;
+    std::vector<int> batch;
+    for (size_t i = 0; i < rank; ++i) {
+      if (i == ax || idx[i].as_constant()) continue;
+      const int v = static_cast<int>(i);
+      const bool cx = uses_var(xi, v), cy = uses_var(yi, v);
+      if (cx && !cy) {
+        if (m_axis >= 0) { restore(); return false; }
+        m_axis = v;
+      } else if (cy && !cx) {
+        if (n_axis >= 0) { restore(); return false; }
+        n_axis = v;
+      } else {
+        batch.push_back(v);
+      }
+    }
+    // output index of the reduction: rank-1 dims, row-major
+    std::vector<Index> out_dims;
+    std::vector<int> out_axis;  // input axis of each output axis
+    for (size_t i = 0; i < rank; ++i)
+      if (i != ax) { out_dims.push_back(in_dims[i]); out_axis.push_back(static_cast<int>(i)); }
+    std::vector<Index> stride(out_dims.size(), Index(1));
+    for (size_t i = out_dims.size(); i-- > 1;) stride[i - 1] = stride[i] * out_dims[i];
+    auto out_stride = [&](int axis) {
+      for (size_t i = 0; i < out_axis.size(); ++i)
+        if (out_axis[i] == axis) return stride[i];
+      return Index(0);
+    };
+    auto unit_stride = [&](int axis) { return axis >= 0 && out_stride(axis).as_constant() == int64_t{1}; };
+    // C's columns must be contiguous: the operand whose own axis is the output's last
+    // one is B (y^T x^T = (x y)^T in index form)
+    const Expr* X = &x;
+    const Expr* Y = &y;
+    if (!unit_stride(n_axis) && unit_stride(m_axis)) {
+      std::swap(m_axis, n_axis);
+      std::swap(X, Y);
+    }
+    if (n_axis >= 0 && !unit_stride(n_axis)) { restore(); return false; }
+    VarSet interest{static_cast<int>(ax)};
+    if (m_axis >= 0) interest.push_back(m_axis);
+    if (n_axis >= 0) interest.push_back(n_axis);
+    auto ax_ = affine(X->node().index, interest), ay = affine(Y->node().index, interest);
+    if (!ax_ || !ay) { restore(); return false; }
+    // M == 1 with the reduction contiguous in the other operand (a weight [N, K] row
+    // by row): a dot-product reduction kernel streams the weight once, where a packed
+    // GEMM would copy it first. Leave it to the generic reduction lowering.
+    if (m_axis < 0 && n_axis >= 0 && coef_of(*ay, static_cast<int>(ax)).as_constant() == int64_t{1}) {
+      restore();
+      return false;
+    }
+
+    kernel::Gemm g;
+    const int rv = static_cast<int>(rank), cv = static_cast<int>(rank) + 1;  // unused ids when absent
+    g.row_var = m_axis >= 0 ? m_axis : rv;
+    g.col_var = n_axis >= 0 ? n_axis : cv;
+    g.m = m_axis >= 0 ? in_dims[static_cast<size_t>(m_axis)] : Index(1);
+    g.n = n_axis >= 0 ? in_dims[static_cast<size_t>(n_axis)] : Index(1);
+    g.k = in_dims[ax];
+    const int kv = static_cast<int>(ax);
+    auto view = [&](const Expr& e, const Affine& a, int row, int col) {
+      kernel::MatrixView mv;
+      mv.buffer = e.node().buffer;
+      mv.offset = a.base;  // batch variables stay inside the base
+      mv.col_stride = col >= 0 ? coef_of(a, col) : Index(1);  // any stride for a unit dim
+      mv.row_stride = row >= 0 ? coef_of(a, row) : mv.col_stride * (col == kv ? g.k : g.n);
+      return mv;
+    };
+    g.a = view(*X, *ax_, m_axis, kv);
+    g.b = view(*Y, *ay, kv, n_axis);
+    g.c.buffer = result;
+    {
+      Index off(0);
+      for (int b : batch) off = off + out_stride(b) * Index::var(b);
+      g.c.offset = off;
+      g.c.row_stride = m_axis >= 0 ? out_stride(m_axis) : g.n;  // any stride when M == 1
+      g.c.col_stride = Index(1);
+    }
+    const auto def = default_gemm_tile(host_isa());
+    g.tile = kernel::GemmTile{def.mr, def.nr, def.mc, def.kc, def.nc};
+    const std::string& impl = opt_.gemm_impl;
+    g.impl = impl == "library"     ? kernel::GemmImpl::Library
+             : impl == "generated" ? kernel::GemmImpl::Generated
+             : spec_.kind == ir::KernelKind::LibraryGemm ? kernel::GemmImpl::Library
+                                                         : kernel::GemmImpl::Generated;
+
+    // epilogue: the root at the index whose row-major position equals the reduction's
+    ctx_.memo.clear();
+    ctx_.acc_node = red;
+    ctx_.acc_dtype = DType::f32;
+    kernel::Kernel k;
+    k.kind = kernel::KernelKind::Gemm;
+    for (int b : batch) {
+      kernel::Loop l;
+      l.var = b;
+      l.extent = in_dims[static_cast<size_t>(b)];
+      k.loops.push_back(l);
+    }
+    if (static_cast<int>(root_) != red) {
+      std::vector<Index> rvars;
+      for (int a : out_axis) rvars.push_back(a == m_axis ? Index::var(g.row_var) : a == n_axis ? Index::var(g.col_var)
+                                                       : idx[static_cast<size_t>(a)]);
+      std::vector<Index> root_idx;
+      bool same = body_.nodes[root_].shape.size() == rvars.size();
+      for (size_t i = 0; same && i < rvars.size(); ++i) same = body_.nodes[root_].shape[i].same_as(rn.shape[i]);
+      root_idx = same ? rvars : delinearize(kernel::row_major(rvars, out_dims), shapes_[root_]);
+      try {
+        g.epilogue = emit(root_, root_idx, std::nullopt);
+      } catch (const Unsupported&) {
+        restore();
+        return false;
+      }
+    }
+    k.gemm = std::move(g);
+    k.name = kernel_name();
+    kernels.push_back(std::move(k));
+    restore();
+    return true;
+  }
+
+  const detail::GraphImpl& body_;
+  const ir::KernelSpec& spec_;
+  const std::vector<int>& args_;
+  std::string name_;
+  kernel::Program& prog_;
+  const LowerOptions& opt_;
+  std::vector<std::vector<Index>> shapes_;
+  std::map<uint32_t, int> materialized_;
+  uint32_t root_ = 0;
+  Ctx ctx_;
+  int counter_ = 0;  // kernel name suffix
+};
+
+}  // namespace
+
+bool lower_spec(const ir::KernelSpec& spec, const std::vector<int>& args, int result, const std::string& name,
+                kernel::Program& prog, std::string* why, const LowerOptions& opt) {
+  const kernel::Program backup = prog;
+  try {
+    if (spec.kind == ir::KernelKind::Gather) throw Unsupported{"gather kernel (data-dependent index)"};
+    Lowerer l(spec, args, name, prog, opt);
+    l.lower(result);
+    for (auto& k : l.kernels) prog.kernels.push_back(std::move(k));
+    return true;
+  } catch (const Unsupported& u) {
+    prog = backup;
+    if (why) *why = u.why;
+    return false;
+  }
+}
+
+}  // namespace luminal::cpu

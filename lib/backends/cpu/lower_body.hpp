@@ -1,0 +1,44 @@
+// Kernel bodies (ir::KernelSpec: a small primitive DAG over input slots) -> kernel IR.
+//
+// Every element of a body node is an expression of the element's multi-index, so a body
+// lowers by walking it from the root with symbolic loop indices:
+//  * views fold into the index (permute swaps, expand pins to 0, slice scales and
+//    shifts, reshape regroups -- without div/mod where the grouping allows it);
+//  * pad becomes a validity predicate: loads under it are guarded, and the pad's fill is
+//    selected where the index falls outside;
+//  * reductions become reduction loops; the reduction the root reaches through
+//    elementwise ops is the kernel's accumulator (its epilogue fused), any other one is
+//    materialized first by its own kernel into a temporary buffer;
+//  * a GEMM body (sum over mul of two strided loads) becomes the Gemm kind with the
+//    elementwise tail as its epilogue; where the strides are not affine it falls back to
+//    a generic reduction loop (slow, never wrong);
+//  * symbolic dims become symbols bound at call time.
+// A body that cannot be expressed (gather: the index depends on loaded data) is reported
+// so the caller runs that kernel with the interpreter.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/tensor_lang.hpp"
+#include "kernel/kernel_ir.hpp"
+
+namespace luminal::cpu {
+
+/// Index expression of a symbolic dim; registers its variables in `prog.symbols`.
+kernel::Index dim_index(const Dim& d, kernel::Program& prog);
+
+struct LowerOptions {
+  /// "": follow the spec's kind (LibraryGemm -> library call, Gemm -> generated);
+  /// "library" / "generated": force (LUMINAL_CPU_GEMM, for measurements).
+  std::string gemm_impl;
+};
+
+/// Appends the kernels computing `spec` to `prog`: slot i reads buffer `args[i]`, the
+/// result is stored row-major into buffer `result`; temporaries are appended to
+/// `prog.buffers` (role Intermediate). Kernel names start with `name`. Returns false and
+/// leaves `prog` unchanged when the body cannot be lowered (`why` says why).
+bool lower_spec(const ir::KernelSpec& spec, const std::vector<int>& args, int result, const std::string& name,
+                kernel::Program& prog, std::string* why, const LowerOptions& opt = {});
+
+}  // namespace luminal::cpu
