@@ -66,9 +66,10 @@ TEST_CASE("generated GEMM matches the naive loop on edge sizes", "[cpu][gemm]") 
   std::vector<CpuIsa> isas = {CpuIsa::Generic};
   if (luminal::cpu::host_isa() != CpuIsa::Generic) isas.push_back(CpuIsa::Avx2);
   if (luminal::cpu::host_isa() == CpuIsa::Avx512) isas.push_back(CpuIsa::Avx512);
-  // M <= 4 takes the unpacked small-M path (B streamed in place), the rest the packed one.
-  const std::vector<Case> cases = {{1, 1, 1},  {17, 33, 65}, {127, 5, 300}, {64, 64, 64},
-                                   {3, 100, 7}, {40, 70, 0},  {1, 300, 257}, {4, 520, 33}};
+  // M <= 4 takes the unpacked small-M path (B streamed in place), N <= 4 the small-N one
+  // (dot products over rows of A), the rest the packed one.
+  const std::vector<Case> cases = {{1, 1, 1},    {17, 33, 65}, {127, 5, 300}, {64, 64, 64}, {3, 100, 7},
+                                   {40, 70, 0},  {1, 300, 257}, {4, 520, 33}, {300, 1, 257}, {70, 3, 33}};
   for (CpuIsa isa : isas) {
     Program p;
     for (Case c : cases)

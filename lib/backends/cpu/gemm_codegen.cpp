@@ -181,7 +181,33 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "        }\n      }\n"
     << "      if (epi) epi(ctx, C + j0, ldc, 0, j0, M, j1 - j0);\n"
     << "    }\n    return 1;\n  }\n"
-    << "  return 0;\n}\n#endif\n";
+    << "  return 0;\n}\n"
+    // Few columns (a matrix-vector product written W @ x): N <= 4 would waste most of an
+    // nr-wide micro tile, so each output is a dot product over a contiguous row of A.
+    << "static int lm_gemm_small_n(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
+    << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, lm_epi_fn epi, void* ctx) {\n"
+    << "  if (N > 4 || csa != 1) return 0;\n"
+    << "  const int parallel = (double)M * (double)K >= 65536.0;\n"
+    << "  const int64_t nb = (M + 63) / 64;\n"
+    << "  #pragma omp parallel for schedule(static) if (parallel)\n"
+    << "  for (int64_t blk = 0; blk < nb; ++blk) {\n"
+    << "    const int64_t i0 = blk * 64, i1 = M < i0 + 64 ? M : i0 + 64;\n"
+    << "    for (int64_t i = i0; i < i1; ++i) {\n"
+    << "      const float* restrict arow = A + i * rsa;\n"
+    << "      for (int64_t j = 0; j < N; ++j) {\n"
+    << "        const float* restrict bcol = B + j * csb;\n"
+    << "        float sum = 0.0f;\n"
+    << "        if (rsb == 1) {\n"
+    << "          #pragma omp simd reduction(+:sum)\n"
+    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k] * bcol[k];\n"
+    << "        } else {\n"
+    << "          #pragma omp simd reduction(+:sum)\n"
+    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k] * bcol[k * rsb];\n"
+    << "        }\n"
+    << "        C[i * ldc + j] = sum;\n"
+    << "      }\n    }\n"
+    << "    if (epi) epi(ctx, C + i0 * ldc, ldc, i0, 0, i1 - i0, N);\n"
+    << "  }\n  return 1;\n}\n#endif\n";
   // The driver. The output is cut into independent tasks (row ranges first, then column
   // ranges when M is too small to feed every thread); a task packs its own B panel and A
   // blocks into per-thread buffers and runs its micro-kernels, so threads never wait for
@@ -197,6 +223,7 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "    for (int64_t i = 0; i < M; ++i) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);\n"
     << "    if (epi) epi(ctx, C, ldc, 0, 0, M, N);\n    return;\n  }\n"
     << "  if (lm_gemm_small_m(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, epi, ctx)) return;\n"
+    << "  if (lm_gemm_small_n(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, epi, ctx)) return;\n"
     << "  const int64_t mstrips_all = (M + " << MR << " - 1) / " << MR << ", nstrips_all = (N + " << NR << " - 1) / " << NR << ";\n"
     << "  const int parallel = (double)M * (double)N * (double)K >= 262144.0;\n"
     << "  const int64_t target = parallel ? 3 * (int64_t)omp_get_max_threads() : 1;\n"
