@@ -111,7 +111,7 @@ TEST_CASE("golden data covers every op of the API", "[golden][coverage]") {
 }
 
 TEST_CASE("golden: the reference interpreter matches PyTorch", "[golden][reference]") {
-  check_target(lm::Target::reference(), /*group_by_op=*/false);
+  check_target(lm::Target::reference(), /*group_by_op=*/true);
 }
 
 TEST_CASE("golden: the CPU backend matches PyTorch", "[golden][cpu]") {
@@ -124,7 +124,7 @@ TEST_CASE("golden: GPU backends match PyTorch where present", "[golden][gpu]") {
 }
 
 TEST_CASE("golden: the reference interpreter matches PyTorch with symbolic input dims", "[golden][symbolic]") {
-  check_target(lm::Target::reference(), /*group_by_op=*/false, /*symbolic=*/true);
+  check_target(lm::Target::reference(), /*group_by_op=*/true, /*symbolic=*/true);
 }
 
 TEST_CASE("golden comparison: NaN, inf, tolerances, dtype and shape", "[golden][compare]") {
