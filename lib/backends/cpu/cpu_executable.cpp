@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -354,6 +355,14 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
     CProgram cp = render_c(prog);
     source_ = std::move(cp.source);
     info_.source_hash = hash_hex(source_);
+    // LUMINAL_DUMP_C=path: the generated translation unit, for reading and profiling.
+    if (const char* dump = std::getenv("LUMINAL_DUMP_C"); dump && *dump) {
+      if (FILE* f = std::fopen(dump, "w")) {
+        std::fputs(source_.c_str(), f);
+        std::fputs(("\n/* kernel IR\n" + kernel::to_string(prog) + "*/\n").c_str(), f);
+        std::fclose(f);
+      }
+    }
     if (!opt.prebuilt_so_path.empty()) {
       if (opt.prebuilt_source_hash != info_.source_hash)
         throw CompileError("[load] the saved program's code does not match this build of Luminal (source hash " +

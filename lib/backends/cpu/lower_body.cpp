@@ -445,6 +445,40 @@ class Lowerer {
     return buf;
   }
 
+  // A contiguous copy of body node `node` (rank `rank`) over the input axes `keep` (the
+  // others pinned to 0), computed by its own elementwise kernel; returns the buffer.
+  int materialize_operand(uint32_t node, const std::vector<int>& keep, const std::vector<Index>& dims, size_t rank) {
+    Ctx saved = std::move(ctx_);
+    ctx_ = Ctx{};
+    kernel::Kernel k;
+    std::vector<Index> vars;
+    k.loops = loops_over(dims, vars, worth_parallel(dims));
+    std::vector<Index> at(rank, Index(0));
+    for (size_t i = 0; i < keep.size(); ++i) at[static_cast<size_t>(keep[i])] = vars[i];
+    kernel::Buffer b;
+    b.name = name_ + "_t" + std::to_string(prog_.buffers.size());
+    b.dtype = DType::f32;
+    b.elements = Index(1);
+    for (const auto& d : dims) b.elements = b.elements * d;
+    prog_.buffers.push_back(b);
+    const int buf = static_cast<int>(prog_.buffers.size() - 1);
+    k.kind = kernel::KernelKind::Elementwise;
+    k.store.buffer = buf;
+    k.store.index = kernel::row_major(vars, dims);
+    k.store.value = emit(node, at, std::nullopt);
+    k.name = kernel_name();
+    kernels.push_back(std::move(k));
+    ctx_ = std::move(saved);
+    return buf;
+  }
+
+  static bool expr_uses_var(const Expr& e, int v) {
+    const auto& n = e.node();
+    if ((n.op == kernel::ExprOp::Load || n.op == kernel::ExprOp::IndexValue) && uses_var(n.index, v)) return true;
+    if (n.valid && uses_var(*n.valid, v)) return true;
+    return std::any_of(n.args.begin(), n.args.end(), [&](const Expr& a) { return expr_uses_var(a, v); });
+  }
+
   // ---------------------------------------------------------------- GEMM
   // Root -> (elementwise | reshape)* -> sum_reduce(mul(X, Y)) with X and Y plain f32
   // loads at affine indices: the Gemm kind, the tail as its epilogue.
@@ -510,15 +544,12 @@ class Lowerer {
     auto plain = [](const Expr& e) {
       return e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid;
     };
-    if (!plain(x) || !plain(y)) { restore(); return false; }
-    const Index& xi = x.node().index;
-    const Index& yi = y.node().index;
     int m_axis = -1, n_axis = -1;
     std::vector<int> batch;
     for (size_t i = 0; i < rank; ++i) {
       if (i == ax || idx[i].as_constant()) continue;
       const int v = static_cast<int>(i);
-      const bool cx = uses_var(xi, v), cy = uses_var(yi, v);
+      const bool cx = expr_uses_var(x, v), cy = expr_uses_var(y, v);
       if (cx && !cy) {
         if (m_axis >= 0) { restore(); return false; }
         m_axis = v;
@@ -544,25 +575,46 @@ class Lowerer {
     auto unit_stride = [&](int axis) { return axis >= 0 && out_stride(axis).as_constant() == int64_t{1}; };
     // C's columns must be contiguous: the operand whose own axis is the output's last
     // one is B (y^T x^T = (x y)^T in index form)
-    const Expr* X = &x;
-    const Expr* Y = &y;
+    Expr X = x, Y = y;
+    uint32_t xin = mul.inputs[0], yin = mul.inputs[1];
     if (!unit_stride(n_axis) && unit_stride(m_axis)) {
       std::swap(m_axis, n_axis);
       std::swap(X, Y);
+      std::swap(xin, yin);
     }
     if (n_axis >= 0 && !unit_stride(n_axis)) { restore(); return false; }
     VarSet interest{static_cast<int>(ax)};
     if (m_axis >= 0) interest.push_back(m_axis);
     if (n_axis >= 0) interest.push_back(n_axis);
-    auto ax_ = affine(X->node().index, interest), ay = affine(Y->node().index, interest);
-    if (!ax_ || !ay) { restore(); return false; }
     // M == 1 with the reduction contiguous in the other operand (a weight [N, K] row
     // by row): a dot-product reduction kernel streams the weight once, where a packed
     // GEMM would copy it first. Leave it to the generic reduction lowering.
-    if (m_axis < 0 && n_axis >= 0 && coef_of(*ay, static_cast<int>(ax)).as_constant() == int64_t{1}) {
-      restore();
-      return false;
+    if (m_axis < 0 && n_axis >= 0 && plain(Y)) {
+      auto ay = affine(Y.node().index, interest);
+      if (ay && coef_of(*ay, static_cast<int>(ax)).as_constant() == int64_t{1}) {
+        restore();
+        return false;
+      }
     }
+    // An operand that is not a plain strided load (a permuted-then-merged view, a
+    // computed prologue) is first copied into a contiguous buffer by its own kernel.
+    auto operand = [&](Expr& e, uint32_t node, int other_axis) {
+      if (plain(e))
+        if (auto a = affine(e.node().index, interest)) return *a;
+      std::vector<int> keep;
+      std::vector<Index> dims, at;
+      for (size_t i = 0; i < rank; ++i)
+        if (static_cast<int>(i) != other_axis && !idx[i].as_constant()) {
+          keep.push_back(static_cast<int>(i));
+          dims.push_back(in_dims[i]);
+          at.push_back(idx[i]);
+        }
+      const int buf = materialize_operand(node, keep, dims, rank);
+      e = kernel::load(buf, DType::f32, kernel::row_major(at, dims));
+      return *affine(e.node().index, interest);
+    };
+    Affine ax_ = operand(X, xin, n_axis);
+    Affine ay = operand(Y, yin, m_axis);
 
     kernel::Gemm g;
     const int rv = static_cast<int>(rank), cv = static_cast<int>(rank) + 1;  // unused ids when absent
@@ -580,8 +632,8 @@ class Lowerer {
       mv.row_stride = row >= 0 ? coef_of(a, row) : mv.col_stride * (col == kv ? g.k : g.n);
       return mv;
     };
-    g.a = view(*X, *ax_, m_axis, kv);
-    g.b = view(*Y, *ay, kv, n_axis);
+    g.a = view(X, ax_, m_axis, kv);
+    g.b = view(Y, ay, kv, n_axis);
     g.c.buffer = result;
     {
       Index off(0);
