@@ -86,7 +86,8 @@ DimBindings validate_call(const GraphImpl& g, const std::map<std::string, HostTe
   DimBindings dims;
   auto mismatch = [&](const Slot& s, size_t axis, const std::string& why) {
     bad(std::string(s.kind) + " '" + s.node->name + "' has shape " + ints(s.data->shape()) + ", declared " +
-        shape_string(s.node->shape) + ": axis " + std::to_string(axis) + " " + why);
+        shape_string(s.node->shape) + " at " + where_string(s.node->loc) + ": axis " + std::to_string(axis) + " " +
+        why);
   };
   auto bind_var = [&](const std::string& var, int64_t value, const Slot& s, size_t axis) {
     const VarRange r = vars.count(var) ? vars.at(var) : VarRange{0, INT64_MAX, 1};

@@ -61,6 +61,7 @@ TEST_CASE("bad calls throw RuntimeError and leave the Callable usable", "[callab
       {"param passed per call", {{"x", rows(2)}, {"w", rows(1)}}, "'w' is a param"},
       {"wrong rank", {{"x", HostTensor(f32, {8})}}, "rank 1"},
       {"wrong dim", {{"x", HostTensor(f32, {2, 5})}}, "axis 1 is 5, expected 4"},
+      {"declaration site", {{"x", HostTensor(f32, {2, 5})}}, "declared (B, 4) at callable_test.cpp:"},
       {"dim above its range", {{"x", rows(9)}}, "B = 9, outside its range [1, 8]"},
       {"dim below its range", {{"x", HostTensor(f32, {0, 4})}}, "B = 0, outside its range [1, 8]"},
       {"wrong dtype", {{"x", HostTensor(i32, {2, 4})}}, "'x' is i32"},
