@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <functional>
 
+#include "compiler/validate.hpp"
 #include "translation_models.hpp"
 
 using namespace luminal;
@@ -119,4 +120,20 @@ TEST_CASE("compiled stack of decoder blocks (searched once, replayed) matches th
   CHECK(v.error <= 1.0);
   CHECK(v.program.blocks >= 4);
   CHECK(v.program.searches < v.program.blocks);
+}
+
+TEST_CASE("graphs with symbolic dims compile and match the interpreter", "[compiler][translation]") {
+  Graph g;
+  Dim B = g.dim("B", 1, 16);
+  Tensor x = g.input("x", {B, 8});
+  Tensor h = softmax(linear(x, g.param("w", {6, 8}), g.param("b", {6})));
+  g.output("y", h * sum(x, 1, true));
+  g.output("t", transpose(x, 0, 1) * 2.f);
+  auto p = compiler::compile_graph(*g.impl(), Target::reference(), {});
+  INFO(p.report.to_string());
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    auto r = compiler::validate_program(*g.impl(), *p.exe, seed);
+    INFO(r.message);
+    CHECK(r.ok);
+  }
 }
