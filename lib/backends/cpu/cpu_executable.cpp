@@ -133,6 +133,11 @@ struct CpuExecutable::Impl {
   std::vector<int> sym_var;              // prog.symbols[i] -> var index
   bool fast_ok = false;
 
+  // LUMINAL_CPU_PROFILE=1: per-kernel wall time summed over calls, printed at exit
+  // (diagnostics only; not synchronized between concurrent calls).
+  bool profile = false;
+  mutable std::vector<double> kernel_seconds;
+
   mutable std::mutex mu;
   mutable std::vector<Arena*> free_arenas;
   mutable std::vector<std::unique_ptr<Arena>> all_arenas;
@@ -268,6 +273,10 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
     m.steps.push_back(es);
   }
   info_.generated_kernels = static_cast<int64_t>(prog.kernels.size());
+  if (const char* pr = std::getenv("LUMINAL_CPU_PROFILE"); pr && *pr == '1') {
+    m.profile = true;
+    m.kernel_seconds.assign(prog.kernels.size(), 0);
+  }
 
   // Lifetimes at plan-step granularity (a step's temporaries and result overlap
   // everything the step touches).
@@ -394,7 +403,17 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
   }
 }
 
-CpuExecutable::~CpuExecutable() = default;
+CpuExecutable::~CpuExecutable() {
+  const Impl& m = *impl_;
+  if (!m.profile) return;
+  double total = 0;
+  for (double t : m.kernel_seconds) total += t;
+  std::fprintf(stderr, "cpu profile: %zu kernels, %.3f s total\n", m.kernel_seconds.size(), total);
+  for (size_t k = 0; k < m.kernel_seconds.size(); ++k)
+    if (m.kernel_seconds[k] > 0.01 * total)
+      std::fprintf(stderr, "  %-10s %6.1f%%  %.3f s\n", m.prog.kernels[k].name.c_str(), 100 * m.kernel_seconds[k] / total,
+                   m.kernel_seconds[k]);
+}
 
 std::string CpuExecutable::library_path() const { return impl_->lib ? impl_->lib->path() : std::string(); }
 
@@ -540,7 +559,16 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
   for (size_t s = 0; s < m.steps.size(); ++s) {
     const Impl::Step& es = m.steps[s];
     if (!es.interpreted) {
-      for (int k = es.k0; k < es.k1; ++k) m.fns[static_cast<size_t>(k)](ptr.data(), arena->syms.data(), rt);
+      for (int k = es.k0; k < es.k1; ++k) {
+        if (!m.profile) {
+          m.fns[static_cast<size_t>(k)](ptr.data(), arena->syms.data(), rt);
+          continue;
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        m.fns[static_cast<size_t>(k)](ptr.data(), arena->syms.data(), rt);
+        m.kernel_seconds[static_cast<size_t>(k)] +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
       continue;
     }
     if (!dims) throw InternalError("[cpu] an interpreted kernel needs the dim bindings");

@@ -586,12 +586,18 @@ class Lowerer {
     VarSet interest{static_cast<int>(ax)};
     if (m_axis >= 0) interest.push_back(m_axis);
     if (n_axis >= 0) interest.push_back(n_axis);
-    // M == 1 with the reduction contiguous in the other operand (a weight [N, K] row
-    // by row): a dot-product reduction kernel streams the weight once, where a packed
-    // GEMM would copy it first. Leave it to the generic reduction lowering.
-    if (m_axis < 0 && n_axis >= 0 && plain(Y)) {
-      auto ay = affine(Y.node().index, interest);
-      if (ay && coef_of(*ay, static_cast<int>(ax)).as_constant() == int64_t{1}) {
+    // M == 1 (decode): a dot-product reduction kernel streams the other operand once,
+    // where a packed GEMM would copy it first and pay a parallel region per batch (16
+    // heads x 1 row in attention). Only a large operand read across its rows (x @ W with
+    // W [K, N]) stays a GEMM: there a dot product would stride through memory.
+    if (m_axis < 0) {
+      bool strided_big = false;
+      if (plain(Y))
+        if (auto ay = affine(Y.node().index, interest)) {
+          auto kn = (in_dims[ax] * (n_axis >= 0 ? in_dims[static_cast<size_t>(n_axis)] : Index(1))).as_constant();
+          strided_big = coef_of(*ay, static_cast<int>(ax)).as_constant() != int64_t{1} && kn && *kn >= (int64_t{1} << 20);
+        }
+      if (!strided_big) {
         restore();
         return false;
       }
