@@ -56,12 +56,14 @@ std::string shape_str(const Shape& s) {
   return os.str();
 }
 std::vector<Dim> dims_of(const Shape& s) { return std::vector<Dim>(s.begin(), s.end()); }
-std::optional<Shape> concrete(const std::vector<Dim>& s) {
+std::optional<Shape> concrete(const std::vector<Dim>& s, const DimBindings& dims = {}) {
   Shape o;
   for (const Dim& d : s) {
-    auto c = d.as_constant();
-    if (!c) return std::nullopt;
-    o.push_back(*c);
+    try {
+      o.push_back(d.evaluate(dims));
+    } catch (const Error&) {
+      return std::nullopt;
+    }
   }
   return o;
 }
@@ -122,11 +124,23 @@ struct Leaf {
 struct Instance {
   ir::EGraph g;
   std::vector<Leaf> leaves;
+  // A symbolic instance: every attribute dim equal to `sym_value` is the variable `sym`
+  // instead (bound to that value when evaluating), so rules meet symbolic shapes.
+  int64_t sym_value = 0;
+  Dim sym;
+  DimBindings dims;
 };
 
-Id add_node(ir::EGraph& g, Op op, const Attr& a, std::vector<Id> kids) {
-  const uint32_t p = g.analysis().attrs().intern(a);
-  return g.add(op, p, std::span<const Id>(kids));
+Dim symbolize(const Instance& inst, const Dim& d) {
+  return inst.sym_value > 0 && d.as_constant() == inst.sym_value ? inst.sym : d;
+}
+
+Id add_node(Instance& inst, Op op, Attr a, std::vector<Id> kids) {
+  for (Dim& d : a.shape) d = symbolize(inst, d);
+  a.a = symbolize(inst, a.a);
+  a.b = symbolize(inst, a.b);
+  const uint32_t p = inst.g.analysis().attrs().intern(a);
+  return inst.g.add(op, p, std::span<const Id>(kids));
 }
 Id plain_node(ir::EGraph& g, Op op, std::vector<Id> kids) { return g.add(op, 0u, std::span<const Id>(kids)); }
 
@@ -155,7 +169,6 @@ class Builder {
   }
 
   Id fresh_leaf(const Want& w, int64_t index_bound = 0) {
-    ir::EGraph& g = inst_.g;
     const bool scalar_type = w.dtype == DType::f32 || w.dtype == DType::i32 || w.dtype == DType::boolean;
     if (index_bound == 0 && scalar_type && rng_.chance(0.3)) {
       double v;
@@ -173,15 +186,15 @@ class Builder {
       Attr c;
       c.dtype = w.dtype;
       c.value = v;
-      Id id = add_node(g, Op::Constant, c, {});
+      Id id = add_node(inst_, Op::Constant, c, {});
       if (w.shape.empty()) return id;
       Attr r;
       r.shape = dims_of(Shape(w.shape.size(), 1));
-      id = add_node(g, Op::Reshape, r, {id});
+      id = add_node(inst_, Op::Reshape, r, {id});
       if (numel(w.shape) == 1) return id;
       Attr e;
       e.shape = dims_of(w.shape);
-      return add_node(g, Op::Expand, e, {id});
+      return add_node(inst_, Op::Expand, e, {id});
     }
     Leaf l{cat("x", inst_.leaves.size()), w.dtype, w.shape, index_bound};
     Attr a;
@@ -189,7 +202,7 @@ class Builder {
     a.shape = dims_of(w.shape);
     a.name = l.name;
     inst_.leaves.push_back(l);
-    return add_node(g, Op::Input, a, {});
+    return add_node(inst_, Op::Input, a, {});
   }
 
   Id build(const Pat& p, uint32_t i, const Want& w) {
@@ -210,14 +223,14 @@ class Builder {
         Attr c;
         c.dtype = w.dtype;
         c.value = w.dtype == DType::boolean ? rng_.below(2) : rng_.below(7) - 3;
-        return add_node(g, Op::Constant, c, {});
+        return add_node(inst_, Op::Constant, c, {});
       }
       case Op::Iota: {
         if (w.dtype != DType::i32 || rank != 1) throw Reject{"iota"};
         Attr a;
         a.shape = {Dim(w.shape[0])};
         a.dtype = DType::i32;  // as ir::add_iota fills it
-        return add_node(g, Op::Iota, a, {});
+        return add_node(inst_, Op::Iota, a, {});
       }
       case Op::Exp2: case Op::Log2: case Op::Sin: case Op::Sqrt: case Op::Recip: case Op::Neg: {
         need_kids(1);
@@ -255,7 +268,7 @@ class Builder {
         static const DType dts[] = {DType::f32, DType::f32, DType::i32, DType::boolean, DType::f16, DType::bf16};
         Attr a;
         a.dtype = w.dtype;
-        return add_node(g, Op::Cast, a, {build(p, kid(0), Want{w.shape, dts[rng_.below(6)]})});
+        return add_node(inst_, Op::Cast, a, {build(p, kid(0), Want{w.shape, dts[rng_.below(6)]})});
       }
       case Op::SumReduce: case Op::MaxReduce: {
         need_kids(1);
@@ -265,7 +278,7 @@ class Builder {
         cs.insert(cs.begin() + axis, rng_.dim());
         Attr a;
         a.axis = axis;
-        return add_node(g, n.op, a, {build(p, kid(0), Want{cs, w.dtype})});
+        return add_node(inst_, n.op, a, {build(p, kid(0), Want{cs, w.dtype})});
       }
       case Op::Gather: {
         need_kids(2);
@@ -284,7 +297,7 @@ class Builder {
         need_kids(1);
         Attr a;
         a.shape = dims_of(w.shape);
-        return add_node(g, Op::Reshape, a, {build(p, kid(0), Want{rng_.factor(numel(w.shape)), w.dtype})});
+        return add_node(inst_, Op::Reshape, a, {build(p, kid(0), Want{rng_.factor(numel(w.shape)), w.dtype})});
       }
       case Op::Permute: {
         need_kids(1);
@@ -292,7 +305,7 @@ class Builder {
         a.perm = rng_.perm(rank);
         Shape cs(rank);
         for (size_t i2 = 0; i2 < rank; ++i2) cs[static_cast<size_t>(a.perm[i2])] = w.shape[i2];
-        return add_node(g, Op::Permute, a, {build(p, kid(0), Want{cs, w.dtype})});
+        return add_node(inst_, Op::Permute, a, {build(p, kid(0), Want{cs, w.dtype})});
       }
       case Op::Expand: {
         need_kids(1);
@@ -301,7 +314,7 @@ class Builder {
           if (rng_.chance(0.5)) d = 1;
         Attr a;
         a.shape = dims_of(w.shape);
-        return add_node(g, Op::Expand, a, {build(p, kid(0), Want{cs, w.dtype})});
+        return add_node(inst_, Op::Expand, a, {build(p, kid(0), Want{cs, w.dtype})});
       }
       case Op::Slice: {
         need_kids(1);
@@ -316,7 +329,7 @@ class Builder {
         a.b = Dim(end);
         Shape cs = w.shape;
         cs[static_cast<size_t>(a.axis)] = end + rng_.below(3);
-        return add_node(g, Op::Slice, a, {build(p, kid(0), Want{cs, w.dtype})});
+        return add_node(inst_, Op::Slice, a, {build(p, kid(0), Want{cs, w.dtype})});
       }
       case Op::Pad: {
         need_kids(1);
@@ -333,7 +346,7 @@ class Builder {
         Shape cs = w.shape;
         cs[static_cast<size_t>(a.axis)] = out - lo - hi;
         if (cs[static_cast<size_t>(a.axis)] < 1) throw Reject{"pad of an empty axis"};
-        return add_node(g, Op::Pad, a, {build(p, kid(0), Want{cs, w.dtype})});
+        return add_node(inst_, Op::Pad, a, {build(p, kid(0), Want{cs, w.dtype})});
       }
       case Op::MatMul: {
         need_kids(2);
@@ -473,7 +486,7 @@ void need(bool ok, const std::string& why) {
 // the MatMul definition spelled out in primitives, the body graph for kernel nodes. Every
 // precondition is checked first, so an ill-typed node is reported, never run.
 rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std::vector<const rf::View*>& k,
-              const std::map<std::string, rf::View>& leaves) {
+              const std::map<std::string, rf::View>& leaves, const DimBindings& dims) {
   const Attr& a = g.analysis().attrs().get(n.payload);
   const std::string op = ir::op_name(n.op);
   auto arity = [&](size_t c) { need(k.size() == c, op + ": wrong number of children"); };
@@ -485,9 +498,11 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
     need(axis >= 0 && static_cast<size_t>(axis) < k[0]->shape.size(), op + ": axis out of range");
   };
   auto cdim = [&](const Dim& d) {
-    auto c = d.as_constant();
-    need(c.has_value(), op + ": symbolic attribute");
-    return *c;
+    try {
+      return d.evaluate(dims);
+    } catch (const Error&) {
+      throw Wrong{op + ": attribute " + d.to_string() + " has an unbound variable"};
+    }
   };
   rf::Stats st;
   try {
@@ -592,7 +607,7 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
           slots.push_back(std::move(t));
         }
         for (size_t i = 0; i < k.size(); ++i) in[ir::slot_name(static_cast<uint32_t>(i))] = &slots[i];
-        auto out = rf::run(*a.kernel->body, {}, in);
+        auto out = rf::run(*a.kernel->body, dims, in);
         need(out.count("out") == 1, "kernel body has no output 'out'");
         return from_host(out.at("out"));
       }
@@ -688,6 +703,11 @@ struct Checker {
       load_example(inst, *gi);
       return;
     }
+    if (rng.chance(1.0 / 3)) {
+      inst.sym_value = 2 + rng.below(3);
+      inst.sym = Dim::variable("n", 1, 8);
+      inst.dims["n"] = inst.sym_value;
+    }
     Builder b(rng, inst, regime == kSpecial);
     if (rule.rule) {
       for (const Pat& p : rule.rule->lhs()) b.build(p, p.root(), random_want(rng));
@@ -713,7 +733,7 @@ struct Checker {
       inst.g.rebuild();
       for (Id c : inst.g.index().classes()) {
         const ir::ClassData& d = inst.g.data(c);
-        if (!d.valid || !concrete(d.shape)) throw Reject{"invalid class"};
+        if (!d.valid || !concrete(d.shape, inst.dims)) throw Reject{"invalid class"};
       }
       prerequisites(inst);
     } catch (const Reject&) {
@@ -740,7 +760,7 @@ struct Checker {
           if (!before[kn]) throw Reject{"child without value"};
           kids.push_back(&*before[kn]);
         }
-        before[nid] = eval(g, v, kids, leaves);
+        before[nid] = eval(g, v, kids, leaves, inst.dims);
       }
     } catch (const Wrong& w) {
       return Verdict::Rejected;  // an ill-typed random instance, not the rule's fault
@@ -782,7 +802,7 @@ struct Checker {
             kids.push_back(&it->second);
           }
           if (!ready) continue;
-          val.emplace(c, eval(g, v, kids, leaves));
+          val.emplace(c, eval(g, v, kids, leaves, inst.dims));
           progress = true;
         }
       }
@@ -801,7 +821,7 @@ struct Checker {
       auto cv = val.find(c);
       if (cv == val.end()) continue;
       const ir::ClassData& d = g.data(c);
-      auto ds = concrete(d.shape);
+      auto ds = concrete(d.shape, inst.dims);
       if (!ds || *ds != cv->second.shape || d.dtype != cv->second.dtype) {
         fail(regime, cat("class c", c, ": analysis says ") + (ds ? shape_str(*ds) : "symbolic") + " " +
                          std::string(dtype_name(d.dtype)) + ", value is " + shape_str(cv->second.shape) + " " +
@@ -823,7 +843,7 @@ struct Checker {
       if (!ready) continue;
       std::string why;
       try {
-        why = compare(cv->second, eval(g, v, kids, leaves), rule.fast_math, touched ? compared : elsewhere);
+        why = compare(cv->second, eval(g, v, kids, leaves, inst.dims), rule.fast_math, touched ? compared : elsewhere);
       } catch (const Wrong& w) {
         why = w.why;
       }
@@ -835,6 +855,7 @@ struct Checker {
     }
     if (compared == 0) return Verdict::NotApplied;  // nothing in the rule's domain: no evidence
     res.nodes_checked += checked;
+    if (inst.sym_value > 0) ++res.symbolic;
     return Verdict::Checked;
   }
 
@@ -877,10 +898,11 @@ Result check_rule(const RuleInfo& rule, const Registry& registry, const Options&
 std::string to_string(const Result& r) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%-34s %-16s %-9s instances=%3d (mixed %d, positive %d, special %d) nodes=%5d tried=%d "
-                "not-applied=%d ill-typed=%d failures=%d",
+                "%-28s %-15s %-9s instances=%3d (mixed %d, positive %d, special %d; symbolic %d) nodes=%5d "
+                "tried=%d not-applied=%d ill-typed=%d failures=%d",
                 r.name.c_str(), r.set.c_str(), r.fast_math ? "fast-math" : "", r.instances, r.per_regime[0],
-                r.per_regime[1], r.per_regime[2], r.nodes_checked, r.attempts, r.not_applied, r.rejected, r.failures);
+                r.per_regime[1], r.per_regime[2], r.symbolic, r.nodes_checked, r.attempts, r.not_applied, r.rejected,
+                r.failures);
   return buf;
 }
 

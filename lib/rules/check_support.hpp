@@ -43,6 +43,7 @@ struct Result {
   int not_applied = 0;      ///< well-typed instances where the rule did not fire
   int nodes_checked = 0;    ///< node evaluations compared against their class
   int per_regime[3] = {0, 0, 0};  ///< checked instances per value regime (mixed, positive, special)
+  int symbolic = 0;         ///< checked instances with a symbolic dim (bound when evaluated)
   int failures = 0;         ///< instances with a wrong node
   std::string first_failure;  ///< what went wrong first (the instance, the node, the values)
   bool ok() const { return failures == 0 && instances > 0; }
