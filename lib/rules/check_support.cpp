@@ -413,11 +413,16 @@ void random_pattern(Rng& rng, Pat& p, int depth) {
 }
 
 // Loads a GraphImpl (RuleInfo::example) into the instance's e-graph.
-void load_example(Instance& inst, const detail::GraphImpl& gi) {
+// Its named dims (Graph::dim) are bound to random values in their range (at most 4).
+void load_example(Instance& inst, Rng& rng, const detail::GraphImpl& gi) {
+  for (const detail::DimDecl& d : gi.dims) {
+    const int64_t hi = std::max(d.lo, std::min<int64_t>(d.hi, 4));
+    inst.dims[d.name] = d.lo + rng.below(static_cast<int>(hi - d.lo + 1));
+  }
   for (const auto* list : {&gi.inputs, &gi.params})
     for (uint32_t id : *list) {
       const detail::Node& n = gi.nodes[id];
-      auto s = concrete(n.shape);
+      auto s = concrete(n.shape, inst.dims);
       if (!s) throw Reject{"example with a symbolic shape"};
       inst.leaves.push_back(Leaf{n.name, n.dtype, *s, 0});
     }
@@ -700,7 +705,7 @@ struct Checker {
     if (use_example) {
       auto gi = rule.example(rng.g);
       if (!gi) throw Reject{"no example"};
-      load_example(inst, *gi);
+      load_example(inst, rng, *gi);
       return;
     }
     if (rng.chance(1.0 / 3)) {
@@ -855,7 +860,7 @@ struct Checker {
     }
     if (compared == 0) return Verdict::NotApplied;  // nothing in the rule's domain: no evidence
     res.nodes_checked += checked;
-    if (inst.sym_value > 0) ++res.symbolic;
+    if (inst.sym_value > 0 || !inst.dims.empty()) ++res.symbolic;
     return Verdict::Checked;
   }
 

@@ -121,11 +121,14 @@ void recognize_matmul(ir::EGraph& g, const Match& m) {
 }
 
 // A matmul as ops::matmul builds it, on random shapes: plain, batched, with a transposed
-// right operand (linear), or vector operands.
+// right operand (linear), or vector operands; half the time with a symbolic batch/row dim.
 std::shared_ptr<detail::GraphImpl> matmul_example(std::mt19937_64& rng) {
-  auto dim = [&] { return static_cast<int64_t>(1 + rng() % 4); };
+  auto dim = [&] { return Dim(static_cast<int64_t>(1 + rng() % 4)); };
   Graph g;
-  const int64_t M = dim(), K = dim(), N = dim(), B = dim();
+  const Dim K = dim(), N = dim();
+  const bool sym = rng() % 2 == 0;
+  const Dim M = sym ? g.dim("M", 1, 8) : dim();
+  const Dim B = sym ? g.dim("B", 1, 8) : dim();
   Tensor y;
   switch (rng() % 5) {
     case 0: y = matmul(g.input("a", {M, K}), g.input("b", {K, N})); break;
