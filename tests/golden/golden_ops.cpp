@@ -235,9 +235,58 @@ const std::map<std::string, Builder>& builders() {
   return b;
 }
 
+std::map<std::string, Builder> make_member_builders() {
+  std::map<std::string, Builder> b;
+  b["reshape"] = [](const Args& a, const json& at) { return T(a, 0).reshape(dims(at.at("shape"))); };
+  b["permute"] = [](const Args& a, const json& at) { return T(a, 0).permute(at.at("axes").get<std::vector<int>>()); };
+  b["transpose"] = [](const Args& a, const json& at) {
+    return T(a, 0).transpose(at.at("a").get<int>(), at.at("b").get<int>());
+  };
+  b["expand"] = [](const Args& a, const json& at) { return T(a, 0).expand(dims(at.at("shape"))); };
+  b["squeeze"] = [](const Args& a, const json& at) { return T(a, 0).squeeze(at.at("axis").get<int>()); };
+  b["unsqueeze"] = [](const Args& a, const json& at) { return T(a, 0).unsqueeze(at.at("axis").get<int>()); };
+  b["flatten"] = [](const Args& a, const json& at) {
+    if (!at.contains("start")) return T(a, 0).flatten();
+    if (!at.contains("end")) return T(a, 0).flatten(at.at("start").get<int>());
+    return T(a, 0).flatten(at.at("start").get<int>(), at.at("end").get<int>());
+  };
+  b["slice"] = [](const Args& a, const json& at) {
+    const lm::Dim start(at.at("start").get<int64_t>()), end(at.at("end").get<int64_t>());
+    return T(a, 0).slice(at.at("axis").get<int>(), start, end, at.value("step", int64_t{1}));
+  };
+  b["sum"] = [](const Args& a, const json& at) { return T(a, 0).sum(axes(at.at("axes")), at.value("keepdim", false)); };
+  b["mean"] = [](const Args& a, const json& at) { return T(a, 0).mean(axes(at.at("axes")), at.value("keepdim", false)); };
+  b["max"] = [](const Args& a, const json& at) { return T(a, 0).max(axes(at.at("axes")), at.value("keepdim", false)); };
+  b["min"] = [](const Args& a, const json& at) { return T(a, 0).min(axes(at.at("axes")), at.value("keepdim", false)); };
+  b["matmul"] = [](const Args& a, const json&) { return T(a, 0).matmul(T(a, 1)); };
+  b["cast"] = [](const Args& a, const json& at) { return T(a, 0).cast(dtype_attr(at, lm::f32)); };
+#define GOLDEN_MEMBER(name) \
+  b[#name] = [](const Args& a, const json&) { return T(a, 0).name(); };
+  GOLDEN_MEMBER(exp) GOLDEN_MEMBER(log) GOLDEN_MEMBER(sqrt) GOLDEN_MEMBER(abs) GOLDEN_MEMBER(relu)
+  GOLDEN_MEMBER(sigmoid) GOLDEN_MEMBER(tanh)
+#undef GOLDEN_MEMBER
+  b["softmax"] = [](const Args& a, const json& at) {
+    return at.contains("axis") ? T(a, 0).softmax(at.at("axis").get<int>()) : T(a, 0).softmax();
+  };
+  return b;
+}
+
+const std::map<std::string, Builder>& member_builders() {
+  static const std::map<std::string, Builder> b = make_member_builders();
+  return b;
+}
+
 }  // namespace
 
 bool has_builder(const std::string& op) { return builders().count(op) != 0; }
+
+bool has_member_builder(const std::string& op) { return member_builders().count(op) != 0; }
+
+lm::Tensor build_op_member(const Case& c, const Args& args) {
+  auto it = member_builders().find(c.op);
+  if (it == member_builders().end()) throw std::runtime_error("golden: no member form for op '" + c.op + "'");
+  return it->second(args, c.attrs);
+}
 
 lm::Tensor build_op(const Case& c, const Args& args) {
   auto it = builders().find(c.op);

@@ -21,6 +21,11 @@ bool has_builder(const std::string& op);
 /// Builds `c.op` from its operands (tensors already viewed, scalars as float operands).
 luminal::Tensor build_op(const Case& c, const std::vector<luminal::Operand>& args);
 
+/// The same ops built through the Tensor member forms (x.sum(...), x.reshape(...)),
+/// for the ops that have one.
+bool has_member_builder(const std::string& op);
+luminal::Tensor build_op_member(const Case& c, const std::vector<luminal::Operand>& args);
+
 /// Applies a case operand's view ([{"op": "permute"|"transpose"|"slice"|"expand", ...}]).
 luminal::Tensor apply_view(luminal::Tensor t, const nlohmann::json& view);
 

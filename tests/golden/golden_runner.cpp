@@ -21,10 +21,19 @@ std::string describe(const std::exception& e) {
                      : dynamic_cast<const lm::InternalError*>(&e) ? "InternalError"
                      : dynamic_cast<const lm::Error*>(&e)         ? "Error"
                                                                   : "std::exception";
-  return std::string(kind) + ": " + e.what();
+  // appends rather than chained operator+: GCC 12 warns falsely (-Wrestrict) on those
+  std::string out = kind;
+  out += ": ";
+  out += e.what();
+  return out;
 }
 
-std::string prefix(size_t i) { return "c" + std::to_string(i) + "_"; }
+std::string prefix(size_t i) {
+  std::string p = "c";
+  p += std::to_string(i);
+  p += '_';
+  return p;
+}
 
 /// The search budget of golden compiles. The golden test checks semantics, and every
 /// rewrite preserves them whatever the budget, so a smaller e-graph than the default
@@ -84,7 +93,9 @@ std::set<int64_t> pinned_extents(const Case& c) {
 
 }  // namespace
 
-std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const lm::Target& target, bool symbolic) {
+std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const lm::Target& target,
+                                  RunOptions options) {
+  const bool symbolic = options.symbolic;
   std::vector<CaseResult> results(cases.size());
   for (size_t i = 0; i < cases.size(); ++i) results[i].c = cases[i];
 
@@ -93,7 +104,7 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
   auto dim_of = [&](int64_t extent, const std::set<int64_t>& pinned) -> lm::Dim {
     if (!symbolic || pinned.count(extent)) return extent;
     auto it = named_dims.find(extent);
-    if (it == named_dims.end()) it = named_dims.emplace(extent, g.dim("n" + std::to_string(extent), 2, 4096)).first;
+    if (it == named_dims.end()) it = named_dims.emplace(extent, g.dim(std::string("n").append(std::to_string(extent)), 2, 4096)).first;
     return it->second;
   };
   std::map<std::string, lm::HostTensor> feeds, params;
@@ -121,12 +132,12 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
         args.push_back(lm::Operand(apply_view(t, o.view)));
         (o.param ? my_params : my_feeds).emplace(name, *o.value);
       }
-      g.output(prefix(i) + "out", build_op(c, args));
+      g.output(prefix(i).append("out"), options.members ? build_op_member(c, args) : build_op(c, args));
       feeds.merge(my_feeds);
       params.merge(my_params);
       built.push_back(i);
     } catch (const std::exception& e) {
-      results[i].message = "building the graph threw " + describe(e);
+      results[i].message = std::string("building the graph threw ").append(describe(e));
     }
   }
   if (built.empty()) return results;
@@ -137,9 +148,9 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
     const std::map<std::string, lm::HostTensor> out = fn(feeds);
     for (size_t i : built) {
       results[i].stop_reason = fn.report().stop_reason;
-      auto it = out.find(prefix(i) + "out");
+      auto it = out.find(prefix(i).append("out"));
       if (it == out.end()) {
-        results[i].message = "the Callable returned no output '" + prefix(i) + "out'";
+        results[i].message = std::string("the Callable returned no output '").append(prefix(i)).append("out'");
         continue;
       }
       auto diff = compare(cases[i]->expected, it->second);
@@ -148,9 +159,9 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
     }
   } catch (const std::exception& e) {
     if (built.size() == 1) {
-      results[built[0]].message = "compiling or running threw " + describe(e);
+      results[built[0]].message = std::string("compiling or running threw ").append(describe(e));
     } else {
-      for (size_t i : built) results[i] = run_cases({cases[i]}, target, symbolic).front();
+      for (size_t i : built) results[i] = run_cases({cases[i]}, target, options).front();
     }
   }
   return results;

@@ -25,7 +25,13 @@ struct CaseResult {
 /// With `symbolic`, every input extent > 1 is declared as a symbolic dim (one named dim
 /// per distinct extent, "n4" for 4, range [2, 4096]) instead of a constant, so shapes are
 /// inferred symbolically and bound from the fed tensors at call time.
+///
+/// With `members`, the op is built through its Tensor member form (golden_ops.hpp).
+struct RunOptions {
+  bool symbolic = false;
+  bool members = false;
+};
 std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const luminal::Target& target,
-                                  bool symbolic = false);
+                                  RunOptions options = {});
 
 }  // namespace golden

@@ -38,13 +38,15 @@ std::vector<const golden::Case*> selected_cases() {
 
 /// Runs every selected case on `target`, one graph per op when `group_by_op` (fewer JIT
 /// compiles) or one graph per case, and fails with a per-op summary and the reasons.
-void check_target(const lm::Target& target, bool group_by_op, bool symbolic = false) {
+void check_target(const lm::Target& target, bool group_by_op, golden::RunOptions options = {}) {
   if (!target.is_available()) {
     WARN("golden: target " << target.to_string() << " is not available here; skipped");
     return;
   }
   std::map<std::string, std::vector<const golden::Case*>> by_op;
-  for (const golden::Case* c : selected_cases()) by_op[c->op].push_back(c);
+  for (const golden::Case* c : selected_cases()) {
+    if (!options.members || golden::has_member_builder(c->op)) by_op[c->op].push_back(c);
+  }
 
   std::map<std::string, std::pair<int, int>> tally;  // op -> (cases, failed)
   std::string failures;
@@ -53,9 +55,9 @@ void check_target(const lm::Target& target, bool group_by_op, bool symbolic = fa
   for (const auto& [op, cases] : by_op) {
     std::vector<golden::CaseResult> results;
     if (group_by_op) {
-      results = golden::run_cases(cases, target, symbolic);
+      results = golden::run_cases(cases, target, options);
     } else {
-      for (const golden::Case* c : cases) results.push_back(golden::run_cases({c}, target, symbolic).front());
+      for (const golden::Case* c : cases) results.push_back(golden::run_cases({c}, target, options).front());
     }
     for (const auto& r : results) {
       ++total;
@@ -69,8 +71,9 @@ void check_target(const lm::Target& target, bool group_by_op, bool symbolic = fa
     }
   }
   // One line per target even on success, so a log shows what was compared.
-  std::printf("golden: %s: %d cases of %zu ops (%d with symbolic input dims), %d failed\n",
-              target.to_string().c_str(), total, by_op.size(), with_symbolic, failed);
+  std::printf("golden: %s%s: %d cases of %zu ops (%d with symbolic input dims), %d failed\n",
+              target.to_string().c_str(), options.members ? " (Tensor member forms)" : "", total, by_op.size(),
+              with_symbolic, failed);
   for (const auto& why : stop_reasons) std::printf("  compile report on %s: %s\n", target.to_string().c_str(), why.c_str());
   INFO("target " << target.to_string() << ": " << total << " golden cases, " << failed << " failed");
   if (failed > 0) {
@@ -124,7 +127,11 @@ TEST_CASE("golden: GPU backends match PyTorch where present", "[golden][gpu]") {
 }
 
 TEST_CASE("golden: the reference interpreter matches PyTorch with symbolic input dims", "[golden][symbolic]") {
-  check_target(lm::Target::reference(), /*group_by_op=*/true, /*symbolic=*/true);
+  check_target(lm::Target::reference(), /*group_by_op=*/true, {.symbolic = true});
+}
+
+TEST_CASE("golden: the Tensor member forms match PyTorch", "[golden][members]") {
+  check_target(lm::Target::reference(), /*group_by_op=*/true, {.members = true});
 }
 
 TEST_CASE("golden comparison: NaN, inf, tolerances, dtype and shape", "[golden][compare]") {
