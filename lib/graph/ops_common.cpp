@@ -98,6 +98,11 @@ std::vector<Dim> broadcast_shape(const std::vector<Dim>& a, const std::vector<Di
       d = db;
     } else if (is_one(db) || dims_provably_equal(da, db)) {
       d = da;
+    } else if (!dims_provably_different(da, db)) {
+      // Symbolic dims that may be equal: they must be (a guard checks it at call time,
+      // recorded by the primitives that combine them). A symbolic dim is never taken to
+      // broadcast as 1; keep the constant side when there is one.
+      d = db.is_constant() ? db : da;
     } else {
       raise<ShapeError>(c, "cannot broadcast " + std::string(what) + " " + shape_string(a) + " and " +
                                shape_string(b) + ": dim " + da.to_string() + " vs " + db.to_string() +
@@ -123,7 +128,8 @@ Tensor broadcast_to(const Tensor& t, const std::vector<Dim>& shape, const Ctx& c
   bool same = true;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (dims_provably_equal(xs[i], shape[i])) continue;
-    if (!is_one(xs[i])) {
+    // Not provably equal but possibly so: prim_expand records the guard xs[i] == shape[i].
+    if (!is_one(xs[i]) && dims_provably_different(xs[i], shape[i])) {
       raise<ShapeError>(c, "cannot broadcast " + shape_string(s) + " to " + shape_string(shape) + ": dim " +
                                xs[i].to_string() + " vs " + shape[i].to_string());
     }
@@ -336,7 +342,7 @@ Tensor matmul_(const Tensor& a0, const Tensor& b0, const Ctx& c) {
   const auto& bs = b.shape();
   const Dim M = as[as.size() - 2], K = as[as.size() - 1];
   const Dim Kb = bs[bs.size() - 2], N = bs[bs.size() - 1];
-  if (!dims_provably_equal(K, Kb)) {
+  if (dims_provably_different(K, Kb)) {
     raise<ShapeError>(c, "lhs " + shape_string(a0.shape()) + " and rhs " + shape_string(b0.shape()) +
                              ": inner dims differ (" + K.to_string() + " vs " + Kb.to_string() + ")");
   }

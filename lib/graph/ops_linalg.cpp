@@ -33,13 +33,13 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Loc loc) {
   if (w.rank() != 2) raise<ShapeError>(c, "weight must be [out, in], got " + describe(w));
   if (x.rank() == 0) raise<ShapeError>(c, "x must have at least one dim, got " + describe(x));
   const Dim in = w.shape()[1];
-  if (!dims_provably_equal(x.shape().back(), in)) {
+  if (dims_provably_different(x.shape().back(), in)) {
     raise<ShapeError>(c, "x " + shape_string(x.shape()) + " and weight " + shape_string(w.shape()) +
                              ": in features differ (" + x.shape().back().to_string() + " vs " + in.to_string() + ")");
   }
   if (b.valid()) {
     r = promote(r, b.dtype());
-    if (b.rank() > 1 || (b.rank() == 1 && !dims_provably_equal(b.shape()[0], w.shape()[0]) && !is_one(b.shape()[0]))) {
+    if (b.rank() > 1 || (b.rank() == 1 && dims_provably_different(b.shape()[0], w.shape()[0]) && !is_one(b.shape()[0]))) {
       raise<ShapeError>(c, "bias " + shape_string(b.shape()) + " does not match weight " + shape_string(w.shape()) +
                                " (expected (" + w.shape()[0].to_string() + "))");
     }

@@ -23,7 +23,7 @@ void need_float(const Tensor& x, const Ctx& c, std::string_view role = "x") {
 void need_feature_vector(const Tensor& v, const Tensor& x, const Ctx& c, std::string_view role) {
   need_float(v, c, role);
   const Dim d = x.shape().back();
-  if (v.rank() != 1 || !dims_provably_equal(v.shape()[0], d)) {
+  if (v.rank() != 1 || dims_provably_different(v.shape()[0], d)) {
     raise<ShapeError>(c, std::string(role) + " " + shape_string(v.shape()) + " must be (" + d.to_string() +
                              ") to match x " + shape_string(x.shape()));
   }
@@ -106,12 +106,12 @@ Tensor conv2d_impl(const Tensor& x0, const Tensor& w, const Tensor& b, std::arra
     raise<ShapeError>(c, "groups " + std::to_string(groups) + " does not divide in channels " + std::to_string(*cc) +
                              " of input " + shape_string(x0.shape()));
   }
-  if (!dims_provably_equal(ws[1] * Dim(groups), C)) {
+  if (dims_provably_different(ws[1] * Dim(groups), C)) {
     raise<ShapeError>(c, "input " + shape_string(x0.shape()) + " has " + C.to_string() + " channels but weight " +
                              shape_string(ws) + " expects " + ws[1].to_string() + " x groups " +
                              std::to_string(groups));
   }
-  if (b.valid() && (b.rank() != 1 || !dims_provably_equal(b.shape()[0], ws[0]))) {
+  if (b.valid() && (b.rank() != 1 || dims_provably_different(b.shape()[0], ws[0]))) {
     raise<ShapeError>(c, "bias " + shape_string(b.shape()) + " must be (" + ws[0].to_string() + ")");
   }
   const int kh_n = static_cast<int>(*KH), kw_n = static_cast<int>(*KW);
@@ -241,7 +241,7 @@ Tensor rope(const Tensor& x, const Tensor& positions, float theta, Loc loc) {
   if (x.rank() < 2) raise<ShapeError>(c, "x must be [..., S, D], got " + describe(x));
   if (positions.dtype() != i32) raise<DTypeError>(c, "positions must be i32, got " + describe(positions));
   const Dim S = x.shape()[x.shape().size() - 2], D = x.shape().back();
-  if (positions.rank() != 1 || !dims_provably_equal(positions.shape()[0], S)) {
+  if (positions.rank() != 1 || dims_provably_different(positions.shape()[0], S)) {
     raise<ShapeError>(c, "positions " + shape_string(positions.shape()) + " must be (" + S.to_string() +
                              ") to match x " + shape_string(x.shape()));
   }
@@ -276,11 +276,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   }
   const Dim Sq = q.shape()[q.shape().size() - 2], D = q.shape().back();
   const Dim Sk = k.shape()[k.shape().size() - 2];
-  if (!dims_provably_equal(k.shape().back(), D)) {
+  if (dims_provably_different(k.shape().back(), D)) {
     raise<ShapeError>(c, "q " + shape_string(q.shape()) + " and k " + shape_string(k.shape()) +
                              ": head dims differ (" + D.to_string() + " vs " + k.shape().back().to_string() + ")");
   }
-  if (!dims_provably_equal(v.shape()[v.shape().size() - 2], Sk)) {
+  if (dims_provably_different(v.shape()[v.shape().size() - 2], Sk)) {
     raise<ShapeError>(c, "k " + shape_string(k.shape()) + " and v " + shape_string(v.shape()) +
                              ": sequence lengths differ");
   }
