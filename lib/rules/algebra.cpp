@@ -144,8 +144,15 @@ LUMINAL_MATH_RULE("algebra", "max-comm", false, "max(x, y) = max(y, x)",
                   egraph::rule("max-comm", max_(a, b), max_(b, a)));
 LUMINAL_MATH_RULE("algebra", "equal-comm", false, "(x == y) = (y == x)",
                   egraph::rule("equal-comm", eq_(a, b), eq_(b, a)));
-LUMINAL_MATH_RULE("algebra", "add-assoc", false, "(x + y) + z = x + (y + z) (f32: rounds differently)",
+// Float addition is not associative beyond rounding: with cancellation the regrouped sum
+// can lose every significant bit of the result ((x - m) - l vs x - (m + l) for a large m
+// broke log_softmax on large inputs against PyTorch). So float reassociation is
+// fast-math, while i32 (a ring modulo 2^32) reassociates exactly.
+LUMINAL_MATH_RULE("algebra", "add-assoc", true, "(x + y) + z = x + (y + z) (f32: cancellation makes the error unbounded)",
                   egraph::rule("add-assoc", add_(add_(a, b), c), add_(a, add_(b, c))));
+LUMINAL_MATH_RULE("algebra", "add-assoc-exact", false, "(x + y) + z = x + (y + z) for i32 (a ring modulo 2^32)",
+                  egraph::rule("add-assoc-exact", add_(add_(a, b), c), add_(a, add_(b, c)),
+                               [](ir::EGraph& g, const Match& m) { return g.data(m.root()).dtype == DType::i32; }));
 LUMINAL_MATH_RULE("algebra", "mul-assoc", false, "(x * y) * z = x * (y * z) (f32: rounds differently)",
                   egraph::rule("mul-assoc", mul_(mul_(a, b), c), mul_(a, mul_(b, c))));
 LUMINAL_MATH_RULE("algebra", "max-assoc", false, "max(max(x, y), z) = max(x, max(y, z))",
