@@ -219,7 +219,21 @@ class Lowerer {
   }
 
   // ---------------------------------------------------------------- expressions
+  // Index trees are DAGs printed as trees; deep view chains with symbolic dims (e.g. a
+  // log-step scan over a symbolic axis) can grow them exponentially. Past a size the body
+  // is left to the interpreter (counted in the report) instead of exhausting memory.
+  static bool too_large(const Index& i, int64_t& budget) {
+    if (--budget < 0) return true;
+    for (const auto& a : i.node().args)
+      if (too_large(a, budget)) return true;
+    return false;
+  }
+
   Expr emit(uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid) {
+    int64_t budget = 20000;
+    for (const auto& i : idx)
+      if (too_large(i, budget)) throw Unsupported{"index expression too large (deep views over symbolic dims)"};
+    if (valid && too_large(*valid, budget)) throw Unsupported{"index expression too large (deep views over symbolic dims)"};
     const std::string k = key(id, idx, valid);
     if (auto it = ctx_.memo.find(k); it != ctx_.memo.end()) return it->second;
     Expr e = emit_raw(id, idx, valid);
