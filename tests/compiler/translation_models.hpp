@@ -51,7 +51,12 @@ inline Tensor decoder_block(Graph& g, const BlockConfig& c, const Tensor& x, con
 inline void build_model(Graph& g, const BlockConfig& c, int layers) {
   Tensor x = g.input("x", {c.seq, c.d_model});
   Tensor pos = g.input("pos", {c.seq}, i32);
-  for (int l = 0; l < layers; ++l) x = decoder_block(g, c, x, pos, "l" + std::to_string(l) + ".");
+  for (int l = 0; l < layers; ++l) {
+    // Appends rather than "l" + to_string(l): GCC 12 reports a false -Wrestrict there.
+    std::string prefix = "l";
+    prefix.append(std::to_string(l)).append(".");
+    x = decoder_block(g, c, x, pos, prefix);
+  }
   g.output("y", x);
 }
 
