@@ -45,7 +45,8 @@ void run_matmul(benchmark::State& state, bool reduce_inner) {
     av[i] = static_cast<float>(i % 13) * 0.25f;
     bv[i] = static_cast<float>(i % 7) * 0.5f;
   }
-  std::map<std::string, HostTensor> in{{"a", HostTensor::from(av, {n, n})}, {"b", HostTensor::from(bv, {n, n})}};
+  std::map<std::string, HostTensor> in{{"a", HostTensor::from(av, {n, n})},
+                                       {"b", HostTensor::from(bv, {n, n})}};
   for (auto _ : state) {
     auto out = fn(in);
     benchmark::DoNotOptimize(out);

@@ -27,25 +27,31 @@ Program chain_program() {
                {"out", luminal::DType::f32, kN, BufferRole::Output}};
   Index i = Index::var(0);
   Expr x = load(0, luminal::DType::f32, i), y = load(1, luminal::DType::f32, i);
-  Expr v = unary(UnaryOp::Sin, x);                         // 1
-  v = unary(UnaryOp::Exp, v);                              // 2
-  v = binary(BinaryOp::Mul, v, y);                         // 3
-  v = unary(UnaryOp::Tanh, v);                             // 4
-  v = unary(UnaryOp::Sigmoid, v);                          // 5
-  v = binary(BinaryOp::Sub, v, constant(0.5));             // 6
-  v = unary(UnaryOp::Relu, v);                             // 7
-  v = binary(BinaryOp::Mul, v, constant(2.0));             // 8
-  v = binary(BinaryOp::Add, v, x);                         // 9
-  v = binary(BinaryOp::Mul, v, y);                         // 10
+  Expr v = unary(UnaryOp::Sin, x);              // 1
+  v = unary(UnaryOp::Exp, v);                   // 2
+  v = binary(BinaryOp::Mul, v, y);              // 3
+  v = unary(UnaryOp::Tanh, v);                  // 4
+  v = unary(UnaryOp::Sigmoid, v);               // 5
+  v = binary(BinaryOp::Sub, v, constant(0.5));  // 6
+  v = unary(UnaryOp::Relu, v);                  // 7
+  v = binary(BinaryOp::Mul, v, constant(2.0));  // 8
+  v = binary(BinaryOp::Add, v, x);              // 9
+  v = binary(BinaryOp::Mul, v, y);              // 10
   p.kernels = {Kernel{"chain", KernelKind::Elementwise, {{0, kN, true, true}}, {2, i, v}, {}, {}}};
   return p;
 }
 
 Program copy_program() {
   Program p;
-  p.buffers = {{"x", luminal::DType::f32, kN, BufferRole::Input}, {"out", luminal::DType::f32, kN, BufferRole::Output}};
+  p.buffers = {{"x", luminal::DType::f32, kN, BufferRole::Input},
+               {"out", luminal::DType::f32, kN, BufferRole::Output}};
   Index i = Index::var(0);
-  p.kernels = {Kernel{"copy", KernelKind::Elementwise, {{0, kN, true, true}}, {1, i, load(0, luminal::DType::f32, i)}, {}, {}}};
+  p.kernels = {Kernel{"copy",
+                      KernelKind::Elementwise,
+                      {{0, kN, true, true}},
+                      {1, i, load(0, luminal::DType::f32, i)},
+                      {},
+                      {}}};
   return p;
 }
 
@@ -150,7 +156,8 @@ int main(int argc, char** argv) {
     return it == rep.seconds.end() ? 0.0 : it->second;
   };
   const double mb = kN * 4 / 1e9;
-  double copy = sec("BM_Copy"), chain = sec("BM_Chain"), go = sec("BM_GeluOurs"), gl = sec("BM_GeluScalarTanhf");
+  double copy = sec("BM_Copy"), chain = sec("BM_Chain"), go = sec("BM_GeluOurs"),
+         gl = sec("BM_GeluScalarTanhf");
   std::printf("\n16M floats:\n");
   if (copy > 0) std::printf("  plain parallel copy   %8.2f ms  %6.1f GB/s\n", copy * 1e3, 2 * mb / copy);
   if (chain > 0 && copy > 0)
@@ -168,8 +175,12 @@ int main(int argc, char** argv) {
     }
     double tc = torch_ms(out, "chain"), tg = torch_ms(out, "gelu");
     std::printf("PyTorch eager (%s):\n%s", cmd.c_str(), out.c_str());
-    if (tc > 0 && chain > 0) std::printf("  chain: PyTorch %.2f ms / Luminal %.2f ms = %.1fx faster\n", tc, chain * 1e3, tc / (chain * 1e3));
-    if (tg > 0 && go > 0) std::printf("  gelu:  PyTorch %.2f ms / Luminal %.2f ms = %.1fx faster\n", tg, go * 1e3, tg / (go * 1e3));
+    if (tc > 0 && chain > 0)
+      std::printf("  chain: PyTorch %.2f ms / Luminal %.2f ms = %.1fx faster\n", tc, chain * 1e3,
+                  tc / (chain * 1e3));
+    if (tg > 0 && go > 0)
+      std::printf("  gelu:  PyTorch %.2f ms / Luminal %.2f ms = %.1fx faster\n", tg, go * 1e3,
+                  tg / (go * 1e3));
   }
   benchmark::Shutdown();
   return 0;

@@ -69,7 +69,8 @@ struct Mats {
 };
 
 void set_flops(benchmark::State& st, int64_t n) {
-  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * n * n * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_Luminal(benchmark::State& st) {
@@ -88,7 +89,8 @@ void BM_OpenBLAS(benchmark::State& st) {
   Mats m(n);
   const int ni = static_cast<int>(n);
   auto call = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, m.a.data, ni, m.b.data, ni, 0.0f, m.c.data, ni);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, m.a.data, ni, m.b.data, ni, 0.0f,
+                m.c.data, ni);
   };
   call();
   for (auto _ : st) call();
@@ -122,9 +124,7 @@ Program decode_program() {
   return p;
 }
 
-void set_weight_bandwidth(benchmark::State& st) {
-  st.SetBytesProcessed(st.iterations() * kDecN * kDecK * 4);
-}
+void set_weight_bandwidth(benchmark::State& st) { st.SetBytesProcessed(st.iterations() * kDecN * kDecK * 4); }
 
 void BM_LuminalDecode(benchmark::State& st) {
   cpu_bench::AlignedFloats x(kDecK), w(kDecN * kDecK), y(kDecN);
@@ -144,8 +144,8 @@ void BM_OpenBLASDecode(benchmark::State& st) {
   for (size_t i = 0; i < w.n; ++i) w.data[i] = static_cast<float>(i % 7) * 0.1f;
   for (size_t i = 0; i < x.n; ++i) x.data[i] = 1.0f;
   auto call = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, kDecN, kDecK, 1.0f, x.data, kDecK, w.data, kDecK, 0.0f,
-                y.data, kDecN);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, kDecN, kDecK, 1.0f, x.data, kDecK, w.data, kDecK,
+                0.0f, y.data, kDecN);
   };
   call();
   for (auto _ : st) call();
@@ -185,8 +185,8 @@ int main(int argc, char** argv) {
   }
   cpu_bench::RecordingReporter rep;
   GemmTile t = tile();
-  std::printf("Luminal GEMM: isa %s, tile mr=%d nr=%d mc=%d kc=%d nc=%d\n",
-              luminal::cpu::isa_name(isa()), t.mr, t.nr, t.mc, t.kc, t.nc);
+  std::printf("Luminal GEMM: isa %s, tile mr=%d nr=%d mc=%d kc=%d nc=%d\n", luminal::cpu::isa_name(isa()),
+              t.mr, t.nr, t.mc, t.kc, t.nc);
   benchmark::RunSpecifiedBenchmarks(&rep);
   std::printf("\n%-6s %14s %14s %8s\n", "N", "Luminal GF/s", "OpenBLAS GF/s", "ratio");
   for (int n : {512, 1024, 2048}) {
@@ -194,21 +194,25 @@ int main(int argc, char** argv) {
       for (const auto& [k, v] : rep.seconds)
         if (k.rfind(name + "/" + std::to_string(n), 0) == 0 && k.find("_mean") == std::string::npos &&
             k.find("_stddev") == std::string::npos && k.find("_cv") == std::string::npos)
-          if (k.find("_median") != std::string::npos || rep.seconds.count(name + "/" + std::to_string(n) + "/real_time_median") == 0)
+          if (k.find("_median") != std::string::npos ||
+              rep.seconds.count(name + "/" + std::to_string(n) + "/real_time_median") == 0)
             return v;
       return 0.0;
     };
     double ours = find("BM_Luminal"), blas = find("BM_OpenBLAS");
     double gf = 2.0 * n * n * n / 1e9;
     if (ours > 0)
-      std::printf("%-6d %14.1f %14.1f %8.2f\n", n, gf / ours, blas > 0 ? gf / blas : 0.0, blas > 0 ? blas / ours : 0.0);
+      std::printf("%-6d %14.1f %14.1f %8.2f\n", n, gf / ours, blas > 0 ? gf / blas : 0.0,
+                  blas > 0 ? blas / ours : 0.0);
   }
   double ld = rep.seconds.count("BM_LuminalDecode/real_time") ? rep.seconds["BM_LuminalDecode/real_time"] : 0;
-  double bd = rep.seconds.count("BM_OpenBLASDecode/real_time") ? rep.seconds["BM_OpenBLASDecode/real_time"] : 0;
+  double bd =
+      rep.seconds.count("BM_OpenBLASDecode/real_time") ? rep.seconds["BM_OpenBLASDecode/real_time"] : 0;
   if (ld > 0)
-    std::printf("decode 1x%lldx%lld (W^T): Luminal %.2f ms (%.1f GB/s of weights), OpenBLAS %.2f ms, ratio %.2f\n",
-                static_cast<long long>(kDecN), static_cast<long long>(kDecK), ld * 1e3, kDecN * kDecK * 4 / ld / 1e9,
-                bd * 1e3, bd > 0 ? bd / ld : 0.0);
+    std::printf(
+        "decode 1x%lldx%lld (W^T): Luminal %.2f ms (%.1f GB/s of weights), OpenBLAS %.2f ms, ratio %.2f\n",
+        static_cast<long long>(kDecN), static_cast<long long>(kDecK), ld * 1e3, kDecN * kDecK * 4 / ld / 1e9,
+        bd * 1e3, bd > 0 ? bd / ld : 0.0);
   benchmark::Shutdown();
   return 0;
 }

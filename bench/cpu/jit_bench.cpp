@@ -18,10 +18,12 @@ namespace {
 
 Program chain(int salt) {
   Program p;
-  p.buffers = {{"x", luminal::DType::f32, 1 << 20, BufferRole::Input}, {"y", luminal::DType::f32, 1 << 20, BufferRole::Output}};
+  p.buffers = {{"x", luminal::DType::f32, 1 << 20, BufferRole::Input},
+               {"y", luminal::DType::f32, 1 << 20, BufferRole::Output}};
   Index i = Index::var(0);
   Expr v = load(0, luminal::DType::f32, i);
-  for (UnaryOp op : {UnaryOp::Sin, UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf}) v = unary(op, v);
+  for (UnaryOp op : {UnaryOp::Sin, UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf})
+    v = unary(op, v);
   v = binary(BinaryOp::Add, v, constant(salt));  // a different source per run: a true first compile
   p.kernels = {Kernel{"chain", KernelKind::Elementwise, {{0, 1 << 20, true, true}}, {1, i, v}, {}, {}}};
   return p;
@@ -29,7 +31,8 @@ Program chain(int salt) {
 
 Program gemm(int salt) {
   Program p;
-  p.buffers = {{"a", luminal::DType::f32, 64 * 64, BufferRole::Input}, {"b", luminal::DType::f32, 64 * 64, BufferRole::Input},
+  p.buffers = {{"a", luminal::DType::f32, 64 * 64, BufferRole::Input},
+               {"b", luminal::DType::f32, 64 * 64, BufferRole::Input},
                {"c", luminal::DType::f32, 64 * 64, BufferRole::Output}};
   Gemm g;
   g.m = g.n = g.k = 64;
@@ -54,7 +57,8 @@ int main() {
   std::string tmpl = (fs::temp_directory_path() / "luminal-jit-bench-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) return 1;
   const int salt = static_cast<int>(::getpid());
-  for (auto [name, prog] : {std::pair{"elementwise chain", chain(salt)}, std::pair{"gemm + epilogue", gemm(salt)}}) {
+  for (auto [name, prog] :
+       {std::pair{"elementwise chain", chain(salt)}, std::pair{"gemm + epilogue", gemm(salt)}}) {
     std::string src = luminal::cpu::render_c(prog).source;
     luminal::cpu::JitConfig cfg = luminal::cpu::JitConfig::from_env();
     cfg.cache_dir = tmpl;
@@ -76,8 +80,9 @@ int main() {
       jit.compile(src);
       disk = ms_since(t0);
     }
-    std::printf("%-18s source %6zu bytes: first compile %7.1f ms, disk cache %6.2f ms, memory cache %6.3f ms\n", name,
-                src.size(), first, disk, mem);
+    std::printf(
+        "%-18s source %6zu bytes: first compile %7.1f ms, disk cache %6.2f ms, memory cache %6.3f ms\n", name,
+        src.size(), first, disk, mem);
   }
   fs::remove_all(tmpl);
   return 0;

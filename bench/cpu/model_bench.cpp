@@ -35,7 +35,8 @@ struct Model {
   std::map<std::string, lm::HostTensor> in, out;
 };
 
-lm::HostTensor rand_tensor(const std::vector<int64_t>& shape, std::mt19937_64& rng, float scale, float offset = 0) {
+lm::HostTensor rand_tensor(const std::vector<int64_t>& shape, std::mt19937_64& rng, float scale,
+                           float offset = 0) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::uniform_real_distribution<float> u(-scale, scale);
@@ -50,11 +51,12 @@ void prepare(Model& m, const std::map<std::string, std::vector<int64_t>>& inputs
   m.f = lm::compile(m.g, lm::Target::cpu());
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto& r = m.f.report();
-  std::printf("%s: %lld plan kernels -> %lld C kernels (%lld interpreted) from %lld primitive ops; arena %.1f MB for "
-              "%.1f MB of intermediates; compile %.2f s (codegen %.2f s)\n",
-              label.c_str(), static_cast<long long>(r.kernels), static_cast<long long>(r.generated_kernels),
-              static_cast<long long>(r.interpreted_kernels), static_cast<long long>(r.primitive_ops),
-              r.arena_bytes / 1e6, r.intermediate_bytes / 1e6, s, r.codegen_seconds);
+  std::printf(
+      "%s: %lld plan kernels -> %lld C kernels (%lld interpreted) from %lld primitive ops; arena %.1f MB for "
+      "%.1f MB of intermediates; compile %.2f s (codegen %.2f s)\n",
+      label.c_str(), static_cast<long long>(r.kernels), static_cast<long long>(r.generated_kernels),
+      static_cast<long long>(r.interpreted_kernels), static_cast<long long>(r.primitive_ops),
+      r.arena_bytes / 1e6, r.intermediate_bytes / 1e6, s, r.codegen_seconds);
   if (r.interpreted_kernels) std::printf("  %s\n", r.stop_reason.c_str());
   std::mt19937_64 rng(42);
   const auto& gi = *m.g.impl();
@@ -92,7 +94,8 @@ Model& decode() {
   }();
   static bool ready = false;
   if (!ready) {
-    prepare(m, {{"x", {1, 2048}}, {"pos", {1}}, {"k_cache", {4, 512, 128}}, {"v_cache", {4, 512, 128}}}, "decode");
+    prepare(m, {{"x", {1, 2048}}, {"pos", {1}}, {"k_cache", {4, 512, 128}}, {"v_cache", {4, 512, 128}}},
+            "decode");
     ready = true;
   }
   return m;
@@ -145,9 +148,23 @@ void BM_Copy(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Copy)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(BM_Decode)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(BM_Prefill)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(BM_Mlp)->Arg(1)->Arg(32)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(BM_Decode)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_Prefill)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_Mlp)
+    ->Arg(1)
+    ->Arg(32)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 double torch_ms(const std::string& out, const std::string& name) {
   auto pos = out.find("\n" + name + " median_ms=");
@@ -182,11 +199,13 @@ void compile_latency() {
   lm::Callable b = lm::compile(g, lm::Target::cpu(), o);
   const double warm = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double self2 = cpu_s(RUSAGE_SELF);
-  std::printf("compile latency (decode block): first compile %.2f s (codegen incl. cc %.2f s); from the disk cache "
-              "%.3f s (codegen %.1f ms; the rest is the e-graph search)\n",
-              cold, a.report().codegen_seconds, warm, b.report().codegen_seconds * 1e3);
-  std::printf("  CPU time: first compile %.2f s in Luminal + %.2f s in the C compiler; from the disk cache %.3f s\n",
-              self1 - self0, kids1 - kids0, self2 - self1);
+  std::printf(
+      "compile latency (decode block): first compile %.2f s (codegen incl. cc %.2f s); from the disk cache "
+      "%.3f s (codegen %.1f ms; the rest is the e-graph search)\n",
+      cold, a.report().codegen_seconds, warm, b.report().codegen_seconds * 1e3);
+  std::printf(
+      "  CPU time: first compile %.2f s in Luminal + %.2f s in the C compiler; from the disk cache %.3f s\n",
+      self1 - self0, kids1 - kids0, self2 - self1);
   fs::remove_all(dir);
 }
 
@@ -208,11 +227,13 @@ int main(int argc, char** argv) {
   if (copy > 0) std::printf("  plain parallel copy: %.1f GB/s\n", copy_gbs);
   if (dec > 0) {
     const double gbs = kLlama.weight_bytes() / dec / 1e9;
-    std::printf("  decode step:  %8.2f ms  (weights %.0f MB -> %.1f GB/s = %.0f%% of the copy bandwidth)\n", dec * 1e3,
-                kLlama.weight_bytes() / 1e6, gbs, copy_gbs > 0 ? 100 * gbs / copy_gbs : 0.0);
+    std::printf("  decode step:  %8.2f ms  (weights %.0f MB -> %.1f GB/s = %.0f%% of the copy bandwidth)\n",
+                dec * 1e3, kLlama.weight_bytes() / 1e6, gbs, copy_gbs > 0 ? 100 * gbs / copy_gbs : 0.0);
   }
   if (pre > 0) std::printf("  prefill 128:  %8.2f ms\n", pre * 1e3);
-  if (m1 > 0) std::printf("  mlp batch 1:  %8.2f ms  (%.1f GB/s of weights)\n", m1 * 1e3, kMlp.weight_bytes() / m1 / 1e9);
+  if (m1 > 0)
+    std::printf("  mlp batch 1:  %8.2f ms  (%.1f GB/s of weights)\n", m1 * 1e3,
+                kMlp.weight_bytes() / m1 / 1e9);
   if (m32 > 0) std::printf("  mlp batch 32: %8.2f ms\n", m32 * 1e3);
   if (!std::getenv("LUMINAL_BENCH_NO_TORCH")) {
     std::string cmd = "/usr/bin/python3 " LUMINAL_BENCH_CPU_DIR "/torch_models.py 2>&1";
@@ -226,7 +247,8 @@ int main(int argc, char** argv) {
     auto ratio = [&](const char* name, const char* label, double ours) {
       const double t = torch_ms(out, name);
       if (t > 0 && ours > 0)
-        std::printf("  %-13s PyTorch %8.2f ms / Luminal %8.2f ms = %.2fx\n", label, t, ours * 1e3, t / (ours * 1e3));
+        std::printf("  %-13s PyTorch %8.2f ms / Luminal %8.2f ms = %.2fx\n", label, t, ours * 1e3,
+                    t / (ours * 1e3));
     };
     ratio("decode", "decode step:", dec);
     ratio("prefill", "prefill 128:", pre);

@@ -20,11 +20,13 @@ struct Llama {
 };
 
 /// Attention over k/v [KV, T, hd] for q [H, S, hd], keys repeated for grouped queries.
-inline luminal::Tensor gqa(const Llama& c, const luminal::Tensor& q, const luminal::Tensor& k, const luminal::Tensor& v,
-                           const luminal::Dim& T, bool causal) {
+inline luminal::Tensor gqa(const Llama& c, const luminal::Tensor& q, const luminal::Tensor& k,
+                           const luminal::Tensor& v, const luminal::Dim& T, bool causal) {
   using namespace luminal;
   const int64_t H = c.heads, KV = c.kv_heads, G = H / KV, hd = c.head_dim();
-  auto rep = [&](const Tensor& t) { return reshape(expand(reshape(t, {KV, 1, T, hd}), {KV, G, T, hd}), {H, T, hd}); };
+  auto rep = [&](const Tensor& t) {
+    return reshape(expand(reshape(t, {KV, 1, T, hd}), {KV, G, T, hd}), {H, T, hd});
+  };
   return scaled_dot_product_attention(q, rep(k), rep(v), causal);
 }
 
@@ -32,8 +34,9 @@ inline luminal::Tensor gqa(const Llama& c, const luminal::Tensor& q, const lumin
 inline luminal::Tensor ffn(luminal::Graph& g, const Llama& c, const luminal::Tensor& x2) {
   using namespace luminal;
   Tensor h2 = rms_norm(x2, g.param("ffn_norm", {c.d}));
-  Tensor f = linear(silu(linear(h2, g.param("w_gate", {c.ffn, c.d}))) * linear(h2, g.param("w_up", {c.ffn, c.d})),
-                    g.param("w_down", {c.d, c.ffn}));
+  Tensor f =
+      linear(silu(linear(h2, g.param("w_gate", {c.ffn, c.d}))) * linear(h2, g.param("w_up", {c.ffn, c.d})),
+             g.param("w_down", {c.d, c.ffn}));
   return x2 + f;
 }
 

@@ -16,17 +16,19 @@ using namespace egbench;
 namespace {
 
 void print_iteration(const IterationStats& s) {
-  std::printf("iter=%zu nodes=%zu classes=%zu matches=%zu applied=%zu rebuild_unions=%zu search_s=%.6f apply_s=%.6f "
-              "rebuild_s=%.6f\n",
-              s.iteration, s.nodes, s.classes, s.matches, s.applied, s.rebuild_unions, s.search_s, s.apply_s,
-              s.rebuild_s);
+  std::printf(
+      "iter=%zu nodes=%zu classes=%zu matches=%zu applied=%zu rebuild_unions=%zu search_s=%.6f apply_s=%.6f "
+      "rebuild_s=%.6f\n",
+      s.iteration, s.nodes, s.classes, s.matches, s.applied, s.rebuild_unions, s.search_s, s.apply_s,
+      s.rebuild_s);
   std::fflush(stdout);
 }
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: egraph-workloads math-micro K | ac-blowup N | congruence-cascade N\n"
-               "  math-micro K: 1 <= K <= 12; ac-blowup N: 2 <= N <= 14; congruence-cascade N: N >= 2, even\n");
+  std::fprintf(
+      stderr,
+      "usage: egraph-workloads math-micro K | ac-blowup N | congruence-cascade N\n"
+      "  math-micro K: 1 <= K <= 12; ac-blowup N: 2 <= N <= 14; congruence-cascade N: N >= 2, even\n");
   return 2;
 }
 
@@ -54,11 +56,12 @@ int main(int argc, char** argv) {
     double ematch_s = since(t);
     bool ok = static_cast<std::size_t>(n) <= 11 && g.num_nodes() == mathlang::kMathMicroExpect[n - 1].first &&
               g.num_classes() == mathlang::kMathMicroExpect[n - 1].second;
-    std::printf("workload=math-micro k=%ld stop=%s nodes=%zu classes=%zu total_s=%.6f search_s=%.6f apply_s=%.6f "
-                "rebuild_s=%.6f peak_rss_mb=%.1f extract_cost=%.0f extract_s=%.6f matches=%zu ematch_s=%.6f "
-                "cpu_s=%.6f counts_ok=%d\n",
-                n, to_string(rep.stop), g.num_nodes(), g.num_classes(), rep.total_s, rep.search_s, rep.apply_s,
-                rep.rebuild_s, peak_rss_mb(), cost, extract_s, matches, ematch_s, cpu_s, ok ? 1 : 0);
+    std::printf(
+        "workload=math-micro k=%ld stop=%s nodes=%zu classes=%zu total_s=%.6f search_s=%.6f apply_s=%.6f "
+        "rebuild_s=%.6f peak_rss_mb=%.1f extract_cost=%.0f extract_s=%.6f matches=%zu ematch_s=%.6f "
+        "cpu_s=%.6f counts_ok=%d\n",
+        n, to_string(rep.stop), g.num_nodes(), g.num_classes(), rep.total_s, rep.search_s, rep.apply_s,
+        rep.rebuild_s, peak_rss_mb(), cost, extract_s, matches, ematch_s, cpu_s, ok ? 1 : 0);
     return 0;
   }
   if (w == "ac-blowup") {
@@ -70,11 +73,13 @@ int main(int argc, char** argv) {
     std::size_t p2 = std::size_t{1} << n, p3 = 1;
     for (long i = 0; i < n; ++i) p3 *= 3;
     const std::size_t want_nodes = p3 - 2 * p2 + 1 + static_cast<std::size_t>(n), want_classes = p2 - 1;
-    std::printf("workload=ac-blowup n=%ld stop=%s iterations=%zu nodes=%zu classes=%zu total_s=%.6f search_s=%.6f "
-                "apply_s=%.6f rebuild_s=%.6f peak_rss_mb=%.1f expected_nodes=%zu expected_classes=%zu cpu_s=%.6f counts_ok=%d\n",
-                n, to_string(rep.stop), rep.iterations.size(), g.num_nodes(), g.num_classes(), rep.total_s,
-                rep.search_s, rep.apply_s, rep.rebuild_s, peak_rss_mb(), want_nodes, want_classes, cpu_s,
-                g.num_nodes() == want_nodes && g.num_classes() == want_classes ? 1 : 0);
+    std::printf(
+        "workload=ac-blowup n=%ld stop=%s iterations=%zu nodes=%zu classes=%zu total_s=%.6f search_s=%.6f "
+        "apply_s=%.6f rebuild_s=%.6f peak_rss_mb=%.1f expected_nodes=%zu expected_classes=%zu cpu_s=%.6f "
+        "counts_ok=%d\n",
+        n, to_string(rep.stop), rep.iterations.size(), g.num_nodes(), g.num_classes(), rep.total_s,
+        rep.search_s, rep.apply_s, rep.rebuild_s, peak_rss_mb(), want_nodes, want_classes, cpu_s,
+        g.num_nodes() == want_nodes && g.num_classes() == want_classes ? 1 : 0);
     return 0;
   }
   if (w == "congruence-cascade") {
@@ -90,12 +95,15 @@ int main(int argc, char** argv) {
     std::size_t merges = g.rebuild();
     double rebuild_s = since(t);
     double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-    const bool ok = merges == 10 * static_cast<std::size_t>(n) && g.num_nodes() == 11 * static_cast<std::size_t>(n) &&
+    const bool ok = merges == 10 * static_cast<std::size_t>(n) &&
+                    g.num_nodes() == 11 * static_cast<std::size_t>(n) &&
                     g.num_classes() == 21 * static_cast<std::size_t>(n) / 2;
-    std::printf("workload=congruence-cascade n=%ld nodes=%zu classes=%zu merges=%zu total_s=%.6f search_s=0 apply_s=0 "
-                "rebuild_s=%.6f build_s=%.6f peak_rss_mb=%.1f cpu_s=%.6f counts_ok=%d\n",
-                n, g.num_nodes(), g.num_classes(), merges, rebuild_s, rebuild_s, build_s, peak_rss_mb(), cpu_s,
-                ok ? 1 : 0);
+    std::printf(
+        "workload=congruence-cascade n=%ld nodes=%zu classes=%zu merges=%zu total_s=%.6f search_s=0 "
+        "apply_s=0 "
+        "rebuild_s=%.6f build_s=%.6f peak_rss_mb=%.1f cpu_s=%.6f counts_ok=%d\n",
+        n, g.num_nodes(), g.num_classes(), merges, rebuild_s, rebuild_s, build_s, peak_rss_mb(), cpu_s,
+        ok ? 1 : 0);
     return 0;
   }
   return usage();

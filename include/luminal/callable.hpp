@@ -18,15 +18,15 @@ struct CallableState;
 }
 
 struct CompileReport {
-  std::string target;           // Target::to_string() of the compiled target
-  int64_t kernels = 0;          // kernels in the chosen program
-  int64_t primitive_ops = 0;    // primitive nodes of the input graph that the outputs need
+  std::string target;         // Target::to_string() of the compiled target
+  int64_t kernels = 0;        // kernels in the chosen program
+  int64_t primitive_ops = 0;  // primitive nodes of the input graph that the outputs need
   int64_t egraph_nodes = 0;
   int64_t egraph_classes = 0;
   int64_t iterations = 0;
-  std::string stop_reason;      // why the search stopped ("saturated", "time budget", ...)
+  std::string stop_reason;  // why the search stopped ("saturated", "time budget", ...)
   double compile_seconds = 0;
-  double estimated_seconds = 0; // the cost model's estimate of one call
+  double estimated_seconds = 0;  // the cost model's estimate of one call
   // Code generation (CPU target): generated kernels, plan steps that had to run on the
   // interpreter (never silently: each is counted here and named in stop_reason), the
   // arena holding every intermediate vs the sum of the intermediates' sizes.
@@ -34,7 +34,7 @@ struct CompileReport {
   int64_t interpreted_kernels = 0;
   int64_t arena_bytes = 0;
   int64_t intermediate_bytes = 0;
-  double codegen_seconds = 0;   // lowering + rendering + C compiler (or JIT cache load)
+  double codegen_seconds = 0;  // lowering + rendering + C compiler (or JIT cache load)
   std::string to_string() const;
 };
 

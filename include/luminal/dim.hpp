@@ -25,8 +25,8 @@ class Dim {
   Dim(int64_t value = 0);  // NOLINT(google-explicit-constructor)
   /// Any other integer type (int, size_t, ...), so `B * v.size()` is not ambiguous.
   template <class T>
-    requires(std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, int64_t>)
-  Dim(T value) : Dim(static_cast<int64_t>(value)) {}  // NOLINT(google-explicit-constructor)
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, int64_t>) Dim(T value)
+      : Dim(static_cast<int64_t>(value)) {}  // NOLINT(google-explicit-constructor)
 
   /// A named variable with inclusive range [lo, hi]. Prefer Graph::dim().
   static Dim variable(const std::string& name, int64_t lo, int64_t hi);

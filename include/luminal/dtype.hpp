@@ -18,9 +18,14 @@ inline constexpr DType boolean = DType::boolean;
 /// Bytes of one element as stored in a HostTensor or a device buffer.
 constexpr size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: case DType::i32: return 4;
-    case DType::f16: case DType::bf16: return 2;
-    case DType::boolean: return 1;
+    case DType::f32:
+    case DType::i32:
+      return 4;
+    case DType::f16:
+    case DType::bf16:
+      return 2;
+    case DType::boolean:
+      return 1;
   }
   return 0;
 }
@@ -28,11 +33,16 @@ constexpr size_t dtype_size(DType t) {
 /// "f32", "f16", "bf16", "i32", "bool".
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::i32: return "i32";
-    case DType::boolean: return "bool";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::i32:
+      return "i32";
+    case DType::boolean:
+      return "bool";
   }
   return "?";
 }

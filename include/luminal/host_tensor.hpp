@@ -81,18 +81,26 @@ class HostTensor {
                       std::is_same_v<T, uint16_t>,
                   "HostTensor::values<T>: T must be float, int32_t, bool or uint16_t");
     bool ok;
-    if constexpr (std::is_same_v<T, float>) ok = dtype_ == DType::f32;
-    else if constexpr (std::is_same_v<T, int32_t>) ok = dtype_ == DType::i32;
-    else if constexpr (std::is_same_v<T, bool>) ok = dtype_ == DType::boolean;
-    else ok = dtype_ == DType::f16 || dtype_ == DType::bf16;
+    if constexpr (std::is_same_v<T, float>)
+      ok = dtype_ == DType::f32;
+    else if constexpr (std::is_same_v<T, int32_t>)
+      ok = dtype_ == DType::i32;
+    else if constexpr (std::is_same_v<T, bool>)
+      ok = dtype_ == DType::boolean;
+    else
+      ok = dtype_ == DType::f16 || dtype_ == DType::bf16;
     if (!ok) type_mismatch(type_name<T>());
   }
   template <class T>
   static const char* type_name() {
-    if constexpr (std::is_same_v<T, float>) return "float";
-    else if constexpr (std::is_same_v<T, int32_t>) return "int32_t";
-    else if constexpr (std::is_same_v<T, bool>) return "bool";
-    else return "uint16_t";
+    if constexpr (std::is_same_v<T, float>)
+      return "float";
+    else if constexpr (std::is_same_v<T, int32_t>)
+      return "int32_t";
+    else if constexpr (std::is_same_v<T, bool>)
+      return "bool";
+    else
+      return "uint16_t";
   }
   [[noreturn]] void type_mismatch(const char* requested) const;
 

@@ -51,12 +51,12 @@ class Operand {
   Operand(const Tensor& t, std::source_location loc = std::source_location::current())  // NOLINT
       : tensor_(t), kind_(Kind::tensor), loc_(loc) {}
   template <class S>
-    requires std::is_arithmetic_v<S>
-  Operand(S value, std::source_location loc = std::source_location::current())  // NOLINT
+  requires std::is_arithmetic_v<S> Operand(
+      S value, std::source_location loc = std::source_location::current())  // NOLINT
       : value_(static_cast<double>(value)),
-        kind_(std::is_same_v<S, bool>       ? Kind::boolean
-              : std::is_integral_v<S>       ? Kind::integer
-                                            : Kind::floating),
+        kind_(std::is_same_v<S, bool> ? Kind::boolean
+              : std::is_integral_v<S> ? Kind::integer
+                                      : Kind::floating),
         loc_(loc) {}
 
   bool is_tensor() const { return kind_ == Kind::tensor; }
@@ -170,9 +170,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     Loc loc = Loc::current());
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b = Tensor(), int stride = 1, int padding = 0,
               int dilation = 1, int groups = 1, Loc loc = Loc::current());
-Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b = Tensor(), std::array<int, 2> stride = {1, 1},
-              std::array<int, 2> padding = {0, 0}, std::array<int, 2> dilation = {1, 1}, int groups = 1,
-              Loc loc = Loc::current());
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b = Tensor(),
+              std::array<int, 2> stride = {1, 1}, std::array<int, 2> padding = {0, 0},
+              std::array<int, 2> dilation = {1, 1}, int groups = 1, Loc loc = Loc::current());
 /// stride {0, 0} means stride = kernel; padding is filled with -inf.
 Tensor max_pool2d(const Tensor& x, std::array<int, 2> kernel, std::array<int, 2> stride = {0, 0},
                   std::array<int, 2> padding = {0, 0}, Loc loc = Loc::current());

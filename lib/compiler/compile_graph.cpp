@@ -33,7 +33,9 @@ using detail::Node;
 using detail::PrimOp;
 using Clock = std::chrono::steady_clock;
 
-bool is_leaf(PrimOp op) { return op == PrimOp::Input || op == PrimOp::Param || op == PrimOp::Constant || op == PrimOp::Iota; }
+bool is_leaf(PrimOp op) {
+  return op == PrimOp::Input || op == PrimOp::Param || op == PrimOp::Constant || op == PrimOp::Iota;
+}
 bool is_free_leaf(PrimOp op) { return op == PrimOp::Constant || op == PrimOp::Iota; }
 
 // Local structural hashes (depth-limited), names of params ignored.
@@ -105,7 +107,8 @@ Partition partition(const GraphImpl& g, const std::vector<uint32_t>& live, const
   std::vector<size_t> last(n, 0);
   for (size_t i = 0; i < n; ++i)
     for (uint32_t in : g.nodes[seq[i]].inputs)
-      if (index_of[in] >= 0) last[static_cast<size_t>(index_of[in])] = std::max(last[static_cast<size_t>(index_of[in])], i);
+      if (index_of[in] >= 0)
+        last[static_cast<size_t>(index_of[in])] = std::max(last[static_cast<size_t>(index_of[in])], i);
   for (const auto& [name, id] : g.outputs)
     if (index_of[id] >= 0) last[static_cast<size_t>(index_of[id])] = n;
   std::vector<int64_t> diff(n + 2, 0);
@@ -185,7 +188,8 @@ Block make_block(const GraphImpl& g, const std::vector<uint32_t>& seq, size_t b,
 }
 
 bool same_block(const Block& a, const Block& b) {
-  if (a.key != b.key || a.graph.nodes.size() != b.graph.nodes.size() || a.graph.outputs != b.graph.outputs) return false;
+  if (a.key != b.key || a.graph.nodes.size() != b.graph.nodes.size() || a.graph.outputs != b.graph.outputs)
+    return false;
   for (size_t i = 0; i < a.graph.nodes.size(); ++i)
     if (!ir::same_body_node(a.graph.nodes[i], b.graph.nodes[i])) return false;
   return true;
@@ -201,9 +205,15 @@ SearchSettings settings_for(const Target& target, const CompileOptions& options,
   s.ctx.fast_math = options.fast_math;
   s.ctx.node_limit = static_cast<std::size_t>(std::max<int64_t>(options.node_limit, 1));
   switch (target.kind()) {
-    case Target::Kind::cuda: s.ctx.target = detail::describe_gpu(target.arch().empty() ? "sm_90" : target.arch()); break;
-    case Target::Kind::hip: s.ctx.target = detail::describe_gpu(target.arch().empty() ? "gfx90a" : target.arch()); break;
-    default: s.ctx.target = detail::describe_host_cpu(); break;
+    case Target::Kind::cuda:
+      s.ctx.target = detail::describe_gpu(target.arch().empty() ? "sm_90" : target.arch());
+      break;
+    case Target::Kind::hip:
+      s.ctx.target = detail::describe_gpu(target.arch().empty() ? "gfx90a" : target.arch());
+      break;
+    default:
+      s.ctx.target = detail::describe_host_cpu();
+      break;
   }
   s.ctx.library_gemm = target.kind() == Target::Kind::cpu;
   s.pass_sets = {"lower_reference", "fusion"};
@@ -254,7 +264,8 @@ CompiledProgram compile_graph(const GraphImpl& g, const Target& target, const Co
     std::unordered_map<uint32_t, uint32_t> value_of;
     for (uint32_t id : live) {
       const Node& n = g.nodes[id];
-      if (n.op == PrimOp::Input || n.op == PrimOp::Param) value_of[id] = plan->add_value(n.name, n.op == PrimOp::Param);
+      if (n.op == PrimOp::Input || n.op == PrimOp::Param)
+        value_of[id] = plan->add_value(n.name, n.op == PrimOp::Param);
     }
     std::vector<std::pair<Block, SearchResult>> cache;
     for (const auto& [b, e] : part.ranges) {
@@ -272,7 +283,8 @@ CompiledProgram compile_graph(const GraphImpl& g, const Target& target, const Co
         if (r.stop_reason != "saturated" &&
             std::find(stops.begin(), stops.end(), r.stop_reason) == stops.end())
           stops.push_back(r.stop_reason);
-        for (const auto& line : r.phases) out.phases.push_back("block " + std::to_string(cache.size() - 1) + " " + line);
+        for (const auto& line : r.phases)
+          out.phases.push_back("block " + std::to_string(cache.size() - 1) + " " + line);
         ++out.searches;
       }
       out.report.estimated_seconds += found->est_seconds;
@@ -282,7 +294,8 @@ CompiledProgram compile_graph(const GraphImpl& g, const Target& target, const Co
       for (size_t v = 0; v < bp.leaf_name.size(); ++v) {
         const std::string& name = bp.leaf_name[v];
         if (name.empty()) continue;
-        if (!name.starts_with("%in")) throw InternalError("[compile] block leaf '" + name + "' is not a block input");
+        if (!name.starts_with("%in"))
+          throw InternalError("[compile] block leaf '" + name + "' is not a block input");
         vmap[v] = value_of.at(blk.ext_inputs.at(std::stoul(name.substr(3))));
       }
       for (const auto& st : bp.steps) {

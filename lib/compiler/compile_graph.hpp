@@ -32,6 +32,7 @@ struct CompiledProgram {
 /// limit yields a correct (less optimized) program and `report.stop_reason` names it.
 /// Environment: LUMINAL_TRACE_RULES=1 prints per-rule hits and time on stderr;
 /// LUMINAL_DUMP_DOT=path writes `dot` to path.
-CompiledProgram compile_graph(const detail::GraphImpl& g, const Target& target, const CompileOptions& options);
+CompiledProgram compile_graph(const detail::GraphImpl& g, const Target& target,
+                              const CompileOptions& options);
 
 }  // namespace luminal::compiler

@@ -20,8 +20,8 @@ class PlanExecutable final : public detail::Executable {
     for (const auto& [name, v] : plan_->outputs) last_use_[v] = static_cast<int>(plan_->steps.size());
   }
 
-  std::map<std::string, HostTensor> run(const DimBindings& dims,
-                                        const std::map<std::string, const HostTensor*>& tensors) const override {
+  std::map<std::string, HostTensor> run(
+      const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors) const override {
     const KernelPlan& p = *plan_;
     std::vector<std::shared_ptr<const HostTensor>> val(p.leaf_name.size());
     for (size_t v = 0; v < p.leaf_name.size(); ++v) {
@@ -29,13 +29,15 @@ class PlanExecutable final : public detail::Executable {
       auto it = tensors.find(p.leaf_name[v]);
       if (it == tensors.end() || !it->second)
         throw RuntimeError("[compiled program] no data for '" + p.leaf_name[v] + "'");
-      val[v] = std::shared_ptr<const HostTensor>(std::shared_ptr<const HostTensor>(), it->second);  // not owned
+      val[v] =
+          std::shared_ptr<const HostTensor>(std::shared_ptr<const HostTensor>(), it->second);  // not owned
     }
     std::map<std::string, const HostTensor*> args;
     for (size_t s = 0; s < p.steps.size(); ++s) {
       const KernelPlan::Step& st = p.steps[s];
       args.clear();
-      for (size_t i = 0; i < st.args.size(); ++i) args.emplace(ir::slot_name(static_cast<uint32_t>(i)), val[st.args[i]].get());
+      for (size_t i = 0; i < st.args.size(); ++i)
+        args.emplace(ir::slot_name(static_cast<uint32_t>(i)), val[st.args[i]].get());
       auto out = detail::reference::run(*st.spec->body, dims, args);
       val[st.result] = std::make_shared<const HostTensor>(std::move(out.at("out")));
       for (uint32_t a : st.args)
@@ -45,7 +47,8 @@ class PlanExecutable final : public detail::Executable {
     for (const auto& [name, v] : p.outputs) {
       const HostTensor& t = *val[v];
       // Owned copy: an output may be a caller's input or another output's buffer.
-      result.emplace(name, HostTensor::from_bytes(t.dtype(), t.shape(), std::span<const std::byte>(t.data(), t.nbytes())));
+      result.emplace(name, HostTensor::from_bytes(t.dtype(), t.shape(),
+                                                  std::span<const std::byte>(t.data(), t.nbytes())));
     }
     return result;
   }
@@ -60,7 +63,8 @@ std::string body_summary(const ir::KernelSpec& k) {
   for (const auto& n : k.body->nodes)
     if (n.op != detail::PrimOp::Input) ++ops[std::string(detail::prim_name(n.op))];
   std::string s;
-  for (const auto& [name, c] : ops) s += (s.empty() ? "" : " ") + name + (c > 1 ? "x" + std::to_string(c) : "");
+  for (const auto& [name, c] : ops)
+    s += (s.empty() ? "" : " ") + name + (c > 1 ? "x" + std::to_string(c) : "");
   return s;
 }
 
@@ -73,25 +77,28 @@ std::string KernelPlan::to_dot() const {
   for (size_t s = 0; s < steps.size(); ++s) producer[steps[s].result] = static_cast<int>(s);
   for (size_t v = 0; v < leaf_name.size(); ++v)
     if (!leaf_name[v].empty())
-      os << "  v" << v << " [shape=ellipse, style=filled, fillcolor=\"" << (leaf_is_param[v] ? "#e8e8e8" : "#cfe8ff")
-         << "\", label=\"" << leaf_name[v] << "\"];\n";
+      os << "  v" << v << " [shape=ellipse, style=filled, fillcolor=\""
+         << (leaf_is_param[v] ? "#e8e8e8" : "#cfe8ff") << "\", label=\"" << leaf_name[v] << "\"];\n";
   for (size_t s = 0; s < steps.size(); ++s) {
     const Step& st = steps[s];
     std::string tiles;
-    for (size_t i = 0; i < st.spec->launch.size(); ++i) tiles += (i ? "x" : " tiles ") + std::to_string(st.spec->launch[i]);
+    for (size_t i = 0; i < st.spec->launch.size(); ++i)
+      tiles += (i ? "x" : " tiles ") + std::to_string(st.spec->launch[i]);
     char est[64];
     std::snprintf(est, sizeof est, "%.3g us", st.est_seconds * 1e6);
     os << "  v" << st.result << " [shape=box, style=\"rounded,filled\", fillcolor=\""
        << (st.spec->kind == ir::KernelKind::Gemm || st.spec->kind == ir::KernelKind::LibraryGemm ? "#ffd9a8"
-           : st.spec->kind == ir::KernelKind::Reduction                                           ? "#d4f0c0"
-                                                                                                  : "#fff6b0")
-       << "\", label=\"k" << s << " (c" << st.eclass << "): " << ir::kind_name(st.spec->kind) << tiles << "\\n" << body_summary(*st.spec)
-       << "\\n" << est << "\"];\n";
+           : st.spec->kind == ir::KernelKind::Reduction                                          ? "#d4f0c0"
+                                                                                                 : "#fff6b0")
+       << "\", label=\"k" << s << " (c" << st.eclass << "): " << ir::kind_name(st.spec->kind) << tiles
+       << "\\n"
+       << body_summary(*st.spec) << "\\n"
+       << est << "\"];\n";
     for (uint32_t a : st.args) os << "  v" << a << " -> v" << st.result << ";\n";
   }
   for (const auto& [name, v] : outputs)
-    os << "  out_" << v << "_" << name << " [shape=plaintext, label=\"" << name << "\"];\n  v" << v << " -> out_" << v
-       << "_" << name << ";\n";
+    os << "  out_" << v << "_" << name << " [shape=plaintext, label=\"" << name << "\"];\n  v" << v
+       << " -> out_" << v << "_" << name << ";\n";
   os << "}\n";
   return os.str();
 }

@@ -59,12 +59,13 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
       const char* why = egraph::to_string(rep.stop);
       if (rep.stop != egraph::StopReason::Saturated) stops.push_back(std::string(why) + " (math rules)");
       res.phases.push_back(fmt("math: %zu rules, %zu iterations, %zu -> %zu nodes, %zu classes, %.4f s, %s",
-                               rules.size(), rep.iterations.size(), n0, g.num_nodes(), g.num_classes(), since(t0), why));
+                               rules.size(), rep.iterations.size(), n0, g.num_nodes(), g.num_classes(),
+                               since(t0), why));
       if (s.trace)
         for (const auto& r : rep.rules)
           if (r.matches || r.applied)
-            std::fprintf(stderr, "[luminal rules] %-32s matches=%zu applied=%zu banned=%zu time=%.5fs\n", r.name.c_str(),
-                         r.matches, r.applied, r.times_banned, r.search_s + r.apply_s);
+            std::fprintf(stderr, "[luminal rules] %-32s matches=%zu applied=%zu banned=%zu time=%.5fs\n",
+                         r.name.c_str(), r.matches, r.applied, r.times_banned, r.search_s + r.apply_s);
     }
   }
 
@@ -99,12 +100,14 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
         if (!required && Clock::now() >= s.deadline) skipped = "time-limit";
         ++res.iterations;
         if (s.trace)
-          std::fprintf(stderr, "[luminal rules] %-32s added=%zu time=%.5fs\n", r->name.c_str(), added, since(t1));
+          std::fprintf(stderr, "[luminal rules] %-32s added=%zu time=%.5fs\n", r->name.c_str(), added,
+                       since(t1));
       }
     }
     if (!skipped.empty()) stops.push_back(skipped + " (fusion)");
-    res.phases.push_back(fmt("lower+fuse: %zu -> %zu nodes, %zu classes, %.4f s%s%s", n0, g.num_nodes(), g.num_classes(),
-                             since(t0), skipped.empty() ? "" : ", stopped by ", skipped.c_str()));
+    res.phases.push_back(fmt("lower+fuse: %zu -> %zu nodes, %zu classes, %.4f s%s%s", n0, g.num_nodes(),
+                             g.num_classes(), since(t0), skipped.empty() ? "" : ", stopped by ",
+                             skipped.c_str()));
   }
 
   // ---- phase 3: DAG-aware extraction over kernel nodes
@@ -169,8 +172,8 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     for (ir::Id r : roots) visit(r);
     for (std::size_t r = 0; r < loaded.outputs.size(); ++r)
       p.outputs.emplace_back(loaded.outputs[r].first, val.at(g.find(roots[r])));
-    res.phases.push_back(fmt("extract: %zu kernels, estimated %.4g s per call, %s, %.4f s", p.steps.size(), result.cost,
-                             result.optimal ? "optimal" : "heuristic", since(t0)));
+    res.phases.push_back(fmt("extract: %zu kernels, estimated %.4g s per call, %s, %.4f s", p.steps.size(),
+                             result.cost, result.optimal ? "optimal" : "heuristic", since(t0)));
   }
   res.egraph_nodes = static_cast<int64_t>(g.num_nodes());
   res.egraph_classes = static_cast<int64_t>(g.num_classes());

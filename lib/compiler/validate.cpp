@@ -66,8 +66,8 @@ ValidationResult validate_program(const detail::GraphImpl& g, const detail::Exec
       if (err > r.worst) r.worst = err;
       if (err > 1 && r.ok) {
         r.ok = false;
-        r.message = "output '" + name + "' element " + std::to_string(i) + ": compiled " + std::to_string(x[i]) +
-                    ", interpreter " + std::to_string(y[i]);
+        r.message = "output '" + name + "' element " + std::to_string(i) + ": compiled " +
+                    std::to_string(x[i]) + ", interpreter " + std::to_string(y[i]);
       }
     }
   }

@@ -20,6 +20,7 @@ struct ValidationResult {
 /// fills every input and param with random data (floats in [-1, 1], i32 in [0, 4), bools),
 /// runs `exe` and the interpreter, and compares every output (f32 atol = rtol = 1e-4,
 /// f16/bf16 1e-2; integers and booleans exactly; NaN must match NaN).
-ValidationResult validate_program(const detail::GraphImpl& g, const detail::Executable& exe, uint64_t seed = 1);
+ValidationResult validate_program(const detail::GraphImpl& g, const detail::Executable& exe,
+                                  uint64_t seed = 1);
 
 }  // namespace luminal::compiler

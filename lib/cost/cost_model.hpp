@@ -9,11 +9,11 @@ namespace luminal::detail {
 
 /// What a kernel does, counted by whoever builds the kernel node.
 struct KernelWork {
-  double flops = 0;           // adds, multiplies, compares (an FMA counts 2)
-  double transcendentals = 0; // exp/log/sin/tanh... evaluations
-  double bytes_read = 0;      // from buffers the kernel reads (each element once)
+  double flops = 0;            // adds, multiplies, compares (an FMA counts 2)
+  double transcendentals = 0;  // exp/log/sin/tanh... evaluations
+  double bytes_read = 0;       // from buffers the kernel reads (each element once)
   double bytes_written = 0;
-  double parallelism = 1e9;   // independent output elements (limits core/SM usage)
+  double parallelism = 1e9;  // independent output elements (limits core/SM usage)
   /// Fraction of peak FLOP/s this kernel's code reaches: about 0.8 for a tuned GEMM,
   /// 0.35 for a generated GEMM tile that is too small, 0.25 for scalar loops.
   double compute_efficiency = 0.5;

@@ -73,8 +73,8 @@ TargetDesc describe_host_cpu() {
   d.local_bytes = read_cache_bytes(2);
   d.llc_bytes = read_cache_bytes(3);
   if (d.llc_bytes == 0) d.llc_bytes = d.local_bytes;
-  d.launch_overhead_s = 2e-6;  // an OpenMP parallel region: fork, barrier
-  d.transcendental_flops = 12; // our vectorized polynomial approximations
+  d.launch_overhead_s = 2e-6;   // an OpenMP parallel region: fork, barrier
+  d.transcendental_flops = 12;  // our vectorized polynomial approximations
   return d;
 }
 
@@ -82,10 +82,10 @@ TargetDesc describe_gpu(std::string_view arch) {
   TargetDesc d;
   d.name = std::string(arch);
   d.transcendental_flops = 4;  // special function units
-  if (arch == "sm_80") {         // A100 SXM 80 GB
+  if (arch == "sm_80") {       // A100 SXM 80 GB
     d.name = "cuda:sm_80";
     d.compute_units = 108;
-    d.simd_lanes_f32 = 32 * 4;   // 4 warps in flight per SM to hide latency
+    d.simd_lanes_f32 = 32 * 4;  // 4 warps in flight per SM to hide latency
     d.peak_flops_f32 = 19.5e12;
     d.peak_flops_f16 = 312e12;
     d.mem_bandwidth = 2.0e12;
@@ -104,7 +104,7 @@ TargetDesc describe_gpu(std::string_view arch) {
     d.llc_bytes = 50.0 * 1024 * 1024;
     d.local_bytes = 228.0 * 1024;
     d.launch_overhead_s = 3e-6;
-  } else if (arch == "gfx90a") { // MI250X, one GCD
+  } else if (arch == "gfx90a") {  // MI250X, one GCD
     d.name = "hip:gfx90a";
     d.compute_units = 110;
     d.simd_lanes_f32 = 64 * 4;

@@ -8,16 +8,16 @@
 namespace luminal::detail {
 
 struct TargetDesc {
-  std::string name;               // "cpu:avx512", "cuda:sm_90", "hip:gfx90a"
-  int compute_units = 1;          // CPU cores, CUDA SMs, HIP CUs
-  int simd_lanes_f32 = 1;         // f32 lanes of one vector instruction (CPU) / warp width (GPU)
-  double peak_flops_f32 = 1e9;    // FMA = 2 flops, all units busy
-  double peak_flops_f16 = 1e9;    // tensor cores / packed math where present
-  double mem_bandwidth = 1e9;     // bytes/s from main memory (DRAM, HBM)
-  double cache_bandwidth = 1e9;   // bytes/s from the last-level cache
-  double llc_bytes = 0;           // last-level cache (CPU L3, GPU L2)
-  double local_bytes = 0;         // per-core L2 (CPU) or shared memory per SM (GPU)
-  double launch_overhead_s = 0;   // one kernel launch / parallel region
+  std::string name;                 // "cpu:avx512", "cuda:sm_90", "hip:gfx90a"
+  int compute_units = 1;            // CPU cores, CUDA SMs, HIP CUs
+  int simd_lanes_f32 = 1;           // f32 lanes of one vector instruction (CPU) / warp width (GPU)
+  double peak_flops_f32 = 1e9;      // FMA = 2 flops, all units busy
+  double peak_flops_f16 = 1e9;      // tensor cores / packed math where present
+  double mem_bandwidth = 1e9;       // bytes/s from main memory (DRAM, HBM)
+  double cache_bandwidth = 1e9;     // bytes/s from the last-level cache
+  double llc_bytes = 0;             // last-level cache (CPU L3, GPU L2)
+  double local_bytes = 0;           // per-core L2 (CPU) or shared memory per SM (GPU)
+  double launch_overhead_s = 0;     // one kernel launch / parallel region
   double transcendental_flops = 8;  // flop-equivalents of one exp/log/sin/tanh
 };
 

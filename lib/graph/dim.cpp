@@ -81,7 +81,8 @@ int64_t floor_mod(int64_t a, int64_t b) {
 
 Dim make_dim(int64_t constant, std::vector<Term> terms) {
   for (Term& t : terms) {
-    std::sort(t.atoms.begin(), t.atoms.end(), [](const AtomPtr& x, const AtomPtr& y) { return x->text < y->text; });
+    std::sort(t.atoms.begin(), t.atoms.end(),
+              [](const AtomPtr& x, const AtomPtr& y) { return x->text < y->text; });
     t.key.clear();
     for (size_t i = 0; i < t.atoms.size(); ++i) {
       if (i) t.key += '*';
@@ -180,9 +181,12 @@ int64_t eval_atom(const Atom& a, const DimBindings& b) {
     case AtomKind::Mod:
       if (y == 0) throw RuntimeError("[dim] division by zero evaluating " + a.text);
       return a.kind == AtomKind::Div ? floor_div(x, y) : floor_mod(x, y);
-    case AtomKind::Min: return std::min(x, y);
-    case AtomKind::Max: return std::max(x, y);
-    case AtomKind::Var: break;
+    case AtomKind::Min:
+      return std::min(x, y);
+    case AtomKind::Max:
+      return std::max(x, y);
+    case AtomKind::Var:
+      break;
   }
   return 0;
 }
@@ -218,12 +222,14 @@ Dim Dim::variable(const std::string& name, int64_t lo, int64_t hi) { return vari
 Dim Dim::variable(const std::string& name, int64_t lo, int64_t hi, int64_t multiple_of) {
   if (name.empty()) throw ShapeError("[dim] a dim variable needs a name");
   if (multiple_of < 1)
-    throw ShapeError("[dim] '" + name + "' must be a multiple of a positive number, got " + std::to_string(multiple_of));
+    throw ShapeError("[dim] '" + name + "' must be a multiple of a positive number, got " +
+                     std::to_string(multiple_of));
   if (lo > hi)
     throw ShapeError("[dim] the range of '" + name + "' is empty: [" + std::to_string(lo) + ", " +
                      std::to_string(hi) + "]");
   // The range holds only multiples: tighten it to the first and last one.
-  const int64_t tlo = floor_div(lo, multiple_of) * multiple_of + (floor_mod(lo, multiple_of) ? multiple_of : 0);
+  const int64_t tlo =
+      floor_div(lo, multiple_of) * multiple_of + (floor_mod(lo, multiple_of) ? multiple_of : 0);
   const int64_t thi = floor_div(hi, multiple_of) * multiple_of;
   if (tlo > thi)
     throw ShapeError("[dim] '" + name + "' has no multiple of " + std::to_string(multiple_of) + " in [" +

@@ -70,7 +70,8 @@ Dim make_atom(AtomKind kind, const Dim& a, const Dim& b) {
       atom->lo = std::max(alo, blo);
       atom->hi = std::max(ahi, bhi);
       break;
-    case AtomKind::Var: break;
+    case AtomKind::Var:
+      break;
   }
   return atom_dim(std::move(atom));
 }
@@ -139,7 +140,8 @@ int64_t gcd_all(const DimExpr& e, int64_t g) {
 
 Dim divide_by_constant(const Dim& a, int64_t c) {
   // (x/c1)/c2 -> x/(c1*c2) for positive constants (floor division composes).
-  if (const Atom* s = as_single_atom(a); s && s->kind == AtomKind::Div && s->b.is_constant() && *s->b.as_constant() > 0)
+  if (const Atom* s = as_single_atom(a);
+      s && s->kind == AtomKind::Div && s->b.is_constant() && *s->b.as_constant() > 0)
     return s->a / Dim(checked_mul(*s->b.as_constant(), c));
   const DimExpr& e = *a.expr();
   const int64_t g = gcd_all(e, c);

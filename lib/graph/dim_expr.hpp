@@ -18,11 +18,11 @@ enum class AtomKind : uint8_t { Var, Div, Mod, Min, Max };
 
 struct Atom {
   AtomKind kind = AtomKind::Var;
-  std::string name;                // Var only
-  int64_t lo = 0, hi = 0;          // Var: declared range; others: derived bounds
-  int64_t multiple = 1;            // Var: every value is a multiple of this
-  Dim a, b;                        // operands of Div/Mod/Min/Max
-  std::string text;                // canonical text, e.g. "B", "(B + 1)/4", "min(B, 16)"
+  std::string name;        // Var only
+  int64_t lo = 0, hi = 0;  // Var: declared range; others: derived bounds
+  int64_t multiple = 1;    // Var: every value is a multiple of this
+  Dim a, b;                // operands of Div/Mod/Min/Max
+  std::string text;        // canonical text, e.g. "B", "(B + 1)/4", "min(B, 16)"
 };
 using AtomPtr = std::shared_ptr<const Atom>;
 

@@ -14,9 +14,17 @@ std::string dump(const GraphImpl& g) {
     os << "%" << i << " = " << prim_name(n.op) << "(";
     for (size_t k = 0; k < n.inputs.size(); ++k) os << (k ? ", " : "") << "%" << n.inputs[k];
     switch (n.op) {
-      case PrimOp::Input: case PrimOp::Param: os << "\"" << n.name << "\""; break;
-      case PrimOp::Constant: os << n.value; break;
-      case PrimOp::SumReduce: case PrimOp::MaxReduce: os << ", axis=" << n.axis; break;
+      case PrimOp::Input:
+      case PrimOp::Param:
+        os << "\"" << n.name << "\"";
+        break;
+      case PrimOp::Constant:
+        os << n.value;
+        break;
+      case PrimOp::SumReduce:
+      case PrimOp::MaxReduce:
+        os << ", axis=" << n.axis;
+        break;
       case PrimOp::Permute: {
         os << ", perm=[";
         for (size_t k = 0; k < n.perm.size(); ++k) os << (k ? ", " : "") << n.perm[k];
@@ -31,7 +39,8 @@ std::string dump(const GraphImpl& g) {
         os << ", axis=" << n.axis << ", lo=" << n.start.to_string() << ", hi=" << n.end.to_string()
            << ", value=" << n.value;
         break;
-      default: break;
+      default:
+        break;
     }
     os << ") : " << dtype_name(n.dtype) << " " << shape_string(n.shape);
     if (!n.op_name.empty()) os << "   [" << n.op_name << " at " << where_string(n.loc) << "]";

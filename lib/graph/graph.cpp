@@ -9,7 +9,8 @@ namespace luminal {
 using namespace detail;
 
 namespace {
-void check_name(const GraphImpl& g, const std::string& name, std::string_view op, const std::source_location& loc) {
+void check_name(const GraphImpl& g, const std::string& name, std::string_view op,
+                const std::source_location& loc) {
   if (name.empty()) fail<ShapeError>(op, "a name must not be empty", loc);
   auto clash = [&](const std::vector<uint32_t>& ids, const char* kind) {
     for (uint32_t id : ids)
@@ -28,13 +29,13 @@ void check_shape(const std::vector<Dim>& shape, const std::string& name, std::st
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i].lower_bound() < 0)
       fail<ShapeError>(op,
-                       "'" + name + "' has shape " + shape_string(shape) + ": dim " + std::to_string(i) + " (" +
-                           shape[i].to_string() + ") can be negative",
+                       "'" + name + "' has shape " + shape_string(shape) + ": dim " + std::to_string(i) +
+                           " (" + shape[i].to_string() + ") can be negative",
                        loc);
 }
 
-Tensor leaf(const std::shared_ptr<GraphImpl>& g, PrimOp op, const std::string& name, const std::vector<Dim>& shape,
-            DType dtype, const std::source_location& loc) {
+Tensor leaf(const std::shared_ptr<GraphImpl>& g, PrimOp op, const std::string& name,
+            const std::vector<Dim>& shape, DType dtype, const std::source_location& loc) {
   const std::string_view opname = op == PrimOp::Input ? "input" : "param";
   check_name(*g, name, opname, loc);
   check_shape(shape, name, opname, loc);
@@ -61,11 +62,14 @@ Dim Graph::dim(const std::string& name, int64_t lo, int64_t hi, std::source_loca
   return dim(name, lo, hi, 1, loc);
 }
 
-Dim Graph::dim(const std::string& name, int64_t lo, int64_t hi, int64_t multiple_of, std::source_location loc) {
+Dim Graph::dim(const std::string& name, int64_t lo, int64_t hi, int64_t multiple_of,
+               std::source_location loc) {
   if (name.empty()) fail<ShapeError>("dim", "a dim name must not be empty", loc);
   if (multiple_of < 1)
-    fail<ShapeError>("dim", "dim '" + name + "' must be a multiple of a positive number, got " +
-                                std::to_string(multiple_of), loc);
+    fail<ShapeError>(
+        "dim",
+        "dim '" + name + "' must be a multiple of a positive number, got " + std::to_string(multiple_of),
+        loc);
   for (const DimDecl& d : impl_->dims)
     if (d.name == name) fail<ShapeError>("dim", "duplicate dim name '" + name + "'", loc);
   if (lo < 0 || lo > hi)
@@ -74,18 +78,22 @@ Dim Graph::dim(const std::string& name, int64_t lo, int64_t hi, int64_t multiple
                          "]; need 0 <= lo <= hi",
                      loc);
   if (floor_div(hi, multiple_of) * multiple_of < lo)
-    fail<ShapeError>("dim", "dim '" + name + "' has no multiple of " + std::to_string(multiple_of) + " in [" +
-                                std::to_string(lo) + ", " + std::to_string(hi) + "]", loc);
+    fail<ShapeError>("dim",
+                     "dim '" + name + "' has no multiple of " + std::to_string(multiple_of) + " in [" +
+                         std::to_string(lo) + ", " + std::to_string(hi) + "]",
+                     loc);
   Dim d = Dim::variable(name, lo, hi, multiple_of);
   impl_->dims.push_back(DimDecl{name, lo, hi, multiple_of, d});
   return d;
 }
 
-Tensor Graph::input(const std::string& name, const std::vector<Dim>& shape, DType dtype, std::source_location loc) {
+Tensor Graph::input(const std::string& name, const std::vector<Dim>& shape, DType dtype,
+                    std::source_location loc) {
   return leaf(impl_, PrimOp::Input, name, shape, dtype, loc);
 }
 
-Tensor Graph::param(const std::string& name, const std::vector<Dim>& shape, DType dtype, std::source_location loc) {
+Tensor Graph::param(const std::string& name, const std::vector<Dim>& shape, DType dtype,
+                    std::source_location loc) {
   return leaf(impl_, PrimOp::Param, name, shape, dtype, loc);
 }
 

@@ -20,13 +20,13 @@ struct Node {
   std::vector<Dim> shape;
   DType dtype = DType::f32;
   // Payload; which fields matter depends on op.
-  double value = 0;         // Constant: the value; Pad: the fill value
-  int axis = 0;             // SumReduce/MaxReduce/Slice/Pad
-  std::vector<int> perm;    // Permute
-  Dim start, end;           // Slice: [start, end); Pad: lo (start) and hi (end)
-  int64_t step = 1;         // Slice
-  std::string name;         // Input/Param: the user's name
-  std::string op_name;      // the user-facing op that created the node ("matmul", ...)
+  double value = 0;       // Constant: the value; Pad: the fill value
+  int axis = 0;           // SumReduce/MaxReduce/Slice/Pad
+  std::vector<int> perm;  // Permute
+  Dim start, end;         // Slice: [start, end); Pad: lo (start) and hi (end)
+  int64_t step = 1;       // Slice
+  std::string name;       // Input/Param: the user's name
+  std::string op_name;    // the user-facing op that created the node ("matmul", ...)
   std::source_location loc;
 };
 

@@ -24,8 +24,8 @@ std::string dim_list(const std::vector<int>& v) {
 
 int norm_axis(int axis, int64_t rank, const Tensor& x, const Ctx& c) {
   if (axis < -rank || axis >= rank) {
-    raise<ShapeError>(c, "axis " + std::to_string(axis) + " is out of range for " + describe(x) + " of rank " +
-                             std::to_string(rank));
+    raise<ShapeError>(c, "axis " + std::to_string(axis) + " is out of range for " + describe(x) +
+                             " of rank " + std::to_string(rank));
   }
   return axis < 0 ? static_cast<int>(axis + rank) : axis;
 }
@@ -221,8 +221,8 @@ Tensor or_(const Tensor& a, const Tensor& b, const Ctx& c) { return where_(a, 1.
 
 Tensor reshape_(const Tensor& x, const std::vector<Dim>& shape, const Ctx& c) {
   const auto& s = x.shape();
-  if (s.size() == shape.size() &&
-      std::equal(s.begin(), s.end(), shape.begin(), [](const Dim& p, const Dim& q) { return p.same_as(q); })) {
+  if (s.size() == shape.size() && std::equal(s.begin(), s.end(), shape.begin(),
+                                             [](const Dim& p, const Dim& q) { return p.same_as(q); })) {
     return x;
   }
   return prim_reshape(x, shape, c.op, c.loc);
@@ -320,7 +320,7 @@ Tensor cos_f(const Tensor& x, const Ctx& c) {
 Tensor erfc_abs_f(const Tensor& x, const Ctx& c) {
   // erfc(z), z = |x|, by the Chebyshev-fitted form t exp(-z^2 + P(t)), t = 1/(1 + z/2)
   // (Numerical Recipes "erfcc"): relative error < 1.2e-7 for every z >= 0.
-  static constexpr double coef[] = {-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+  static constexpr double coef[] = {-1.26551223, 1.00002368,  0.37409196, 0.09678418,  -0.18628806,
                                     0.27886807,  -1.13520398, 1.48851587, -0.82215223, 0.17087277};
   Tensor z = where_(lt_(x, 0.0, c), neg_(x, c), x, c);
   Tensor t = un(PrimOp::Recip, add_(mul_(z, 0.5, c), 1.0, c), c);

@@ -130,7 +130,7 @@ Tensor log_f(const Tensor& x, const Ctx& c);
 Tensor sigmoid_f(const Tensor& x, const Ctx& c);
 Tensor tanh_f(const Tensor& x, const Ctx& c);
 Tensor cos_f(const Tensor& x, const Ctx& c);
-Tensor erfc_abs_f(const Tensor& x, const Ctx& c);  // erfc(|x|)
+Tensor erfc_abs_f(const Tensor& x, const Ctx& c);                // erfc(|x|)
 Tensor matmul_(const Tensor& a, const Tensor& b, const Ctx& c);  // equal dtypes, no casts
 Tensor softmax_f(const Tensor& x, int axis, const Ctx& c);
 Tensor concat_(const std::vector<Tensor>& xs, int axis, const Ctx& c);  // equal dtypes

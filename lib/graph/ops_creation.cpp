@@ -10,7 +10,8 @@ namespace {
 void check_shape(const std::vector<Dim>& shape, const Ctx& c) {
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i].upper_bound() < 0) {
-      raise<ShapeError>(c, "shape " + shape_string(shape) + " has a negative dim at axis " + std::to_string(i));
+      raise<ShapeError>(c,
+                        "shape " + shape_string(shape) + " has a negative dim at axis " + std::to_string(i));
     }
   }
 }

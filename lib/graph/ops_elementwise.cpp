@@ -15,17 +15,23 @@ namespace {
 // ------------------------------------------------------------------ operand promotion
 Category scalar_category(Operand::Kind k) {
   switch (k) {
-    case Operand::Kind::boolean: return Category::boolean;
-    case Operand::Kind::integer: return Category::integer;
-    default: return Category::floating;
+    case Operand::Kind::boolean:
+      return Category::boolean;
+    case Operand::Kind::integer:
+      return Category::integer;
+    default:
+      return Category::floating;
   }
 }
 
 DType default_dtype(Category k) {
   switch (k) {
-    case Category::boolean: return boolean;
-    case Category::integer: return i32;
-    default: return f32;
+    case Category::boolean:
+      return boolean;
+    case Category::integer:
+      return i32;
+    default:
+      return f32;
   }
 }
 
@@ -37,7 +43,8 @@ std::string operand_string(const Operand& o) {
 /// The dtype a binary op's result has before any op-specific rule (PyTorch: tensors
 /// promote by dtype; a scalar only lifts the category).
 DType result_dtype(const Operand& a, const Operand& b, const Ctx& c) {
-  if (!a.is_tensor() && !b.is_tensor()) raise<ShapeError>(c, "needs at least one tensor operand, got two scalars");
+  if (!a.is_tensor() && !b.is_tensor())
+    raise<ShapeError>(c, "needs at least one tensor operand, got two scalars");
   if (a.is_tensor()) need(a.tensor(), c, "lhs");
   if (b.is_tensor()) need(b.tensor(), c, "rhs");
   if (a.is_tensor() && b.is_tensor()) return promote(a.tensor().dtype(), b.tensor().dtype());
@@ -136,10 +143,12 @@ Prepared logical(const Operand& a, const Operand& b, const Ctx& c) {
                              : o->kind() == Operand::Kind::boolean;
     if (o->is_tensor()) need(o->tensor(), c, o == &a ? "lhs" : "rhs");
     if (!ok) {
-      raise<DTypeError>(c, "logical operands must be bool, got " + operand_string(a) + " and " + operand_string(b));
+      raise<DTypeError>(
+          c, "logical operands must be bool, got " + operand_string(a) + " and " + operand_string(b));
     }
   }
-  if (!a.is_tensor() && !b.is_tensor()) raise<ShapeError>(c, "needs at least one tensor operand, got two scalars");
+  if (!a.is_tensor() && !b.is_tensor())
+    raise<ShapeError>(c, "needs at least one tensor operand, got two scalars");
   return prepare(a, b, boolean, boolean, c);
 }
 
@@ -263,7 +272,8 @@ Tensor erf(const Tensor& x, Loc loc) {
     Tensor e = sub_(1.0, erfc_abs_f(t, c), c);
     Tensor big = where_(lt_(t, 0.0, c), neg_(e, c), e, c);
     Tensor x2 = mul_(t, t, c);
-    static constexpr double series[] = {1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320, 1.0 / 9360};
+    static constexpr double series[] = {1.0,       -1.0 / 3,    1.0 / 10,  -1.0 / 42,
+                                        1.0 / 216, -1.0 / 1320, 1.0 / 9360};
     Tensor p = scalar_like(t, series[6], f32, c);
     for (int i = 5; i >= 0; --i) p = add_(mul_(p, x2, c), series[i], c);
     Tensor small = mul_(mul_(p, t, c), 2.0 / std::sqrt(std::numbers::pi), c);

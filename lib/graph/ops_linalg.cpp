@@ -13,7 +13,8 @@ DType matmul_dtype(const Tensor& a, const Tensor& b, const Ctx& c) {
   need(b, c, "rhs");
   DType r = promote(a.dtype(), b.dtype());
   if (r == boolean) {
-    raise<DTypeError>(c, "lhs " + describe(a) + " and rhs " + describe(b) + ": bool operands need a cast first");
+    raise<DTypeError>(c,
+                      "lhs " + describe(a) + " and rhs " + describe(b) + ": bool operands need a cast first");
   }
   return r;
 }
@@ -35,13 +36,15 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Loc loc) {
   const Dim in = w.shape()[1];
   if (dims_provably_different(x.shape().back(), in)) {
     raise<ShapeError>(c, "x " + shape_string(x.shape()) + " and weight " + shape_string(w.shape()) +
-                             ": in features differ (" + x.shape().back().to_string() + " vs " + in.to_string() + ")");
+                             ": in features differ (" + x.shape().back().to_string() + " vs " +
+                             in.to_string() + ")");
   }
   if (b.valid()) {
     r = promote(r, b.dtype());
-    if (b.rank() > 1 || (b.rank() == 1 && dims_provably_different(b.shape()[0], w.shape()[0]) && !is_one(b.shape()[0]))) {
-      raise<ShapeError>(c, "bias " + shape_string(b.shape()) + " does not match weight " + shape_string(w.shape()) +
-                               " (expected (" + w.shape()[0].to_string() + "))");
+    if (b.rank() > 1 ||
+        (b.rank() == 1 && dims_provably_different(b.shape()[0], w.shape()[0]) && !is_one(b.shape()[0]))) {
+      raise<ShapeError>(c, "bias " + shape_string(b.shape()) + " does not match weight " +
+                               shape_string(w.shape()) + " (expected (" + w.shape()[0].to_string() + "))");
     }
   }
   DType comp = compute_dtype(r);

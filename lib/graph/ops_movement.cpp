@@ -39,8 +39,9 @@ Tensor reshape(const Tensor& x, const std::vector<Dim>& shape, Loc loc) {
       continue;
     }
     if (shape[i].upper_bound() < 0) {
-      raise<ShapeError>(c, "target shape " + shape_string(shape) + " of " + describe(x) + " has a negative dim " +
-                               shape[i].to_string() + " at axis " + std::to_string(i));
+      raise<ShapeError>(c, "target shape " + shape_string(shape) + " of " + describe(x) +
+                               " has a negative dim " + shape[i].to_string() + " at axis " +
+                               std::to_string(i));
     }
     known = known * shape[i];
   }
@@ -61,8 +62,8 @@ Tensor permute(const Tensor& x, const std::vector<int>& axes, Loc loc) {
   Ctx c{"permute", loc};
   need(x, c, "x");
   auto bad = [&] {
-    raise<ShapeError>(c, "axes " + dim_list(axes) + " are not a permutation of the " + std::to_string(x.rank()) +
-                             " axes of " + describe(x));
+    raise<ShapeError>(c, "axes " + dim_list(axes) + " are not a permutation of the " +
+                             std::to_string(x.rank()) + " axes of " + describe(x));
   };
   if (static_cast<int64_t>(axes.size()) != x.rank()) bad();
   std::vector<int> perm;
@@ -100,7 +101,8 @@ Tensor expand(const Tensor& x, const std::vector<Dim>& shape, Loc loc) {
     if (i < lead) {
       if (shape[i].upper_bound() < 0) {
         raise<ShapeError>(c, "new leading dim " + shape[i].to_string() + " at axis " + std::to_string(i) +
-                                 " of " + shape_string(shape) + " must be >= 0 (-1 only keeps an existing dim)");
+                                 " of " + shape_string(shape) +
+                                 " must be >= 0 (-1 only keeps an existing dim)");
       }
       target[i] = shape[i];
       continue;
@@ -115,8 +117,9 @@ Tensor expand(const Tensor& x, const std::vector<Dim>& shape, Loc loc) {
       }
       target[i] = shape[i];
     } else {
-      raise<ShapeError>(c, "cannot expand " + describe(x) + " to " + shape_string(shape) + ": dim " + d.to_string() +
-                               " at axis " + std::to_string(i) + " is not 1 and differs from " + shape[i].to_string());
+      raise<ShapeError>(c, "cannot expand " + describe(x) + " to " + shape_string(shape) + ": dim " +
+                               d.to_string() + " at axis " + std::to_string(i) +
+                               " is not 1 and differs from " + shape[i].to_string());
     }
   }
   return broadcast_to(x, target, c);
@@ -147,8 +150,8 @@ Tensor flatten(const Tensor& x, int start, int end, Loc loc) {
   if (x.rank() == 0) return prim_reshape(x, {Dim(1)}, c.op, c.loc);
   int s = norm_axis(start, x.rank(), x, c), e = norm_axis(end, x.rank(), x, c);
   if (s > e) {
-    raise<ShapeError>(c, "start axis " + std::to_string(start) + " comes after end axis " + std::to_string(end) +
-                             " for " + describe(x));
+    raise<ShapeError>(c, "start axis " + std::to_string(start) + " comes after end axis " +
+                             std::to_string(end) + " for " + describe(x));
   }
   const auto& xs = x.shape();
   std::vector<Dim> out(xs.begin(), xs.begin() + s);
@@ -162,8 +165,8 @@ Tensor slice(const Tensor& x, int axis, Dim start, Dim end, int64_t step, Loc lo
   need(x, c, "x");
   int a = norm_axis(axis, x.rank(), x, c);
   if (step < 1) {
-    raise<ShapeError>(c, "step must be >= 1, got " + std::to_string(step) + " (slicing " + describe(x) + " on axis " +
-                             std::to_string(axis) + ")");
+    raise<ShapeError>(c, "step must be >= 1, got " + std::to_string(step) + " (slicing " + describe(x) +
+                             " on axis " + std::to_string(axis) + ")");
   }
   const Dim n = x.shape()[static_cast<size_t>(a)];
   // Python clamping: negative constants count from the end, then both ends are clamped
@@ -182,8 +185,8 @@ Tensor slice(const Tensor& x, int axis, Dim start, Dim end, int64_t step, Loc lo
   } else if ((e - s).lower_bound() < 0) {
     s = min(s, e);
   }
-  if (s.is_constant() && e.is_constant() && n.is_constant() && *s.as_constant() == 0 && *e.as_constant() == *n.as_constant() &&
-      step == 1) {
+  if (s.is_constant() && e.is_constant() && n.is_constant() && *s.as_constant() == 0 &&
+      *e.as_constant() == *n.as_constant() && step == 1) {
     return x;
   }
   return slice_(x, a, s, e, step, c);
@@ -208,8 +211,9 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<Dim, Dim>>& lo_hi_per_ax
       Dim s = (lv && *lv < 0) ? Dim(-*lv) : Dim(0);
       Dim e = (hv && *hv < 0) ? n + hi : n;
       if ((e - s).upper_bound() < 0) {
-        raise<ShapeError>(c, "negative padding (" + lo.to_string() + ", " + hi.to_string() + ") removes more than the " +
-                                 n.to_string() + " elements of axis " + std::to_string(i) + " of " + describe(x));
+        raise<ShapeError>(c, "negative padding (" + lo.to_string() + ", " + hi.to_string() +
+                                 ") removes more than the " + n.to_string() + " elements of axis " +
+                                 std::to_string(i) + " of " + describe(x));
       }
       t = slice_(t, axis, s, e, 1, c);
       if (lv && *lv < 0) lo = Dim(0);
@@ -235,8 +239,9 @@ Tensor concat(const std::vector<Tensor>& xs, int axis, Loc loc) {
       ok = static_cast<int>(d) == a || dims_provably_equal(s[d], first.shape()[d]);
     }
     if (!ok) {
-      raise<ShapeError>(c, "tensor " + std::to_string(i) + " " + shape_string(s) + " does not match tensor 0 " +
-                               shape_string(first.shape()) + " outside axis " + std::to_string(axis));
+      raise<ShapeError>(c, "tensor " + std::to_string(i) + " " + shape_string(s) +
+                               " does not match tensor 0 " + shape_string(first.shape()) + " outside axis " +
+                               std::to_string(axis));
     }
     r = promote(r, xs[i].dtype());
   }
@@ -250,10 +255,12 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& times, Loc loc) {
   Ctx c{"repeat", loc};
   need(x, c, "x");
   if (static_cast<int64_t>(times.size()) < x.rank()) {
-    raise<ShapeError>(c, "times " + ints_string(times) + " has fewer entries than the rank of " + describe(x));
+    raise<ShapeError>(c,
+                      "times " + ints_string(times) + " has fewer entries than the rank of " + describe(x));
   }
   for (int64_t t : times) {
-    if (t < 0) raise<ShapeError>(c, "times " + ints_string(times) + " has a negative count for " + describe(x));
+    if (t < 0)
+      raise<ShapeError>(c, "times " + ints_string(times) + " has a negative count for " + describe(x));
   }
   // [d0, d1, ...] -> [1, d0, 1, d1, ...] -> expand [t0, d0, t1, d1, ...] -> [t0*d0, t1*d1, ...]
   std::vector<Dim> s(times.size() - static_cast<size_t>(x.rank()), Dim(1));

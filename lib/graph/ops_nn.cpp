@@ -15,7 +15,8 @@ namespace {
 void need_float(const Tensor& x, const Ctx& c, std::string_view role = "x") {
   need(x, c, role);
   if (!is_float(x.dtype())) {
-    raise<DTypeError>(c, std::string(role) + " must be floating-point, got " + describe(x) + " (cast it first)");
+    raise<DTypeError>(c,
+                      std::string(role) + " must be floating-point, got " + describe(x) + " (cast it first)");
   }
 }
 
@@ -59,7 +60,8 @@ Tensor batched_image(const Tensor& x, const Ctx& c) {
 }
 
 /// Output length of a sliding window; ShapeError when the window does not fit.
-Dim window_out(const Dim& in, int k_eff, int pad, int stride, const Tensor& x, const Ctx& c, std::string_view what) {
+Dim window_out(const Dim& in, int k_eff, int pad, int stride, const Tensor& x, const Ctx& c,
+               std::string_view what) {
   Dim span = in + Dim(2 * pad) - Dim(k_eff);
   if (span.upper_bound() < 0) {
     raise<ShapeError>(c, std::string(what) + " (effective size " + std::to_string(k_eff) +
@@ -83,7 +85,9 @@ Tensor conv2d_impl(const Tensor& x0, const Tensor& w, const Tensor& b, std::arra
   need(w, c, "weight");
   DType r = promote(x0.dtype(), w.dtype());
   if (b.valid()) r = promote(r, b.dtype());
-  if (!is_float(r)) raise<DTypeError>(c, "needs floating-point input and weight, got " + describe(x0) + " and " + describe(w));
+  if (!is_float(r))
+    raise<DTypeError>(c,
+                      "needs floating-point input and weight, got " + describe(x0) + " and " + describe(w));
   const bool unbatched = x0.rank() == 3;
   Tensor x = batched_image(x0, c);
   if (w.rank() != 4) raise<ShapeError>(c, "weight must be [out, in/groups, kH, kW], got " + describe(w));
@@ -95,27 +99,29 @@ Tensor conv2d_impl(const Tensor& x0, const Tensor& w, const Tensor& b, std::arra
   const auto& xs = x.shape();
   const auto& ws = w.shape();
   auto KH = ws[2].as_constant(), KW = ws[3].as_constant(), O = ws[0].as_constant();
-  if (!KH || !KW || !O) raise<ShapeError>(c, "weight " + shape_string(ws) + " must have constant out and kernel dims");
+  if (!KH || !KW || !O)
+    raise<ShapeError>(c, "weight " + shape_string(ws) + " must have constant out and kernel dims");
   if (groups < 1) raise<ShapeError>(c, "groups must be >= 1, got " + std::to_string(groups));
   const Dim C = xs[1];
   if (*O % groups != 0) {
-    raise<ShapeError>(c, "groups " + std::to_string(groups) + " does not divide out channels " + std::to_string(*O) +
-                             " of weight " + shape_string(ws));
+    raise<ShapeError>(c, "groups " + std::to_string(groups) + " does not divide out channels " +
+                             std::to_string(*O) + " of weight " + shape_string(ws));
   }
   if (auto cc = C.as_constant(); cc && *cc % groups != 0) {
-    raise<ShapeError>(c, "groups " + std::to_string(groups) + " does not divide in channels " + std::to_string(*cc) +
-                             " of input " + shape_string(x0.shape()));
+    raise<ShapeError>(c, "groups " + std::to_string(groups) + " does not divide in channels " +
+                             std::to_string(*cc) + " of input " + shape_string(x0.shape()));
   }
   if (dims_provably_different(ws[1] * Dim(groups), C)) {
-    raise<ShapeError>(c, "input " + shape_string(x0.shape()) + " has " + C.to_string() + " channels but weight " +
-                             shape_string(ws) + " expects " + ws[1].to_string() + " x groups " +
-                             std::to_string(groups));
+    raise<ShapeError>(c, "input " + shape_string(x0.shape()) + " has " + C.to_string() +
+                             " channels but weight " + shape_string(ws) + " expects " + ws[1].to_string() +
+                             " x groups " + std::to_string(groups));
   }
   if (b.valid() && (b.rank() != 1 || dims_provably_different(b.shape()[0], ws[0]))) {
     raise<ShapeError>(c, "bias " + shape_string(b.shape()) + " must be (" + ws[0].to_string() + ")");
   }
   const int kh_n = static_cast<int>(*KH), kw_n = static_cast<int>(*KW);
-  const Dim Ho = window_out(xs[2], dilation[0] * (kh_n - 1) + 1, padding[0], stride[0], x, c, "kernel height");
+  const Dim Ho =
+      window_out(xs[2], dilation[0] * (kh_n - 1) + 1, padding[0], stride[0], x, c, "kernel height");
   const Dim Wo = window_out(xs[3], dilation[1] * (kw_n - 1) + 1, padding[1], stride[1], x, c, "kernel width");
 
   DType comp = compute_dtype(r);
@@ -144,8 +150,8 @@ Tensor conv2d_impl(const Tensor& x0, const Tensor& w, const Tensor& b, std::arra
   return to(y, r, c);
 }
 
-Tensor pool2d(const Tensor& x0, std::array<int, 2> kernel, std::array<int, 2> stride, std::array<int, 2> padding,
-              bool is_max, const Ctx& c) {
+Tensor pool2d(const Tensor& x0, std::array<int, 2> kernel, std::array<int, 2> stride,
+              std::array<int, 2> padding, bool is_max, const Ctx& c) {
   need_float(x0, c, "input");
   const bool unbatched = x0.rank() == 3;
   Tensor x = batched_image(x0, c);
@@ -246,15 +252,19 @@ Tensor rope(const Tensor& x, const Tensor& positions, float theta, Loc loc) {
                              ") to match x " + shape_string(x.shape()));
   }
   auto dv = D.as_constant();
-  if (!dv) raise<ShapeError>(c, "head dim " + D.to_string() + " of x " + shape_string(x.shape()) + " must be constant");
+  if (!dv)
+    raise<ShapeError>(c,
+                      "head dim " + D.to_string() + " of x " + shape_string(x.shape()) + " must be constant");
   if (*dv % 2 != 0) {
-    raise<ShapeError>(c, "head dim D = " + std::to_string(*dv) + " of x " + shape_string(x.shape()) + " must be even");
+    raise<ShapeError>(
+        c, "head dim D = " + std::to_string(*dv) + " of x " + shape_string(x.shape()) + " must be even");
   }
   const Dim half(*dv / 2);
   Tensor t = to_f32(x, c);
   // inv_freq[i] = theta^(-2i/D) = exp2(i * (-2 log2(theta) / D)); angles [S, D/2].
   Tensor i = to_f32(iota_like(t, half, c), c);
-  Tensor inv = un(PrimOp::Exp2, mul_(i, -2.0 * std::log2(static_cast<double>(theta)) / static_cast<double>(*dv), c), c);
+  Tensor inv = un(PrimOp::Exp2,
+                  mul_(i, -2.0 * std::log2(static_cast<double>(theta)) / static_cast<double>(*dv), c), c);
   Tensor pos = prim_reshape(to_f32(positions, c), {S, Dim(1)}, c.op, c.loc);
   Tensor ang = mul_(pos, prim_reshape(inv, {Dim(1), half}, c.op, c.loc), c);
   Tensor cos_h = cos_f(ang, c), sin_h = un(PrimOp::Sin, ang, c);
@@ -278,7 +288,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const Dim Sk = k.shape()[k.shape().size() - 2];
   if (dims_provably_different(k.shape().back(), D)) {
     raise<ShapeError>(c, "q " + shape_string(q.shape()) + " and k " + shape_string(k.shape()) +
-                             ": head dims differ (" + D.to_string() + " vs " + k.shape().back().to_string() + ")");
+                             ": head dims differ (" + D.to_string() + " vs " + k.shape().back().to_string() +
+                             ")");
   }
   if (dims_provably_different(v.shape()[v.shape().size() - 2], Sk)) {
     raise<ShapeError>(c, "k " + shape_string(k.shape()) + " and v " + shape_string(v.shape()) +
@@ -301,13 +312,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   return to(matmul_(softmax_f(scores, last, c), vf, c), r, c);
 }
 
-Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding, int dilation, int groups,
-              Loc loc) {
+Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding, int dilation,
+              int groups, Loc loc) {
   Ctx c{"conv1d", loc};
   need(x, c, "input");
   need(w, c, "weight");
   // A 1-D convolution is a 2-D one over a height-1 image.
-  if (x.rank() != 3 && x.rank() != 2) raise<ShapeError>(c, "input must be [N, C, L] or [C, L], got " + describe(x));
+  if (x.rank() != 3 && x.rank() != 2)
+    raise<ShapeError>(c, "input must be [N, C, L] or [C, L], got " + describe(x));
   if (w.rank() != 3) raise<ShapeError>(c, "weight must be [out, in/groups, k], got " + describe(w));
   std::vector<Dim> xs = x.shape(), ws = w.shape();
   xs.insert(xs.end() - 1, Dim(1));

@@ -11,32 +11,58 @@ namespace luminal::detail {
 
 std::string_view prim_name(PrimOp op) {
   switch (op) {
-    case PrimOp::Input: return "input";
-    case PrimOp::Param: return "param";
-    case PrimOp::Constant: return "constant";
-    case PrimOp::Iota: return "iota";
-    case PrimOp::Exp2: return "exp2";
-    case PrimOp::Log2: return "log2";
-    case PrimOp::Sin: return "sin";
-    case PrimOp::Sqrt: return "sqrt";
-    case PrimOp::Recip: return "recip";
-    case PrimOp::Neg: return "neg";
-    case PrimOp::Add: return "add";
-    case PrimOp::Mul: return "mul";
-    case PrimOp::Mod: return "mod";
-    case PrimOp::Max: return "max";
-    case PrimOp::LessThan: return "less_than";
-    case PrimOp::Equal: return "equal";
-    case PrimOp::Where: return "where";
-    case PrimOp::Cast: return "cast";
-    case PrimOp::SumReduce: return "sum_reduce";
-    case PrimOp::MaxReduce: return "max_reduce";
-    case PrimOp::Gather: return "gather";
-    case PrimOp::Reshape: return "reshape";
-    case PrimOp::Permute: return "permute";
-    case PrimOp::Expand: return "expand";
-    case PrimOp::Slice: return "slice";
-    case PrimOp::Pad: return "pad";
+    case PrimOp::Input:
+      return "input";
+    case PrimOp::Param:
+      return "param";
+    case PrimOp::Constant:
+      return "constant";
+    case PrimOp::Iota:
+      return "iota";
+    case PrimOp::Exp2:
+      return "exp2";
+    case PrimOp::Log2:
+      return "log2";
+    case PrimOp::Sin:
+      return "sin";
+    case PrimOp::Sqrt:
+      return "sqrt";
+    case PrimOp::Recip:
+      return "recip";
+    case PrimOp::Neg:
+      return "neg";
+    case PrimOp::Add:
+      return "add";
+    case PrimOp::Mul:
+      return "mul";
+    case PrimOp::Mod:
+      return "mod";
+    case PrimOp::Max:
+      return "max";
+    case PrimOp::LessThan:
+      return "less_than";
+    case PrimOp::Equal:
+      return "equal";
+    case PrimOp::Where:
+      return "where";
+    case PrimOp::Cast:
+      return "cast";
+    case PrimOp::SumReduce:
+      return "sum_reduce";
+    case PrimOp::MaxReduce:
+      return "max_reduce";
+    case PrimOp::Gather:
+      return "gather";
+    case PrimOp::Reshape:
+      return "reshape";
+    case PrimOp::Permute:
+      return "permute";
+    case PrimOp::Expand:
+      return "expand";
+    case PrimOp::Slice:
+      return "slice";
+    case PrimOp::Pad:
+      return "pad";
   }
   return "?";
 }
@@ -67,8 +93,9 @@ std::shared_ptr<GraphImpl> common_graph(std::vector<Tensor*> ts, std::string_vie
   for (Tensor* t : ts) {
     if (t->graph_impl() == g) continue;
     if (!t->graph_impl()->is_constant_only())
-      fail<ShapeError>(op, "operands belong to another graph: " + shape_string(t->shape()) + " is from a different Graph",
-                       loc);
+      fail<ShapeError>(
+          op, "operands belong to another graph: " + shape_string(t->shape()) + " is from a different Graph",
+          loc);
     *t = Tensor(g, import_node(*g, *t->graph_impl(), t->node()));
   }
   return g;
@@ -85,7 +112,8 @@ void require_equal(GraphImpl& g, const Dim& a, const Dim& b, std::string_view op
                    const Loc& loc) {
   if (dims_provably_equal(a, b)) return;
   if (dims_provably_different(a, b)) fail<ShapeError>(op, what, loc);
-  g.guards.push_back(Guard{a, b, false, "[" + std::string(op) + "] " + what + " (at " + where_string(loc) + ")"});
+  g.guards.push_back(
+      Guard{a, b, false, "[" + std::string(op) + "] " + what + " (at " + where_string(loc) + ")"});
 }
 
 // Requires a <= b likewise.
@@ -94,13 +122,15 @@ void require_le(GraphImpl& g, const Dim& a, const Dim& b, std::string_view op, c
   const Dim d = b - a;
   if (d.lower_bound() >= 0) return;
   if (d.upper_bound() < 0) fail<ShapeError>(op, what, loc);
-  g.guards.push_back(Guard{a, b, true, "[" + std::string(op) + "] " + what + " (at " + where_string(loc) + ")"});
+  g.guards.push_back(
+      Guard{a, b, true, "[" + std::string(op) + "] " + what + " (at " + where_string(loc) + ")"});
 }
 
-void require_same_shape(GraphImpl& g, const std::vector<Dim>& a, const std::vector<Dim>& b, std::string_view op,
-                        const Loc& loc) {
+void require_same_shape(GraphImpl& g, const std::vector<Dim>& a, const std::vector<Dim>& b,
+                        std::string_view op, const Loc& loc) {
   if (a.size() != b.size())
-    fail<ShapeError>(op, "operand shapes " + shape_string(a) + " and " + shape_string(b) + " differ in rank", loc);
+    fail<ShapeError>(op, "operand shapes " + shape_string(a) + " and " + shape_string(b) + " differ in rank",
+                     loc);
   for (size_t i = 0; i < a.size(); ++i)
     require_equal(g, a[i], b[i], op,
                   "operand shapes " + shape_string(a) + " and " + shape_string(b) + " differ at axis " +
@@ -110,7 +140,8 @@ void require_same_shape(GraphImpl& g, const std::vector<Dim>& a, const std::vect
 
 void check_axis(int axis, size_t rank, const std::vector<Dim>& shape, std::string_view op, const Loc& loc) {
   if (axis < 0 || static_cast<size_t>(axis) >= rank)
-    fail<ShapeError>(op, "axis " + std::to_string(axis) + " is out of range for shape " + shape_string(shape), loc);
+    fail<ShapeError>(op, "axis " + std::to_string(axis) + " is out of range for shape " + shape_string(shape),
+                     loc);
 }
 
 Dim numel(const std::vector<Dim>& shape) {
@@ -142,14 +173,20 @@ Tensor prim_unary(PrimOp op, const Tensor& x0, std::string_view name, Loc loc) {
   Tensor x = x0;
   auto g = common_graph({&x}, name, loc);
   switch (op) {
-    case PrimOp::Exp2: case PrimOp::Log2: case PrimOp::Sin: case PrimOp::Sqrt: case PrimOp::Recip: case PrimOp::Neg:
+    case PrimOp::Exp2:
+    case PrimOp::Log2:
+    case PrimOp::Sin:
+    case PrimOp::Sqrt:
+    case PrimOp::Recip:
+    case PrimOp::Neg:
       break;
-    default: throw InternalError("[" + std::string(name) + "] prim_unary given " + std::string(prim_name(op)));
+    default:
+      throw InternalError("[" + std::string(name) + "] prim_unary given " + std::string(prim_name(op)));
   }
   const DType t = x.dtype();
   if (t != DType::f32 && !(op == PrimOp::Neg && t == DType::i32))
-    fail<DTypeError>(name, std::string(prim_name(op)) + " needs f32, got " + dt(t) + " " + shape_string(x.shape()),
-                     loc);
+    fail<DTypeError>(
+        name, std::string(prim_name(op)) + " needs f32, got " + dt(t) + " " + shape_string(x.shape()), loc);
   Node n;
   n.op = op;
   n.inputs = {x.node()};
@@ -164,19 +201,28 @@ Tensor prim_binary(PrimOp op, const Tensor& a0, const Tensor& b0, std::string_vi
   const DType ta = a.dtype(), tb = b.dtype();
   if (ta != tb)
     fail<DTypeError>(name,
-                     std::string(prim_name(op)) + " operands differ in dtype: " + dt(ta) + " " + shape_string(a.shape()) +
-                         " and " + dt(tb) + " " + shape_string(b.shape()),
+                     std::string(prim_name(op)) + " operands differ in dtype: " + dt(ta) + " " +
+                         shape_string(a.shape()) + " and " + dt(tb) + " " + shape_string(b.shape()),
                      loc);
   bool ok = ta == DType::f32 || ta == DType::i32;
   switch (op) {
-    case PrimOp::Add: case PrimOp::Mod: case PrimOp::LessThan: break;
-    case PrimOp::Mul: case PrimOp::Max: case PrimOp::Equal: ok = ok || ta == DType::boolean; break;
-    default: throw InternalError("[" + std::string(name) + "] prim_binary given " + std::string(prim_name(op)));
+    case PrimOp::Add:
+    case PrimOp::Mod:
+    case PrimOp::LessThan:
+      break;
+    case PrimOp::Mul:
+    case PrimOp::Max:
+    case PrimOp::Equal:
+      ok = ok || ta == DType::boolean;
+      break;
+    default:
+      throw InternalError("[" + std::string(name) + "] prim_binary given " + std::string(prim_name(op)));
   }
   if (!ok)
-    fail<DTypeError>(name, std::string(prim_name(op)) + " does not accept " + dt(ta) + " operands " +
-                               shape_string(a.shape()),
-                     loc);
+    fail<DTypeError>(
+        name,
+        std::string(prim_name(op)) + " does not accept " + dt(ta) + " operands " + shape_string(a.shape()),
+        loc);
   require_same_shape(*g, a.shape(), b.shape(), name, loc);
   Node n;
   n.op = op;
@@ -190,7 +236,8 @@ Tensor prim_where(const Tensor& c0, const Tensor& a0, const Tensor& b0, std::str
   Tensor c = c0, a = a0, b = b0;
   auto g = common_graph({&c, &a, &b}, name, loc);
   if (c.dtype() != DType::boolean)
-    fail<DTypeError>(name, "condition must be bool, got " + dt(c.dtype()) + " " + shape_string(c.shape()), loc);
+    fail<DTypeError>(name, "condition must be bool, got " + dt(c.dtype()) + " " + shape_string(c.shape()),
+                     loc);
   if (a.dtype() != b.dtype())
     fail<DTypeError>(name, "branches differ in dtype: " + dt(a.dtype()) + " and " + dt(b.dtype()), loc);
   require_same_shape(*g, c.shape(), a.shape(), name, loc);
@@ -222,8 +269,9 @@ Tensor prim_reduce(PrimOp op, const Tensor& x0, int axis, std::string_view name,
   const auto& s = x.shape();
   check_axis(axis, s.size(), s, name, loc);
   if (x.dtype() != DType::f32 && x.dtype() != DType::i32)
-    fail<DTypeError>(name, std::string(prim_name(op)) + " needs f32 or i32, got " + dt(x.dtype()) + " " + shape_string(s),
-                     loc);
+    fail<DTypeError>(
+        name, std::string(prim_name(op)) + " needs f32 or i32, got " + dt(x.dtype()) + " " + shape_string(s),
+        loc);
   Node n;
   n.op = op;
   n.inputs = {x.node()};
@@ -254,8 +302,9 @@ Tensor prim_reshape(const Tensor& x0, const std::vector<Dim>& shape, std::string
   auto g = common_graph({&x}, name, loc);
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i].upper_bound() < 0)
-      fail<ShapeError>(name, "target shape " + shape_string(shape) + " has a negative dim at axis " + std::to_string(i),
-                       loc);
+      fail<ShapeError>(
+          name, "target shape " + shape_string(shape) + " has a negative dim at axis " + std::to_string(i),
+          loc);
   const Dim from = numel(x.shape()), to = numel(shape);
   require_equal(*g, from, to, name,
                 "cannot reshape " + shape_string(x.shape()) + " (" + from.to_string() + " elements) to " +
@@ -280,11 +329,13 @@ Tensor prim_permute(const Tensor& x0, const std::vector<int>& perm, std::string_
     return t + ")";
   };
   if (perm.size() != s.size())
-    fail<ShapeError>(name, "permutation " + perm_text() + " does not match the rank of " + shape_string(s), loc);
+    fail<ShapeError>(name, "permutation " + perm_text() + " does not match the rank of " + shape_string(s),
+                     loc);
   for (int p : perm) {
     if (p < 0 || static_cast<size_t>(p) >= s.size() || seen[static_cast<size_t>(p)])
-      fail<ShapeError>(name, "permutation " + perm_text() + " is not a permutation of the axes of " + shape_string(s),
-                       loc);
+      fail<ShapeError>(
+          name, "permutation " + perm_text() + " is not a permutation of the axes of " + shape_string(s),
+          loc);
     seen[static_cast<size_t>(p)] = true;
   }
   Node n;
@@ -301,12 +352,14 @@ Tensor prim_expand(const Tensor& x0, const std::vector<Dim>& shape, std::string_
   auto g = common_graph({&x}, name, loc);
   const auto& s = x.shape();
   if (s.size() != shape.size())
-    fail<ShapeError>(name, "cannot expand " + shape_string(s) + " to " + shape_string(shape) + ": ranks differ", loc);
+    fail<ShapeError>(
+        name, "cannot expand " + shape_string(s) + " to " + shape_string(shape) + ": ranks differ", loc);
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i].is_constant() && *s[i].as_constant() == 1) continue;
     require_equal(*g, s[i], shape[i], name,
-                  "cannot expand " + shape_string(s) + " to " + shape_string(shape) + ": axis " + std::to_string(i) +
-                      " is " + s[i].to_string() + ", neither 1 nor " + shape[i].to_string(),
+                  "cannot expand " + shape_string(s) + " to " + shape_string(shape) + ": axis " +
+                      std::to_string(i) + " is " + s[i].to_string() + ", neither 1 nor " +
+                      shape[i].to_string(),
                   loc);
   }
   Node n;
@@ -317,8 +370,8 @@ Tensor prim_expand(const Tensor& x0, const std::vector<Dim>& shape, std::string_
   return add_node(g, std::move(n), name, loc);
 }
 
-Tensor prim_slice(const Tensor& x0, int axis, const Dim& start, const Dim& end, int64_t step, std::string_view name,
-                  Loc loc) {
+Tensor prim_slice(const Tensor& x0, int axis, const Dim& start, const Dim& end, int64_t step,
+                  std::string_view name, Loc loc) {
   Tensor x = x0;
   auto g = common_graph({&x}, name, loc);
   const auto& s = x.shape();
@@ -349,8 +402,10 @@ Tensor prim_pad(const Tensor& x0, int axis, const Dim& lo, const Dim& hi, double
   auto g = common_graph({&x}, name, loc);
   const auto& s = x.shape();
   check_axis(axis, s.size(), s, name, loc);
-  require_le(*g, Dim(0), lo, name, "pad before axis " + std::to_string(axis) + " is negative: " + lo.to_string(), loc);
-  require_le(*g, Dim(0), hi, name, "pad after axis " + std::to_string(axis) + " is negative: " + hi.to_string(), loc);
+  require_le(*g, Dim(0), lo, name,
+             "pad before axis " + std::to_string(axis) + " is negative: " + lo.to_string(), loc);
+  require_le(*g, Dim(0), hi, name,
+             "pad after axis " + std::to_string(axis) + " is negative: " + hi.to_string(), loc);
   Node n;
   n.op = PrimOp::Pad;
   n.inputs = {x.node()};

@@ -45,15 +45,36 @@ namespace luminal::detail {
 
 enum class PrimOp : uint8_t {
   // leaves
-  Input, Param, Constant, Iota,
+  Input,
+  Param,
+  Constant,
+  Iota,
   // unary (f32)
-  Exp2, Log2, Sin, Sqrt, Recip, Neg,
+  Exp2,
+  Log2,
+  Sin,
+  Sqrt,
+  Recip,
+  Neg,
   // binary (same shape, same dtype)
-  Add, Mul, Mod, Max, LessThan, Equal,
+  Add,
+  Mul,
+  Mod,
+  Max,
+  LessThan,
+  Equal,
   // others
-  Where, Cast, SumReduce, MaxReduce, Gather,
+  Where,
+  Cast,
+  SumReduce,
+  MaxReduce,
+  Gather,
   // views: index maps, no copy
-  Reshape, Permute, Expand, Slice, Pad,
+  Reshape,
+  Permute,
+  Expand,
+  Slice,
+  Pad,
 };
 
 /// Name of a primitive as printed in dumps and reports ("exp2", "sum_reduce", ...).
@@ -96,8 +117,8 @@ Tensor prim_expand(const Tensor& x, const std::vector<Dim>& shape, std::string_v
 Tensor prim_slice(const Tensor& x, int axis, const Dim& start, const Dim& end, int64_t step,
                   std::string_view name, Loc loc);
 /// Adds `lo` elements before and `hi` after along `axis`, filled with `value`; lo, hi >= 0.
-Tensor prim_pad(const Tensor& x, int axis, const Dim& lo, const Dim& hi, double value,
-                std::string_view name, Loc loc);
+Tensor prim_pad(const Tensor& x, int axis, const Dim& lo, const Dim& hi, double value, std::string_view name,
+                Loc loc);
 
 /// True when a and b are the same symbolic value in canonical form (e.g. B*4/4 and B).
 bool dims_provably_equal(const Dim& a, const Dim& b);

@@ -32,7 +32,9 @@ Id add_iota(EGraph& g, const Dim& n) {
   a.dtype = DType::i32;
   return add1(g, Op::Iota, a, {});
 }
-Id add_plain(EGraph& g, Op op, const std::vector<Id>& kids) { return g.add(op, 0u, std::span<const Id>(kids)); }
+Id add_plain(EGraph& g, Op op, const std::vector<Id>& kids) {
+  return g.add(op, 0u, std::span<const Id>(kids));
+}
 Id add_cast(EGraph& g, Id x, DType to) {
   Attr a;
   a.dtype = to;
@@ -83,7 +85,8 @@ Id add_kernel(EGraph& g, std::shared_ptr<const KernelSpec> spec, const std::vect
 Attr attr_of(const detail::Node& n) {
   Attr a;
   switch (n.op) {
-    case PrimOp::Input: case PrimOp::Param:
+    case PrimOp::Input:
+    case PrimOp::Param:
       a.name = n.name;
       a.shape = n.shape;
       a.dtype = n.dtype;
@@ -96,10 +99,20 @@ Attr attr_of(const detail::Node& n) {
       a.shape = n.shape;
       a.dtype = DType::i32;
       break;
-    case PrimOp::Cast: a.dtype = n.dtype; break;
-    case PrimOp::SumReduce: case PrimOp::MaxReduce: a.axis = n.axis; break;
-    case PrimOp::Reshape: case PrimOp::Expand: a.shape = n.shape; break;
-    case PrimOp::Permute: a.perm = n.perm; break;
+    case PrimOp::Cast:
+      a.dtype = n.dtype;
+      break;
+    case PrimOp::SumReduce:
+    case PrimOp::MaxReduce:
+      a.axis = n.axis;
+      break;
+    case PrimOp::Reshape:
+    case PrimOp::Expand:
+      a.shape = n.shape;
+      break;
+    case PrimOp::Permute:
+      a.perm = n.perm;
+      break;
     case PrimOp::Slice:
       a.axis = n.axis;
       a.a = n.start;
@@ -112,7 +125,8 @@ Attr attr_of(const detail::Node& n) {
       a.b = n.end;
       a.value = n.value;
       break;
-    default: break;
+    default:
+      break;
   }
   return a;
 }
@@ -181,10 +195,20 @@ uint32_t emit(detail::GraphImpl& out, Op op, const Attr& at, const std::vector<u
   n.dtype = d.dtype;
   n.op_name = "compiled";
   switch (op) {
-    case Op::Input: case Op::Param: n.name = at.name; break;
-    case Op::Constant: n.value = at.value; break;
-    case Op::SumReduce: case Op::MaxReduce: n.axis = at.axis; break;
-    case Op::Permute: n.perm = at.perm; break;
+    case Op::Input:
+    case Op::Param:
+      n.name = at.name;
+      break;
+    case Op::Constant:
+      n.value = at.value;
+      break;
+    case Op::SumReduce:
+    case Op::MaxReduce:
+      n.axis = at.axis;
+      break;
+    case Op::Permute:
+      n.perm = at.perm;
+      break;
     case Op::Slice:
       n.axis = at.axis;
       n.start = at.a;
@@ -197,7 +221,8 @@ uint32_t emit(detail::GraphImpl& out, Op op, const Attr& at, const std::vector<u
       n.end = at.b;
       n.value = at.value;
       break;
-    default: break;
+    default:
+      break;
   }
   uint32_t id = out.add(std::move(n));
   if (op == Op::Input) out.inputs.push_back(id);

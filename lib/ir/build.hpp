@@ -33,8 +33,8 @@ Attr attr_of(const detail::Node& n);
 
 // ------------------------------------------------------------------ graphs <-> e-graph
 struct Loaded {
-  std::vector<Id> cls;                               ///< per graph node: its class (kNoId if not live)
-  std::vector<std::pair<std::string, Id>> outputs;   ///< output name -> class
+  std::vector<Id> cls;                              ///< per graph node: its class (kNoId if not live)
+  std::vector<std::pair<std::string, Id>> outputs;  ///< output name -> class
 };
 /// Adds every live node of `graph` to `g`.
 Loaded load_graph(EGraph& g, const detail::GraphImpl& graph);

@@ -46,7 +46,8 @@ bool broadcasts(const detail::Node& expand, const detail::Node& input) {
 bool is_gemm_reduce(const detail::GraphImpl& b, const detail::Node& n) {
   if (n.op != PrimOp::SumReduce) return false;
   const detail::Node& m = b.nodes[n.inputs[0]];
-  return m.op == PrimOp::Mul && b.nodes[m.inputs[0]].op == PrimOp::Expand && b.nodes[m.inputs[1]].op == PrimOp::Expand;
+  return m.op == PrimOp::Mul && b.nodes[m.inputs[0]].op == PrimOp::Expand &&
+         b.nodes[m.inputs[1]].op == PrimOp::Expand;
 }
 
 }  // namespace
@@ -104,7 +105,8 @@ uint32_t BodyBuilder::emit_op(Op op, const Attr& at, const std::vector<uint32_t>
     body_.nodes.pop_back();
     return add(std::move(n));
   }
-  for (size_t i = before; i < body_.nodes.size(); ++i) memo_.emplace(hash_body_node(body_.nodes[i]), static_cast<uint32_t>(i));
+  for (size_t i = before; i < body_.nodes.size(); ++i)
+    memo_.emplace(hash_body_node(body_.nodes[i]), static_cast<uint32_t>(i));
   return id;
 }
 
@@ -167,8 +169,8 @@ std::optional<KernelKind> classify(const detail::GraphImpl& b) {
   for (size_t i = root + 1; i-- > 0;) {
     const detail::Node& n = nodes[i];
     const bool ew = is_elementwise(to_op(n.op));
-    const bool row_ok = ew || n.op == PrimOp::Reshape || n.op == PrimOp::Expand || n.op == PrimOp::SumReduce ||
-                        n.op == PrimOp::MaxReduce;
+    const bool row_ok = ew || n.op == PrimOp::Reshape || n.op == PrimOp::Expand ||
+                        n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce;
     const bool gemm_ok = ew || n.op == PrimOp::Reshape;
     for (uint32_t x : n.inputs) {
       bad_row[x] |= static_cast<uint8_t>(bad_row[i] || !row_ok);
@@ -219,8 +221,8 @@ std::optional<Variant> lower_node(const EGraph& g, Id node) {
   return b.finish(root, 1u << 20);
 }
 
-std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std::size_t slot, const Variant& producer,
-                                  std::size_t max_nodes) {
+std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std::size_t slot,
+                                  const Variant& producer, std::size_t max_nodes) {
   BodyBuilder b(g);
   uint32_t p = b.copy(*producer.spec->body, producer.kids);
   uint32_t root = b.copy(*consumer.spec->body, consumer.kids, static_cast<int>(slot), p);
@@ -246,22 +248,42 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
         w.bytes_read += numel[i] * static_cast<double>(dtype_size(n.dtype));
         break;
       }
-      case PrimOp::Param: case PrimOp::Constant: case PrimOp::Iota: case PrimOp::Reshape: case PrimOp::Permute:
-      case PrimOp::Expand: case PrimOp::Slice: case PrimOp::Pad:
+      case PrimOp::Param:
+      case PrimOp::Constant:
+      case PrimOp::Iota:
+      case PrimOp::Reshape:
+      case PrimOp::Permute:
+      case PrimOp::Expand:
+      case PrimOp::Slice:
+      case PrimOp::Pad:
         break;
-      case PrimOp::Exp2: case PrimOp::Log2: case PrimOp::Sin: w.transcendentals += dom[i]; break;
-      case PrimOp::SumReduce: case PrimOp::MaxReduce: w.flops += numel[n.inputs[0]]; break;
-      case PrimOp::Gather: w.bytes_read += numel[i] * static_cast<double>(dtype_size(n.dtype)); break;
-      default: w.flops += dom[i]; break;
+      case PrimOp::Exp2:
+      case PrimOp::Log2:
+      case PrimOp::Sin:
+        w.transcendentals += dom[i];
+        break;
+      case PrimOp::SumReduce:
+      case PrimOp::MaxReduce:
+        w.flops += numel[n.inputs[0]];
+        break;
+      case PrimOp::Gather:
+        w.bytes_read += numel[i] * static_cast<double>(dtype_size(n.dtype));
+        break;
+      default:
+        w.flops += dom[i];
+        break;
     }
   }
   w.bytes_written = numel[root] * static_cast<double>(dtype_size(nodes[root].dtype));
   w.parallelism = std::max(1.0, numel[root]);
   switch (spec.kind) {
-    case KernelKind::Elementwise: case KernelKind::Reduction: case KernelKind::Gather:
+    case KernelKind::Elementwise:
+    case KernelKind::Reduction:
+    case KernelKind::Gather:
       w.compute_efficiency = 0.4;
       break;
-    case KernelKind::Gemm: case KernelKind::LibraryGemm: {
+    case KernelKind::Gemm:
+    case KernelKind::LibraryGemm: {
       // Utilization of the tiles: the fraction of each tile that holds real output.
       const auto& out = nodes[root].shape;
       double m = out.size() >= 2 ? numel_of({out[out.size() - 2]}, dims) : 1;

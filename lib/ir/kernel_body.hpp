@@ -59,8 +59,8 @@ std::optional<Variant> lower_node(const EGraph& g, Id node);
 
 /// `consumer` with slot `slot` replaced by `producer`'s body: one kernel that computes the
 /// producer's value inline. nullopt when the result is not a legal kernel.
-std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std::size_t slot, const Variant& producer,
-                                  std::size_t max_nodes);
+std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std::size_t slot,
+                                  const Variant& producer, std::size_t max_nodes);
 
 /// Typical values of the dim variables, for costing symbolic shapes.
 using DimGuess = DimBindings;

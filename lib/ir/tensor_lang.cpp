@@ -53,10 +53,20 @@ namespace {
 std::optional<double> scalar_of(const detail::reference::View& v) {
   const std::byte* p = v.base + v.offset * static_cast<int64_t>(dtype_size(v.dtype));
   switch (v.dtype) {
-    case DType::f32: { float f; std::memcpy(&f, p, 4); return f; }
-    case DType::i32: { int32_t i; std::memcpy(&i, p, 4); return i; }
-    case DType::boolean: return static_cast<double>(static_cast<uint8_t>(*p) != 0);
-    default: return std::nullopt;
+    case DType::f32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case DType::i32: {
+      int32_t i;
+      std::memcpy(&i, p, 4);
+      return i;
+    }
+    case DType::boolean:
+      return static_cast<double>(static_cast<uint8_t>(*p) != 0);
+    default:
+      return std::nullopt;
   }
 }
 std::optional<double> fold_constant(double value, DType dt) {
@@ -98,11 +108,16 @@ const char* op_name(Op o) {
 
 const char* kind_name(KernelKind k) {
   switch (k) {
-    case KernelKind::Elementwise: return "elementwise";
-    case KernelKind::Reduction: return "reduction";
-    case KernelKind::Gemm: return "gemm";
-    case KernelKind::LibraryGemm: return "library_gemm";
-    case KernelKind::Gather: return "gather";
+    case KernelKind::Elementwise:
+      return "elementwise";
+    case KernelKind::Reduction:
+      return "reduction";
+    case KernelKind::Gemm:
+      return "gemm";
+    case KernelKind::LibraryGemm:
+      return "library_gemm";
+    case KernelKind::Gather:
+      return "gather";
   }
   return "?";
 }
@@ -128,8 +143,8 @@ bool KernelSpec::operator==(const KernelSpec& o) const {
 }
 
 bool Attr::operator==(const Attr& o) const {
-  if (dtype != o.dtype || axis != o.axis || step != o.step || bits(value) != bits(o.value) || perm != o.perm ||
-      name != o.name || !same_shape(shape, o.shape) || !a.same_as(o.a) || !b.same_as(o.b))
+  if (dtype != o.dtype || axis != o.axis || step != o.step || bits(value) != bits(o.value) ||
+      perm != o.perm || name != o.name || !same_shape(shape, o.shape) || !a.same_as(o.a) || !b.same_as(o.b))
     return false;
   if (kernel == o.kernel) return true;
   return kernel && o.kernel && *kernel == *o.kernel;
@@ -193,11 +208,13 @@ egraph::DidMerge TensorAnalysis::merge(Data& a, Data b) const {
 
 ClassData TensorAnalysis::infer(Op op, const Attr& at, const std::vector<const Data*>& k) {
   auto need = [&](size_t n) {
-    if (k.size() != n) malformed(op, "expects " + std::to_string(n) + " children, has " + std::to_string(k.size()));
+    if (k.size() != n)
+      malformed(op, "expects " + std::to_string(n) + " children, has " + std::to_string(k.size()));
   };
   auto axis_ok = [&](const Data& x, int axis) {
     if (axis < 0 || static_cast<size_t>(axis) >= x.shape.size())
-      malformed(op, "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(x.shape.size()));
+      malformed(op,
+                "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(x.shape.size()));
   };
   Data d;
   d.valid = true;
@@ -215,13 +232,23 @@ ClassData TensorAnalysis::infer(Op op, const Attr& at, const std::vector<const D
       d.shape = {at.shape.at(0)};
       d.dtype = DType::i32;
       break;
-    case Op::Exp2: case Op::Log2: case Op::Sin: case Op::Sqrt: case Op::Recip: case Op::Neg:
+    case Op::Exp2:
+    case Op::Log2:
+    case Op::Sin:
+    case Op::Sqrt:
+    case Op::Recip:
+    case Op::Neg:
       need(1);
       d.shape = k[0]->shape;
       d.dtype = k[0]->dtype;
       d.constant = fold(op, at, k);
       break;
-    case Op::Add: case Op::Mul: case Op::Mod: case Op::Max: case Op::LessThan: case Op::Equal:
+    case Op::Add:
+    case Op::Mul:
+    case Op::Mod:
+    case Op::Max:
+    case Op::LessThan:
+    case Op::Equal:
       need(2);
       d.shape = k[0]->shape;
       d.dtype = (op == Op::LessThan || op == Op::Equal) ? DType::boolean : k[0]->dtype;

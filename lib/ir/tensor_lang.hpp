@@ -49,16 +49,37 @@
 
 namespace luminal::ir {
 
-using egraph::Id;
 using detail::PrimOp;
+using egraph::Id;
 
 /// Ops of the tensor language: the primitives (same numbering as PrimOp), MatMul, Kernel.
 enum class Op : uint8_t {
-  Input, Param, Constant, Iota,
-  Exp2, Log2, Sin, Sqrt, Recip, Neg,
-  Add, Mul, Mod, Max, LessThan, Equal,
-  Where, Cast, SumReduce, MaxReduce, Gather,
-  Reshape, Permute, Expand, Slice, Pad,
+  Input,
+  Param,
+  Constant,
+  Iota,
+  Exp2,
+  Log2,
+  Sin,
+  Sqrt,
+  Recip,
+  Neg,
+  Add,
+  Mul,
+  Mod,
+  Max,
+  LessThan,
+  Equal,
+  Where,
+  Cast,
+  SumReduce,
+  MaxReduce,
+  Gather,
+  Reshape,
+  Permute,
+  Expand,
+  Slice,
+  Pad,
   /// a [..., m, k] x b [..., k, n] -> [..., m, n] (same batch dims, same dtype); means
   /// sum_reduce(mul(expand(a'), expand(b')), axis=-2) with a' = a[..., m, k, 1],
   /// b' = b[..., 1, k, n]: the contraction the rules find inside that form.
@@ -68,7 +89,8 @@ enum class Op : uint8_t {
 };
 inline constexpr std::size_t kNumOps = static_cast<std::size_t>(Op::Kernel) + 1;
 
-static_assert(static_cast<int>(Op::Pad) == static_cast<int>(PrimOp::Pad), "Op and PrimOp numbering must agree");
+static_assert(static_cast<int>(Op::Pad) == static_cast<int>(PrimOp::Pad),
+              "Op and PrimOp numbering must agree");
 inline constexpr Op to_op(PrimOp p) { return static_cast<Op>(p); }
 inline constexpr bool is_prim(Op o) { return static_cast<int>(o) <= static_cast<int>(Op::Pad); }
 inline constexpr PrimOp to_prim(Op o) { return static_cast<PrimOp>(o); }
@@ -81,7 +103,9 @@ inline constexpr bool is_reduce(Op o) { return o == Op::SumReduce || o == Op::Ma
 inline constexpr bool is_view(Op o) { return o >= Op::Reshape && o <= Op::Pad; }
 inline constexpr bool is_leaf(Op o) { return o <= Op::Iota; }
 /// Computes each element from the elements at the same index of its operands.
-inline constexpr bool is_elementwise(Op o) { return is_unary(o) || is_binary(o) || o == Op::Where || o == Op::Cast; }
+inline constexpr bool is_elementwise(Op o) {
+  return is_unary(o) || is_binary(o) || o == Op::Where || o == Op::Cast;
+}
 
 // ------------------------------------------------------------------ kernels
 
@@ -119,14 +143,14 @@ bool same_body_node(const detail::Node& a, const detail::Node& b);
 
 /// Attributes of a node; which fields matter depends on the op (as in detail::Node).
 struct Attr {
-  DType dtype = DType::f32;   // Constant, Cast (target), Input, Param
-  int axis = 0;               // SumReduce/MaxReduce/Slice/Pad
-  int64_t step = 1;           // Slice
-  double value = 0;           // Constant; Pad fill value
-  std::vector<int> perm;      // Permute
-  std::vector<Dim> shape;     // Reshape/Expand target, Input/Param shape, Iota {n}
-  Dim a, b;                   // Slice [start, end); Pad lo, hi
-  std::string name;           // Input/Param
+  DType dtype = DType::f32;                  // Constant, Cast (target), Input, Param
+  int axis = 0;                              // SumReduce/MaxReduce/Slice/Pad
+  int64_t step = 1;                          // Slice
+  double value = 0;                          // Constant; Pad fill value
+  std::vector<int> perm;                     // Permute
+  std::vector<Dim> shape;                    // Reshape/Expand target, Input/Param shape, Iota {n}
+  Dim a, b;                                  // Slice [start, end); Pad lo, hi
+  std::string name;                          // Input/Param
   std::shared_ptr<const KernelSpec> kernel;  // Kernel
 
   bool operator==(const Attr& o) const;

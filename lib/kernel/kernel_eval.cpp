@@ -75,10 +75,15 @@ struct Evaluator {
     i = checked(b, i);
     void* base = bufs[static_cast<size_t>(b)];
     switch (p.buffers[static_cast<size_t>(b)].dtype) {
-      case DType::f32: return static_cast<float*>(base)[i];
-      case DType::f16: case DType::bf16: return static_cast<uint16_t*>(base)[i];
-      case DType::i32: return static_cast<int32_t*>(base)[i];
-      case DType::boolean: return static_cast<uint8_t*>(base)[i] != 0;
+      case DType::f32:
+        return static_cast<float*>(base)[i];
+      case DType::f16:
+      case DType::bf16:
+        return static_cast<uint16_t*>(base)[i];
+      case DType::i32:
+        return static_cast<int32_t*>(base)[i];
+      case DType::boolean:
+        return static_cast<uint8_t*>(base)[i] != 0;
     }
     return 0;
   }
@@ -87,18 +92,30 @@ struct Evaluator {
     i = checked(b, i);
     void* base = bufs[static_cast<size_t>(b)];
     switch (p.buffers[static_cast<size_t>(b)].dtype) {
-      case DType::f32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-      case DType::f16: case DType::bf16: static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(v); break;
-      case DType::i32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-      case DType::boolean: static_cast<uint8_t*>(base)[i] = v != 0; break;
+      case DType::f32:
+        static_cast<float*>(base)[i] = static_cast<float>(v);
+        break;
+      case DType::f16:
+      case DType::bf16:
+        static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(v);
+        break;
+      case DType::i32:
+        static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
+        break;
+      case DType::boolean:
+        static_cast<uint8_t*>(base)[i] = v != 0;
+        break;
     }
   }
 
   static float to_f32(double v, DType from) {
     switch (from) {
-      case DType::f16: return f16_bits_to_f32(static_cast<uint16_t>(v));
-      case DType::bf16: return bf16_bits_to_f32(static_cast<uint16_t>(v));
-      default: return static_cast<float>(v);
+      case DType::f16:
+        return f16_bits_to_f32(static_cast<uint16_t>(v));
+      case DType::bf16:
+        return bf16_bits_to_f32(static_cast<uint16_t>(v));
+      default:
+        return static_cast<float>(v);
     }
   }
 
@@ -121,12 +138,18 @@ struct Evaluator {
       case ExprOp::Load:
         if (n.valid && ix(*n.valid) == 0) return convert(n.fill, DType::f32, n.dtype);
         return read(n.buffer, ix(n.index));
-      case ExprOp::Acc: return acc;
-      case ExprOp::IndexValue: return static_cast<double>(ix(n.index));
-      case ExprOp::Cast: return convert(eval(n.args[0]), n.args[0].dtype(), n.dtype);
-      case ExprOp::Where: return eval(n.args[0]) != 0 ? eval(n.args[1]) : eval(n.args[2]);
-      case ExprOp::Unary: return unary_op(n.unary, n.dtype, eval(n.args[0]));
-      case ExprOp::Binary: return binary_op(n.binary, n.args[0].dtype(), eval(n.args[0]), eval(n.args[1]));
+      case ExprOp::Acc:
+        return acc;
+      case ExprOp::IndexValue:
+        return static_cast<double>(ix(n.index));
+      case ExprOp::Cast:
+        return convert(eval(n.args[0]), n.args[0].dtype(), n.dtype);
+      case ExprOp::Where:
+        return eval(n.args[0]) != 0 ? eval(n.args[1]) : eval(n.args[2]);
+      case ExprOp::Unary:
+        return unary_op(n.unary, n.dtype, eval(n.args[0]));
+      case ExprOp::Binary:
+        return binary_op(n.binary, n.args[0].dtype(), eval(n.args[0]), eval(n.args[1]));
     }
     return 0;
   }
@@ -134,30 +157,50 @@ struct Evaluator {
   static double unary_op(UnaryOp op, DType dt, double v) {
     if (dt != DType::f32) {
       switch (op) {
-        case UnaryOp::Neg: return -v;
-        case UnaryOp::Abs: return std::abs(v);
-        case UnaryOp::Relu: return v < 0 ? 0 : v;
-        case UnaryOp::Not: return v == 0;
-        default: return v;
+        case UnaryOp::Neg:
+          return -v;
+        case UnaryOp::Abs:
+          return std::abs(v);
+        case UnaryOp::Relu:
+          return v < 0 ? 0 : v;
+        case UnaryOp::Not:
+          return v == 0;
+        default:
+          return v;
       }
     }
     float x = static_cast<float>(v);
     switch (op) {
-      case UnaryOp::Neg: return -x;
-      case UnaryOp::Recip: return 1.0f / x;
-      case UnaryOp::Sqrt: return std::sqrt(x);
-      case UnaryOp::Exp2: return std::exp2(x);
-      case UnaryOp::Log2: return std::log2(x);
-      case UnaryOp::Sin: return std::sin(x);
-      case UnaryOp::Exp: return std::exp(x);
-      case UnaryOp::Log: return std::log(x);
-      case UnaryOp::Cos: return std::cos(x);
-      case UnaryOp::Tanh: return std::tanh(x);
-      case UnaryOp::Sigmoid: return 1.0f / (1.0f + std::exp(-x));
-      case UnaryOp::Erf: return std::erf(x);
-      case UnaryOp::Relu: return x < 0 ? 0.0f : x;
-      case UnaryOp::Abs: return std::abs(x);
-      case UnaryOp::Not: return x == 0;
+      case UnaryOp::Neg:
+        return -x;
+      case UnaryOp::Recip:
+        return 1.0f / x;
+      case UnaryOp::Sqrt:
+        return std::sqrt(x);
+      case UnaryOp::Exp2:
+        return std::exp2(x);
+      case UnaryOp::Log2:
+        return std::log2(x);
+      case UnaryOp::Sin:
+        return std::sin(x);
+      case UnaryOp::Exp:
+        return std::exp(x);
+      case UnaryOp::Log:
+        return std::log(x);
+      case UnaryOp::Cos:
+        return std::cos(x);
+      case UnaryOp::Tanh:
+        return std::tanh(x);
+      case UnaryOp::Sigmoid:
+        return 1.0f / (1.0f + std::exp(-x));
+      case UnaryOp::Erf:
+        return std::erf(x);
+      case UnaryOp::Relu:
+        return x < 0 ? 0.0f : x;
+      case UnaryOp::Abs:
+        return std::abs(x);
+      case UnaryOp::Not:
+        return x == 0;
     }
     return 0;
   }
@@ -166,36 +209,57 @@ struct Evaluator {
     if (dt == DType::f32) {
       float x = static_cast<float>(a), y = static_cast<float>(b);
       switch (op) {
-        case BinaryOp::Add: return x + y;
-        case BinaryOp::Sub: return x - y;
-        case BinaryOp::Mul: return x * y;
-        case BinaryOp::Div: return x / y;
-        case BinaryOp::Max: return (x > y || x != x) ? x : y;
-        case BinaryOp::Min: return (x < y || x != x) ? x : y;
-        case BinaryOp::Mod: return x - y * std::floor(x / y);
-        case BinaryOp::LessThan: return x < y;
-        case BinaryOp::Equal: return x == y;
-        case BinaryOp::And: return x != 0 && y != 0;
-        case BinaryOp::Or: return x != 0 || y != 0;
+        case BinaryOp::Add:
+          return x + y;
+        case BinaryOp::Sub:
+          return x - y;
+        case BinaryOp::Mul:
+          return x * y;
+        case BinaryOp::Div:
+          return x / y;
+        case BinaryOp::Max:
+          return (x > y || x != x) ? x : y;
+        case BinaryOp::Min:
+          return (x < y || x != x) ? x : y;
+        case BinaryOp::Mod:
+          return x - y * std::floor(x / y);
+        case BinaryOp::LessThan:
+          return x < y;
+        case BinaryOp::Equal:
+          return x == y;
+        case BinaryOp::And:
+          return x != 0 && y != 0;
+        case BinaryOp::Or:
+          return x != 0 || y != 0;
       }
     }
     auto i = static_cast<int64_t>(a), j = static_cast<int64_t>(b);
     switch (op) {
-      case BinaryOp::Add: return static_cast<int32_t>(i + j);
-      case BinaryOp::Sub: return static_cast<int32_t>(i - j);
-      case BinaryOp::Mul: return static_cast<int32_t>(i * j);
-      case BinaryOp::Div: return j == 0 ? 0 : static_cast<double>(i / j);
-      case BinaryOp::Max: return std::max(i, j);
-      case BinaryOp::Min: return std::min(i, j);
+      case BinaryOp::Add:
+        return static_cast<int32_t>(i + j);
+      case BinaryOp::Sub:
+        return static_cast<int32_t>(i - j);
+      case BinaryOp::Mul:
+        return static_cast<int32_t>(i * j);
+      case BinaryOp::Div:
+        return j == 0 ? 0 : static_cast<double>(i / j);
+      case BinaryOp::Max:
+        return std::max(i, j);
+      case BinaryOp::Min:
+        return std::min(i, j);
       case BinaryOp::Mod: {
         if (j == 0) return 0;
         int64_t r = i % j;
         return (r != 0 && ((r < 0) != (j < 0))) ? r + j : r;
       }
-      case BinaryOp::LessThan: return i < j;
-      case BinaryOp::Equal: return i == j;
-      case BinaryOp::And: return i != 0 && j != 0;
-      case BinaryOp::Or: return i != 0 || j != 0;
+      case BinaryOp::LessThan:
+        return i < j;
+      case BinaryOp::Equal:
+        return i == j;
+      case BinaryOp::And:
+        return i != 0 && j != 0;
+      case BinaryOp::Or:
+        return i != 0 || j != 0;
     }
     return 0;
   }
@@ -221,7 +285,8 @@ struct Evaluator {
     nest(r.loops, 0, [&] {
       double v = eval(r.value);
       if (r.op == ReduceOp::Sum) {
-        a = r.acc_dtype == DType::f32 ? static_cast<float>(static_cast<float>(a) + static_cast<float>(v)) : a + v;
+        a = r.acc_dtype == DType::f32 ? static_cast<float>(static_cast<float>(a) + static_cast<float>(v))
+                                      : a + v;
       } else {
         a = (v > a || v != v) ? v : a;
       }
@@ -239,7 +304,8 @@ struct Evaluator {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double s = 0;
-        for (int64_t q = 0; q < kk; ++q) s += read(g.a.buffer, oa + i * ra + q * ca) * read(g.b.buffer, ob + q * rb + j * cb);
+        for (int64_t q = 0; q < kk; ++q)
+          s += read(g.a.buffer, oa + i * ra + q * ca) * read(g.b.buffer, ob + q * rb + j * cb);
         acc = static_cast<float>(s);
         vars[static_cast<size_t>(g.row_var)] = i;
         vars[static_cast<size_t>(g.col_var)] = j;
@@ -252,9 +318,15 @@ struct Evaluator {
       k = &kern;
       nest(kern.loops, 0, [&] {
         switch (kern.kind) {
-          case KernelKind::Elementwise: write(kern.store.buffer, ix(kern.store.index), eval(kern.store.value)); break;
-          case KernelKind::Reduction: reduction(); break;
-          case KernelKind::Gemm: gemm(); break;
+          case KernelKind::Elementwise:
+            write(kern.store.buffer, ix(kern.store.index), eval(kern.store.value));
+            break;
+          case KernelKind::Reduction:
+            reduction();
+            break;
+          case KernelKind::Gemm:
+            gemm();
+            break;
         }
       });
     }

@@ -51,23 +51,35 @@ std::optional<int64_t> Index::as_constant() const {
 bool Index::non_negative() const {
   const auto& n = *node_;
   switch (n.op) {
-    case IndexOp::Const: return n.value >= 0;
-    case IndexOp::Var: case IndexOp::Sym: return true;
-    case IndexOp::Lt: case IndexOp::Le: case IndexOp::Eq: case IndexOp::And: return true;
-    case IndexOp::Sub: return false;
-    case IndexOp::Select: return n.args[1].non_negative() && n.args[2].non_negative();
-    case IndexOp::Min: return n.args[0].non_negative() && n.args[1].non_negative();
-    case IndexOp::Max: return n.args[0].non_negative() || n.args[1].non_negative();
-    default: return n.args[0].non_negative() && n.args[1].non_negative();
+    case IndexOp::Const:
+      return n.value >= 0;
+    case IndexOp::Var:
+    case IndexOp::Sym:
+      return true;
+    case IndexOp::Lt:
+    case IndexOp::Le:
+    case IndexOp::Eq:
+    case IndexOp::And:
+      return true;
+    case IndexOp::Sub:
+      return false;
+    case IndexOp::Select:
+      return n.args[1].non_negative() && n.args[2].non_negative();
+    case IndexOp::Min:
+      return n.args[0].non_negative() && n.args[1].non_negative();
+    case IndexOp::Max:
+      return n.args[0].non_negative() || n.args[1].non_negative();
+    default:
+      return n.args[0].non_negative() && n.args[1].non_negative();
   }
 }
 
-int64_t Index::evaluate(const std::vector<int64_t>& vars,
-                        const std::map<std::string, int64_t>& syms) const {
+int64_t Index::evaluate(const std::vector<int64_t>& vars, const std::map<std::string, int64_t>& syms) const {
   const auto& n = *node_;
   auto arg = [&](int i) { return n.args[static_cast<size_t>(i)].evaluate(vars, syms); };
   switch (n.op) {
-    case IndexOp::Const: return n.value;
+    case IndexOp::Const:
+      return n.value;
     case IndexOp::Var:
       if (n.value < 0 || static_cast<size_t>(n.value) >= vars.size())
         throw InternalError("[kernel] index variable v" + std::to_string(n.value) + " is not bound");
@@ -77,18 +89,30 @@ int64_t Index::evaluate(const std::vector<int64_t>& vars,
       if (it == syms.end()) throw InternalError("[kernel] symbol '" + n.name + "' is not bound");
       return it->second;
     }
-    case IndexOp::Add: return arg(0) + arg(1);
-    case IndexOp::Sub: return arg(0) - arg(1);
-    case IndexOp::Mul: return arg(0) * arg(1);
-    case IndexOp::FloorDiv: return floordiv_i(arg(0), arg(1));
-    case IndexOp::Mod: return floormod_i(arg(0), arg(1));
-    case IndexOp::Min: return std::min(arg(0), arg(1));
-    case IndexOp::Max: return std::max(arg(0), arg(1));
-    case IndexOp::Lt: return arg(0) < arg(1);
-    case IndexOp::Le: return arg(0) <= arg(1);
-    case IndexOp::Eq: return arg(0) == arg(1);
-    case IndexOp::And: return arg(0) != 0 && arg(1) != 0;
-    case IndexOp::Select: return arg(0) != 0 ? arg(1) : arg(2);
+    case IndexOp::Add:
+      return arg(0) + arg(1);
+    case IndexOp::Sub:
+      return arg(0) - arg(1);
+    case IndexOp::Mul:
+      return arg(0) * arg(1);
+    case IndexOp::FloorDiv:
+      return floordiv_i(arg(0), arg(1));
+    case IndexOp::Mod:
+      return floormod_i(arg(0), arg(1));
+    case IndexOp::Min:
+      return std::min(arg(0), arg(1));
+    case IndexOp::Max:
+      return std::max(arg(0), arg(1));
+    case IndexOp::Lt:
+      return arg(0) < arg(1);
+    case IndexOp::Le:
+      return arg(0) <= arg(1);
+    case IndexOp::Eq:
+      return arg(0) == arg(1);
+    case IndexOp::And:
+      return arg(0) != 0 && arg(1) != 0;
+    case IndexOp::Select:
+      return arg(0) != 0 ? arg(1) : arg(2);
   }
   return 0;
 }
@@ -98,7 +122,12 @@ std::string Index::to_string() const {
   // Built with append: GCC 12 warns falsely (-Wrestrict) on "(" + std::string&&.
   auto bin = [&](const char* op) {
     std::string s = "(";
-    s.append(n.args[0].to_string()).append(" ").append(op).append(" ").append(n.args[1].to_string()).append(")");
+    s.append(n.args[0].to_string())
+        .append(" ")
+        .append(op)
+        .append(" ")
+        .append(n.args[1].to_string())
+        .append(")");
     return s;
   };
   auto fn = [&](const char* f) {
@@ -111,28 +140,44 @@ std::string Index::to_string() const {
     return s + ")";
   };
   switch (n.op) {
-    case IndexOp::Const: return std::to_string(n.value);
-    case IndexOp::Var: return "v" + std::to_string(n.value);
-    case IndexOp::Sym: return n.name;
-    case IndexOp::Add: return bin("+");
-    case IndexOp::Sub: return bin("-");
-    case IndexOp::Mul: return bin("*");
-    case IndexOp::FloorDiv: return bin("//");
-    case IndexOp::Mod: return bin("%");
-    case IndexOp::Min: return fn("min");
-    case IndexOp::Max: return fn("max");
-    case IndexOp::Lt: return bin("<");
-    case IndexOp::Le: return bin("<=");
-    case IndexOp::Eq: return bin("==");
-    case IndexOp::And: return bin("&&");
-    case IndexOp::Select: return fn("select");
+    case IndexOp::Const:
+      return std::to_string(n.value);
+    case IndexOp::Var:
+      return "v" + std::to_string(n.value);
+    case IndexOp::Sym:
+      return n.name;
+    case IndexOp::Add:
+      return bin("+");
+    case IndexOp::Sub:
+      return bin("-");
+    case IndexOp::Mul:
+      return bin("*");
+    case IndexOp::FloorDiv:
+      return bin("//");
+    case IndexOp::Mod:
+      return bin("%");
+    case IndexOp::Min:
+      return fn("min");
+    case IndexOp::Max:
+      return fn("max");
+    case IndexOp::Lt:
+      return bin("<");
+    case IndexOp::Le:
+      return bin("<=");
+    case IndexOp::Eq:
+      return bin("==");
+    case IndexOp::And:
+      return bin("&&");
+    case IndexOp::Select:
+      return fn("select");
   }
   return "?";
 }
 
 Index make_index(IndexOp op, std::vector<Index> args) {
   // Constant folding: every argument constant -> evaluate now.
-  bool all_const = std::all_of(args.begin(), args.end(), [](const Index& a) { return a.as_constant().has_value(); });
+  bool all_const =
+      std::all_of(args.begin(), args.end(), [](const Index& a) { return a.as_constant().has_value(); });
   auto n = leaf(op);
   n->args = std::move(args);
   Index out{std::shared_ptr<const IndexNode>(std::move(n))};
@@ -201,13 +246,12 @@ ExprOp Expr::op() const { return node_->op; }
 
 namespace {
 const char* unary_name(UnaryOp op) {
-  static const char* names[] = {"neg", "recip", "sqrt", "exp2", "log2", "sin", "exp", "log",
-                                "cos", "tanh", "sigmoid", "erf", "relu", "abs", "not"};
+  static const char* names[] = {"neg", "recip", "sqrt",    "exp2", "log2", "sin", "exp", "log",
+                                "cos", "tanh",  "sigmoid", "erf",  "relu", "abs", "not"};
   return names[static_cast<int>(op)];
 }
 const char* binary_name(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "max", "min",
-                                "mod", "lt", "eq", "and", "or"};
+  static const char* names[] = {"add", "sub", "mul", "div", "max", "min", "mod", "lt", "eq", "and", "or"};
   return names[static_cast<int>(op)];
 }
 }  // namespace
@@ -217,22 +261,32 @@ std::string Expr::to_string() const {
   const auto& n = *node_;
   std::ostringstream s;
   switch (n.op) {
-    case ExprOp::Const: s << n.constant << ":" << dtype_name(n.dtype); break;
+    case ExprOp::Const:
+      s << n.constant << ":" << dtype_name(n.dtype);
+      break;
     case ExprOp::Load:
       s << "b" << n.buffer << "[" << n.index.to_string() << "]";
       if (n.valid) s << " if " << n.valid->to_string() << " else " << n.fill;
       break;
-    case ExprOp::Acc: s << "acc"; break;
-    case ExprOp::IndexValue: s << "idx(" << n.index.to_string() << ")"; break;
-    case ExprOp::Unary: s << unary_name(n.unary) << "(" << n.args[0].to_string() << ")"; break;
+    case ExprOp::Acc:
+      s << "acc";
+      break;
+    case ExprOp::IndexValue:
+      s << "idx(" << n.index.to_string() << ")";
+      break;
+    case ExprOp::Unary:
+      s << unary_name(n.unary) << "(" << n.args[0].to_string() << ")";
+      break;
     case ExprOp::Binary:
       s << binary_name(n.binary) << "(" << n.args[0].to_string() << ", " << n.args[1].to_string() << ")";
       break;
     case ExprOp::Where:
-      s << "where(" << n.args[0].to_string() << ", " << n.args[1].to_string() << ", "
-        << n.args[2].to_string() << ")";
+      s << "where(" << n.args[0].to_string() << ", " << n.args[1].to_string() << ", " << n.args[2].to_string()
+        << ")";
       break;
-    case ExprOp::Cast: s << "cast<" << dtype_name(n.dtype) << ">(" << n.args[0].to_string() << ")"; break;
+    case ExprOp::Cast:
+      s << "cast<" << dtype_name(n.dtype) << ">(" << n.args[0].to_string() << ")";
+      break;
   }
   return s.str();
 }
@@ -281,9 +335,11 @@ Expr index_value(Index i) {
 }
 
 Expr unary(UnaryOp op, Expr a) {
-  if (!a.valid()) throw InternalError("[kernel] unary " + std::string(unary_name(op)) + " of an empty expression");
-  if (op == UnaryOp::Not ? a.dtype() != DType::boolean
-                         : (op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu && a.dtype() != DType::f32))
+  if (!a.valid())
+    throw InternalError("[kernel] unary " + std::string(unary_name(op)) + " of an empty expression");
+  if (op == UnaryOp::Not
+          ? a.dtype() != DType::boolean
+          : (op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu && a.dtype() != DType::f32))
     throw InternalError("[kernel] unary " + std::string(unary_name(op)) + " does not accept " +
                         std::string(dtype_name(a.dtype())));
   ExprNode n;
@@ -295,7 +351,8 @@ Expr unary(UnaryOp op, Expr a) {
 }
 
 Expr binary(BinaryOp op, Expr a, Expr b) {
-  if (!a.valid() || !b.valid()) throw InternalError("[kernel] binary " + std::string(binary_name(op)) + " of an empty expression");
+  if (!a.valid() || !b.valid())
+    throw InternalError("[kernel] binary " + std::string(binary_name(op)) + " of an empty expression");
   if (a.dtype() != b.dtype())
     throw InternalError("[kernel] binary " + std::string(binary_name(op)) + " of " +
                         std::string(dtype_name(a.dtype())) + " and " + std::string(dtype_name(b.dtype())));
@@ -348,7 +405,8 @@ struct Checker {
     for (const auto& a : n.args) index(a);
   }
   void buffer(int b) const {
-    if (b < 0 || static_cast<size_t>(b) >= p.buffers.size()) fail("buffer id " + std::to_string(b) + " out of range");
+    if (b < 0 || static_cast<size_t>(b) >= p.buffers.size())
+      fail("buffer id " + std::to_string(b) + " out of range");
   }
   void expr(const Expr& e, bool acc_ok) const {
     if (!e.valid()) fail("empty expression");
@@ -410,7 +468,8 @@ void validate(const Program& p) {
         const Gemm& g = *k.gemm;
         for (const auto* v : {&g.a, &g.b, &g.c}) {
           c.buffer(v->buffer);
-          if (p.buffers[static_cast<size_t>(v->buffer)].dtype != DType::f32) c.fail("GEMM operands must be f32");
+          if (p.buffers[static_cast<size_t>(v->buffer)].dtype != DType::f32)
+            c.fail("GEMM operands must be f32");
           c.index(v->offset);
           c.index(v->row_stride);
           c.index(v->col_stride);
@@ -445,8 +504,8 @@ std::string to_string(const Program& p) {
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const auto& b = p.buffers[i];
     static const char* roles[] = {"input", "param", "output", "intermediate"};
-    s << "b" << i << " " << b.name << ": " << dtype_name(b.dtype) << "[" << b.elements.to_string()
-      << "] " << roles[static_cast<int>(b.role)] << "\n";
+    s << "b" << i << " " << b.name << ": " << dtype_name(b.dtype) << "[" << b.elements.to_string() << "] "
+      << roles[static_cast<int>(b.role)] << "\n";
   }
   for (const auto& k : p.kernels) {
     static const char* kinds[] = {"elementwise", "reduction", "gemm"};
@@ -469,10 +528,12 @@ std::string to_string(const Program& p) {
       s << ind << "acc = " << (k.reduce->op == ReduceOp::Sum ? "0" : "-inf") << "\n";
       std::string save = ind;
       for (const auto& l : k.reduce->loops) loop(l);
-      s << ind << "acc " << (k.reduce->op == ReduceOp::Sum ? "+=" : "max=") << " " << k.reduce->value.to_string() << "\n";
+      s << ind << "acc " << (k.reduce->op == ReduceOp::Sum ? "+=" : "max=") << " "
+        << k.reduce->value.to_string() << "\n";
       ind = save;
     }
-    s << ind << "b" << k.store.buffer << "[" << k.store.index.to_string() << "] = " << k.store.value.to_string() << "\n";
+    s << ind << "b" << k.store.buffer << "[" << k.store.index.to_string()
+      << "] = " << k.store.value.to_string() << "\n";
   }
   return s.str();
 }

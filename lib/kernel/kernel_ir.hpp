@@ -34,11 +34,21 @@ namespace luminal::kernel {
 
 // ------------------------------------------------------------------ index expressions
 enum class IndexOp : uint8_t {
-  Const, Var, Sym,                 // leaves
-  Add, Sub, Mul, FloorDiv, Mod,    // arithmetic; FloorDiv/Mod round toward -inf (Python)
-  Min, Max,
-  Lt, Le, Eq, And,                 // 0/1 valued
-  Select,                          // args[0] ? args[1] : args[2]
+  Const,
+  Var,
+  Sym,  // leaves
+  Add,
+  Sub,
+  Mul,
+  FloorDiv,
+  Mod,  // arithmetic; FloorDiv/Mod round toward -inf (Python)
+  Min,
+  Max,
+  Lt,
+  Le,
+  Eq,
+  And,     // 0/1 valued
+  Select,  // args[0] ? args[1] : args[2]
 };
 
 struct IndexNode;
@@ -71,8 +81,8 @@ class Index {
 
 struct IndexNode {
   IndexOp op;
-  int64_t value = 0;      // Const value, Var id
-  std::string name;       // Sym name
+  int64_t value = 0;  // Const value, Var id
+  std::string name;   // Sym name
   std::vector<Index> args;
 };
 
@@ -92,15 +102,34 @@ Index row_major(const std::vector<Index>& vars, const std::vector<Index>& dims);
 enum class ExprOp : uint8_t { Const, Load, Acc, IndexValue, Unary, Binary, Where, Cast };
 
 enum class UnaryOp : uint8_t {
-  Neg, Recip, Sqrt, Exp2, Log2, Sin,          // primitives
-  Exp, Log, Cos, Tanh, Sigmoid, Erf, Relu, Abs,  // fused forms (prelude functions)
-  Not,                                        // boolean
+  Neg,
+  Recip,
+  Sqrt,
+  Exp2,
+  Log2,
+  Sin,  // primitives
+  Exp,
+  Log,
+  Cos,
+  Tanh,
+  Sigmoid,
+  Erf,
+  Relu,
+  Abs,  // fused forms (prelude functions)
+  Not,  // boolean
 };
 enum class BinaryOp : uint8_t {
-  Add, Sub, Mul, Div, Max, Min,
-  Mod,           // torch.remainder: sign of the divisor
-  LessThan, Equal,  // -> boolean
-  And, Or,       // boolean
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
+  Mod,  // torch.remainder: sign of the divisor
+  LessThan,
+  Equal,  // -> boolean
+  And,
+  Or,  // boolean
 };
 
 struct ExprNode;
@@ -123,11 +152,11 @@ class Expr {
 struct ExprNode {
   ExprOp op = ExprOp::Const;
   DType dtype = DType::f32;
-  double constant = 0;            // Const
-  int buffer = -1;                // Load: index into Program::buffers
-  Index index;                    // Load address (elements) / IndexValue
-  std::optional<Index> valid;     // Load: read only where valid != 0 ...
-  double fill = 0;                // ... else this value (pad)
+  double constant = 0;         // Const
+  int buffer = -1;             // Load: index into Program::buffers
+  Index index;                 // Load address (elements) / IndexValue
+  std::optional<Index> valid;  // Load: read only where valid != 0 ...
+  double fill = 0;             // ... else this value (pad)
   UnaryOp unary = UnaryOp::Neg;
   BinaryOp binary = BinaryOp::Add;
   std::vector<Expr> args;
@@ -187,9 +216,9 @@ struct GemmTile {
 
 struct Gemm {
   Index m, n, k;
-  MatrixView a;  // m x k
-  MatrixView b;  // k x n
-  MatrixView c;  // m x n, col_stride must be 1
+  MatrixView a;                  // m x k
+  MatrixView b;                  // k x n
+  MatrixView c;                  // m x n, col_stride must be 1
   int row_var = 0, col_var = 1;  // loop ids the epilogue may index with (i, j)
   Expr epilogue;                 // over acc() (f32); invalid Expr means acc() itself
   GemmTile tile;

@@ -18,8 +18,10 @@ bool overlaps(const BufferLifetime& a, const BufferLifetime& b) {
 std::string MemoryPlan::summary() const {
   char buf[160];
   const double mib = 1024.0 * 1024.0;
-  std::snprintf(buf, sizeof buf, "arena %.2f MiB for %.2f MiB of intermediates (%.0f%%)", arena_bytes / mib,
-                total_bytes / mib, total_bytes ? 100.0 * static_cast<double>(arena_bytes) / static_cast<double>(total_bytes) : 100.0);
+  std::snprintf(
+      buf, sizeof buf, "arena %.2f MiB for %.2f MiB of intermediates (%.0f%%)", arena_bytes / mib,
+      total_bytes / mib,
+      total_bytes ? 100.0 * static_cast<double>(arena_bytes) / static_cast<double>(total_bytes) : 100.0);
   return buf;
 }
 
@@ -76,7 +78,8 @@ void reads_of(const Expr& e, std::vector<int>& out) {
 }
 }  // namespace
 
-std::vector<BufferLifetime> intermediate_lifetimes(const Program& p, const std::map<std::string, int64_t>& bindings,
+std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
+                                                   const std::map<std::string, int64_t>& bindings,
                                                    std::vector<int>* ids) {
   const int n = static_cast<int>(p.buffers.size());
   std::vector<int> first(static_cast<size_t>(n), -1), last(static_cast<size_t>(n), -1);

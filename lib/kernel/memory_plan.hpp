@@ -37,7 +37,8 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, size_t alignm
 
 /// Lifetimes of the Intermediate buffers of `p` (in buffer order, with their buffer
 /// ids in `ids`), sizes evaluated under `bindings` (use the dims' upper bounds).
-std::vector<BufferLifetime> intermediate_lifetimes(const Program& p, const std::map<std::string, int64_t>& bindings,
+std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
+                                                   const std::map<std::string, int64_t>& bindings,
                                                    std::vector<int>* ids = nullptr);
 
 }  // namespace luminal::kernel

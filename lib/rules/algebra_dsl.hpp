@@ -34,24 +34,78 @@ template <PatternExpr X, PatternExpr Y>
 constexpr auto op2(Op op, X x, Y y) {
   return egraph::pnode<L>(op, x, y);
 }
-template <PatternExpr X> constexpr auto exp2_(X x) { return op1(Op::Exp2, x); }
-template <PatternExpr X> constexpr auto log2_(X x) { return op1(Op::Log2, x); }
-template <PatternExpr X> constexpr auto recip_(X x) { return op1(Op::Recip, x); }
-template <PatternExpr X> constexpr auto neg_(X x) { return op1(Op::Neg, x); }
-template <PatternExpr X> constexpr auto cast_(X x) { return op1(Op::Cast, x); }
-template <PatternExpr X> constexpr auto sum_(X x) { return op1(Op::SumReduce, x); }
-template <PatternExpr X> constexpr auto maxr_(X x) { return op1(Op::MaxReduce, x); }
-template <PatternExpr X> constexpr auto reshape_(X x) { return op1(Op::Reshape, x); }
-template <PatternExpr X> constexpr auto permute_(X x) { return op1(Op::Permute, x); }
-template <PatternExpr X> constexpr auto expand_(X x) { return op1(Op::Expand, x); }
-template <PatternExpr X> constexpr auto slice_(X x) { return op1(Op::Slice, x); }
-template <PatternExpr X> constexpr auto pad_(X x) { return op1(Op::Pad, x); }
-template <PatternExpr X, PatternExpr Y> constexpr auto add_(X x, Y y) { return op2(Op::Add, x, y); }
-template <PatternExpr X, PatternExpr Y> constexpr auto mul_(X x, Y y) { return op2(Op::Mul, x, y); }
-template <PatternExpr X, PatternExpr Y> constexpr auto max_(X x, Y y) { return op2(Op::Max, x, y); }
-template <PatternExpr X, PatternExpr Y> constexpr auto lt_(X x, Y y) { return op2(Op::LessThan, x, y); }
-template <PatternExpr X, PatternExpr Y> constexpr auto eq_(X x, Y y) { return op2(Op::Equal, x, y); }
-template <PatternExpr X, PatternExpr Y> constexpr auto matmul_(X x, Y y) { return op2(Op::MatMul, x, y); }
+template <PatternExpr X>
+constexpr auto exp2_(X x) {
+  return op1(Op::Exp2, x);
+}
+template <PatternExpr X>
+constexpr auto log2_(X x) {
+  return op1(Op::Log2, x);
+}
+template <PatternExpr X>
+constexpr auto recip_(X x) {
+  return op1(Op::Recip, x);
+}
+template <PatternExpr X>
+constexpr auto neg_(X x) {
+  return op1(Op::Neg, x);
+}
+template <PatternExpr X>
+constexpr auto cast_(X x) {
+  return op1(Op::Cast, x);
+}
+template <PatternExpr X>
+constexpr auto sum_(X x) {
+  return op1(Op::SumReduce, x);
+}
+template <PatternExpr X>
+constexpr auto maxr_(X x) {
+  return op1(Op::MaxReduce, x);
+}
+template <PatternExpr X>
+constexpr auto reshape_(X x) {
+  return op1(Op::Reshape, x);
+}
+template <PatternExpr X>
+constexpr auto permute_(X x) {
+  return op1(Op::Permute, x);
+}
+template <PatternExpr X>
+constexpr auto expand_(X x) {
+  return op1(Op::Expand, x);
+}
+template <PatternExpr X>
+constexpr auto slice_(X x) {
+  return op1(Op::Slice, x);
+}
+template <PatternExpr X>
+constexpr auto pad_(X x) {
+  return op1(Op::Pad, x);
+}
+template <PatternExpr X, PatternExpr Y>
+constexpr auto add_(X x, Y y) {
+  return op2(Op::Add, x, y);
+}
+template <PatternExpr X, PatternExpr Y>
+constexpr auto mul_(X x, Y y) {
+  return op2(Op::Mul, x, y);
+}
+template <PatternExpr X, PatternExpr Y>
+constexpr auto max_(X x, Y y) {
+  return op2(Op::Max, x, y);
+}
+template <PatternExpr X, PatternExpr Y>
+constexpr auto lt_(X x, Y y) {
+  return op2(Op::LessThan, x, y);
+}
+template <PatternExpr X, PatternExpr Y>
+constexpr auto eq_(X x, Y y) {
+  return op2(Op::Equal, x, y);
+}
+template <PatternExpr X, PatternExpr Y>
+constexpr auto matmul_(X x, Y y) {
+  return op2(Op::MatMul, x, y);
+}
 template <PatternExpr X, PatternExpr Y, PatternExpr Z>
 constexpr auto where_(X x, Y y, Z z) {
   return egraph::pnode<L>(Op::Where, x, y, z);
@@ -133,6 +187,6 @@ inline bool add_rule(const char* set, const char* name, bool fast_math, const ch
 }  // namespace luminal::rules::dsl
 
 /// LUMINAL_MATH_RULE("algebra", "mul-one", /*fast_math=*/false, "x*1 = x", egraph::rule(...));
-#define LUMINAL_MATH_RULE(set, name, fast_math, doc, ...)                                           \
-  [[maybe_unused]] const bool LUMINAL_RULES_CAT(luminal_math_rule_, __COUNTER__) =                  \
+#define LUMINAL_MATH_RULE(set, name, fast_math, doc, ...)                          \
+  [[maybe_unused]] const bool LUMINAL_RULES_CAT(luminal_math_rule_, __COUNTER__) = \
       ::luminal::rules::dsl::add_rule(set, name, fast_math, doc, ::luminal::rules::make_rule(__VA_ARGS__))

@@ -21,9 +21,9 @@ namespace luminal::rules::check {
 namespace {
 
 namespace rf = detail::reference;
+using egraph::Id;
 using ir::Attr;
 using ir::Op;
-using egraph::Id;
 using Shape = std::vector<int64_t>;
 using Pat = egraph::Pattern<ir::TensorLang>;
 
@@ -232,12 +232,20 @@ class Builder {
         a.dtype = DType::i32;  // as ir::add_iota fills it
         return add_node(inst_, Op::Iota, a, {});
       }
-      case Op::Exp2: case Op::Log2: case Op::Sin: case Op::Sqrt: case Op::Recip: case Op::Neg: {
+      case Op::Exp2:
+      case Op::Log2:
+      case Op::Sin:
+      case Op::Sqrt:
+      case Op::Recip:
+      case Op::Neg: {
         need_kids(1);
         if (w.dtype != DType::f32 && !(n.op == Op::Neg && w.dtype == DType::i32)) throw Reject{"unary dtype"};
         return plain_node(g, n.op, {build(p, kid(0), w)});
       }
-      case Op::Add: case Op::Mul: case Op::Mod: case Op::Max: {
+      case Op::Add:
+      case Op::Mul:
+      case Op::Mod:
+      case Op::Max: {
         need_kids(2);
         const bool ok = w.dtype == DType::f32 || w.dtype == DType::i32 ||
                         (w.dtype == DType::boolean && (n.op == Op::Mul || n.op == Op::Max));
@@ -246,7 +254,8 @@ class Builder {
         Id b = build(p, kid(1), w);
         return plain_node(g, n.op, {a, b});
       }
-      case Op::LessThan: case Op::Equal: {
+      case Op::LessThan:
+      case Op::Equal: {
         need_kids(2);
         if (w.dtype != DType::boolean) throw Reject{"comparison dtype"};
         static const DType dts[] = {DType::f32, DType::f32, DType::i32, DType::boolean};
@@ -265,12 +274,14 @@ class Builder {
       }
       case Op::Cast: {
         need_kids(1);
-        static const DType dts[] = {DType::f32, DType::f32, DType::i32, DType::boolean, DType::f16, DType::bf16};
+        static const DType dts[] = {DType::f32,     DType::f32, DType::i32,
+                                    DType::boolean, DType::f16, DType::bf16};
         Attr a;
         a.dtype = w.dtype;
         return add_node(inst_, Op::Cast, a, {build(p, kid(0), Want{w.shape, dts[rng_.below(6)]})});
       }
-      case Op::SumReduce: case Op::MaxReduce: {
+      case Op::SumReduce:
+      case Op::MaxReduce: {
         need_kids(1);
         if (w.dtype != DType::f32 && w.dtype != DType::i32) throw Reject{"reduce dtype"};
         const int axis = rng_.below(static_cast<int>(rank) + 1);
@@ -297,7 +308,8 @@ class Builder {
         need_kids(1);
         Attr a;
         a.shape = dims_of(w.shape);
-        return add_node(inst_, Op::Reshape, a, {build(p, kid(0), Want{rng_.factor(numel(w.shape)), w.dtype})});
+        return add_node(inst_, Op::Reshape, a,
+                        {build(p, kid(0), Want{rng_.factor(numel(w.shape)), w.dtype})});
       }
       case Op::Permute: {
         need_kids(1);
@@ -378,17 +390,17 @@ class Builder {
 };
 
 Want random_want(Rng& rng) {
-  static const DType dts[] = {DType::f32, DType::f32, DType::f32, DType::f32, DType::f32, DType::f32,
+  static const DType dts[] = {DType::f32, DType::f32, DType::f32,     DType::f32,     DType::f32, DType::f32,
                               DType::i32, DType::i32, DType::boolean, DType::boolean, DType::f16};
   return Want{rng.shape(), dts[rng.below(11)]};
 }
 
 // A random program (as a pattern whose variables become leaves) for pass rules.
 void random_pattern(Rng& rng, Pat& p, int depth) {
-  static const Op ops[] = {Op::Exp2,  Op::Sin,     Op::Recip,     Op::Neg,       Op::Sqrt,   Op::Add,
-                           Op::Mul,   Op::Max,     Op::Add,       Op::Mul,       Op::LessThan, Op::Where,
-                           Op::Cast,  Op::SumReduce, Op::MaxReduce, Op::SumReduce, Op::Reshape, Op::Permute,
-                           Op::Expand, Op::Slice,  Op::Pad,       Op::MatMul,    Op::Mod,    Op::Log2};
+  static const Op ops[] = {Op::Exp2,   Op::Sin,       Op::Recip,     Op::Neg,       Op::Sqrt,     Op::Add,
+                           Op::Mul,    Op::Max,       Op::Add,       Op::Mul,       Op::LessThan, Op::Where,
+                           Op::Cast,   Op::SumReduce, Op::MaxReduce, Op::SumReduce, Op::Reshape,  Op::Permute,
+                           Op::Expand, Op::Slice,     Op::Pad,       Op::MatMul,    Op::Mod,      Op::Log2};
   if (depth == 0 || rng.chance(0.25)) {
     Pat::Node v;
     v.var = rng.below(3);
@@ -397,8 +409,8 @@ void random_pattern(Rng& rng, Pat& p, int depth) {
   }
   Op op = ops[rng.below(static_cast<int>(std::size(ops)))];
   uint32_t arity = ir::is_unary(op) || op == Op::Cast || ir::is_reduce(op) || ir::is_view(op) ? 1
-                   : op == Op::Where                                                        ? 3
-                                                                                             : 2;
+                   : op == Op::Where                                                          ? 3
+                                                                                              : 2;
   std::vector<uint32_t> kids;
   for (uint32_t k = 0; k < arity; ++k) {
     random_pattern(rng, p, depth - 1);
@@ -439,11 +451,28 @@ rf::View dense(const rf::View& v) {
 double load(const rf::View& v, int64_t i) {
   const std::byte* p = v.base + (v.offset + i) * static_cast<int64_t>(dtype_size(v.dtype));
   switch (v.dtype) {
-    case DType::f32: { float f; std::memcpy(&f, p, 4); return f; }
-    case DType::i32: { int32_t x; std::memcpy(&x, p, 4); return x; }
-    case DType::boolean: return static_cast<uint8_t>(*p) != 0;
-    case DType::f16: { uint16_t h; std::memcpy(&h, p, 2); return detail::f16_to_f32(h); }
-    case DType::bf16: { uint16_t h; std::memcpy(&h, p, 2); return detail::bf16_to_f32(h); }
+    case DType::f32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case DType::i32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case DType::boolean:
+      return static_cast<uint8_t>(*p) != 0;
+    case DType::f16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return detail::f16_to_f32(h);
+    }
+    case DType::bf16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return detail::bf16_to_f32(h);
+    }
   }
   return 0;
 }
@@ -496,8 +525,8 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
   const std::string op = ir::op_name(n.op);
   auto arity = [&](size_t c) { need(k.size() == c, op + ": wrong number of children"); };
   auto same = [&](size_t i, size_t j) {
-    need(k[i]->shape == k[j]->shape, op + ": operand shapes differ " + shape_str(k[i]->shape) + " vs " +
-                                         shape_str(k[j]->shape));
+    need(k[i]->shape == k[j]->shape,
+         op + ": operand shapes differ " + shape_str(k[i]->shape) + " vs " + shape_str(k[j]->shape));
   };
   auto axis_ok = [&](int axis) {
     need(axis >= 0 && static_cast<size_t>(axis) < k[0]->shape.size(), op + ": axis out of range");
@@ -518,12 +547,24 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
         need(it != leaves.end(), "no data for leaf " + a.name);
         return it->second;
       }
-      case Op::Constant: return rf::constant(a.value, a.dtype);
-      case Op::Iota: return rf::iota(cdim(a.shape.at(0)));
-      case Op::Exp2: case Op::Log2: case Op::Sin: case Op::Sqrt: case Op::Recip: case Op::Neg:
+      case Op::Constant:
+        return rf::constant(a.value, a.dtype);
+      case Op::Iota:
+        return rf::iota(cdim(a.shape.at(0)));
+      case Op::Exp2:
+      case Op::Log2:
+      case Op::Sin:
+      case Op::Sqrt:
+      case Op::Recip:
+      case Op::Neg:
         arity(1);
         return rf::unary(ir::to_prim(n.op), *k[0]);
-      case Op::Add: case Op::Mul: case Op::Mod: case Op::Max: case Op::LessThan: case Op::Equal:
+      case Op::Add:
+      case Op::Mul:
+      case Op::Mod:
+      case Op::Max:
+      case Op::LessThan:
+      case Op::Equal:
         arity(2);
         same(0, 1);
         need(k[0]->dtype == k[1]->dtype, op + ": operand dtypes differ");
@@ -534,13 +575,17 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
         same(1, 2);
         need(k[0]->dtype == DType::boolean && k[1]->dtype == k[2]->dtype, "where: operand dtypes");
         return rf::where(*k[0], *k[1], *k[2]);
-      case Op::Cast: arity(1); return rf::cast(*k[0], a.dtype);
+      case Op::Cast:
+        arity(1);
+        return rf::cast(*k[0], a.dtype);
       case Op::SumReduce:
       case Op::MaxReduce:
         arity(1);
         axis_ok(a.axis);
         return rf::reduce(ir::to_prim(n.op), *k[0], a.axis);
-      case Op::Gather: arity(2); return rf::gather(*k[0], *k[1], "gather", st);
+      case Op::Gather:
+        arity(2);
+        return rf::gather(*k[0], *k[1], "gather", st);
       case Op::Reshape: {
         arity(1);
         Shape s;
@@ -552,7 +597,8 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
         arity(1);
         std::vector<int> sorted = a.perm;
         std::sort(sorted.begin(), sorted.end());
-        for (size_t i = 0; i < sorted.size(); ++i) need(sorted[i] == static_cast<int>(i), "permute: not a permutation");
+        for (size_t i = 0; i < sorted.size(); ++i)
+          need(sorted[i] == static_cast<int>(i), "permute: not a permutation");
         need(a.perm.size() == k[0]->shape.size(), "permute: wrong rank");
         return dense(rf::permute_view(*k[0], a.perm));
       }
@@ -569,7 +615,8 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
         arity(1);
         axis_ok(a.axis);
         const int64_t s = cdim(a.a), e = cdim(a.b);
-        need(a.step >= 1 && 0 <= s && s <= e && e <= k[0]->shape[static_cast<size_t>(a.axis)], "slice: bad bounds");
+        need(a.step >= 1 && 0 <= s && s <= e && e <= k[0]->shape[static_cast<size_t>(a.axis)],
+             "slice: bad bounds");
         return dense(rf::slice_view(*k[0], a.axis, s, e, a.step));
       }
       case Op::Pad: {
@@ -585,9 +632,8 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
         const Shape& bs = k[1]->shape;
         const size_t r = as.size();
         need(r >= 2 && bs.size() == r && k[0]->dtype == k[1]->dtype, "matmul: operands");
-        need(std::equal(as.begin(), as.end() - 2, bs.begin()) && as[r - 1] == bs[r - 2], "matmul: shapes " +
-                                                                                            shape_str(as) + " x " +
-                                                                                            shape_str(bs));
+        need(std::equal(as.begin(), as.end() - 2, bs.begin()) && as[r - 1] == bs[r - 2],
+             "matmul: shapes " + shape_str(as) + " x " + shape_str(bs));
         Shape full(as.begin(), as.end());
         full.push_back(bs[r - 1]);  // [..., m, k, n]
         Shape a1 = as;
@@ -598,7 +644,8 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
         b1.push_back(bs[r - 1]);
         rf::View ae = rf::expand_view(rf::reshape_view(*k[0], a1, st), full);
         rf::View be = rf::expand_view(rf::reshape_view(*k[1], b1, st), full);
-        return rf::reduce(detail::PrimOp::SumReduce, rf::binary(detail::PrimOp::Mul, ae, be), static_cast<int>(r - 1));
+        return rf::reduce(detail::PrimOp::SumReduce, rf::binary(detail::PrimOp::Mul, ae, be),
+                          static_cast<int>(r - 1));
       }
       case Op::Kernel: {
         need(a.kernel && a.kernel->body, "kernel without a body");
@@ -628,7 +675,10 @@ std::string compare(const rf::View& ref, const rf::View& got, bool fast_math, in
   if (ref.shape != got.shape) return "shape " + shape_str(got.shape) + " vs class " + shape_str(ref.shape);
   if (ref.dtype != got.dtype)
     return "dtype " + std::string(dtype_name(got.dtype)) + " vs class " + std::string(dtype_name(ref.dtype));
-  const double tol = ref.dtype == DType::f32 ? 1e-4 : ref.dtype == DType::f16 ? 2e-3 : ref.dtype == DType::bf16 ? 1.6e-2 : 0;
+  const double tol = ref.dtype == DType::f32    ? 1e-4
+                     : ref.dtype == DType::f16  ? 2e-3
+                     : ref.dtype == DType::bf16 ? 1.6e-2
+                                                : 0;
   const int64_t n = ref.numel();
   for (int64_t i = 0; i < n; ++i) {
     const double r = load(ref, i), x = load(got, i);
@@ -636,9 +686,12 @@ std::string compare(const rf::View& ref, const rf::View& got, bool fast_math, in
     // A fast-math rule may change NaN/inf results: it is compared where both are finite.
     if (fast_math && (!std::isfinite(r) || !std::isfinite(x))) continue;
     ++compared;
-    if (std::isnan(r) || std::isnan(x)) ok = std::isnan(r) && std::isnan(x);
-    else if (std::isinf(r) || std::isinf(x)) ok = r == x;
-    else ok = std::fabs(r - x) <= tol * (1 + std::max(std::fabs(r), std::fabs(x)));
+    if (std::isnan(r) || std::isnan(x))
+      ok = std::isnan(r) && std::isnan(x);
+    else if (std::isinf(r) || std::isinf(x))
+      ok = r == x;
+    else
+      ok = std::fabs(r - x) <= tol * (1 + std::max(std::fabs(r), std::fabs(x)));
     if (!ok) {
       std::ostringstream os;
       os << "element " << i << ": " << x << " vs class value " << r;
@@ -828,9 +881,10 @@ struct Checker {
       const ir::ClassData& d = g.data(c);
       auto ds = concrete(d.shape, inst.dims);
       if (!ds || *ds != cv->second.shape || d.dtype != cv->second.dtype) {
-        fail(regime, cat("class c", c, ": analysis says ") + (ds ? shape_str(*ds) : "symbolic") + " " +
-                         std::string(dtype_name(d.dtype)) + ", value is " + shape_str(cv->second.shape) + " " +
-                         std::string(dtype_name(cv->second.dtype)),
+        fail(regime,
+             cat("class c", c, ": analysis says ") + (ds ? shape_str(*ds) : "symbolic") + " " +
+                 std::string(dtype_name(d.dtype)) + ", value is " + shape_str(cv->second.shape) + " " +
+                 std::string(dtype_name(cv->second.dtype)),
              g);
         return Verdict::Failed;
       }
@@ -848,7 +902,8 @@ struct Checker {
       if (!ready) continue;
       std::string why;
       try {
-        why = compare(cv->second, eval(g, v, kids, leaves, inst.dims), rule.fast_math, touched ? compared : elsewhere);
+        why = compare(cv->second, eval(g, v, kids, leaves, inst.dims), rule.fast_math,
+                      touched ? compared : elsewhere);
       } catch (const Wrong& w) {
         why = w.why;
       }
@@ -884,8 +939,13 @@ Result check_rule(const RuleInfo& rule, const Registry& registry, const Options&
   for (int attempt = 0; attempt < opt.max_attempts && ck.res.instances < opt.instances; ++attempt) {
     const int regime = attempt % regimes;
     switch (ck.run_one(attempt, regime)) {
-      case Verdict::Rejected: ++ck.res.rejected; break;
-      case Verdict::NotApplied: ++ck.res.attempts; ++ck.res.not_applied; break;
+      case Verdict::Rejected:
+        ++ck.res.rejected;
+        break;
+      case Verdict::NotApplied:
+        ++ck.res.attempts;
+        ++ck.res.not_applied;
+        break;
       case Verdict::Checked:
         ++ck.res.attempts;
         ++ck.res.instances;
@@ -906,8 +966,8 @@ std::string to_string(const Result& r) {
                 "%-28s %-15s %-9s instances=%3d (mixed %d, positive %d, special %d; symbolic %d) nodes=%5d "
                 "tried=%d not-applied=%d ill-typed=%d failures=%d",
                 r.name.c_str(), r.set.c_str(), r.fast_math ? "fast-math" : "", r.instances, r.per_regime[0],
-                r.per_regime[1], r.per_regime[2], r.symbolic, r.nodes_checked, r.attempts, r.not_applied, r.rejected,
-                r.failures);
+                r.per_regime[1], r.per_regime[2], r.symbolic, r.nodes_checked, r.attempts, r.not_applied,
+                r.rejected, r.failures);
   return buf;
 }
 

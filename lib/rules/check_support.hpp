@@ -30,22 +30,22 @@ struct Options {
   int instances = 24;       ///< checked instances wanted per rule
   int max_attempts = 4000;  ///< random instances tried per rule before giving up
   uint64_t seed = 0x5eed;
-  PassContext ctx;          ///< handed to apply_once
+  PassContext ctx;  ///< handed to apply_once
 };
 
 struct Result {
   std::string name;
   std::string set;
   bool fast_math = false;
-  int instances = 0;        ///< instances where the rule applied and every node was checked
-  int attempts = 0;         ///< random instances built (well-typed ones)
-  int rejected = 0;         ///< instances that did not type-check (regenerated)
-  int not_applied = 0;      ///< well-typed instances where the rule did not fire
-  int nodes_checked = 0;    ///< node evaluations compared against their class
+  int instances = 0;              ///< instances where the rule applied and every node was checked
+  int attempts = 0;               ///< random instances built (well-typed ones)
+  int rejected = 0;               ///< instances that did not type-check (regenerated)
+  int not_applied = 0;            ///< well-typed instances where the rule did not fire
+  int nodes_checked = 0;          ///< node evaluations compared against their class
   int per_regime[3] = {0, 0, 0};  ///< checked instances per value regime (mixed, positive, special)
-  int symbolic = 0;         ///< checked instances with a symbolic dim (bound when evaluated)
-  int failures = 0;         ///< instances with a wrong node
-  std::string first_failure;  ///< what went wrong first (the instance, the node, the values)
+  int symbolic = 0;               ///< checked instances with a symbolic dim (bound when evaluated)
+  int failures = 0;               ///< instances with a wrong node
+  std::string first_failure;      ///< what went wrong first (the instance, the node, the values)
   bool ok() const { return failures == 0 && instances > 0; }
 };
 

@@ -25,7 +25,8 @@ struct Operand {
 
 std::vector<Operand> operands(const ir::EGraph& g, Id cls) {
   std::vector<Operand> out{{g.find(cls), g.data(cls).shape}};
-  for (const ir::AttrNode& e : attr_nodes(g, cls, Op::Expand)) out.push_back({g.find(e.kid), g.data(e.kid).shape});
+  for (const ir::AttrNode& e : attr_nodes(g, cls, Op::Expand))
+    out.push_back({g.find(e.kid), g.data(e.kid).shape});
   return out;
 }
 
@@ -44,9 +45,12 @@ Id contraction(ir::EGraph& g, const std::vector<Dim>& S, int ax, const Operand& 
       continue;
     }
     if (ba && bb) return egraph::kNoId;  // the product does not depend on this axis
-    if (!ba && !bb) batch.push_back(static_cast<int>(i));
-    else if (bb) ms.push_back(static_cast<int>(i));
-    else ns.push_back(static_cast<int>(i));
+    if (!ba && !bb)
+      batch.push_back(static_cast<int>(i));
+    else if (bb)
+      ms.push_back(static_cast<int>(i));
+    else
+      ns.push_back(static_cast<int>(i));
   }
   if (ms.size() > 1 || ns.size() > 1 || ms.size() + ns.size() == 0) return egraph::kNoId;
   const Dim K = S[static_cast<size_t>(ax)];
@@ -131,11 +135,21 @@ std::shared_ptr<detail::GraphImpl> matmul_example(std::mt19937_64& rng) {
   const Dim B = sym ? g.dim("B", 1, 8) : dim();
   Tensor y;
   switch (rng() % 5) {
-    case 0: y = matmul(g.input("a", {M, K}), g.input("b", {K, N})); break;
-    case 1: y = matmul(g.input("a", {B, M, K}), g.input("b", {B, K, N})); break;
-    case 2: y = matmul(g.input("a", {M, K}), transpose(g.input("b", {N, K}), 0, 1)); break;
-    case 3: y = matmul(g.input("a", {B, M, K}), g.input("b", {K, N})); break;
-    default: y = matmul(g.input("a", {K}), g.input("b", {K, N})); break;
+    case 0:
+      y = matmul(g.input("a", {M, K}), g.input("b", {K, N}));
+      break;
+    case 1:
+      y = matmul(g.input("a", {B, M, K}), g.input("b", {B, K, N}));
+      break;
+    case 2:
+      y = matmul(g.input("a", {M, K}), transpose(g.input("b", {N, K}), 0, 1));
+      break;
+    case 3:
+      y = matmul(g.input("a", {B, M, K}), g.input("b", {K, N}));
+      break;
+    default:
+      y = matmul(g.input("a", {K}), g.input("b", {K, N}));
+      break;
   }
   g.output("y", y);
   return g.impl();
@@ -146,7 +160,9 @@ std::shared_ptr<detail::GraphImpl> matmul_example(std::mt19937_64& rng) {
   RuleInfo info;
   info.name = "matmul-recognize";
   info.set = "contraction";
-  info.doc = "sum_k(mul(expand a, expand b)) = matmul(a', b') (a', b': a, b permuted/reshaped to [batch, m, k], [batch, k, n])";
+  info.doc =
+      "sum_k(mul(expand a, expand b)) = matmul(a', b') (a', b': a, b permuted/reshaped to [batch, m, k], "
+      "[batch, k, n])";
   info.rule = make_rule(egraph::rule("matmul-recognize", sum_(mul_(a, b)), recognize_matmul));
   info.example = matmul_example;
   Registry::global().add(std::move(info));
@@ -154,26 +170,30 @@ std::shared_ptr<detail::GraphImpl> matmul_example(std::mt19937_64& rng) {
 }();
 
 // (A.B)^T = B^T.A^T on the last two axes: the same products, summed in the same order.
-LUMINAL_MATH_RULE("contraction", "matmul-transpose", false, "transpose(a.b) = transpose(b).transpose(a) (last two axes)",
-                  egraph::rule("matmul-transpose", permute_(matmul_(a, b)), [](ir::EGraph& g, const Match& m) {
-                    const Id mm = g.lookup(Op::MatMul, 0u, std::vector<Id>{m[a], m[b]});
-                    if (mm == egraph::kNoId) return;
-                    for (const ir::AttrNode& pn : attr_nodes(g, m.root(), Op::Permute)) {
-                      if (g.find(pn.kid) != g.find(mm)) continue;
-                      const std::vector<int> p = attr(g, pn.payload).perm;
-                      const size_t r = p.size();
-                      bool swap_last = r >= 2 && p[r - 1] == static_cast<int>(r - 2) && p[r - 2] == static_cast<int>(r - 1);
-                      for (size_t i = 0; i + 2 < r; ++i) swap_last = swap_last && p[i] == static_cast<int>(i);
-                      if (!swap_last) continue;
-                      g.merge(m.root(), ir::add_plain(g, Op::MatMul, {ir::add_permute(g, m[b], p), ir::add_permute(g, m[a], p)}));
-                    }
-                  }));
+LUMINAL_MATH_RULE(
+    "contraction", "matmul-transpose", false, "transpose(a.b) = transpose(b).transpose(a) (last two axes)",
+    egraph::rule("matmul-transpose", permute_(matmul_(a, b)), [](ir::EGraph& g, const Match& m) {
+      const Id mm = g.lookup(Op::MatMul, 0u, std::vector<Id>{m[a], m[b]});
+      if (mm == egraph::kNoId) return;
+      for (const ir::AttrNode& pn : attr_nodes(g, m.root(), Op::Permute)) {
+        if (g.find(pn.kid) != g.find(mm)) continue;
+        const std::vector<int> p = attr(g, pn.payload).perm;
+        const size_t r = p.size();
+        bool swap_last = r >= 2 && p[r - 1] == static_cast<int>(r - 2) && p[r - 2] == static_cast<int>(r - 1);
+        for (size_t i = 0; i + 2 < r; ++i) swap_last = swap_last && p[i] == static_cast<int>(i);
+        if (!swap_last) continue;
+        g.merge(m.root(),
+                ir::add_plain(g, Op::MatMul, {ir::add_permute(g, m[b], p), ir::add_permute(g, m[a], p)}));
+      }
+    }));
 
 // Reassociation distributes sums over products, which changes NaN/inf results (an inf
 // times a zero sum is NaN one way, inf the other): fast-math, like "factor".
-LUMINAL_MATH_RULE("contraction", "matmul-assoc", true, "(a.b).c = a.(b.c) (f32: rounds differently; NaN/inf results differ)",
+LUMINAL_MATH_RULE("contraction", "matmul-assoc", true,
+                  "(a.b).c = a.(b.c) (f32: rounds differently; NaN/inf results differ)",
                   egraph::rule("matmul-assoc", matmul_(matmul_(a, b), c), matmul_(a, matmul_(b, c))));
-LUMINAL_MATH_RULE("contraction", "matmul-assoc-rev", true, "a.(b.c) = (a.b).c (f32: rounds differently; NaN/inf results differ)",
+LUMINAL_MATH_RULE("contraction", "matmul-assoc-rev", true,
+                  "a.(b.c) = (a.b).c (f32: rounds differently; NaN/inf results differ)",
                   egraph::rule("matmul-assoc-rev", matmul_(a, matmul_(b, c)), matmul_(matmul_(a, b), c)));
 
 }  // namespace

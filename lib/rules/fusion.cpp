@@ -85,7 +85,8 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   const std::size_t budget = ctx.node_limit > g.num_nodes() ? ctx.node_limit - g.num_nodes() : 0;
   std::size_t visited = 0;
   for (Id c : order) {
-    if (todo.size() >= budget || ((++visited & 63) == 0 && std::chrono::steady_clock::now() > ctx.deadline)) break;
+    if (todo.size() >= budget || ((++visited & 63) == 0 && std::chrono::steady_clock::now() > ctx.deadline))
+      break;
     auto direct = ir::lower_node(g, rep.best_node(c));
     if (!direct) continue;
     for (int p = 0; p < kNumPolicies; ++p) {
@@ -117,14 +118,15 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
               break;
             }
             if (debug)
-              std::fprintf(stderr, "[fusion] policy %d: class %u cannot absorb class %u (%s, %d reductions)\n", p, c, k,
-                           ir::kind_name(prod->spec->kind), ir::count_reductions(*prod->spec));
+              std::fprintf(stderr,
+                           "[fusion] policy %d: class %u cannot absorb class %u (%s, %d reductions)\n", p, c,
+                           k, ir::kind_name(prod->spec->kind), ir::count_reductions(*prod->spec));
           }
         }
       }
       if (debug) {
-        std::fprintf(stderr, "[fusion] class %u policy %d: %s, %zu nodes, slots", c, p, ir::kind_name(v.spec->kind),
-                     v.spec->body->nodes.size());
+        std::fprintf(stderr, "[fusion] class %u policy %d: %s, %zu nodes, slots", c, p,
+                     ir::kind_name(v.spec->kind), v.spec->body->nodes.size());
         for (Id k : v.kids) std::fprintf(stderr, " %u", k);
         std::fprintf(stderr, "\n");
       }
@@ -140,14 +142,16 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
       std::vector<const ir::Variant*> seen;
       for (int p = 0; p < kNumPolicies; ++p) {
         auto it = best[static_cast<size_t>(p)].find(k);
-        if (it == best[static_cast<size_t>(p)].end() || it->second.spec->kind == ir::KernelKind::Gather) continue;
+        if (it == best[static_cast<size_t>(p)].end() || it->second.spec->kind == ir::KernelKind::Gather)
+          continue;
         const ir::Variant* prod = &it->second;
         bool dup = false;
         for (const ir::Variant* q : seen) dup = dup || *q->spec == *prod->spec;
         if (dup) continue;
         seen.push_back(prod);
         if (prod->spec->kind == ir::KernelKind::Gemm && uses[k] != 1) continue;
-        if (auto nv = ir::substitute(g, *direct, slot, *prod, ctx.max_body_nodes)) todo.emplace_back(c, std::move(*nv));
+        if (auto nv = ir::substitute(g, *direct, slot, *prod, ctx.max_body_nodes))
+          todo.emplace_back(c, std::move(*nv));
       }
     }
   }

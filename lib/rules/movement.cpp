@@ -20,11 +20,28 @@ namespace rf = detail::reference;
 double scalar(const rf::View& v) {
   const std::byte* p = v.base + v.offset * static_cast<int64_t>(dtype_size(v.dtype));
   switch (v.dtype) {
-    case DType::f32: { float f; std::memcpy(&f, p, 4); return f; }
-    case DType::i32: { int32_t i; std::memcpy(&i, p, 4); return i; }
-    case DType::boolean: return static_cast<uint8_t>(*p) != 0;
-    case DType::f16: { uint16_t h; std::memcpy(&h, p, 2); return detail::f16_to_f32(h); }
-    case DType::bf16: { uint16_t h; std::memcpy(&h, p, 2); return detail::bf16_to_f32(h); }
+    case DType::f32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case DType::i32: {
+      int32_t i;
+      std::memcpy(&i, p, 4);
+      return i;
+    }
+    case DType::boolean:
+      return static_cast<uint8_t>(*p) != 0;
+    case DType::f16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return detail::f16_to_f32(h);
+    }
+    case DType::bf16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return detail::bf16_to_f32(h);
+    }
   }
   return 0;
 }
@@ -57,7 +74,8 @@ LUMINAL_MATH_RULE("movement", "permute-permute", false, "permute_q(permute_p x) 
                     for (const ir::AttrNode& outer : attr_nodes(g, m.root(), Op::Permute))
                       for (const ir::AttrNode& inner : attr_nodes(g, g.find(outer.kid), Op::Permute)) {
                         if (g.find(inner.kid) != g.find(m[a])) continue;
-                        const std::vector<int> p = attr(g, inner.payload).perm, q = attr(g, outer.payload).perm;
+                        const std::vector<int> p = attr(g, inner.payload).perm,
+                                               q = attr(g, outer.payload).perm;
                         if (p.size() != q.size()) continue;
                         std::vector<int> r(p.size());
                         for (size_t i = 0; i < r.size(); ++i) r[i] = p[static_cast<size_t>(q[i])];
@@ -68,7 +86,8 @@ LUMINAL_MATH_RULE("movement", "permute-permute", false, "permute_q(permute_p x) 
 LUMINAL_MATH_RULE("movement", "permute-identity", false, "permute by the identity = x",
                   egraph::rule("permute-identity", permute_(a), [](ir::EGraph& g, const Match& m) {
                     for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Permute))
-                      if (g.find(n.kid) == g.find(m[a]) && is_identity_perm(attr(g, n.payload).perm)) g.merge(m.root(), m[a]);
+                      if (g.find(n.kid) == g.find(m[a]) && is_identity_perm(attr(g, n.payload).perm))
+                        g.merge(m.root(), m[a]);
                   }));
 
 // Outer view of an inner view of the same kind collapses into one outer view over x:
@@ -80,27 +99,36 @@ void collapse_same(ir::EGraph& g, const Match& m, Op op) {
       if (g.find(inner.kid) != g.find(m[a])) continue;
       const Id x = m[a];
       const std::vector<Dim> target = attr(g, outer.payload).shape;
-      if (same_shape(target, g.data(x).shape)) g.merge(m.root(), x);
-      else g.merge(m.root(), g.add(op, outer.payload, {x}));
+      if (same_shape(target, g.data(x).shape))
+        g.merge(m.root(), x);
+      else
+        g.merge(m.root(), g.add(op, outer.payload, {x}));
     }
 }
 LUMINAL_MATH_RULE("movement", "reshape-reshape", false, "reshape_s(reshape_t x) = reshape_s x",
-                  egraph::rule("reshape-reshape", reshape_(reshape_(a)), [](ir::EGraph& g, const Match& m) { collapse_same(g, m, Op::Reshape); }));
+                  egraph::rule("reshape-reshape", reshape_(reshape_(a)),
+                               [](ir::EGraph& g, const Match& m) { collapse_same(g, m, Op::Reshape); }));
 LUMINAL_MATH_RULE("movement", "expand-expand", false, "expand_s(expand_t x) = expand_s x",
-                  egraph::rule("expand-expand", expand_(expand_(a)), [](ir::EGraph& g, const Match& m) { collapse_same(g, m, Op::Expand); }));
+                  egraph::rule("expand-expand", expand_(expand_(a)),
+                               [](ir::EGraph& g, const Match& m) { collapse_same(g, m, Op::Expand); }));
 
 // A reshape or expand to the shape x already has.
 void identity_shape_view(ir::EGraph& g, const Match& m, Op op) {
   for (const ir::AttrNode& n : attr_nodes(g, m.root(), op))
-    if (g.find(n.kid) == g.find(m[a]) && same_shape(attr(g, n.payload).shape, g.data(m[a]).shape)) g.merge(m.root(), m[a]);
+    if (g.find(n.kid) == g.find(m[a]) && same_shape(attr(g, n.payload).shape, g.data(m[a]).shape))
+      g.merge(m.root(), m[a]);
 }
 LUMINAL_MATH_RULE("movement", "reshape-identity", false, "reshape of x to x's shape = x",
-                  egraph::rule("reshape-identity", reshape_(a), [](ir::EGraph& g, const Match& m) { identity_shape_view(g, m, Op::Reshape); }));
+                  egraph::rule("reshape-identity", reshape_(a), [](ir::EGraph& g, const Match& m) {
+                    identity_shape_view(g, m, Op::Reshape);
+                  }));
 LUMINAL_MATH_RULE("movement", "expand-identity", false, "expand of x to x's shape = x",
-                  egraph::rule("expand-identity", expand_(a), [](ir::EGraph& g, const Match& m) { identity_shape_view(g, m, Op::Expand); }));
+                  egraph::rule("expand-identity", expand_(a),
+                               [](ir::EGraph& g, const Match& m) { identity_shape_view(g, m, Op::Expand); }));
 
 // slice(slice(x, s1, e1, t1), s2, e2, t2) on one axis: element j is x[s1 + (s2 + j*t2)*t1].
-LUMINAL_MATH_RULE("movement", "slice-slice", false, "slice(slice x) on one axis = one slice (start s1 + s2*t1, step t1*t2)",
+LUMINAL_MATH_RULE("movement", "slice-slice", false,
+                  "slice(slice x) on one axis = one slice (start s1 + s2*t1, step t1*t2)",
                   egraph::rule("slice-slice", slice_(slice_(a)), [](ir::EGraph& g, const Match& m) {
                     for (const ir::AttrNode& outer : attr_nodes(g, m.root(), Op::Slice))
                       for (const ir::AttrNode& inner : attr_nodes(g, g.find(outer.kid), Op::Slice)) {
@@ -128,14 +156,16 @@ LUMINAL_MATH_RULE("movement", "slice-identity", false, "slice(x, axis, 0, dim, 1
                     }
                   }));
 
-LUMINAL_MATH_RULE("movement", "pad-pad", false, "pad(pad(x, lo1, hi1, v), lo2, hi2, v) on one axis = pad(x, lo1+lo2, hi1+hi2, v)",
+LUMINAL_MATH_RULE("movement", "pad-pad", false,
+                  "pad(pad(x, lo1, hi1, v), lo2, hi2, v) on one axis = pad(x, lo1+lo2, hi1+hi2, v)",
                   egraph::rule("pad-pad", pad_(pad_(a)), [](ir::EGraph& g, const Match& m) {
                     for (const ir::AttrNode& outer : attr_nodes(g, m.root(), Op::Pad))
                       for (const ir::AttrNode& inner : attr_nodes(g, g.find(outer.kid), Op::Pad)) {
                         if (g.find(inner.kid) != g.find(m[a])) continue;
                         const ir::Attr o = attr(g, outer.payload), in = attr(g, inner.payload);
                         // The same fill (compared as stored: the bits of the double).
-                        if (o.axis != in.axis || std::memcmp(&o.value, &in.value, sizeof(double)) != 0) continue;
+                        if (o.axis != in.axis || std::memcmp(&o.value, &in.value, sizeof(double)) != 0)
+                          continue;
                         g.merge(m.root(), ir::add_pad(g, m[a], o.axis, in.a + o.a, in.b + o.b, o.value));
                       }
                   }));
@@ -144,11 +174,13 @@ LUMINAL_MATH_RULE("movement", "pad-identity", false, "pad(x, 0, 0) = x",
                   egraph::rule("pad-identity", pad_(a), [](ir::EGraph& g, const Match& m) {
                     for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Pad)) {
                       const ir::Attr p = attr(g, n.payload);
-                      if (g.find(n.kid) == g.find(m[a]) && cdim(p.a) == 0 && cdim(p.b) == 0) g.merge(m.root(), m[a]);
+                      if (g.find(n.kid) == g.find(m[a]) && cdim(p.a) == 0 && cdim(p.b) == 0)
+                        g.merge(m.root(), m[a]);
                     }
                   }));
 
-LUMINAL_MATH_RULE("movement", "slice-pad-cancel", false, "slice(pad(x, lo, hi), lo, lo + n, 1) = x (n = x's dim)",
+LUMINAL_MATH_RULE("movement", "slice-pad-cancel", false,
+                  "slice(pad(x, lo, hi), lo, lo + n, 1) = x (n = x's dim)",
                   egraph::rule("slice-pad-cancel", slice_(pad_(a)), [](ir::EGraph& g, const Match& m) {
                     for (const ir::AttrNode& s : attr_nodes(g, m.root(), Op::Slice))
                       for (const ir::AttrNode& p : attr_nodes(g, g.find(s.kid), Op::Pad)) {
@@ -161,19 +193,21 @@ LUMINAL_MATH_RULE("movement", "slice-pad-cancel", false, "slice(pad(x, lo, hi), 
                   }));
 
 // permute_p(expand_s x) = expand_{s permuted}(permute_p x).
-LUMINAL_MATH_RULE("movement", "permute-expand-swap", false, "permute_p(expand_s x) = expand_{p(s)}(permute_p x)",
-                  egraph::rule("permute-expand-swap", permute_(expand_(a)), [](ir::EGraph& g, const Match& m) {
-                    for (const ir::AttrNode& pn : attr_nodes(g, m.root(), Op::Permute))
-                      for (const ir::AttrNode& en : attr_nodes(g, g.find(pn.kid), Op::Expand)) {
-                        if (g.find(en.kid) != g.find(m[a])) continue;
-                        const std::vector<int> p = attr(g, pn.payload).perm;
-                        const std::vector<Dim> s = attr(g, en.payload).shape;
-                        if (p.size() != s.size()) continue;
-                        std::vector<Dim> ps;
-                        for (int i : p) ps.push_back(s[static_cast<size_t>(i)]);
-                        g.merge(m.root(), ir::add_expand(g, ir::add_permute(g, m[a], p), ps));
-                      }
-                  }));
+LUMINAL_MATH_RULE("movement", "permute-expand-swap", false,
+                  "permute_p(expand_s x) = expand_{p(s)}(permute_p x)",
+                  egraph::rule("permute-expand-swap", permute_(expand_(a)),
+                               [](ir::EGraph& g, const Match& m) {
+                                 for (const ir::AttrNode& pn : attr_nodes(g, m.root(), Op::Permute))
+                                   for (const ir::AttrNode& en : attr_nodes(g, g.find(pn.kid), Op::Expand)) {
+                                     if (g.find(en.kid) != g.find(m[a])) continue;
+                                     const std::vector<int> p = attr(g, pn.payload).perm;
+                                     const std::vector<Dim> s = attr(g, en.payload).shape;
+                                     if (p.size() != s.size()) continue;
+                                     std::vector<Dim> ps;
+                                     for (int i : p) ps.push_back(s[static_cast<size_t>(i)]);
+                                     g.merge(m.root(), ir::add_expand(g, ir::add_permute(g, m[a], p), ps));
+                                   }
+                               }));
 
 // reduce_k(permute_p x) = permute_{p'}(reduce_{p[k]} x): the same elements in the same
 // order along the reduced axis.
@@ -193,9 +227,13 @@ void reduce_through_permute(ir::EGraph& g, const Match& m, Op op) {
     }
 }
 LUMINAL_MATH_RULE("movement", "sum-through-permute", false, "sum_k(permute_p x) = permute_p'(sum_{p[k]} x)",
-                  egraph::rule("sum-through-permute", sum_(permute_(a)), [](ir::EGraph& g, const Match& m) { reduce_through_permute(g, m, Op::SumReduce); }));
+                  egraph::rule("sum-through-permute", sum_(permute_(a)), [](ir::EGraph& g, const Match& m) {
+                    reduce_through_permute(g, m, Op::SumReduce);
+                  }));
 LUMINAL_MATH_RULE("movement", "max-through-permute", false, "max_k(permute_p x) = permute_p'(max_{p[k]} x)",
-                  egraph::rule("max-through-permute", maxr_(permute_(a)), [](ir::EGraph& g, const Match& m) { reduce_through_permute(g, m, Op::MaxReduce); }));
+                  egraph::rule("max-through-permute", maxr_(permute_(a)), [](ir::EGraph& g, const Match& m) {
+                    reduce_through_permute(g, m, Op::MaxReduce);
+                  }));
 
 // ------------------------------------------------------------------ views through elementwise ops
 
@@ -251,13 +289,17 @@ void binary_through_view(ir::EGraph& g, const Match& m, Op op) {
 
 template <class P>
 void register_unary(const char* name, Op op, const P& pattern) {
-  add_rule("movement", name, false, "u(view x) = view(u x) for reshape, permute, expand, slice, pad (fill u(v))",
-           make_rule(egraph::rule(name, pattern, [op](ir::EGraph& g, const Match& m) { unary_through_view(g, m, op); })));
+  add_rule("movement", name, false,
+           "u(view x) = view(u x) for reshape, permute, expand, slice, pad (fill u(v))",
+           make_rule(egraph::rule(name, pattern,
+                                  [op](ir::EGraph& g, const Match& m) { unary_through_view(g, m, op); })));
 }
 template <class P>
 void register_binary(const char* name, Op op, const P& pattern) {
-  add_rule("movement", name, false, "b(view x, view y) = view(b(x, y)) for one view of equal-shaped x, y (pad fill b(v, v))",
-           make_rule(egraph::rule(name, pattern, [op](ir::EGraph& g, const Match& m) { binary_through_view(g, m, op); })));
+  add_rule("movement", name, false,
+           "b(view x, view y) = view(b(x, y)) for one view of equal-shaped x, y (pad fill b(v, v))",
+           make_rule(egraph::rule(name, pattern,
+                                  [op](ir::EGraph& g, const Match& m) { binary_through_view(g, m, op); })));
 }
 
 [[maybe_unused]] const bool through_registered = [] {

@@ -48,21 +48,21 @@ using TensorRule = egraph::Rule<ir::TensorLang, ir::TensorAnalysis>;
 
 /// What a pass-style rule (lowering, fusion) may read.
 struct PassContext {
-  detail::TargetDesc target;       ///< the cost model's target (GEMM tiles, library kernels)
-  bool library_gemm = false;       ///< the target offers a BLAS GEMM (CPU)
+  detail::TargetDesc target;  ///< the cost model's target (GEMM tiles, library kernels)
+  bool library_gemm = false;  ///< the target offers a BLAS GEMM (CPU)
   bool fast_math = false;
-  std::size_t node_limit = 200000; ///< stop adding nodes beyond this many e-nodes
-  std::size_t max_body_nodes = 160;///< largest fused kernel body
-  std::vector<egraph::Id> roots;   ///< the program's output classes (empty: unknown)
+  std::size_t node_limit = 200000;   ///< stop adding nodes beyond this many e-nodes
+  std::size_t max_body_nodes = 160;  ///< largest fused kernel body
+  std::vector<egraph::Id> roots;     ///< the program's output classes (empty: unknown)
   /// Optional passes (fusion) stop adding variants after this (the time budget).
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 struct RuleInfo {
-  std::string name;      ///< unique, kebab-case: "mul-one", "fuse-elementwise-producer"
-  std::string set;       ///< "algebra", "movement", "contraction", "lower_reference", ...
+  std::string name;  ///< unique, kebab-case: "mul-one", "fuse-elementwise-producer"
+  std::string set;   ///< "algebra", "movement", "contraction", "lower_reference", ...
   bool fast_math = false;
-  std::string doc;       ///< one line: the identity, e.g. "x*1 = x"
+  std::string doc;  ///< one line: the identity, e.g. "x*1 = x"
   /// An engine rule (converted from egraph::rule(...) specs: `make_rule(spec)`).
   std::shared_ptr<const TensorRule> rule;
   /// Or a pass over the whole (rebuilt) e-graph; returns the number of nodes it added.
@@ -107,7 +107,8 @@ struct Registrar {
 #define LUMINAL_RULES_CAT2(a, b) a##b
 #define LUMINAL_RULES_CAT(a, b) LUMINAL_RULES_CAT2(a, b)
 /// Registers a rule at load time: LUMINAL_REGISTER_RULE({.name = ..., .set = ..., ...});
-#define LUMINAL_REGISTER_RULE(...) \
-  static const ::luminal::rules::Registrar LUMINAL_RULES_CAT(luminal_rule_registrar_, __COUNTER__)(::luminal::rules::RuleInfo __VA_ARGS__)
+#define LUMINAL_REGISTER_RULE(...)                            \
+  static const ::luminal::rules::Registrar LUMINAL_RULES_CAT( \
+      luminal_rule_registrar_, __COUNTER__)(::luminal::rules::RuleInfo __VA_ARGS__)
 
 }  // namespace luminal::rules

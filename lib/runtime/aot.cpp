@@ -105,11 +105,20 @@ class Reader {
         } else {
           Dim x = dim(), y = dim();
           switch (kind) {
-            case detail::AtomKind::Div: atom = x / y; break;
-            case detail::AtomKind::Mod: atom = x % y; break;
-            case detail::AtomKind::Min: atom = min(x, y); break;
-            case detail::AtomKind::Max: atom = max(x, y); break;
-            default: throw RuntimeError("[load] " + what_ + " is corrupt (dim atom)");
+            case detail::AtomKind::Div:
+              atom = x / y;
+              break;
+            case detail::AtomKind::Mod:
+              atom = x % y;
+              break;
+            case detail::AtomKind::Min:
+              atom = min(x, y);
+              break;
+            case detail::AtomKind::Max:
+              atom = max(x, y);
+              break;
+            default:
+              throw RuntimeError("[load] " + what_ + " is corrupt (dim atom)");
           }
         }
         term = term * atom;
@@ -184,7 +193,8 @@ detail::GraphImpl read_graph(Reader& r) {
     n.op = static_cast<detail::PrimOp>(r.pod<uint8_t>());
     n.inputs = r.u32s();
     for (uint32_t in : n.inputs)
-      if (in >= i) throw RuntimeError("[load] corrupt graph: node " + std::to_string(i) + " reads a later node");
+      if (in >= i)
+        throw RuntimeError("[load] corrupt graph: node " + std::to_string(i) + " reads a later node");
     n.shape = r.dims();
     n.dtype = static_cast<DType>(r.pod<uint8_t>());
     n.value = r.pod<double>();
@@ -308,8 +318,9 @@ void write_report(Writer& w, const CompileReport& rep) {
 CompileReport read_report(Reader& r) {
   CompileReport rep;
   rep.target = r.str();
-  for (int64_t* x : {&rep.kernels, &rep.primitive_ops, &rep.egraph_nodes, &rep.egraph_classes, &rep.iterations,
-                     &rep.generated_kernels, &rep.interpreted_kernels, &rep.arena_bytes, &rep.intermediate_bytes})
+  for (int64_t* x :
+       {&rep.kernels, &rep.primitive_ops, &rep.egraph_nodes, &rep.egraph_classes, &rep.iterations,
+        &rep.generated_kernels, &rep.interpreted_kernels, &rep.arena_bytes, &rep.intermediate_bytes})
     *x = r.pod<int64_t>();
   rep.stop_reason = r.str();
   rep.compile_seconds = r.pod<double>();
@@ -394,8 +405,8 @@ Callable load(const std::string& path) {
     throw RuntimeError("[load] '" + path + "' is not a saved Luminal program");
   const uint32_t version = r.pod<uint32_t>();
   if (version != aot::kVersion)
-    throw RuntimeError("[load] '" + path + "' has format version " + std::to_string(version) + ", this build reads " +
-                       std::to_string(aot::kVersion));
+    throw RuntimeError("[load] '" + path + "' has format version " + std::to_string(version) +
+                       ", this build reads " + std::to_string(aot::kVersion));
   auto state = std::make_shared<detail::CallableState>();
   state->target = Target::parse(r.str());
   state->graph = std::make_shared<const detail::GraphImpl>(aot::read_graph(r));

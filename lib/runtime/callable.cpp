@@ -37,7 +37,8 @@ void Callable::bind(const std::string& name, HostTensor value) {
         throw RuntimeError("[bind] '" + name + "' is an input, not a param: pass it on each call");
     std::string names;
     for (uint32_t id : g.params) names += (names.empty() ? "" : ", ") + g.nodes[id].name;
-    throw RuntimeError("[bind] unknown param '" + name + "'; the params are: " + (names.empty() ? "(none)" : names));
+    throw RuntimeError("[bind] unknown param '" + name +
+                       "'; the params are: " + (names.empty() ? "(none)" : names));
   }
   if (value.dtype() != node->dtype)
     throw RuntimeError("[bind] param '" + name + "' is " + std::string(dtype_name(value.dtype())) + " " +
@@ -52,13 +53,15 @@ void Callable::bind(const std::string& name, HostTensor value) {
     throw RuntimeError("[bind] param '" + name + "' has shape " + ints(value.shape()) + ", declared " +
                        shape_string(node->shape));
   // A bound param must outlive the caller's memory: views are copied.
-  if (value.is_view()) value = HostTensor::from_bytes(value.dtype(), value.shape(), {value.data(), value.nbytes()});
+  if (value.is_view())
+    value = HostTensor::from_bytes(value.dtype(), value.shape(), {value.data(), value.nbytes()});
   auto p = std::make_shared<const HostTensor>(std::move(value));
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->params[name] = std::move(p);
 }
 
-std::map<std::string, HostTensor> Callable::operator()(const std::map<std::string, HostTensor>& inputs) const {
+std::map<std::string, HostTensor> Callable::operator()(
+    const std::map<std::string, HostTensor>& inputs) const {
   const CallableState& st = state_of(state_);
   if (!st.exe) throw RuntimeError("[call] " + st.not_runnable);
   std::map<std::string, std::shared_ptr<const HostTensor>> params;
@@ -136,12 +139,13 @@ std::vector<std::string> Callable::output_names() const {
 
 std::string CompileReport::to_string() const {
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "target %s: %lld kernels from %lld primitive ops; e-graph %lld nodes / %lld classes after %lld "
-                "iterations (%s); compiled in %.3f s; estimated %.3g s per call",
-                target.c_str(), static_cast<long long>(kernels), static_cast<long long>(primitive_ops),
-                static_cast<long long>(egraph_nodes), static_cast<long long>(egraph_classes),
-                static_cast<long long>(iterations), stop_reason.c_str(), compile_seconds, estimated_seconds);
+  std::snprintf(
+      buf, sizeof buf,
+      "target %s: %lld kernels from %lld primitive ops; e-graph %lld nodes / %lld classes after %lld "
+      "iterations (%s); compiled in %.3f s; estimated %.3g s per call",
+      target.c_str(), static_cast<long long>(kernels), static_cast<long long>(primitive_ops),
+      static_cast<long long>(egraph_nodes), static_cast<long long>(egraph_classes),
+      static_cast<long long>(iterations), stop_reason.c_str(), compile_seconds, estimated_seconds);
   return buf;
 }
 

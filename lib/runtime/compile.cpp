@@ -19,8 +19,8 @@ namespace {
 class ReferenceExecutable final : public Executable {
  public:
   explicit ReferenceExecutable(std::shared_ptr<const GraphImpl> g) : graph_(std::move(g)) {}
-  std::map<std::string, HostTensor> run(const DimBindings& dims,
-                                        const std::map<std::string, const HostTensor*>& tensors) const override {
+  std::map<std::string, HostTensor> run(
+      const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors) const override {
     return reference::run(*graph_, dims, tensors);
   }
 
@@ -71,7 +71,8 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
     rep.intermediate_bytes = info.intermediate_bytes;
     rep.codegen_seconds = info.jit_seconds;
     if (info.interpreted > 0)
-      rep.stop_reason += "; " + std::to_string(info.interpreted) + " kernel(s) interpreted: " + info.interpreted_why;
+      rep.stop_reason +=
+          "; " + std::to_string(info.interpreted) + " kernel(s) interpreted: " + info.interpreted_why;
     state->exe = std::move(exe);
   } else {
     state->exe = program.exe;

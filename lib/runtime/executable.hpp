@@ -24,8 +24,8 @@ class Executable {
   /// `dims` binds every dim variable of the graph; `tensors` holds every input and param
   /// by name with the declared dtype and the shape the dims imply. Returns every output.
   /// Must be safe to call from several threads at once.
-  virtual std::map<std::string, HostTensor> run(const DimBindings& dims,
-                                                const std::map<std::string, const HostTensor*>& tensors) const = 0;
+  virtual std::map<std::string, HostTensor> run(
+      const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors) const = 0;
 };
 
 /// Executes the graph with the reference interpreter.

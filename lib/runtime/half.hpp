@@ -22,7 +22,8 @@ inline float bf16_to_f32(uint16_t h) { return bits_float(static_cast<uint32_t>(h
 
 inline uint16_t f32_to_bf16(float f) {
   const uint32_t u = float_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // NaN stays a quiet NaN
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x40u);  // NaN stays a quiet NaN
   const uint32_t lsb = (u >> 16) & 1u;
   return static_cast<uint16_t>((u + 0x7fffu + lsb) >> 16);
 }

@@ -23,7 +23,8 @@ int64_t count(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw RuntimeError("[HostTensor] shape " + shape_text(shape) + " has a negative dim");
-    if (__builtin_mul_overflow(n, d, &n)) throw RuntimeError("[HostTensor] shape " + shape_text(shape) + " is too large");
+    if (__builtin_mul_overflow(n, d, &n))
+      throw RuntimeError("[HostTensor] shape " + shape_text(shape) + " is too large");
   }
   return n;
 }
@@ -31,8 +32,8 @@ int64_t count(const std::vector<int64_t>& shape) {
 void check_count(size_t got, const std::vector<int64_t>& shape) {
   const int64_t n = count(shape);
   if (static_cast<int64_t>(got) != n)
-    throw RuntimeError("[HostTensor] " + std::to_string(got) + " values do not fill shape " + shape_text(shape) + " (" +
-                       std::to_string(n) + " elements)");
+    throw RuntimeError("[HostTensor] " + std::to_string(got) + " values do not fill shape " +
+                       shape_text(shape) + " (" + std::to_string(n) + " elements)");
 }
 
 int32_t f32_to_i32(float v) {
@@ -88,7 +89,9 @@ HostTensor HostTensor::from_f32(std::span<const float> values, std::vector<int64
   for (size_t i = 0; i < values.size(); ++i) {
     const float v = values[i];
     switch (dtype) {
-      case DType::f32: std::memcpy(out + 4 * i, &v, 4); break;
+      case DType::f32:
+        std::memcpy(out + 4 * i, &v, 4);
+        break;
       case DType::i32: {
         const int32_t x = f32_to_i32(v);
         std::memcpy(out + 4 * i, &x, 4);
@@ -104,7 +107,9 @@ HostTensor HostTensor::from_f32(std::span<const float> values, std::vector<int64
         std::memcpy(out + 2 * i, &h, 2);
         break;
       }
-      case DType::boolean: out[i] = std::byte{v != 0.0f ? uint8_t{1} : uint8_t{0}}; break;
+      case DType::boolean:
+        out[i] = std::byte{v != 0.0f ? uint8_t{1} : uint8_t{0}};
+        break;
     }
   }
   return t;
@@ -113,8 +118,9 @@ HostTensor HostTensor::from_f32(std::span<const float> values, std::vector<int64
 HostTensor HostTensor::from_bytes(DType dtype, std::vector<int64_t> shape, std::span<const std::byte> bytes) {
   HostTensor t(dtype, std::move(shape));
   if (bytes.size() != t.bytes_.size())
-    throw RuntimeError("[HostTensor] " + std::to_string(bytes.size()) + " bytes for shape " + shape_text(t.shape_) +
-                       " of " + std::string(dtype_name(dtype)) + " (needs " + std::to_string(t.bytes_.size()) + ")");
+    throw RuntimeError("[HostTensor] " + std::to_string(bytes.size()) + " bytes for shape " +
+                       shape_text(t.shape_) + " of " + std::string(dtype_name(dtype)) + " (needs " +
+                       std::to_string(t.bytes_.size()) + ")");
   if (!bytes.empty()) std::memcpy(t.bytes_.data(), bytes.data(), bytes.size());
   return t;
 }
@@ -125,7 +131,8 @@ HostTensor HostTensor::view(DType dtype, std::vector<int64_t> shape, const void*
   t.shape_ = std::move(shape);
   t.bytes_.clear();
   const int64_t n = count(t.shape_);
-  if (data == nullptr && n > 0) throw RuntimeError("[HostTensor] view of a null pointer with shape " + shape_text(t.shape_));
+  if (data == nullptr && n > 0)
+    throw RuntimeError("[HostTensor] view of a null pointer with shape " + shape_text(t.shape_));
   static const std::byte empty[8] = {};
   t.external_ = data ? static_cast<const std::byte*>(data) : empty;
   return t;
@@ -149,7 +156,9 @@ std::vector<float> HostTensor::to_f32() const {
   const std::byte* p = data();
   for (size_t i = 0; i < n; ++i) {
     switch (dtype_) {
-      case DType::f32: std::memcpy(&out[i], p + 4 * i, 4); break;
+      case DType::f32:
+        std::memcpy(&out[i], p + 4 * i, 4);
+        break;
       case DType::i32: {
         int32_t x;
         std::memcpy(&x, p + 4 * i, 4);
@@ -168,15 +177,17 @@ std::vector<float> HostTensor::to_f32() const {
         out[i] = bf16_to_f32(h);
         break;
       }
-      case DType::boolean: out[i] = p[i] != std::byte{0} ? 1.0f : 0.0f; break;
+      case DType::boolean:
+        out[i] = p[i] != std::byte{0} ? 1.0f : 0.0f;
+        break;
     }
   }
   return out;
 }
 
 void HostTensor::type_mismatch(const char* requested) const {
-  throw DTypeError(std::string("[HostTensor] values<") + requested + ">() of a " + std::string(dtype_name(dtype_)) +
-                   " tensor of shape " + shape_text(shape_));
+  throw DTypeError(std::string("[HostTensor] values<") + requested + ">() of a " +
+                   std::string(dtype_name(dtype_)) + " tensor of shape " + shape_text(shape_));
 }
 
 }  // namespace luminal

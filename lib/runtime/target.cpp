@@ -16,12 +16,12 @@ namespace {
 // Architectures the backends know how to generate code for; anything else is rejected
 // here, before a JIT is ever called.
 constexpr std::array<std::string_view, 4> kCpuArchs{"generic", "avx2", "avx512", "neon"};
-constexpr std::array<std::string_view, 17> kCudaArchs{"sm_50", "sm_52", "sm_60", "sm_61", "sm_70", "sm_72",
-                                                      "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90",
-                                                      "sm_90a", "sm_100", "sm_100a", "sm_120", "sm_120a"};
-constexpr std::array<std::string_view, 12> kHipArchs{"gfx900", "gfx906", "gfx908", "gfx90a", "gfx940", "gfx941",
-                                                     "gfx942", "gfx1030", "gfx1100", "gfx1101", "gfx1102",
-                                                     "gfx1201"};
+constexpr std::array<std::string_view, 17> kCudaArchs{
+    "sm_50", "sm_52", "sm_60", "sm_61",  "sm_70",  "sm_72",   "sm_75",  "sm_80",  "sm_86",
+    "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_120", "sm_120a"};
+constexpr std::array<std::string_view, 12> kHipArchs{"gfx900",  "gfx906",  "gfx908",  "gfx90a",
+                                                     "gfx940",  "gfx941",  "gfx942",  "gfx1030",
+                                                     "gfx1100", "gfx1101", "gfx1102", "gfx1201"};
 
 template <size_t N>
 std::string list(const std::array<std::string_view, N>& a) {
@@ -39,10 +39,14 @@ void check_arch(std::string_view kind, std::string_view arch, const std::array<s
 
 std::string_view kind_name(Target::Kind k) {
   switch (k) {
-    case Target::Kind::reference: return "reference";
-    case Target::Kind::cpu: return "cpu";
-    case Target::Kind::cuda: return "cuda";
-    case Target::Kind::hip: return "hip";
+    case Target::Kind::reference:
+      return "reference";
+    case Target::Kind::cpu:
+      return "cpu";
+    case Target::Kind::cuda:
+      return "cuda";
+    case Target::Kind::hip:
+      return "hip";
   }
   return "?";
 }
@@ -69,11 +73,19 @@ Target Target::best() {
 Target Target::with_arch(std::string_view arch) const {
   switch (kind_) {
     case Kind::reference:
-      if (!arch.empty()) throw CompileError("[target] the reference target takes no architecture, got '" + std::string(arch) + "'");
+      if (!arch.empty())
+        throw CompileError("[target] the reference target takes no architecture, got '" + std::string(arch) +
+                           "'");
       break;
-    case Kind::cpu: if (!arch.empty()) check_arch("cpu", arch, kCpuArchs); break;
-    case Kind::cuda: if (!arch.empty()) check_arch("cuda", arch, kCudaArchs); break;
-    case Kind::hip: if (!arch.empty()) check_arch("hip", arch, kHipArchs); break;
+    case Kind::cpu:
+      if (!arch.empty()) check_arch("cpu", arch, kCpuArchs);
+      break;
+    case Kind::cuda:
+      if (!arch.empty()) check_arch("cuda", arch, kCudaArchs);
+      break;
+    case Kind::hip:
+      if (!arch.empty()) check_arch("hip", arch, kHipArchs);
+      break;
   }
   return Target(kind_, device_, std::string(arch));
 }
@@ -90,10 +102,14 @@ Target Target::parse(std::string_view text) {
   }
   const std::string_view kind = parts[0];
   Target t = reference();
-  if (kind == "reference") t = reference();
-  else if (kind == "cpu") t = cpu();
-  else if (kind == "cuda") t = cuda(0);
-  else if (kind == "hip") t = hip(0);
+  if (kind == "reference")
+    t = reference();
+  else if (kind == "cpu")
+    t = cpu();
+  else if (kind == "cuda")
+    t = cuda(0);
+  else if (kind == "hip")
+    t = hip(0);
   else
     throw CompileError("[target] unknown target '" + std::string(text) +
                        "'; expected reference, cpu[:arch], cuda[:device][:sm_XX] or hip[:device][:gfxXXX]");
@@ -131,9 +147,12 @@ std::string Target::to_string() const {
 bool Target::is_available() const {
   switch (kind_) {
     case Kind::reference:
-    case Kind::cpu: return true;
-    case Kind::cuda: return detail::cuda_device_count() > device_;
-    case Kind::hip: return detail::hip_device_count() > device_;
+    case Kind::cpu:
+      return true;
+    case Kind::cuda:
+      return detail::cuda_device_count() > device_;
+    case Kind::hip:
+      return detail::hip_device_count() > device_;
   }
   return false;
 }

@@ -41,7 +41,8 @@ DimBindings validate_call(const GraphImpl& g, const std::map<std::string, HostTe
     for (uint32_t id : g.inputs) found = found || g.nodes[id].name == name;
     if (found) continue;
     for (uint32_t id : g.params)
-      if (g.nodes[id].name == name) bad("'" + name + "' is a param: bind it once with Callable::bind, not per call");
+      if (g.nodes[id].name == name)
+        bad("'" + name + "' is a param: bind it once with Callable::bind, not per call");
     bad("unknown input '" + name + "'; the inputs are: " + names_of(g, g.inputs));
   }
   for (uint32_t id : g.inputs) {
@@ -55,7 +56,8 @@ DimBindings validate_call(const GraphImpl& g, const std::map<std::string, HostTe
     const Node& n = g.nodes[id];
     auto it = params.find(n.name);
     if (it == params.end() || !it->second)
-      bad("param '" + n.name + "' " + shape_string(n.shape) + " is not bound: call bind(\"" + n.name + "\", ...)");
+      bad("param '" + n.name + "' " + shape_string(n.shape) + " is not bound: call bind(\"" + n.name +
+          "\", ...)");
     slots.push_back({&n, it->second.get(), "param"});
   }
 
@@ -63,11 +65,12 @@ DimBindings validate_call(const GraphImpl& g, const std::map<std::string, HostTe
     const Node& n = *s.node;
     const HostTensor& t = *s.data;
     if (t.dtype() != n.dtype)
-      bad(std::string(s.kind) + " '" + n.name + "' is " + std::string(dtype_name(t.dtype())) + " " + ints(t.shape()) +
-          ", declared " + std::string(dtype_name(n.dtype)) + " " + shape_string(n.shape));
+      bad(std::string(s.kind) + " '" + n.name + "' is " + std::string(dtype_name(t.dtype())) + " " +
+          ints(t.shape()) + ", declared " + std::string(dtype_name(n.dtype)) + " " + shape_string(n.shape));
     if (t.shape().size() != n.shape.size())
       bad(std::string(s.kind) + " '" + n.name + "' has rank " + std::to_string(t.shape().size()) + " " +
-          ints(t.shape()) + ", declared rank " + std::to_string(n.shape.size()) + " " + shape_string(n.shape));
+          ints(t.shape()) + ", declared rank " + std::to_string(n.shape.size()) + " " +
+          shape_string(n.shape));
   }
 
   // Every variable the program needs, with its range.
@@ -86,17 +89,19 @@ DimBindings validate_call(const GraphImpl& g, const std::map<std::string, HostTe
   DimBindings dims;
   auto mismatch = [&](const Slot& s, size_t axis, const std::string& why) {
     bad(std::string(s.kind) + " '" + s.node->name + "' has shape " + ints(s.data->shape()) + ", declared " +
-        shape_string(s.node->shape) + " at " + where_string(s.node->loc) + ": axis " + std::to_string(axis) + " " +
-        why);
+        shape_string(s.node->shape) + " at " + where_string(s.node->loc) + ": axis " + std::to_string(axis) +
+        " " + why);
   };
   auto bind_var = [&](const std::string& var, int64_t value, const Slot& s, size_t axis) {
     const VarRange r = vars.count(var) ? vars.at(var) : VarRange{0, INT64_MAX, 1};
     if (value < r.lo || value > r.hi)
-      mismatch(s, axis, "gives dim " + var + " = " + std::to_string(value) + ", outside its range [" +
-                            std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]");
+      mismatch(s, axis,
+               "gives dim " + var + " = " + std::to_string(value) + ", outside its range [" +
+                   std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]");
     if (value % r.multiple != 0)
-      mismatch(s, axis, "gives dim " + var + " = " + std::to_string(value) + ", not a multiple of " +
-                            std::to_string(r.multiple));
+      mismatch(s, axis,
+               "gives dim " + var + " = " + std::to_string(value) + ", not a multiple of " +
+                   std::to_string(r.multiple));
     dims[var] = value;
   };
   // Solve dims from shapes: constants and a*V + c first, then anything whose variables
@@ -157,9 +162,10 @@ DimBindings validate_call(const GraphImpl& g, const std::map<std::string, HostTe
     const int64_t a = gd.a.evaluate(dims), b = gd.b.evaluate(dims);
     if (gd.less_equal ? a <= b : a == b) continue;
     std::string with;
-    for (const auto& [name, r] : gv) with += (with.empty() ? "" : ", ") + name + "=" + std::to_string(dims.at(name));
-    throw RuntimeError(gd.message + " with " + with + ": " + std::to_string(a) + (gd.less_equal ? " > " : " != ") +
-                       std::to_string(b));
+    for (const auto& [name, r] : gv)
+      with += (with.empty() ? "" : ", ") + name + "=" + std::to_string(dims.at(name));
+    throw RuntimeError(gd.message + " with " + with + ": " + std::to_string(a) +
+                       (gd.less_equal ? " > " : " != ") + std::to_string(b));
   }
   return dims;
 }

@@ -11,7 +11,8 @@ TEST_CASE("MLP linear -> gelu -> linear compiles to at most 2 kernels", "[compil
   Graph g;
   test::build_mlp(g, 4, 16, 32);
   auto v = test::validate(g);
-  std::printf("MLP: %lld primitive ops -> %lld kernels\n", static_cast<long long>(v.program.report.primitive_ops),
+  std::printf("MLP: %lld primitive ops -> %lld kernels\n",
+              static_cast<long long>(v.program.report.primitive_ops),
               static_cast<long long>(v.program.report.kernels));
   INFO(v.program.report.to_string() << "\n" << v.program.dot);
   CHECK(v.error <= 1.0);
@@ -24,13 +25,15 @@ TEST_CASE("Llama-style decoder block compiles to at most 12 kernels", "[compiler
   test::build_model(g, c, 1);
   auto v = test::validate(g);
   std::printf("decoder block: %lld primitive ops -> %lld kernels\n",
-              static_cast<long long>(v.program.report.primitive_ops), static_cast<long long>(v.program.report.kernels));
+              static_cast<long long>(v.program.report.primitive_ops),
+              static_cast<long long>(v.program.report.kernels));
   INFO(v.program.report.to_string() << "\n" << v.program.dot);
   CHECK(v.error <= 1.0);
   CHECK(v.program.report.kernels <= 12);
 }
 
-TEST_CASE("an elementwise chain is one kernel; a shared producer is not recomputed blindly", "[compiler][fusion]") {
+TEST_CASE("an elementwise chain is one kernel; a shared producer is not recomputed blindly",
+          "[compiler][fusion]") {
   Graph g;
   Tensor x = g.input("x", {64, 64});
   g.output("y", exp(x * 2.f + 1.f) * sin(x) - 3.f);

@@ -72,11 +72,13 @@ TEST_CASE("every registered rule holds on random instances", "[rules][checker]")
 TEST_CASE("the checker catches a wrong rule", "[rules][checker]") {
   const Registry& reg = Registry::global();
   // x * 2 = x + x + x: wrong for every x != 0.
-  RuleInfo wrong = planted("planted-mul-two", false, make_rule(egraph::rule("planted-mul-two", mul_(a, b), [](ir::EGraph& g, const Match& m) {
-                                                       if (!is_const(g, m[b], 2)) return;
-                                                       Id two = ir::add_plain(g, Op::Add, {m[a], m[a]});
-                                                       g.merge(m.root(), ir::add_plain(g, Op::Add, {two, m[a]}));
-                                                     })));
+  RuleInfo wrong =
+      planted("planted-mul-two", false,
+              make_rule(egraph::rule("planted-mul-two", mul_(a, b), [](ir::EGraph& g, const Match& m) {
+                if (!is_const(g, m[b], 2)) return;
+                Id two = ir::add_plain(g, Op::Add, {m[a], m[a]});
+                g.merge(m.root(), ir::add_plain(g, Op::Add, {two, m[a]}));
+              })));
   check::Result res = check::check_rule(wrong, reg, options());
   std::cout << check::to_string(res) << "\n  caught: " << res.first_failure << "\n";
   CHECK(res.failures > 0);
@@ -86,17 +88,19 @@ TEST_CASE("the checker catches a wrong rule", "[rules][checker]") {
 TEST_CASE("the checker catches a rule whose attributes are wrong", "[rules][checker]") {
   const Registry& reg = Registry::global();
   // permute_q(permute_p(x)) composed the wrong way round: q∘p instead of p∘q.
-  RuleInfo wrong = planted("planted-permute-compose", false,
-                           make_rule(egraph::rule("planted-permute-compose", permute_(permute_(a)), [](ir::EGraph& g, const Match& m) {
-                             for (const ir::AttrNode& outer : attr_nodes(g, m.root(), Op::Permute))
-                               for (const ir::AttrNode& inner : attr_nodes(g, g.find(outer.kid), Op::Permute)) {
-                                 if (g.find(inner.kid) != g.find(m[a])) continue;
-                                 const std::vector<int> p = attr(g, inner.payload).perm, q = attr(g, outer.payload).perm;
-                                 std::vector<int> r(p.size());
-                                 for (size_t i = 0; i < p.size(); ++i) r[i] = q[static_cast<size_t>(p[i])];
-                                 g.merge(m.root(), ir::add_permute(g, m[a], r));
-                               }
-                           })));
+  RuleInfo wrong = planted(
+      "planted-permute-compose", false,
+      make_rule(
+          egraph::rule("planted-permute-compose", permute_(permute_(a)), [](ir::EGraph& g, const Match& m) {
+            for (const ir::AttrNode& outer : attr_nodes(g, m.root(), Op::Permute))
+              for (const ir::AttrNode& inner : attr_nodes(g, g.find(outer.kid), Op::Permute)) {
+                if (g.find(inner.kid) != g.find(m[a])) continue;
+                const std::vector<int> p = attr(g, inner.payload).perm, q = attr(g, outer.payload).perm;
+                std::vector<int> r(p.size());
+                for (size_t i = 0; i < p.size(); ++i) r[i] = q[static_cast<size_t>(p[i])];
+                g.merge(m.root(), ir::add_permute(g, m[a], r));
+              }
+          })));
   check::Result res = check::check_rule(wrong, reg, options());
   std::cout << check::to_string(res) << "\n  caught: " << res.first_failure << "\n";
   CHECK(res.failures > 0);
@@ -122,7 +126,8 @@ TEST_CASE("the checker catches a NaN-changing rule not tagged fast-math", "[rule
 TEST_CASE("a rule that never applies has no checked instance and fails", "[rules][checker]") {
   const Registry& reg = Registry::global();
   RuleInfo never = planted("planted-never", false,
-                           make_rule(egraph::rule("planted-never", add_(a, b), add_(b, a), [](ir::EGraph&, const Match&) { return false; })));
+                           make_rule(egraph::rule("planted-never", add_(a, b), add_(b, a),
+                                                  [](ir::EGraph&, const Match&) { return false; })));
   check::Options o = options();
   o.max_attempts = 200;
   check::Result res = check::check_rule(never, reg, o);

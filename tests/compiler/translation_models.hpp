@@ -18,7 +18,8 @@ namespace luminal::test {
 /// y = linear(gelu(linear(x, w1, b1)), w2, b2); x [B, d].
 inline void build_mlp(Graph& g, int64_t B, int64_t d, int64_t h) {
   Tensor x = g.input("x", {B, d});
-  Tensor y = linear(gelu(linear(x, g.param("w1", {h, d}), g.param("b1", {h}))), g.param("w2", {d, h}), g.param("b2", {d}));
+  Tensor y = linear(gelu(linear(x, g.param("w1", {h, d}), g.param("b1", {h}))), g.param("w2", {d, h}),
+                    g.param("b2", {d}));
   g.output("y", y);
 }
 
@@ -28,7 +29,8 @@ struct BlockConfig {
 };
 
 /// A Llama-style decoder layer: RMSNorm, RoPE, GQA attention with a causal mask, SwiGLU.
-inline Tensor decoder_block(Graph& g, const BlockConfig& c, const Tensor& x, const Tensor& pos, const std::string& p) {
+inline Tensor decoder_block(Graph& g, const BlockConfig& c, const Tensor& x, const Tensor& pos,
+                            const std::string& p) {
   const int64_t S = c.seq, D = c.d_model, H = c.heads, KV = c.kv_heads, hd = c.head_dim(), G = H / KV;
   Tensor h = rms_norm(x, g.param(p + "attn_norm", {D}));
   Tensor q = permute(reshape(linear(h, g.param(p + "wq", {H * hd, D})), {S, H, hd}), {1, 0, 2});
@@ -43,8 +45,9 @@ inline Tensor decoder_block(Graph& g, const BlockConfig& c, const Tensor& x, con
   Tensor o = reshape(permute(a, {1, 0, 2}), {S, H * hd});
   Tensor x2 = x + linear(o, g.param(p + "wo", {D, H * hd}));
   Tensor h2 = rms_norm(x2, g.param(p + "ffn_norm", {D}));
-  Tensor f = linear(silu(linear(h2, g.param(p + "w_gate", {c.ffn, D}))) * linear(h2, g.param(p + "w_up", {c.ffn, D})),
-                    g.param(p + "w_down", {D, c.ffn}));
+  Tensor f = linear(
+      silu(linear(h2, g.param(p + "w_gate", {c.ffn, D}))) * linear(h2, g.param(p + "w_up", {c.ffn, D})),
+      g.param(p + "w_down", {D, c.ffn}));
   return x2 + f;
 }
 
@@ -95,8 +98,9 @@ inline std::map<std::string, HostTensor> random_inputs(const detail::GraphImpl& 
 }
 
 /// Largest |a - b| / (atol + rtol |b|) over all outputs; NaN/inf must match exactly.
-inline double compare_outputs(const std::map<std::string, HostTensor>& got, const std::map<std::string, HostTensor>& want,
-                              double atol = 1e-4, double rtol = 1e-4) {
+inline double compare_outputs(const std::map<std::string, HostTensor>& got,
+                              const std::map<std::string, HostTensor>& want, double atol = 1e-4,
+                              double rtol = 1e-4) {
   double worst = 0;
   for (const auto& [name, w] : want) {
     const HostTensor& a = got.at(name);

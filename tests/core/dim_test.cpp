@@ -46,21 +46,21 @@ TEST_CASE("sums of products are canonical", "[dim]") {
 TEST_CASE("division and modulo simplify", "[dim]") {
   const Dim B = Dim::variable("B", 1, 64);
   const Dim C = Dim::variable("C", 1, 8);
-  CHECK(s((B * C) / C) == "B");             // (a*b)/b -> a
+  CHECK(s((B * C) / C) == "B");  // (a*b)/b -> a
   CHECK(s((B * 16) / 16) == "B");
   CHECK(s((B * 4) / 2) == "B*2");
   CHECK(s((B * 4) % 4) == "0");
   CHECK(s((B * 16) / (B * 4)) == "4");
   CHECK(s((B * 4 + 2) / 2) == "B*2 + 1");
-  CHECK(s((B * 4 + 1) / 2) == "B*2");       // 1/2 floors away
-  CHECK(s((B * 6) / 4) == "(B*3)/2");       // gcd divided out
+  CHECK(s((B * 4 + 1) / 2) == "B*2");  // 1/2 floors away
+  CHECK(s((B * 6) / 4) == "(B*3)/2");  // gcd divided out
   CHECK(s(B / 2) == "B/2");
   CHECK(s((B + 1) / 4) == "(B + 1)/4");
   CHECK(s((B + 5) / 4) == "(B + 1)/4 + 1");
   CHECK(((B + 5) / 4).same_as((B + 1) / 4 + 1));
   CHECK(s(B % 4) == "B%4");
   CHECK(s((B * 5 + 6) % 4) == "(B + 2)%4");
-  CHECK(s(C % 16) == "C");                  // C < 16 always
+  CHECK(s(C % 16) == "C");  // C < 16 always
   CHECK(s(C / 16) == "0");
   CHECK(s(B / B) == "1");
   CHECK(s((B / 2) * 3) == "(B/2)*3");

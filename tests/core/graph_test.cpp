@@ -48,8 +48,8 @@ TEST_CASE("a provable mismatch throws at build time, an undecidable one becomes 
   HostTensor a(f32, {3, 16}), b(f32, {3, 16}), c(f32, {4, 16}), d(f32, {3, 8});
   CHECK(fn({{"x", a}, {"y", b}, {"w", d}}).at("s").shape() == std::vector<int64_t>{3, 16});
   CHECK_THROWS_AS(fn({{"x", a}, {"y", c}, {"w", d}}), RuntimeError);
-  CHECK_THROWS_WITH(fn({{"x", a}, {"y", c}, {"w", d}}), Catch::Contains("[add]") && Catch::Contains("B=3") &&
-                                                            Catch::Contains("C=4"));
+  CHECK_THROWS_WITH(fn({{"x", a}, {"y", c}, {"w", d}}),
+                    Catch::Contains("[add]") && Catch::Contains("B=3") && Catch::Contains("C=4"));
 }
 
 TEST_CASE("primitive operand checks: dtypes, axes, permutations, graphs", "[graph]") {
@@ -74,8 +74,7 @@ TEST_CASE("primitive operand checks: dtypes, axes, permutations, graphs", "[grap
 
   Graph other;
   Tensor o = other.input("o", {2, 3});
-  CHECK_THROWS_WITH(prim_binary(PrimOp::Add, x, o, "add", Loc::current()),
-                    Catch::Contains("another graph"));
+  CHECK_THROWS_WITH(prim_binary(PrimOp::Add, x, o, "add", Loc::current()), Catch::Contains("another graph"));
   CHECK_THROWS_AS(g.output("bad", o), ShapeError);
 }
 
@@ -83,9 +82,9 @@ TEST_CASE("tensors of a constant-only graph join the graph they meet", "[graph]"
   Graph g;
   Tensor x = g.input("x", {3});
   Graph scratch;  // what constant()/arange() build in
-  Tensor k = prim_expand(prim_reshape(prim_constant(scratch, 2.0, f32, "constant", Loc::current()), {1}, "c",
-                                      Loc::current()),
-                         {3}, "c", Loc::current());
+  Tensor k = prim_expand(
+      prim_reshape(prim_constant(scratch, 2.0, f32, "constant", Loc::current()), {1}, "c", Loc::current()),
+      {3}, "c", Loc::current());
   Tensor y = prim_binary(PrimOp::Mul, k, x, "mul", Loc::current());
   CHECK(y.graph_impl() == g.impl());
   g.output("y", y);
@@ -104,7 +103,8 @@ TEST_CASE("names: duplicates and empties are rejected where they are made", "[gr
   CHECK_THROWS_AS(g.dim("E", 5, 4), ShapeError);
   Tensor x = g.input("x", {2});
   CHECK_THROWS_AS(g.input("x", {2}), ShapeError);
-  CHECK_THROWS_WITH(g.param("x", {2}), Catch::Contains("duplicate name 'x'") && Catch::Contains("graph_test.cpp:"));
+  CHECK_THROWS_WITH(g.param("x", {2}),
+                    Catch::Contains("duplicate name 'x'") && Catch::Contains("graph_test.cpp:"));
   CHECK_THROWS_AS(g.input("", {2}), ShapeError);
   CHECK_THROWS_AS(g.input("neg", {Dim(-1)}), ShapeError);
   g.output("y", x);

@@ -65,16 +65,16 @@ TEST_CASE("f32 -> f16 rounds to nearest even, exactly", "[host][half]") {
   CHECK(half_bits(1.0f, f16) == 0x3C00);
   CHECK(half_bits(-2.0f, f16) == 0xC000);
   CHECK(half_bits(0.1f, f16) == 0x2E66);
-  CHECK(half_bits(65504.0f, f16) == 0x7BFF);               // largest finite
-  CHECK(half_bits(65519.0f, f16) == 0x7BFF);               // below the halfway point
-  CHECK(half_bits(65520.0f, f16) == 0x7C00);               // halfway: ties to even = inf
-  CHECK(half_bits(std::ldexp(1.0f, -24), f16) == 0x0001);  // smallest subnormal
-  CHECK(half_bits(std::ldexp(1.0f, -25), f16) == 0x0000);  // tie -> even (0)
-  CHECK(half_bits(std::ldexp(3.0f, -26), f16) == 0x0001);  // 1.5 ulp/2 -> 1
-  CHECK(half_bits(std::ldexp(3.0f, -25), f16) == 0x0002);  // 1.5 ulp: tie -> even (2)
-  CHECK(half_bits(std::ldexp(1023.0f, -24), f16) == 0x03FF);  // largest subnormal
-  CHECK(half_bits(1.0f + std::ldexp(1.0f, -11), f16) == 0x3C00);       // tie -> even
-  CHECK(half_bits(1.0f + std::ldexp(3.0f, -11), f16) == 0x3C02);       // tie -> even (up)
+  CHECK(half_bits(65504.0f, f16) == 0x7BFF);                      // largest finite
+  CHECK(half_bits(65519.0f, f16) == 0x7BFF);                      // below the halfway point
+  CHECK(half_bits(65520.0f, f16) == 0x7C00);                      // halfway: ties to even = inf
+  CHECK(half_bits(std::ldexp(1.0f, -24), f16) == 0x0001);         // smallest subnormal
+  CHECK(half_bits(std::ldexp(1.0f, -25), f16) == 0x0000);         // tie -> even (0)
+  CHECK(half_bits(std::ldexp(3.0f, -26), f16) == 0x0001);         // 1.5 ulp/2 -> 1
+  CHECK(half_bits(std::ldexp(3.0f, -25), f16) == 0x0002);         // 1.5 ulp: tie -> even (2)
+  CHECK(half_bits(std::ldexp(1023.0f, -24), f16) == 0x03FF);      // largest subnormal
+  CHECK(half_bits(1.0f + std::ldexp(1.0f, -11), f16) == 0x3C00);  // tie -> even
+  CHECK(half_bits(1.0f + std::ldexp(3.0f, -11), f16) == 0x3C02);  // tie -> even (up)
   CHECK(half_bits(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20), f16) == 0x3C01);
   CHECK(half_bits(std::numeric_limits<float>::infinity(), f16) == 0x7C00);
   CHECK(half_bits(-0.0f, f16) == 0x8000);
@@ -86,9 +86,9 @@ TEST_CASE("f32 -> f16 rounds to nearest even, exactly", "[host][half]") {
 TEST_CASE("f32 -> bf16 rounds to nearest even, exactly", "[host][half]") {
   CHECK(half_bits(1.0f, bf16) == 0x3F80);
   CHECK(half_bits(0.1f, bf16) == 0x3DCD);
-  CHECK(half_bits(1.0f + std::ldexp(1.0f, -8), bf16) == 0x3F80);  // tie -> even
-  CHECK(half_bits(1.0f + std::ldexp(3.0f, -8), bf16) == 0x3F82);  // tie -> even (up)
-  CHECK(half_bits(bits_to_float(0x3F808001), bf16) == 0x3F81);    // just above the tie
+  CHECK(half_bits(1.0f + std::ldexp(1.0f, -8), bf16) == 0x3F80);        // tie -> even
+  CHECK(half_bits(1.0f + std::ldexp(3.0f, -8), bf16) == 0x3F82);        // tie -> even (up)
+  CHECK(half_bits(bits_to_float(0x3F808001), bf16) == 0x3F81);          // just above the tie
   CHECK(half_bits(std::numeric_limits<float>::max(), bf16) == 0x7F80);  // rounds to inf
   CHECK(half_bits(-std::numeric_limits<float>::infinity(), bf16) == 0xFF80);
   const uint16_t nan = half_bits(std::numeric_limits<float>::quiet_NaN(), bf16);
@@ -108,7 +108,8 @@ TEST_CASE("to_f32 converts every dtype exactly", "[host][half]") {
   CHECK(b[0] == 1.5f);
   CHECK(b[1] == -0.10009765625f);
   CHECK(b[4] == bits_to_float(0x7F620000));  // 3e38 = 0x7F61B1E6 rounds up
-  CHECK(HostTensor::from_f32(std::vector<float>{-2.7f, 3.9f}, {2}, i32).to_f32() == std::vector<float>{-2, 3});
+  CHECK(HostTensor::from_f32(std::vector<float>{-2.7f, 3.9f}, {2}, i32).to_f32() ==
+        std::vector<float>{-2, 3});
   // Every f16 bit pattern survives f16 -> f32 -> f16.
   int mismatches = 0;
   for (uint32_t bits = 0; bits < 0x10000; ++bits) {

@@ -72,7 +72,7 @@ TEST_CASE("binary primitives on f32, i32 and bool", "[interp]") {
   auto m = oi.at("mod").values<int32_t>();
   CHECK(m[0] == -1);
   CHECK(m[1] == 1);
-  CHECK(m[2] == 0);  // defined: x % 0 == 0
+  CHECK(m[2] == 0);                                                                 // defined: x % 0 == 0
   CHECK(oi.at("add").values<int32_t>()[3] == std::numeric_limits<int32_t>::min());  // wraps
   CHECK(oi.at("mul").values<int32_t>()[0] == -21);
 }
@@ -91,7 +91,8 @@ TEST_CASE("reductions accumulate in order; empty sum is 0 and empty max is -inf"
   Graph go;
   Tensor y = go.input("y", {3});
   go.output("s", prim_reduce(PrimOp::SumReduce, y, 0, "t", Loc::current()));
-  CHECK(run1(go, {{"y", HostTensor::from(std::vector<float>{1e8f, 1.0f, -1e8f}, {3})}}).values<float>()[0] == 0.0f);
+  CHECK(run1(go, {{"y", HostTensor::from(std::vector<float>{1e8f, 1.0f, -1e8f}, {3})}}).values<float>()[0] ==
+        0.0f);
 
   Graph ge;
   Tensor z = ge.input("z", {2, 0});
@@ -110,8 +111,8 @@ TEST_CASE("matmul as sum(mul(expand a, expand b)) is exact on small integers", "
   Tensor ae = prim_expand(prim_reshape(a, {M, 1, K}, "mm", Loc::current()), {M, N, K}, "mm", Loc::current());
   Tensor bt = prim_permute(b, {1, 0}, "mm", Loc::current());
   Tensor be = prim_expand(prim_reshape(bt, {1, N, K}, "mm", Loc::current()), {M, N, K}, "mm", Loc::current());
-  g.output("c", prim_reduce(PrimOp::SumReduce, prim_binary(PrimOp::Mul, ae, be, "mm", Loc::current()), 2, "mm",
-                            Loc::current()));
+  g.output("c", prim_reduce(PrimOp::SumReduce, prim_binary(PrimOp::Mul, ae, be, "mm", Loc::current()), 2,
+                            "mm", Loc::current()));
   std::vector<float> av(M * K), bv(K * N);
   for (int i = 0; i < M * K; ++i) av[i] = static_cast<float>(i % 7 - 3);
   for (int i = 0; i < K * N; ++i) bv[i] = static_cast<float>(i % 5 - 2);
@@ -135,8 +136,9 @@ TEST_CASE("where, cast, iota, constant, gather", "[interp]") {
   g.output("cb", prim_cast(a, boolean, "t", Loc::current()));
   g.output("ch", prim_cast(a, f16, "t", Loc::current()));
   g.output("io", prim_iota(g, 4, "t", Loc::current()));
-  g.output("k", prim_expand(prim_reshape(prim_constant(g, 2.5, f32, "t", Loc::current()), {1}, "t", Loc::current()),
-                            {3}, "t", Loc::current()));
+  g.output("k", prim_expand(
+                    prim_reshape(prim_constant(g, 2.5, f32, "t", Loc::current()), {1}, "t", Loc::current()),
+                    {3}, "t", Loc::current()));
   auto out = luminal::test::run(g, {{"c", HostTensor::from(std::vector<bool>{true, false, true}, {3})},
                                     {"a", HostTensor::from(std::vector<float>{-1.7f, 0.0f, 2.9f}, {3})},
                                     {"b", HostTensor::from(std::vector<float>{10, 20, 30}, {3})}});
@@ -161,7 +163,8 @@ TEST_CASE("where, cast, iota, constant, gather", "[interp]") {
   CHECK(y.shape() == std::vector<int64_t>{2, 2, 2});
   CHECK(luminal::test::f32(y) == std::vector<float>{20, 21, 0, 1, 10, 11, 10, 11});
   auto fn = [&](const std::map<std::string, HostTensor>& in) { return luminal::test::run(gg, in); };
-  CHECK_THROWS_AS(fn({{"t", tv}, {"ids", HostTensor::from(std::vector<int32_t>{0, 1, 3, 0}, {2, 2})}}), RuntimeError);
+  CHECK_THROWS_AS(fn({{"t", tv}, {"ids", HostTensor::from(std::vector<int32_t>{0, 1, 3, 0}, {2, 2})}}),
+                  RuntimeError);
   CHECK_THROWS_WITH(fn({{"t", tv}, {"ids", HostTensor::from(std::vector<int32_t>{0, -1, 0, 0}, {2, 2})}}),
                     Catch::Contains("[embedding]") && Catch::Contains("-1"));
 }
@@ -169,9 +172,9 @@ TEST_CASE("where, cast, iota, constant, gather", "[interp]") {
 TEST_CASE("views: slice with step, pad, permute, expand compose", "[interp]") {
   Graph g;
   Tensor x = g.input("x", {2, 5});
-  Tensor s = prim_slice(x, 1, 1, 5, 2, "t", Loc::current());       // cols 1, 3
-  Tensor p = prim_pad(s, 0, 1, 0, -1.0, "t", Loc::current());      // row of -1 before
-  Tensor q = prim_permute(p, {1, 0}, "t", Loc::current());         // [2, 3]
+  Tensor s = prim_slice(x, 1, 1, 5, 2, "t", Loc::current());   // cols 1, 3
+  Tensor p = prim_pad(s, 0, 1, 0, -1.0, "t", Loc::current());  // row of -1 before
+  Tensor q = prim_permute(p, {1, 0}, "t", Loc::current());     // [2, 3]
   g.output("y", q);
   auto y = run1(g, {{"x", HostTensor::from(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {2, 5})}});
   CHECK(y.shape() == std::vector<int64_t>{2, 3});
@@ -185,7 +188,8 @@ TEST_CASE("a fused mul+sum is bit-identical to the materialized product summed",
     for (Graph* g : {&fused, &plain}) {
       Tensor a = g->input("a", {5, 7, 33});
       Tensor b = g->input("b", {7, 33});
-      Tensor be = prim_expand(prim_reshape(b, {1, 7, 33}, "t", Loc::current()), {5, 7, 33}, "t", Loc::current());
+      Tensor be =
+          prim_expand(prim_reshape(b, {1, 7, 33}, "t", Loc::current()), {5, 7, 33}, "t", Loc::current());
       Tensor p = prim_binary(PrimOp::Mul, a, be, "t", Loc::current());
       g->output("s", prim_reduce(PrimOp::SumReduce, p, axis, "t", Loc::current()));
       if (g == &plain) g->output("p", p);
@@ -198,7 +202,8 @@ TEST_CASE("a fused mul+sum is bit-identical to the materialized product summed",
     };
     for (float& v : av) v = rnd();
     for (float& v : bv) v = rnd() * 1000.0f;
-    std::map<std::string, HostTensor> in{{"a", HostTensor::from(av, {5, 7, 33})}, {"b", HostTensor::from(bv, {7, 33})}};
+    std::map<std::string, HostTensor> in{{"a", HostTensor::from(av, {5, 7, 33})},
+                                         {"b", HostTensor::from(bv, {7, 33})}};
     const auto x = luminal::test::run(fused, in).at("s").to_f32();
     const auto y = luminal::test::run(plain, in).at("s").to_f32();
     INFO("axis " << axis);

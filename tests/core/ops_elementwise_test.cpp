@@ -40,18 +40,19 @@ TEST_CASE("dtype promotion follows PyTorch", "[ops][elementwise]") {
   auto n = g.input("n", {2}, lm::i32);
   auto x = g.input("x", {2});
   auto h = g.input("h", {2}, lm::f16);
-  CHECK((n + 1).dtype() == lm::i32);           // int scalar keeps i32
-  CHECK((n + 0.5f).dtype() == lm::f32);        // float scalar lifts the category
+  CHECK((n + 1).dtype() == lm::i32);     // int scalar keeps i32
+  CHECK((n + 0.5f).dtype() == lm::f32);  // float scalar lifts the category
   CHECK((n + x).dtype() == lm::f32);
-  CHECK((h * 2.0f).dtype() == lm::f16);        // float scalar keeps f16
+  CHECK((h * 2.0f).dtype() == lm::f16);  // float scalar keeps f16
   CHECK((h + x).dtype() == lm::f32);
-  CHECK(lm::div(n, n).dtype() == lm::f32);     // true division
+  CHECK(lm::div(n, n).dtype() == lm::f32);  // true division
   CHECK(lm::less(n, x).dtype() == lm::boolean);
   g.output("int_plus", n + 1);
   g.output("half", n / 2);
   g.output("h2", h * 3.0f);
   auto fn = lm::compile(g, lm::Target::reference());
-  auto out = fn({{"n", i32({3, -3}, {2})}, {"x", f32({0, 0}, {2})},
+  auto out = fn({{"n", i32({3, -3}, {2})},
+                 {"x", f32({0, 0}, {2})},
                  {"h", lm::HostTensor::from_f32(std::vector<float>{1.5f, -0.25f}, {2}, lm::f16)}});
   check_exact(out.at("int_plus"), {4, -2});
   check_exact(out.at("half"), {1.5, -1.5});
@@ -68,7 +69,8 @@ TEST_CASE("mod is torch.remainder: the sign of the divisor", "[ops][elementwise]
   g.output("i", lm::mod(n, 3));
   g.output("s", lm::mod(a, 2.0f));
   auto fn = lm::compile(g, lm::Target::reference());
-  auto out = fn({{"a", f32({-3, 3, 5.5f, -5.5f, 4, -4}, {6})}, {"b", f32({2, -2, 2, 2, 2, -2}, {6})},
+  auto out = fn({{"a", f32({-3, 3, 5.5f, -5.5f, 4, -4}, {6})},
+                 {"b", f32({2, -2, 2, 2, 2, -2}, {6})},
                  {"n", i32({-7, 7, -6, 0}, {4})}});
   check_exact(out.at("f"), {1, -1, 1.5, 0.5, 0, 0});
   check_exact(out.at("i"), {2, 1, 0, 0});
@@ -206,24 +208,33 @@ TEST_CASE("transcendental ops match libm in double", "[ops][elementwise]") {
     return r;
   };
   const double pi = 3.14159265358979323846;
-  check_close(out.at("exp").to_f32(), ref([](double v) { return std::exp(static_cast<double>(static_cast<float>(v * 0.1))); }), 1e-7, 2e-6);
+  check_close(out.at("exp").to_f32(),
+              ref([](double v) { return std::exp(static_cast<double>(static_cast<float>(v * 0.1))); }), 1e-7,
+              2e-6);
   check_close(out.at("sin").to_f32(), ref([](double v) { return std::sin(v); }), 2e-7, 1e-6);
   check_close(out.at("cos").to_f32(), ref([](double v) { return std::cos(v); }), 5e-7, 1e-6);
-  check_close(out.at("tanh").to_f32(), ref([](double v) { return std::tanh(v); }), 0, 5e-7);  // relative, even at 1e-4
+  check_close(out.at("tanh").to_f32(), ref([](double v) { return std::tanh(v); }), 0,
+              5e-7);  // relative, even at 1e-4
   check_close(out.at("sigmoid").to_f32(), ref([](double v) { return 1 / (1 + std::exp(-v)); }), 1e-7, 1e-6);
   check_close(out.at("silu").to_f32(), ref([](double v) { return v / (1 + std::exp(-v)); }), 1e-7, 1e-6);
-  check_close(out.at("gelu").to_f32(),
-              ref([&](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / pi) * (v + 0.044715 * v * v * v))); }),
+  check_close(out.at("gelu").to_f32(), ref([&](double v) {
+                return 0.5 * v * (1 + std::tanh(std::sqrt(2 / pi) * (v + 0.044715 * v * v * v)));
+              }),
               1e-7, 1e-6);
-  check_close(out.at("gelu_erf").to_f32(), ref([](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }),
-              1e-7, 1e-6);
+  check_close(out.at("gelu_erf").to_f32(),
+              ref([](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }), 1e-7, 1e-6);
   check_close(out.at("erf").to_f32(), ref([](double v) { return std::erf(v); }), 2e-7, 1e-6);
   check_close(out.at("sqrt").to_f32(), ref([](double v) { return std::sqrt(std::abs(v)); }), 0, 1e-6);
-  check_close(out.at("rsqrt").to_f32(), ref([](double v) { return 1 / std::sqrt(std::abs(v) + 1); }), 0, 1e-6);
+  check_close(out.at("rsqrt").to_f32(), ref([](double v) { return 1 / std::sqrt(std::abs(v) + 1); }), 0,
+              1e-6);
   check_close(out.at("recip").to_f32(), ref([](double v) { return 1 / (v + 0.5); }), 0, 1e-6);
-  check_close(out.at("log").to_f32(), ref([](double v) { return std::log(static_cast<float>(std::abs(v) + 1)); }), 1e-7, 1e-6);
-  check_close(out.at("log2").to_f32(), ref([](double v) { return std::log2(static_cast<float>(std::abs(v) + 1)); }), 1e-7, 1e-6);
-  check_close(out.at("exp2").to_f32(), ref([](double v) { return std::exp2(static_cast<double>(static_cast<float>(v * 0.1))); }), 1e-7, 1e-6);
+  check_close(out.at("log").to_f32(),
+              ref([](double v) { return std::log(static_cast<float>(std::abs(v) + 1)); }), 1e-7, 1e-6);
+  check_close(out.at("log2").to_f32(),
+              ref([](double v) { return std::log2(static_cast<float>(std::abs(v) + 1)); }), 1e-7, 1e-6);
+  check_close(out.at("exp2").to_f32(),
+              ref([](double v) { return std::exp2(static_cast<double>(static_cast<float>(v * 0.1))); }), 1e-7,
+              1e-6);
 }
 
 TEST_CASE("extreme inputs: sigmoid and tanh saturate, gelu_erf keeps tails", "[ops][elementwise]") {

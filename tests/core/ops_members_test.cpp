@@ -28,7 +28,8 @@ TEST_CASE("Tensor members chain like the free functions", "[ops][members]") {
   // transpose(0,1) of [2,3] is [3,2] with rows (x0j, x1j); reshape keeps it.
   std::vector<double> want;
   for (int j = 0; j < 3; ++j)
-    want.push_back(std::log(std::exp(double(xv[j])) + std::exp(double(xv[3 + j]))) + absmax + std::sqrt(mean) + smin);
+    want.push_back(std::log(std::exp(double(xv[j])) + std::exp(double(xv[3 + j]))) + absmax +
+                   std::sqrt(mean) + smin);
   check_close(out.to_f32(), want, 1e-5, 1e-5);
 
   lm::Graph g2;

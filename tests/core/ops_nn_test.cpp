@@ -25,9 +25,12 @@ TEST_CASE("softmax and log_softmax along an axis", "[ops][nn]") {
   std::vector<float> xs = {1, 2, 3, 1000, 1000, -1000};
   auto out = fn({{"x", f32(xs, {2, 3})}});
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
-  check_close(out.at("s").to_f32(), {std::exp(1.0) / z, std::exp(2.0) / z, std::exp(3.0) / z, 0.5, 0.5, 0}, 1e-7, 1e-6);
+  check_close(out.at("s").to_f32(), {std::exp(1.0) / z, std::exp(2.0) / z, std::exp(3.0) / z, 0.5, 0.5, 0},
+              1e-7, 1e-6);
   check_close(out.at("s0").to_f32(), {0, 0, 1, 1, 1, 0}, 1e-7);
-  check_close(out.at("ls").to_f32(), {1 - std::log(z), 2 - std::log(z), 3 - std::log(z), -std::log(2.0), -std::log(2.0), -2000 - std::log(2.0)},
+  check_close(out.at("ls").to_f32(),
+              {1 - std::log(z), 2 - std::log(z), 3 - std::log(z), -std::log(2.0), -std::log(2.0),
+               -2000 - std::log(2.0)},
               1e-6, 1e-6);
 }
 
@@ -132,9 +135,10 @@ TEST_CASE("scaled_dot_product_attention, causal aligned bottom-right", "[ops][nn
 
 namespace {
 // Direct-loop conv2d in double: x [N, C, H, W], w [O, C/groups, KH, KW].
-std::vector<double> conv_ref(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
-                             int N, int C, int H, int W, int O, int KH, int KW, std::array<int, 2> st,
-                             std::array<int, 2> pd, std::array<int, 2> dl, int groups, int& Ho, int& Wo) {
+std::vector<double> conv_ref(const std::vector<float>& x, const std::vector<float>& w,
+                             const std::vector<float>& b, int N, int C, int H, int W, int O, int KH, int KW,
+                             std::array<int, 2> st, std::array<int, 2> pd, std::array<int, 2> dl, int groups,
+                             int& Ho, int& Wo) {
   Ho = (H + 2 * pd[0] - dl[0] * (KH - 1) - 1) / st[0] + 1;
   Wo = (W + 2 * pd[1] - dl[1] * (KW - 1) - 1) / st[1] + 1;
   const int Cg = C / groups, Og = O / groups;
@@ -151,7 +155,8 @@ std::vector<double> conv_ref(const std::vector<float>& x, const std::vector<floa
                 int h = i * st[0] - pd[0] + kh * dl[0], ww = j * st[1] - pd[1] + kw * dl[1];
                 if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
                 const int c = gi * Cg + cg;
-                acc += static_cast<double>(x[((n * C + c) * H + h) * W + ww]) * w[((o * Cg + cg) * KH + kh) * KW + kw];
+                acc += static_cast<double>(x[((n * C + c) * H + h) * W + ww]) *
+                       w[((o * Cg + cg) * KH + kh) * KW + kw];
               }
           y.push_back(acc);
         }
@@ -180,11 +185,13 @@ TEST_CASE("conv2d with stride, padding, dilation and groups matches a direct loo
     g.output("y", y);
     g.output("keep_b", b);
     auto fn = lm::compile(g, lm::Target::reference());
-    auto out = fn({{"x", f32(xs, {k.N, k.C, k.H, k.W})}, {"w", f32(ws, {k.O, k.C / k.groups, k.KH, k.KW})},
-                   {"b", f32(bs, {k.O})}}).at("y");
+    auto out = fn({{"x", f32(xs, {k.N, k.C, k.H, k.W})},
+                   {"w", f32(ws, {k.O, k.C / k.groups, k.KH, k.KW})},
+                   {"b", f32(bs, {k.O})}})
+                   .at("y");
     int Ho = 0, Wo = 0;
-    auto want = conv_ref(xs, ws, k.bias ? bs : std::vector<float>{}, k.N, k.C, k.H, k.W, k.O, k.KH, k.KW, k.st, k.pd,
-                         k.dl, k.groups, Ho, Wo);
+    auto want = conv_ref(xs, ws, k.bias ? bs : std::vector<float>{}, k.N, k.C, k.H, k.W, k.O, k.KH, k.KW,
+                         k.st, k.pd, k.dl, k.groups, Ho, Wo);
     CHECK(out.shape() == std::vector<int64_t>{k.N, k.O, Ho, Wo});
     check_close(out.to_f32(), want, 1e-5, 1e-5);
   }
@@ -194,8 +201,9 @@ TEST_CASE("conv1d is conv2d over a height-1 image", "[ops][nn]") {
   lm::Graph g;
   auto x = g.input("x", {1, 2, 5});
   auto w = g.input("w", {2, 1, 2});
-  auto out = eval(g, lm::conv1d(x, w, {}, 2, 1, 1, 2),
-                  {{"x", f32({1, 2, 3, 4, 5, 10, 20, 30, 40, 50}, {1, 2, 5})}, {"w", f32({1, -1, 2, 1}, {2, 1, 2})}});
+  auto out = eval(
+      g, lm::conv1d(x, w, {}, 2, 1, 1, 2),
+      {{"x", f32({1, 2, 3, 4, 5, 10, 20, 30, 40, 50}, {1, 2, 5})}, {"w", f32({1, -1, 2, 1}, {2, 1, 2})}});
   // padded ch0: 0 1 2 3 4 5 0, windows at 0,2,4: (0,1) (2,3) (4,5) with w (1,-1) -> -1 -1 -1
   // padded ch1: 0 10 20 30 40 50 0 with w (2,1) -> 10 70 130
   CHECK(out.shape() == std::vector<int64_t>{1, 2, 3});

@@ -17,7 +17,8 @@ namespace ops_test {
 namespace lm = luminal;
 
 /// Marks y as the output "y", compiles for the reference target and runs it.
-inline lm::HostTensor eval(lm::Graph& g, const lm::Tensor& y, const std::map<std::string, lm::HostTensor>& in = {}) {
+inline lm::HostTensor eval(lm::Graph& g, const lm::Tensor& y,
+                           const std::map<std::string, lm::HostTensor>& in = {}) {
   g.output("y", y);
   lm::Callable fn = lm::compile(g, lm::Target::reference());
   return fn(in).at("y");
@@ -46,6 +47,8 @@ inline void check_close(const std::vector<float>& got, const std::vector<double>
   }
 }
 
-inline void check_exact(const lm::HostTensor& t, const std::vector<double>& want) { check_close(t.to_f32(), want); }
+inline void check_exact(const lm::HostTensor& t, const std::vector<double>& want) {
+  check_close(t.to_f32(), want);
+}
 
 }  // namespace ops_test

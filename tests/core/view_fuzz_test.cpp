@@ -190,7 +190,8 @@ TEST_CASE("random view chains match a naive copy-per-step implementation", "[vie
     } else if (mode >= 2) {
       const size_t a = static_cast<size_t>(pick(0, static_cast<int64_t>(ref.shape.size()) - 1));
       const bool sum = mode == 2;
-      t = sum ? prim_reduce(PrimOp::SumReduce, prim_binary(PrimOp::Mul, t, t, "t", L), static_cast<int>(a), "t", L)
+      t = sum ? prim_reduce(PrimOp::SumReduce, prim_binary(PrimOp::Mul, t, t, "t", L), static_cast<int>(a),
+                            "t", L)
               : prim_reduce(PrimOp::MaxReduce, t, static_cast<int>(a), "t", L);
       eshape.erase(eshape.begin() + static_cast<std::ptrdiff_t>(a));
       expect.assign(static_cast<size_t>(count(eshape)), 0.0f);

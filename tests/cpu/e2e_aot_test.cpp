@@ -16,7 +16,8 @@ TEST_CASE("cpu: a saved program loads and runs without a compiler", "[cpu][e2e][
   lm::Graph g;
   lm::Dim B = g.dim("B", 1, 32);
   lm::Tensor x = g.input("x", {B, 16});
-  lm::Tensor y = lm::linear(lm::gelu(lm::linear(x, g.param("w1", {32, 16}), g.param("b1", {32}))), g.param("w2", {8, 32}));
+  lm::Tensor y = lm::linear(lm::gelu(lm::linear(x, g.param("w1", {32, 16}), g.param("b1", {32}))),
+                            g.param("w2", {8, 32}));
   g.output("y", lm::softmax(y, -1));
   auto all = lm::test::random_inputs(*g.impl(), 9, {{"B", 5}});
   lm::Callable f = lm::compile(g, lm::Target::cpu());
@@ -24,7 +25,8 @@ TEST_CASE("cpu: a saved program loads and runs without a compiler", "[cpu][e2e][
   std::map<std::string, lm::HostTensor> in{{"x", all.at("x")}};
   auto want = f(in);
 
-  const auto path = std::filesystem::temp_directory_path() / ("luminal-aot-test-" + std::to_string(::getpid()) + ".lmp");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("luminal-aot-test-" + std::to_string(::getpid()) + ".lmp");
   f.save(path.string());
   const char* old_cc = std::getenv("LUMINAL_CC");
   const std::string keep = old_cc ? old_cc : "";
@@ -32,8 +34,10 @@ TEST_CASE("cpu: a saved program loads and runs without a compiler", "[cpu][e2e][
   const auto runs_before = lm::cpu::Jit::global().stats().compiler_runs;
   lm::Callable h = lm::load(path.string());
   CHECK(lm::cpu::Jit::global().stats().compiler_runs == runs_before);
-  if (old_cc) ::setenv("LUMINAL_CC", keep.c_str(), 1);
-  else ::unsetenv("LUMINAL_CC");
+  if (old_cc)
+    ::setenv("LUMINAL_CC", keep.c_str(), 1);
+  else
+    ::unsetenv("LUMINAL_CC");
 
   CHECK(h.input_names() == f.input_names());
   CHECK(h.report().generated_kernels == f.report().generated_kernels);

@@ -19,7 +19,8 @@ namespace {
 
 struct OpCase {
   std::string name;
-  std::function<Tensor(lm::Graph&, const Tensor& a, const Tensor& b, const Tensor& ids, const Tensor& img)> build;
+  std::function<Tensor(lm::Graph&, const Tensor& a, const Tensor& b, const Tensor& ids, const Tensor& img)>
+      build;
 };
 
 std::vector<OpCase> op_cases() {
@@ -63,8 +64,10 @@ std::vector<OpCase> op_cases() {
   bin("maximum", [](T x, T y) { return lm::maximum(x, y); });
   bin("minimum", [](T x, T y) { return lm::minimum(x, y); });
   bin("compare", [](T x, T y) {
-    return lm::cast(lm::logical_or(lm::less(x, y), lm::logical_and(lm::greater_equal(x, 0.f), lm::not_equal(x, y))),
-                    lm::f32) + lm::cast(lm::equal(x, x), lm::f32) + lm::cast(lm::less_equal(x, y), lm::f32) +
+    return lm::cast(lm::logical_or(lm::less(x, y),
+                                   lm::logical_and(lm::greater_equal(x, 0.f), lm::not_equal(x, y))),
+                    lm::f32) +
+           lm::cast(lm::equal(x, x), lm::f32) + lm::cast(lm::less_equal(x, y), lm::f32) +
            lm::cast(lm::greater(x, y), lm::f32);
   });
   bin("where", [](T x, T y) { return lm::where(lm::greater(x, y), x, y * 2.f); });
@@ -97,25 +100,30 @@ std::vector<OpCase> op_cases() {
                  return lm::cast(lm::tril_mask(6, 8), lm::f32) * a + lm::cast(lm::arange(8), lm::f32);
                }});
   c.push_back({"cast_roundtrip", [](G&, T a, T, T, T) {
-                 return lm::cast(lm::cast(a * 100.f, lm::i32), lm::f32) + lm::cast(lm::cast(a, lm::f16), lm::f32) +
-                        lm::cast(lm::cast(a, lm::bf16), lm::f32);
+                 return lm::cast(lm::cast(a * 100.f, lm::i32), lm::f32) +
+                        lm::cast(lm::cast(a, lm::f16), lm::f32) + lm::cast(lm::cast(a, lm::bf16), lm::f32);
                }});
   c.push_back({"embedding", [](G&, T a, T, T ids, T) { return lm::embedding(a, ids); }});
-  c.push_back({"rope", [](G&, T a, T, T ids, T) { return lm::rope(lm::reshape(a, {1, 6, 8}), lm::slice(ids, 0, 0, 6)); }});
+  c.push_back({"rope", [](G&, T a, T, T ids, T) {
+                 return lm::rope(lm::reshape(a, {1, 6, 8}), lm::slice(ids, 0, 0, 6));
+               }});
   c.push_back({"attention", [](G&, T a, T b, T, T) {
                  Tensor q = lm::reshape(a, {2, 6, 4});
                  Tensor k = lm::reshape(b, {2, 6, 4});
                  return lm::scaled_dot_product_attention(q, k, k * 0.5f, true);
                }});
   c.push_back({"conv1d", [](G&, T a, T b, T, T) {
-                 return lm::conv1d(lm::reshape(a, {1, 6, 8}), lm::reshape(lm::slice(b, 1, 0, 6), {2, 6, 3}), Tensor(), 1, 1);
+                 return lm::conv1d(lm::reshape(a, {1, 6, 8}), lm::reshape(lm::slice(b, 1, 0, 6), {2, 6, 3}),
+                                   Tensor(), 1, 1);
                }});
   c.push_back({"conv2d", [](G&, T, T b, T, T img) {
-                 return lm::conv2d(img, lm::reshape(lm::slice(b, 1, 0, 6), {4, 1, 3, 3}), Tensor(), {1, 1}, {1, 1}, {1, 1}, 4);
+                 return lm::conv2d(img, lm::reshape(lm::slice(b, 1, 0, 6), {4, 1, 3, 3}), Tensor(), {1, 1},
+                                   {1, 1}, {1, 1}, 4);
                }});
   c.push_back({"pools", [](G&, T, T, T, T img) {
                  return lm::max_pool2d(img, {2, 2}) +
-                        lm::reshape(lm::sum(lm::avg_pool2d(img, {2, 2}, {1, 1}, {1, 1}), {2, 3}), {1, 4, 1, 1});
+                        lm::reshape(lm::sum(lm::avg_pool2d(img, {2, 2}, {1, 1}, {1, 1}), {2, 3}),
+                                    {1, 4, 1, 1});
                }});
   return c;
 }
@@ -157,7 +165,8 @@ TEST_CASE("every op on every available target matches the reference target", "[c
     }
     CHECK(failed == 0);
     std::printf("backend ops: %s: %zu ops, %d failed; %lld generated kernels, %lld interpreted\n",
-                t.to_string().c_str(), cases.size(), failed, static_cast<long long>(f.report().generated_kernels),
+                t.to_string().c_str(), cases.size(), failed,
+                static_cast<long long>(f.report().generated_kernels),
                 static_cast<long long>(f.report().interpreted_kernels));
   }
 }

@@ -32,7 +32,8 @@ TEST_CASE("golden: the CPU backend matches PyTorch with symbolic input dims", "[
       ++failed;
       failures += "  " + r.c->name + ": " + r.message + "\n";
     }
-  std::printf("golden (symbolic dims): cpu: %d cases, %d with symbolic dims, %d failed\n", total, symbolic, failed);
+  std::printf("golden (symbolic dims): cpu: %d cases, %d with symbolic dims, %d failed\n", total, symbolic,
+              failed);
   INFO(failures);
   CHECK(failed == 0);
   CHECK(symbolic > 0);

@@ -30,7 +30,8 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
-std::map<std::string, lm::HostTensor> interpret(const lm::Graph& g, const std::map<std::string, lm::HostTensor>& in,
+std::map<std::string, lm::HostTensor> interpret(const lm::Graph& g,
+                                                const std::map<std::string, lm::HostTensor>& in,
                                                 const lm::DimBindings& dims = {}) {
   std::map<std::string, const lm::HostTensor*> ptrs;
   for (const auto& [k, t] : in) ptrs.emplace(k, &t);
@@ -43,7 +44,8 @@ lm::Callable compile_bound(const lm::Graph& g, const std::map<std::string, lm::H
   return f;
 }
 
-std::map<std::string, lm::HostTensor> inputs_only(const lm::Callable& f, const std::map<std::string, lm::HostTensor>& all) {
+std::map<std::string, lm::HostTensor> inputs_only(const lm::Callable& f,
+                                                  const std::map<std::string, lm::HostTensor>& all) {
   std::map<std::string, lm::HostTensor> out;
   for (const auto& n : f.input_names()) out.emplace(n, all.at(n));
   return out;
@@ -75,10 +77,11 @@ TEST_CASE("cpu: Llama-style decoder block matches the interpreter in generated c
   CHECK(rep.interpreted_kernels == 0);
   CHECK(rep.arena_bytes > 0);
   CHECK(rep.arena_bytes <= rep.intermediate_bytes);
-  std::printf("decoder block (cpu): %lld plan kernels, %lld generated C kernels, arena %lld bytes for %lld bytes of "
-              "intermediates\n",
-              static_cast<long long>(rep.kernels), static_cast<long long>(rep.generated_kernels),
-              static_cast<long long>(rep.arena_bytes), static_cast<long long>(rep.intermediate_bytes));
+  std::printf(
+      "decoder block (cpu): %lld plan kernels, %lld generated C kernels, arena %lld bytes for %lld bytes of "
+      "intermediates\n",
+      static_cast<long long>(rep.kernels), static_cast<long long>(rep.generated_kernels),
+      static_cast<long long>(rep.arena_bytes), static_cast<long long>(rep.intermediate_bytes));
   CHECK(lm::test::compare_outputs(f(inputs_only(f, all)), interpret(g, all)) <= 1.0);
 }
 
@@ -123,8 +126,10 @@ TEST_CASE("cpu: one Callable called from many threads at once", "[cpu][e2e][thre
       lm::Callable mine = f;  // cheap copy, shares the program
       std::map<std::string, lm::HostTensor> out;
       for (int i = 0; i < kCalls; ++i) {
-        if (!mine.run(in[static_cast<size_t>(t)], out)) ++bad;
-        else if (lm::test::compare_outputs(out, want[static_cast<size_t>(t)]) > 1.0) ++bad;
+        if (!mine.run(in[static_cast<size_t>(t)], out))
+          ++bad;
+        else if (lm::test::compare_outputs(out, want[static_cast<size_t>(t)]) > 1.0)
+          ++bad;
       }
     });
   for (auto& x : th) x.join();
@@ -138,8 +143,10 @@ TEST_CASE("cpu: run() writes caller-provided outputs in place", "[cpu][e2e][hot_
   lm::Callable f = compile_bound(g, all);
   std::vector<float> x = all.at("x").to_f32();
   std::vector<float> y(2 * 16, -1.f);
-  std::map<std::string, lm::HostTensor> in{{"x", lm::HostTensor::view(lm::f32, {2, 16}, static_cast<const void*>(x.data()))}};
-  std::map<std::string, lm::HostTensor> out{{"y", lm::HostTensor::view(lm::f32, {2, 16}, static_cast<void*>(y.data()))}};
+  std::map<std::string, lm::HostTensor> in{
+      {"x", lm::HostTensor::view(lm::f32, {2, 16}, static_cast<const void*>(x.data()))}};
+  std::map<std::string, lm::HostTensor> out{
+      {"y", lm::HostTensor::view(lm::f32, {2, 16}, static_cast<void*>(y.data()))}};
   for (int i = 0; i < 3; ++i) REQUIRE(f.run(in, out));
   CHECK(out.at("y").data() == reinterpret_cast<const std::byte*>(y.data()));
   auto want = interpret(g, all).at("y").to_f32();
@@ -161,8 +168,10 @@ TEST_CASE("cpu: the steady-state hot path allocates nothing", "[cpu][e2e][hot_pa
   f.bind("w", all.at("w"));
   f.bind("b", all.at("b"));
   std::vector<float> xs = all.at("x").to_f32(), ys(3 * 48);
-  std::map<std::string, lm::HostTensor> in{{"x", lm::HostTensor::view(lm::f32, {3, 32}, static_cast<const void*>(xs.data()))}};
-  std::map<std::string, lm::HostTensor> out{{"y", lm::HostTensor::view(lm::f32, {3, 48}, static_cast<void*>(ys.data()))}};
+  std::map<std::string, lm::HostTensor> in{
+      {"x", lm::HostTensor::view(lm::f32, {3, 32}, static_cast<const void*>(xs.data()))}};
+  std::map<std::string, lm::HostTensor> out{
+      {"y", lm::HostTensor::view(lm::f32, {3, 48}, static_cast<void*>(ys.data()))}};
   REQUIRE(f.run(in, out));  // warm: arena, layout for B = 3
   bool ok = true;
   g_allocations = 0;

@@ -40,8 +40,12 @@ void add_gemm(Program& p, Case c, bool b_transposed, bool epilogue, GemmImpl imp
   if (epilogue) {
     // gelu(acc + bias[j]) in its tanh form, then * 0.5 where i is even (row-dependent)
     Expr x = binary(BinaryOp::Add, acc(), load(base + 2, DType::f32, Index::var(1)));
-    Expr u = binary(BinaryOp::Mul, constant(0.7978845608), binary(BinaryOp::Add, x, binary(BinaryOp::Mul, constant(0.044715), binary(BinaryOp::Mul, x, binary(BinaryOp::Mul, x, x)))));
-    Expr gelu = binary(BinaryOp::Mul, binary(BinaryOp::Mul, constant(0.5), x), binary(BinaryOp::Add, constant(1.0), unary(UnaryOp::Tanh, u)));
+    Expr u = binary(BinaryOp::Mul, constant(0.7978845608),
+                    binary(BinaryOp::Add, x,
+                           binary(BinaryOp::Mul, constant(0.044715),
+                                  binary(BinaryOp::Mul, x, binary(BinaryOp::Mul, x, x)))));
+    Expr gelu = binary(BinaryOp::Mul, binary(BinaryOp::Mul, constant(0.5), x),
+                       binary(BinaryOp::Add, constant(1.0), unary(UnaryOp::Tanh, u)));
     Expr even = binary(BinaryOp::Equal, index_value(mod(Index::var(0), 2)), constant(0, DType::i32));
     g.epilogue = where(even, binary(BinaryOp::Mul, gelu, constant(0.5)), gelu);
   }
@@ -68,8 +72,8 @@ TEST_CASE("generated GEMM matches the naive loop on edge sizes", "[cpu][gemm]") 
   if (luminal::cpu::host_isa() == CpuIsa::Avx512) isas.push_back(CpuIsa::Avx512);
   // M <= 4 takes the unpacked small-M path (B streamed in place), N <= 4 the small-N one
   // (dot products over rows of A), the rest the packed one.
-  const std::vector<Case> cases = {{1, 1, 1},    {17, 33, 65}, {127, 5, 300}, {64, 64, 64}, {3, 100, 7},
-                                   {40, 70, 0},  {1, 300, 257}, {4, 520, 33}, {300, 1, 257}, {70, 3, 33}};
+  const std::vector<Case> cases = {{1, 1, 1},   {17, 33, 65},  {127, 5, 300}, {64, 64, 64},  {3, 100, 7},
+                                   {40, 70, 0}, {1, 300, 257}, {4, 520, 33},  {300, 1, 257}, {70, 3, 33}};
   for (CpuIsa isa : isas) {
     Program p;
     for (Case c : cases)
@@ -97,7 +101,8 @@ TEST_CASE("batched GEMM with symbolic M and a strided A view", "[cpu][gemm]") {
   Program p;
   p.symbols = {"M"};
   Index M = Index::sym("M");
-  p.buffers = {Buffer{"x", DType::f32, M * 96, BufferRole::Input}, Buffer{"w", DType::f32, 24 * 40, BufferRole::Param},
+  p.buffers = {Buffer{"x", DType::f32, M * 96, BufferRole::Input},
+               Buffer{"w", DType::f32, 24 * 40, BufferRole::Param},
                Buffer{"out", DType::f32, M * 120, BufferRole::Output}};
   Gemm g;
   g.m = M;

@@ -43,11 +43,27 @@ inline HostBuffers allocate(const k::Program& p, const std::map<std::string, int
       for (int64_t i = 0; i < n; ++i) {
         float v = d(rng);
         switch (b.dtype) {
-          case luminal::DType::f32: std::memcpy(bytes.data() + 4 * i, &v, 4); break;
-          case luminal::DType::f16: { uint16_t h = k::f32_to_f16_bits(v); std::memcpy(bytes.data() + 2 * i, &h, 2); break; }
-          case luminal::DType::bf16: { uint16_t h = k::f32_to_bf16_bits(v); std::memcpy(bytes.data() + 2 * i, &h, 2); break; }
-          case luminal::DType::i32: { int32_t x = static_cast<int32_t>(std::floor(v * 4)); std::memcpy(bytes.data() + 4 * i, &x, 4); break; }
-          case luminal::DType::boolean: bytes[static_cast<size_t>(i)] = v > 0; break;
+          case luminal::DType::f32:
+            std::memcpy(bytes.data() + 4 * i, &v, 4);
+            break;
+          case luminal::DType::f16: {
+            uint16_t h = k::f32_to_f16_bits(v);
+            std::memcpy(bytes.data() + 2 * i, &h, 2);
+            break;
+          }
+          case luminal::DType::bf16: {
+            uint16_t h = k::f32_to_bf16_bits(v);
+            std::memcpy(bytes.data() + 2 * i, &h, 2);
+            break;
+          }
+          case luminal::DType::i32: {
+            int32_t x = static_cast<int32_t>(std::floor(v * 4));
+            std::memcpy(bytes.data() + 4 * i, &x, 4);
+            break;
+          }
+          case luminal::DType::boolean:
+            bytes[static_cast<size_t>(i)] = v > 0;
+            break;
         }
       }
     }
@@ -58,11 +74,28 @@ inline HostBuffers allocate(const k::Program& p, const std::map<std::string, int
 
 inline double element(const k::Buffer& b, const std::vector<uint8_t>& bytes, int64_t i) {
   switch (b.dtype) {
-    case luminal::DType::f32: { float f; std::memcpy(&f, bytes.data() + 4 * i, 4); return f; }
-    case luminal::DType::f16: { uint16_t h; std::memcpy(&h, bytes.data() + 2 * i, 2); return k::f16_bits_to_f32(h); }
-    case luminal::DType::bf16: { uint16_t h; std::memcpy(&h, bytes.data() + 2 * i, 2); return k::bf16_bits_to_f32(h); }
-    case luminal::DType::i32: { int32_t x; std::memcpy(&x, bytes.data() + 4 * i, 4); return x; }
-    case luminal::DType::boolean: return bytes[static_cast<size_t>(i)];
+    case luminal::DType::f32: {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      return f;
+    }
+    case luminal::DType::f16: {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      return k::f16_bits_to_f32(h);
+    }
+    case luminal::DType::bf16: {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      return k::bf16_bits_to_f32(h);
+    }
+    case luminal::DType::i32: {
+      int32_t x;
+      std::memcpy(&x, bytes.data() + 4 * i, 4);
+      return x;
+    }
+    case luminal::DType::boolean:
+      return bytes[static_cast<size_t>(i)];
   }
   return 0;
 }

@@ -94,17 +94,13 @@ TEST_CASE("jit rebuilds a truncated or corrupt cache entry", "[cpu][jit]") {
     jit.compile(kAddSource);
     entry = jit.cache_path(kAddSource);
   }
-  SECTION("truncated") {
-    fs::resize_file(entry, fs::file_size(entry) / 2);
-  }
+  SECTION("truncated") { fs::resize_file(entry, fs::file_size(entry) / 2); }
   SECTION("one byte flipped") {
     std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(100);
     f.put('\x5a');
   }
-  SECTION("garbage") {
-    std::ofstream(entry, std::ios::binary | std::ios::trunc) << "not an ELF file";
-  }
+  SECTION("garbage") { std::ofstream(entry, std::ios::binary | std::ios::trunc) << "not an ELF file"; }
   Jit jit(config_in(dir.path));
   auto lib = jit.compile(kAddSource);
   CHECK(lib->function<int (*)(int, int)>("lm_add")(2, 2) == 4);
@@ -150,8 +146,8 @@ TEST_CASE("jit honours LUMINAL_CC", "[cpu][jit]") {
   CHECK(jit.compile(kAddSource)->function<int (*)(int, int)>("lm_add")(5, 5) == 10);
   std::ifstream in(log);
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK(all.find("--version") != std::string::npos);   // identity probe
-  CHECK(all.find("-shared") != std::string::npos);     // the compile itself
+  CHECK(all.find("--version") != std::string::npos);  // identity probe
+  CHECK(all.find("-shared") != std::string::npos);    // the compile itself
   // A compiler that cannot be started is a CompileError, not a crash.
   JitConfig bad = cfg;
   bad.compiler = "/nonexistent/luminal-cc";
@@ -159,16 +155,14 @@ TEST_CASE("jit honours LUMINAL_CC", "[cpu][jit]") {
   CHECK_THROWS_AS(jit_bad.compile(kAddSource), luminal::CompileError);
 }
 
-TEST_CASE("jit is thread-safe: concurrent compiles of one source run the compiler once",
-          "[cpu][jit]") {
+TEST_CASE("jit is thread-safe: concurrent compiles of one source run the compiler once", "[cpu][jit]") {
   TempDir dir;
   Jit jit(config_in(dir.path));
   std::vector<std::thread> threads;
   std::vector<int> results(4, 0);
   for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&, t] {
-      results[t] = jit.compile(kAddSource)->function<int (*)(int, int)>("lm_add")(t, 1);
-    });
+    threads.emplace_back(
+        [&, t] { results[t] = jit.compile(kAddSource)->function<int (*)(int, int)>("lm_add")(t, 1); });
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) CHECK(results[t] == t + 1);
   CHECK(jit.stats().compiler_runs == 1);

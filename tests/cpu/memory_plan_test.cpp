@@ -20,7 +20,8 @@ void check_plan(const std::vector<BufferLifetime>& b, const MemoryPlan& plan, si
     sum += (b[i].bytes + align - 1) / align * align;
     for (size_t j = i + 1; j < b.size(); ++j) {
       bool live_together = b[i].first_def <= b[j].last_use && b[j].first_def <= b[i].last_use;
-      bool mem_overlap = plan.offsets[i] < plan.offsets[j] + b[j].bytes && plan.offsets[j] < plan.offsets[i] + b[i].bytes;
+      bool mem_overlap =
+          plan.offsets[i] < plan.offsets[j] + b[j].bytes && plan.offsets[j] < plan.offsets[i] + b[i].bytes;
       if (live_together && b[i].bytes && b[j].bytes) {
         INFO("buffers " << i << " and " << j);
         REQUIRE(!mem_overlap);
@@ -71,8 +72,10 @@ TEST_CASE("memory plan: lifetimes from a kernel program", "[cpu][memplan]") {
   Program p;
   p.symbols = {"N"};
   Index N = Index::sym("N");
-  p.buffers = {{"x", luminal::DType::f32, N, BufferRole::Input}, {"t0", luminal::DType::f32, N, BufferRole::Intermediate},
-               {"t1", luminal::DType::f32, N, BufferRole::Intermediate}, {"t2", luminal::DType::f32, N, BufferRole::Intermediate},
+  p.buffers = {{"x", luminal::DType::f32, N, BufferRole::Input},
+               {"t0", luminal::DType::f32, N, BufferRole::Intermediate},
+               {"t1", luminal::DType::f32, N, BufferRole::Intermediate},
+               {"t2", luminal::DType::f32, N, BufferRole::Intermediate},
                {"y", luminal::DType::f32, N, BufferRole::Output}};
   Index i = Index::var(0);
   auto ld = [&](int b) { return load(b, luminal::DType::f32, i); };

@@ -43,8 +43,7 @@ float bf16_from1(uint16_t h) { return lm_bf16_to_f32(h); }
 
 std::vector<float> run_fn(const char* name, const std::vector<float>& x) {
   std::vector<float> y(x.size());
-  prelude_lib().function<VecFn>(std::string("w_") + name)(x.data(), y.data(),
-                                                          static_cast<int64_t>(x.size()));
+  prelude_lib().function<VecFn>(std::string("w_") + name)(x.data(), y.data(), static_cast<int64_t>(x.size()));
   return y;
 }
 
@@ -59,8 +58,7 @@ struct Sweep {
   double max_ulp = 0, max_abs = 0, worst_x = 0;
 };
 
-Sweep measure(const char* name, const std::vector<float>& x, double (*ref)(double),
-              double min_result = 0) {
+Sweep measure(const char* name, const std::vector<float>& x, double (*ref)(double), double min_result = 0) {
   std::vector<float> y = run_fn(name, x);
   Sweep s;
   for (size_t i = 0; i < x.size(); ++i) {
@@ -71,8 +69,8 @@ Sweep measure(const char* name, const std::vector<float>& x, double (*ref)(doubl
     if (u > s.max_ulp) s.max_ulp = u, s.worst_x = x[i];
     s.max_abs = std::max(s.max_abs, err);
   }
-  std::printf("  %-8s max %.3f ulp (at x=%.9g), max abs %.3g over %zu points\n", name,
-              s.max_ulp, s.worst_x, s.max_abs, x.size());
+  std::printf("  %-8s max %.3f ulp (at x=%.9g), max abs %.3g over %zu points\n", name, s.max_ulp, s.worst_x,
+              s.max_abs, x.size());
   return s;
 }
 
@@ -212,30 +210,39 @@ TEST_CASE("f16 <-> f32 conversions are exact / round to nearest even", "[cpu][pr
   std::vector<uint16_t> all(65536);
   for (int i = 0; i < 65536; ++i) all[i] = static_cast<uint16_t>(i);
   std::vector<float> dec(65536);
-  prelude_lib().function<void (*)(const uint16_t*, float*, int64_t)>("f16_from")(all.data(), dec.data(), 65536);
+  prelude_lib().function<void (*)(const uint16_t*, float*, int64_t)>("f16_from")(all.data(), dec.data(),
+                                                                                 65536);
   for (int i = 0; i < 65536; ++i) {
     double v = f16_value(static_cast<uint16_t>(i));
-    if (std::isnan(v)) REQUIRE(std::isnan(dec[i]));
-    else REQUIRE(dec[i] == static_cast<float>(v));
+    if (std::isnan(v))
+      REQUIRE(std::isnan(dec[i]));
+    else
+      REQUIRE(dec[i] == static_cast<float>(v));
   }
   auto to_f16 = prelude_lib().function<void (*)(const float*, uint16_t*, int64_t)>("f16_to");
   // Round trip of every non-NaN half.
   std::vector<uint16_t> back(65536);
   to_f16(dec.data(), back.data(), 65536);
   for (int i = 0; i < 65536; ++i)
-    if (!std::isnan(dec[i])) REQUIRE(back[i] == i);
-    else REQUIRE(std::isnan(f16_value(back[i])));
+    if (!std::isnan(dec[i]))
+      REQUIRE(back[i] == i);
+    else
+      REQUIRE(std::isnan(f16_value(back[i])));
   // Random floats over the half range, midpoints included: nearest, ties to even.
   std::vector<float> x = random_bits(1 << 18, 19, false);
   for (int i = 0; i < 65535; ++i) {  // exact midpoints between neighbouring halves
     double a = f16_value(static_cast<uint16_t>(i)), b = f16_value(static_cast<uint16_t>(i + 1));
-    if (std::isfinite(a) && std::isfinite(b) && (i & 0x7fff) != 0x7bff) x.push_back(static_cast<float>((a + b) / 2));
+    if (std::isfinite(a) && std::isfinite(b) && (i & 0x7fff) != 0x7bff)
+      x.push_back(static_cast<float>((a + b) / 2));
   }
   std::vector<uint16_t> h(x.size());
   to_f16(x.data(), h.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     double v = x[i], got = f16_value(h[i]);
-    if (std::abs(v) >= 65520.0) { REQUIRE(std::isinf(got)); continue; }
+    if (std::abs(v) >= 65520.0) {
+      REQUIRE(std::isinf(got));
+      continue;
+    }
     // got is the nearest half; on a tie the even mantissa wins.
     double up = f16_value(static_cast<uint16_t>(h[i] + 1)), dn = f16_value(static_cast<uint16_t>(h[i] - 1));
     double err = std::abs(got - v);
@@ -250,13 +257,16 @@ TEST_CASE("bf16 <-> f32 conversions round to nearest even", "[cpu][prelude]") {
   auto from = prelude_lib().function<float (*)(uint16_t)>("bf16_from1");
   auto to = prelude_lib().function<void (*)(const float*, uint16_t*, int64_t)>("bf16_to");
   std::vector<float> x = random_bits(1 << 18, 20, false);
-  x.push_back(1.0f + std::ldexp(1.0f, -8));         // tie -> even (1.0)
-  x.push_back(1.0f + 3 * std::ldexp(1.0f, -8));     // tie -> even (1 + 2^-6)
+  x.push_back(1.0f + std::ldexp(1.0f, -8));      // tie -> even (1.0)
+  x.push_back(1.0f + 3 * std::ldexp(1.0f, -8));  // tie -> even (1 + 2^-6)
   x.push_back(NAN);
   std::vector<uint16_t> h(x.size());
   to(x.data(), h.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i])) { REQUIRE(std::isnan(from(h[i]))); continue; }
+    if (std::isnan(x[i])) {
+      REQUIRE(std::isnan(from(h[i])));
+      continue;
+    }
     uint32_t b;
     std::memcpy(&b, &x[i], 4);
     uint32_t lo = b & 0xffff0000u, hi = lo + 0x10000u;
@@ -266,7 +276,8 @@ TEST_CASE("bf16 <-> f32 conversions round to nearest even", "[cpu][prelude]") {
     // Above the largest bf16 the upper neighbour is 2^128 (which rounds to inf).
     double vhi = (hi & 0x7fffffffu) == 0x7f800000u ? std::copysign(std::ldexp(1.0, 128), x[i]) : fhi;
     double dl = std::abs(static_cast<double>(x[i]) - flo), dh = std::abs(vhi - x[i]);
-    uint16_t expect = static_cast<uint16_t>((dl < dh || (dl == dh && ((lo >> 16) & 1) == 0)) ? lo >> 16 : hi >> 16);
+    uint16_t expect =
+        static_cast<uint16_t>((dl < dh || (dl == dh && ((lo >> 16) & 1) == 0)) ? lo >> 16 : hi >> 16);
     REQUIRE(h[i] == expect);
   }
   CHECK(h[h.size() - 3] == 0x3f80);

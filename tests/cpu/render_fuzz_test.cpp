@@ -19,16 +19,21 @@ struct Gen {
   // b3: [R] (broadcast along columns); padded: b0 shifted by (1, 2), fill 0.5.
   Expr leaf(Index i, Index j, int64_t R, int64_t C) {
     switch (pick(6)) {
-      case 0: return load(0, DType::f32, i * C + j);
-      case 1: return load(1, DType::f32, j * R + i);
-      case 2: return load(2, DType::f32, j);
-      case 3: return load(3, DType::f32, i);
+      case 0:
+        return load(0, DType::f32, i * C + j);
+      case 1:
+        return load(1, DType::f32, j * R + i);
+      case 2:
+        return load(2, DType::f32, j);
+      case 3:
+        return load(3, DType::f32, i);
       case 4: {
         Index ii = i - 1, jj = j - 2;
         Index valid = land(land(le(Index(0), ii), lt(ii, R)), land(le(Index(0), jj), lt(jj, C)));
         return load_padded(0, DType::f32, ii * C + jj, valid, 0.5);
       }
-      default: return constant(static_cast<double>(pick(7)) * 0.25 - 0.75);
+      default:
+        return constant(static_cast<double>(pick(7)) * 0.25 - 0.75);
     }
   }
 
@@ -36,12 +41,14 @@ struct Gen {
     if (depth == 0) return leaf(i, j, R, C);
     switch (pick(4)) {
       case 0: {
-        static const UnaryOp ops[] = {UnaryOp::Sin, UnaryOp::Cos, UnaryOp::Tanh, UnaryOp::Sigmoid,
-                                      UnaryOp::Erf, UnaryOp::Relu, UnaryOp::Abs, UnaryOp::Neg};
+        static const UnaryOp ops[] = {UnaryOp::Sin, UnaryOp::Cos,  UnaryOp::Tanh, UnaryOp::Sigmoid,
+                                      UnaryOp::Erf, UnaryOp::Relu, UnaryOp::Abs,  UnaryOp::Neg};
         return unary(ops[pick(8)], tree(depth - 1, i, j, R, C));
       }
-      case 1: case 2: {
-        static const BinaryOp ops[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Max, BinaryOp::Min};
+      case 1:
+      case 2: {
+        static const BinaryOp ops[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Max,
+                                       BinaryOp::Min};
         return binary(ops[pick(5)], tree(depth - 1, i, j, R, C), tree(depth - 1, i, j, R, C));
       }
       default:
@@ -58,8 +65,10 @@ TEST_CASE("render fuzz: random kernels match the evaluator", "[cpu][render]") {
     Gen g{std::mt19937(seed)};
     const int64_t R = 1 + g.pick(40), C = 1 + g.pick(300);
     Program p;
-    p.buffers = {{"x", DType::f32, R * C, BufferRole::Input}, {"xt", DType::f32, C * R, BufferRole::Input},
-                 {"row", DType::f32, C, BufferRole::Param}, {"col", DType::f32, R, BufferRole::Param}};
+    p.buffers = {{"x", DType::f32, R * C, BufferRole::Input},
+                 {"xt", DType::f32, C * R, BufferRole::Input},
+                 {"row", DType::f32, C, BufferRole::Param},
+                 {"col", DType::f32, R, BufferRole::Param}};
     Index i = Index::var(0), j = Index::var(1);
     for (int k = 0; k < 24; ++k) {
       const int out = static_cast<int>(p.buffers.size());
@@ -76,7 +85,8 @@ TEST_CASE("render fuzz: random kernels match the evaluator", "[cpu][render]") {
         ReduceOp op = g.pick(2) ? ReduceOp::Sum : ReduceOp::Max;
         Expr epi = binary(BinaryOp::Add, unary(UnaryOp::Tanh, acc()), load(3, DType::f32, i));
         li.vectorize = false;
-        p.kernels.push_back(Kernel{name, KernelKind::Reduction, {li}, {out, i, epi}, Reduction{op, {lj}, body, DType::f32}, {}});
+        p.kernels.push_back(Kernel{
+            name, KernelKind::Reduction, {li}, {out, i, epi}, Reduction{op, {lj}, body, DType::f32}, {}});
       }
     }
     INFO("seed " << seed << ", R=" << R << " C=" << C);

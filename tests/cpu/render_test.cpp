@@ -10,7 +10,9 @@ using cpu_test::check_program;
 using luminal::DType;
 
 namespace {
-Buffer buf(const std::string& name, DType dt, Index n, BufferRole role) { return Buffer{name, dt, std::move(n), role}; }
+Buffer buf(const std::string& name, DType dt, Index n, BufferRole role) {
+  return Buffer{name, dt, std::move(n), role};
+}
 }  // namespace
 
 TEST_CASE("render: elementwise chain with broadcast and a symbolic dim", "[cpu][render]") {
@@ -23,9 +25,12 @@ TEST_CASE("render: elementwise chain with broadcast and a symbolic dim", "[cpu][
   Index i = Index::var(0), j = Index::var(1);
   Expr x = load(0, DType::f32, i * 37 + j);
   Expr w = load(1, DType::f32, j);
-  Expr v = binary(BinaryOp::Add, binary(BinaryOp::Mul, unary(UnaryOp::Tanh, x), w), unary(UnaryOp::Exp, unary(UnaryOp::Neg, x)));
+  Expr v = binary(BinaryOp::Add, binary(BinaryOp::Mul, unary(UnaryOp::Tanh, x), w),
+                  unary(UnaryOp::Exp, unary(UnaryOp::Neg, x)));
   v = binary(BinaryOp::Mul, unary(UnaryOp::Relu, v), unary(UnaryOp::Sigmoid, x));
-  Kernel k{"chain", KernelKind::Elementwise, {{0, B, true, false}, {1, 37, false, true}}, {2, i * 37 + j, v}, {}, {}};
+  Kernel k{
+      "chain", KernelKind::Elementwise, {{0, B, true, false}, {1, 37, false, true}}, {2, i * 37 + j, v}, {},
+      {}};
   p.kernels = {k};
   std::string src;
   for (int64_t b : {1, 5, 64}) src = check_program(p, {{"B", b}});
@@ -66,8 +71,12 @@ TEST_CASE("render: pad, slice and reshape index arithmetic", "[cpu][render]") {
   Expr x2 = load(0, DType::f32, floordiv(flat, 10) * 10 + mod(flat, 10));
   // a floor division of a possibly negative value: (c - 7) // 3 in {-3..2} -> iota value
   Expr neg = cast(index_value(floordiv(c - 7, 3) + mod(c - 7, 3)), DType::f32);
-  p.kernels = {Kernel{"padk", KernelKind::Elementwise, {{0, 9, true, false}, {1, 13, false, true}},
-                      {1, r * 13 + c, binary(BinaryOp::Add, binary(BinaryOp::Add, y, x2), neg)}, {}, {}}};
+  p.kernels = {Kernel{"padk",
+                      KernelKind::Elementwise,
+                      {{0, 9, true, false}, {1, 13, false, true}},
+                      {1, r * 13 + c, binary(BinaryOp::Add, binary(BinaryOp::Add, y, x2), neg)},
+                      {},
+                      {}}};
   std::string src = check_program(p, {});
   CHECK(src.find("lm_fdiv(") != std::string::npos);
 }
@@ -76,23 +85,37 @@ TEST_CASE("render: reductions (sum, max) with epilogues", "[cpu][render]") {
   // mean over the last axis and max over the middle axis of x[R, S, T]
   const int R = 7, S = 33, T = 19;
   Program p;
-  p.buffers = {buf("x", DType::f32, R * S * T, BufferRole::Input), buf("mean", DType::f32, R * S, BufferRole::Output),
-               buf("mx", DType::f32, R * T, BufferRole::Output), buf("sm", DType::f32, R * S * T, BufferRole::Output)};
+  p.buffers = {
+      buf("x", DType::f32, R * S * T, BufferRole::Input), buf("mean", DType::f32, R * S, BufferRole::Output),
+      buf("mx", DType::f32, R * T, BufferRole::Output), buf("sm", DType::f32, R * S * T, BufferRole::Output)};
   Index i = Index::var(0), j = Index::var(1), q = Index::var(2);
   Expr x = load(0, DType::f32, (i * S + j) * T + q);
-  Kernel mean{"mean_k", KernelKind::Reduction, {{0, R, true, false}, {1, S, false, false}},
+  Kernel mean{"mean_k",
+              KernelKind::Reduction,
+              {{0, R, true, false}, {1, S, false, false}},
               {1, i * S + j, binary(BinaryOp::Mul, acc(), constant(1.0 / T))},
-              Reduction{ReduceOp::Sum, {{2, T, false, true}}, binary(BinaryOp::Mul, x, x), DType::f32}, {}};
-  Kernel mx{"max_k", KernelKind::Reduction, {{0, R, true, false}, {2, T, false, false}},
+              Reduction{ReduceOp::Sum, {{2, T, false, true}}, binary(BinaryOp::Mul, x, x), DType::f32},
+              {}};
+  Kernel mx{"max_k",
+            KernelKind::Reduction,
+            {{0, R, true, false}, {2, T, false, false}},
             {2, i * T + q, unary(UnaryOp::Exp, acc())},
-            Reduction{ReduceOp::Max, {{1, S, false, true}}, x, DType::f32}, {}};
+            Reduction{ReduceOp::Max, {{1, S, false, true}}, x, DType::f32},
+            {}};
   // softmax over T reading the max kernel's output: exp(x - max) / sum(exp(x - max)) done
   // as a reduction whose value and epilogue both read other buffers.
   Index q2 = Index::var(3);
-  Expr xm = binary(BinaryOp::Sub, load(0, DType::f32, (i * S + j) * T + q2), load(0, DType::f32, (i * S + j) * T));
-  Kernel sm{"soft_k", KernelKind::Reduction, {{0, R, true, false}, {1, S, true, false}, {2, T, false, false}},
-            {3, (i * S + j) * T + q, binary(BinaryOp::Div, unary(UnaryOp::Exp, binary(BinaryOp::Sub, x, load(0, DType::f32, (i * S + j) * T))), acc())},
-            Reduction{ReduceOp::Sum, {{3, T, false, true}}, unary(UnaryOp::Exp, xm), DType::f32}, {}};
+  Expr xm =
+      binary(BinaryOp::Sub, load(0, DType::f32, (i * S + j) * T + q2), load(0, DType::f32, (i * S + j) * T));
+  Kernel sm{
+      "soft_k",
+      KernelKind::Reduction,
+      {{0, R, true, false}, {1, S, true, false}, {2, T, false, false}},
+      {3, (i * S + j) * T + q,
+       binary(BinaryOp::Div,
+              unary(UnaryOp::Exp, binary(BinaryOp::Sub, x, load(0, DType::f32, (i * S + j) * T))), acc())},
+      Reduction{ReduceOp::Sum, {{3, T, false, true}}, unary(UnaryOp::Exp, xm), DType::f32},
+      {}};
   p.kernels = {mean, mx, sm};
   std::string src = check_program(p, {}, 1e-4, 1e-6);
   CHECK(src.find("reduction(+:acc)") != std::string::npos);
@@ -103,10 +126,11 @@ TEST_CASE("render: reductions (sum, max) with epilogues", "[cpu][render]") {
 TEST_CASE("render: dtype casts, comparisons, where, integer ops", "[cpu][render]") {
   const int N = 257;
   Program p;
-  p.buffers = {buf("h", DType::f16, N, BufferRole::Input), buf("bh", DType::bf16, N, BufferRole::Input),
-               buf("n", DType::i32, N, BufferRole::Input), buf("m", DType::boolean, N, BufferRole::Input),
-               buf("o16", DType::f16, N, BufferRole::Output), buf("obf", DType::bf16, N, BufferRole::Output),
-               buf("oi", DType::i32, N, BufferRole::Output), buf("ob", DType::boolean, N, BufferRole::Output)};
+  p.buffers = {
+      buf("h", DType::f16, N, BufferRole::Input),    buf("bh", DType::bf16, N, BufferRole::Input),
+      buf("n", DType::i32, N, BufferRole::Input),    buf("m", DType::boolean, N, BufferRole::Input),
+      buf("o16", DType::f16, N, BufferRole::Output), buf("obf", DType::bf16, N, BufferRole::Output),
+      buf("oi", DType::i32, N, BufferRole::Output),  buf("ob", DType::boolean, N, BufferRole::Output)};
   Index i = Index::var(0);
   Expr h = cast(load(0, DType::f16, i), DType::f32);
   Expr bh = cast(load(1, DType::bf16, i), DType::f32);
@@ -115,14 +139,36 @@ TEST_CASE("render: dtype casts, comparisons, where, integer ops", "[cpu][render]
   Expr sum = binary(BinaryOp::Add, h, bh);
   std::vector<Loop> L = {{0, N, true, true}};
   p.kernels = {
-      Kernel{"k16", KernelKind::Elementwise, L, {4, i, cast(binary(BinaryOp::Mul, sum, constant(3.3)), DType::f16)}, {}, {}},
-      Kernel{"kbf", KernelKind::Elementwise, L, {5, i, cast(where(m, sum, unary(UnaryOp::Neg, h)), DType::bf16)}, {}, {}},
-      Kernel{"ki", KernelKind::Elementwise, L,
-             {6, i, binary(BinaryOp::Add, binary(BinaryOp::Mod, n, constant(3, DType::i32)),
-                           binary(BinaryOp::Max, cast(binary(BinaryOp::Mul, h, constant(4.0)), DType::i32), index_value(i)))}, {}, {}},
-      Kernel{"kb", KernelKind::Elementwise, L,
-             {7, i, binary(BinaryOp::Or, binary(BinaryOp::LessThan, h, bh),
-                           binary(BinaryOp::And, unary(UnaryOp::Not, m), binary(BinaryOp::Equal, n, constant(0, DType::i32))))}, {}, {}},
+      Kernel{"k16",
+             KernelKind::Elementwise,
+             L,
+             {4, i, cast(binary(BinaryOp::Mul, sum, constant(3.3)), DType::f16)},
+             {},
+             {}},
+      Kernel{"kbf",
+             KernelKind::Elementwise,
+             L,
+             {5, i, cast(where(m, sum, unary(UnaryOp::Neg, h)), DType::bf16)},
+             {},
+             {}},
+      Kernel{"ki",
+             KernelKind::Elementwise,
+             L,
+             {6, i,
+              binary(BinaryOp::Add, binary(BinaryOp::Mod, n, constant(3, DType::i32)),
+                     binary(BinaryOp::Max, cast(binary(BinaryOp::Mul, h, constant(4.0)), DType::i32),
+                            index_value(i)))},
+             {},
+             {}},
+      Kernel{"kb",
+             KernelKind::Elementwise,
+             L,
+             {7, i,
+              binary(BinaryOp::Or, binary(BinaryOp::LessThan, h, bh),
+                     binary(BinaryOp::And, unary(UnaryOp::Not, m),
+                            binary(BinaryOp::Equal, n, constant(0, DType::i32))))},
+             {},
+             {}},
   };
   check_program(p, {});
 }
@@ -135,10 +181,16 @@ TEST_CASE("render: validation rejects malformed programs", "[cpu][render]") {
   p.kernels = {Kernel{"bad", KernelKind::Elementwise, {{0, 4}}, {1, i, load(0, DType::f32, i)}, {}, {}}};
   CHECK_THROWS_AS(luminal::cpu::render_c(p), luminal::InternalError);
   // a loop variable used outside its loop
-  p.kernels = {Kernel{"bad2", KernelKind::Elementwise, {{0, 4}}, {1, Index::var(5), cast(load(0, DType::f32, i), DType::i32)}, {}, {}}};
+  p.kernels = {Kernel{"bad2",
+                      KernelKind::Elementwise,
+                      {{0, 4}},
+                      {1, Index::var(5), cast(load(0, DType::f32, i), DType::i32)},
+                      {},
+                      {}}};
   CHECK_THROWS_AS(luminal::cpu::render_c(p), luminal::InternalError);
   // the evaluator bounds-checks
-  p.kernels = {Kernel{"oob", KernelKind::Elementwise, {{0, 5}}, {1, i, cast(load(0, DType::f32, i), DType::i32)}, {}, {}}};
+  p.kernels = {Kernel{
+      "oob", KernelKind::Elementwise, {{0, 5}}, {1, i, cast(load(0, DType::f32, i), DType::i32)}, {}, {}}};
   std::vector<float> x(4);
   std::vector<int32_t> y(4);
   CHECK_THROWS_AS(evaluate(p, {x.data(), y.data()}, {}), luminal::InternalError);

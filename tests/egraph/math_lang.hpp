@@ -80,39 +80,73 @@ constexpr auto num(std::int64_t v) { return luminal::egraph::pnode_with<Math>(Op
 inline auto sym(std::string_view name) { return luminal::egraph::pnode_with<Math>(Op::Sym, symbol(name)); }
 
 template <PatternExpr X, PatternExpr Y>
-constexpr auto operator+(X x, Y y) { return luminal::egraph::pnode<Math>(Op::Add, x, y); }
+constexpr auto operator+(X x, Y y) {
+  return luminal::egraph::pnode<Math>(Op::Add, x, y);
+}
 template <PatternExpr X, PatternExpr Y>
-constexpr auto operator-(X x, Y y) { return luminal::egraph::pnode<Math>(Op::Sub, x, y); }
+constexpr auto operator-(X x, Y y) {
+  return luminal::egraph::pnode<Math>(Op::Sub, x, y);
+}
 template <PatternExpr X, PatternExpr Y>
-constexpr auto operator*(X x, Y y) { return luminal::egraph::pnode<Math>(Op::Mul, x, y); }
+constexpr auto operator*(X x, Y y) {
+  return luminal::egraph::pnode<Math>(Op::Mul, x, y);
+}
 template <PatternExpr X, PatternExpr Y>
-constexpr auto operator/(X x, Y y) { return luminal::egraph::pnode<Math>(Op::Div, x, y); }
+constexpr auto operator/(X x, Y y) {
+  return luminal::egraph::pnode<Math>(Op::Div, x, y);
+}
 template <PatternExpr X>
-constexpr auto operator+(X x, std::int64_t c) { return x + num(c); }
+constexpr auto operator+(X x, std::int64_t c) {
+  return x + num(c);
+}
 template <PatternExpr X>
-constexpr auto operator*(X x, std::int64_t c) { return x * num(c); }
+constexpr auto operator*(X x, std::int64_t c) {
+  return x * num(c);
+}
 template <PatternExpr X>
-constexpr auto operator*(std::int64_t c, X x) { return num(c) * x; }
+constexpr auto operator*(std::int64_t c, X x) {
+  return num(c) * x;
+}
 template <PatternExpr X, PatternExpr Y>
-constexpr auto pow(X x, Y y) { return luminal::egraph::pnode<Math>(Op::Pow, x, y); }
+constexpr auto pow(X x, Y y) {
+  return luminal::egraph::pnode<Math>(Op::Pow, x, y);
+}
 template <PatternExpr X>
-constexpr auto pow(X x, std::int64_t c) { return pow(x, num(c)); }
+constexpr auto pow(X x, std::int64_t c) {
+  return pow(x, num(c));
+}
 template <PatternExpr X, PatternExpr Y>
-constexpr auto d(X x, Y y) { return luminal::egraph::pnode<Math>(Op::D, x, y); }
+constexpr auto d(X x, Y y) {
+  return luminal::egraph::pnode<Math>(Op::D, x, y);
+}
 template <PatternExpr X, PatternExpr Y>
-constexpr auto integral(X x, Y y) { return luminal::egraph::pnode<Math>(Op::I, x, y); }
+constexpr auto integral(X x, Y y) {
+  return luminal::egraph::pnode<Math>(Op::I, x, y);
+}
 template <PatternExpr Y>
-constexpr auto integral(std::int64_t c, Y y) { return integral(num(c), y); }
+constexpr auto integral(std::int64_t c, Y y) {
+  return integral(num(c), y);
+}
 template <PatternExpr X>
-constexpr auto ln(X x) { return luminal::egraph::pnode<Math>(Op::Ln, x); }
+constexpr auto ln(X x) {
+  return luminal::egraph::pnode<Math>(Op::Ln, x);
+}
 template <PatternExpr X>
-constexpr auto sin(X x) { return luminal::egraph::pnode<Math>(Op::Sin, x); }
+constexpr auto sin(X x) {
+  return luminal::egraph::pnode<Math>(Op::Sin, x);
+}
 template <PatternExpr X>
-constexpr auto cos(X x) { return luminal::egraph::pnode<Math>(Op::Cos, x); }
+constexpr auto cos(X x) {
+  return luminal::egraph::pnode<Math>(Op::Cos, x);
+}
 template <PatternExpr X>
-constexpr auto f(X x) { return luminal::egraph::pnode<Math>(Op::F, x); }
+constexpr auto f(X x) {
+  return luminal::egraph::pnode<Math>(Op::F, x);
+}
 template <PatternExpr X>
-constexpr auto g(X x) { return luminal::egraph::pnode<Math>(Op::G, x); }
+constexpr auto g(X x) {
+  return luminal::egraph::pnode<Math>(Op::G, x);
+}
 
 // ------------------------------------------------------------------ rule sets
 
@@ -174,8 +208,8 @@ inline const std::vector<std::string>& math_micro_terms() {
 
 /// Expected (nodes, classes) after iterations 1..11 of math-micro.
 inline constexpr std::pair<std::size_t, std::size_t> kMathMicroExpect[11] = {
-    {69, 50},      {118, 71},     {208, 116},    {389, 197},     {784, 361},       {1576, 666},
-    {3160, 1347},  {8113, 3576},  {28303, 12445}, {136446, 58464}, {1047896, 443832},
+    {69, 50},     {118, 71},    {208, 116},     {389, 197},      {784, 361},        {1576, 666},
+    {3160, 1347}, {8113, 3576}, {28303, 12445}, {136446, 58464}, {1047896, 443832},
 };
 
 /// Commutativity and associativity of + (ac-blowup.txt).

@@ -31,7 +31,8 @@ TEST_CASE("ac-blowup: the backoff scheduler reaches the same saturated e-graph",
   const int n = 6;
   EGraph<Math> g;
   add_right_nested_sum(g, n);
-  Report rep = Runner<Math>(g).iter_limit(1000).scheduler(std::make_shared<BackoffScheduler>(8, 1)).run(rules);
+  Report rep =
+      Runner<Math>(g).iter_limit(1000).scheduler(std::make_shared<BackoffScheduler>(8, 1)).run(rules);
   CHECK(rep.stop == StopReason::Saturated);
   CHECK(g.num_classes() == (1u << n) - 1);
   CHECK(g.num_nodes() == 729u - 128u + 1u + 6u);

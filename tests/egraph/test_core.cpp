@@ -80,7 +80,8 @@ TEST_CASE("analysis with modify folds constants", "[egraph][analysis]") {
   Id t = add_term(g, "(+ (* 2 3) x)", Syntax{});
   Id six = g.lookup(Op::Num, 6, {});
   REQUIRE(six != kNoId);
-  CHECK(g.find(six) == g.find(g.lookup(Op::Mul, 0, std::vector<Id>{g.lookup(Op::Num, 2, {}), g.lookup(Op::Num, 3, {})})));
+  CHECK(g.find(six) ==
+        g.find(g.lookup(Op::Mul, 0, std::vector<Id>{g.lookup(Op::Num, 2, {}), g.lookup(Op::Num, 3, {})})));
   CHECK_FALSE(g.data(t).has_value());
   // Learning x = 4 makes the whole term 10, through rebuild's analysis propagation.
   g.merge(g.lookup(Op::Sym, symbol("x"), {}), g.add(Op::Num, 4, {}));

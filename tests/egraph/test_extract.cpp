@@ -15,12 +15,18 @@ namespace {
 
 double weight(const NodeView<Math>& n) {
   switch (n.op) {
-    case Op::Sym: return 1.0 + static_cast<double>(n.payload);
-    case Op::Add: return 2.0;
-    case Op::Mul: return 3.0;
-    case Op::F: return 1.5;
-    case Op::G: return 0.5;
-    default: return 1.0;
+    case Op::Sym:
+      return 1.0 + static_cast<double>(n.payload);
+    case Op::Add:
+      return 2.0;
+    case Op::Mul:
+      return 3.0;
+    case Op::F:
+      return 1.5;
+    case Op::G:
+      return 0.5;
+    default:
+      return 1.0;
   }
 }
 
@@ -34,7 +40,8 @@ std::vector<Id> random_egraph(EGraph<Math>& g, std::mt19937& rng, int nterms, in
     } else if (pick < 6) {
       ids.push_back(g.add(pick < 5 ? Op::F : Op::G, 0, {ids[rng() % ids.size()]}));
     } else {
-      ids.push_back(g.add(pick < 8 ? Op::Add : Op::Mul, 0, {ids[rng() % ids.size()], ids[rng() % ids.size()]}));
+      ids.push_back(
+          g.add(pick < 8 ? Op::Add : Op::Mul, 0, {ids[rng() % ids.size()], ids[rng() % ids.size()]}));
     }
   }
   for (int u = 0; u < nunions; ++u) g.merge(ids[rng() % ids.size()], ids[rng() % ids.size()]);
@@ -131,7 +138,8 @@ TEST_CASE("DAG extraction finds the brute-force optimum on small e-graphs", "[eg
   int compared = 0;
   for (int round = 0; round < 80; ++round) {
     EGraph<Math> g;
-    std::vector<Id> ids = random_egraph(g, rng, 10 + static_cast<int>(rng() % 8), 3 + static_cast<int>(rng() % 4));
+    std::vector<Id> ids =
+        random_egraph(g, rng, 10 + static_cast<int>(rng() % 8), 3 + static_cast<int>(rng() % 4));
     std::vector<Id> roots = {ids[ids.size() - 1], ids[ids.size() - 2]};
     bool feasible = false;
     double opt = dag_oracle(g, roots, feasible);
@@ -155,7 +163,8 @@ TEST_CASE("the DAG heuristic alone lies between the optimum and the greedy solut
   int compared = 0;
   for (int round = 0; round < 60; ++round) {
     EGraph<Math> g;
-    std::vector<Id> ids = random_egraph(g, rng, 12 + static_cast<int>(rng() % 6), 3 + static_cast<int>(rng() % 4));
+    std::vector<Id> ids =
+        random_egraph(g, rng, 12 + static_cast<int>(rng() % 6), 3 + static_cast<int>(rng() % 4));
     std::vector<Id> roots = {ids[ids.size() - 1], ids[ids.size() - 3]};
     bool feasible = false;
     double opt = dag_oracle(g, roots, feasible);
@@ -163,7 +172,8 @@ TEST_CASE("the DAG heuristic alone lies between the optimum and the greedy solut
     ++compared;
     DagOptions heuristic_only;
     heuristic_only.exact_class_limit = 0;
-    DagExtractor dx(g, [](const NodeView<Math>& n) { return weight(n); }, heuristic_only);
+    DagExtractor dx(
+        g, [](const NodeView<Math>& n) { return weight(n); }, heuristic_only);
     auto res = dx.extract(std::span<const Id>(roots));
     auto tree = [](const NodeView<Math>& n, std::span<const double> kc) {
       double s = weight(n);

@@ -63,7 +63,8 @@ TEST_CASE("math-micro: after 10 iterations, extraction cost 62 and 915328 matche
   CHECK(matches == 915328);
 }
 
-TEST_CASE("math-micro: rules parsed from the workload file give the same counts", "[egraph][workload][sexpr]") {
+TEST_CASE("math-micro: rules parsed from the workload file give the same counts",
+          "[egraph][workload][sexpr]") {
   std::ifstream in(std::string(LUMINAL_WORKLOADS_DIR) + "/egraph/math-micro.txt");
   if (!in) {
     WARN("workload file not found; skipped");
@@ -82,7 +83,8 @@ TEST_CASE("math-micro: rules parsed from the workload file give the same counts"
       std::getline(ls, rest);
       auto arrow = rest.find("=>");
       REQUIRE(arrow != std::string::npos);
-      rules.push_back(parse_rule<Math, NoAnalysis>(name, rest.substr(0, arrow), rest.substr(arrow + 2), Syntax{}));
+      rules.push_back(
+          parse_rule<Math, NoAnalysis>(name, rest.substr(0, arrow), rest.substr(arrow + 2), Syntax{}));
     } else if (kw == "term") {
       std::string rest;
       std::getline(ls, rest);

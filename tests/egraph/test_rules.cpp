@@ -85,9 +85,9 @@ TEST_CASE("multi-patterns join two roots on shared variables", "[egraph][rule]")
   EGraph<Math> eg0;
   Id fx = term(eg0, "(f x)"), gx = term(eg0, "(g x)"), fy = term(eg0, "(f y)"), gz = term(eg0, "(g z)");
   eg0.rebuild();
-  std::vector<Rule<Math>> rules = {multi_rule("f-g-same-arg", patterns(f(a), g(a)), [](auto& eg, const Match& m) {
-    eg.merge(m.root(0), m.root(1));
-  })};
+  std::vector<Rule<Math>> rules = {
+      multi_rule("f-g-same-arg", patterns(f(a), g(a)),
+                 [](auto& eg, const Match& m) { eg.merge(m.root(0), m.root(1)); })};
   CHECK(rules[0].count(eg0, eg0.index()) == 1);
   Runner<Math>(eg0).run(rules);
   CHECK(same(eg0, fx, gx));
@@ -96,7 +96,8 @@ TEST_CASE("multi-patterns join two roots on shared variables", "[egraph][rule]")
   // The same with right-side patterns: root i becomes rhs i.
   EGraph<Math> h;
   Id hfx = term(h, "(f x)"), hgx = term(h, "(g x)");
-  std::vector<Rule<Math>> rules2 = {multi_rule("wrap", patterns(f(a), g(a)), patterns(f(a) + g(a), f(a) + g(a)))};
+  std::vector<Rule<Math>> rules2 = {
+      multi_rule("wrap", patterns(f(a), g(a)), patterns(f(a) + g(a), f(a) + g(a)))};
   Runner<Math>(h).run(rules2);
   CHECK(same(h, hfx, hgx));
   CHECK(same(h, hfx, term(h, "(+ (f x) (g x))")));

@@ -37,11 +37,14 @@ lm::HostTensor decode_tensor(const json& j) {
   auto shape = j.at("shape").get<std::vector<int64_t>>();
   const json& data = j.at("data");
   switch (dt) {
-    case lm::DType::f32: return lm::HostTensor::from(float_bits(data), shape);
+    case lm::DType::f32:
+      return lm::HostTensor::from(float_bits(data), shape);
     // f16/bf16 values are exact in f32, so rounding them back is exact.
     case lm::DType::f16:
-    case lm::DType::bf16: return lm::HostTensor::from_f32(float_bits(data), shape, dt);
-    case lm::DType::i32: return lm::HostTensor::from(data.get<std::vector<int32_t>>(), shape);
+    case lm::DType::bf16:
+      return lm::HostTensor::from_f32(float_bits(data), shape, dt);
+    case lm::DType::i32:
+      return lm::HostTensor::from(data.get<std::vector<int32_t>>(), shape);
     case lm::DType::boolean: {
       std::vector<bool> b;
       for (const json& v : data) b.push_back(v.get<int>() != 0);
@@ -153,15 +156,19 @@ std::optional<std::string> compare(const Expected& expected, const lm::HostTenso
     for (size_t i = 0; i < g.size(); ++i) {
       const double e = expected.floats[i], v = g[i];
       bool ok;
-      if (std::isnan(e) || std::isnan(v)) ok = std::isnan(e) && std::isnan(v);
-      else if (std::isinf(e) || std::isinf(v)) ok = e == v;
-      else ok = std::fabs(v - e) <= tol.atol + tol.rtol * std::fabs(e);
+      if (std::isnan(e) || std::isnan(v))
+        ok = std::isnan(e) && std::isnan(v);
+      else if (std::isinf(e) || std::isinf(v))
+        ok = e == v;
+      else
+        ok = std::fabs(v - e) <= tol.atol + tol.rtol * std::fabs(e);
       if (!ok) report(static_cast<int64_t>(i), num(e), num(v));
     }
   } else if (expected.dtype == lm::i32) {
     const auto g = got.values<int32_t>();
     for (size_t i = 0; i < g.size(); ++i) {
-      if (g[i] != expected.ints[i]) report(static_cast<int64_t>(i), std::to_string(expected.ints[i]), std::to_string(g[i]));
+      if (g[i] != expected.ints[i])
+        report(static_cast<int64_t>(i), std::to_string(expected.ints[i]), std::to_string(g[i]));
     }
   } else {
     const auto g = got.values<bool>();

@@ -19,18 +19,18 @@ struct Operand {
   bool is_scalar = false;
   bool int_scalar = false;  // an integer literal (promotes like one: i32 + 2 -> i32)
   float scalar = 0.0f;
-  std::string name;                          // graph input name stem ("in0")
-  std::optional<luminal::HostTensor> value;  // the base tensor fed to the graph
+  std::string name;                               // graph input name stem ("in0")
+  std::optional<luminal::HostTensor> value;       // the base tensor fed to the graph
   nlohmann::json view = nlohmann::json::array();  // [{"op": "permute", "axes": [...]}, ...]
-  bool param = false;                        // a Graph::param bound once, not an input
+  bool param = false;                             // a Graph::param bound once, not an input
 };
 
 /// The expected output, kept bit-exact: floats as f32 values, i32 as integers, bool 0/1.
 struct Expected {
   luminal::DType dtype = luminal::f32;
   std::vector<int64_t> shape;
-  std::vector<float> floats;   // f32/f16/bf16
-  std::vector<int32_t> ints;   // i32, bool (0/1)
+  std::vector<float> floats;  // f32/f16/bf16
+  std::vector<int32_t> ints;  // i32, bool (0/1)
 };
 
 struct Case {

@@ -15,8 +15,8 @@ const std::vector<std::string>& api_ops() {
   static const std::vector<std::string> ops = {
       // elementwise
       "neg", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "recip", "sin", "cos", "tanh", "sigmoid",
-      "relu", "square", "sign", "silu", "gelu", "gelu_erf", "clamp", "logical_not", "add", "sub", "mul", "div",
-      "pow", "maximum", "minimum", "mod", "less", "greater", "less_equal", "greater_equal", "equal",
+      "relu", "square", "sign", "silu", "gelu", "gelu_erf", "clamp", "logical_not", "add", "sub", "mul",
+      "div", "pow", "maximum", "minimum", "mod", "less", "greater", "less_equal", "greater_equal", "equal",
       "not_equal", "logical_and", "logical_or", "where",
       // Tensor operators
       "operator+", "operator-", "operator*", "operator/", "operator-unary",
@@ -28,8 +28,8 @@ const std::vector<std::string>& api_ops() {
       "softmax", "log_softmax", "layer_norm", "rms_norm", "embedding", "rope", "scaled_dot_product_attention",
       "conv1d", "conv2d", "max_pool2d", "avg_pool2d",
       // movement
-      "reshape", "permute", "transpose", "expand", "squeeze", "unsqueeze", "flatten", "slice", "pad", "concat",
-      "repeat",
+      "reshape", "permute", "transpose", "expand", "squeeze", "unsqueeze", "flatten", "slice", "pad",
+      "concat", "repeat",
       // creation and types
       "constant", "full", "zeros_like", "ones_like", "arange", "tril_mask", "cast"};
   return ops;
@@ -38,7 +38,8 @@ const std::vector<std::string>& api_ops() {
 namespace {
 
 const lm::Tensor& T(const Args& a, size_t i) {
-  if (i >= a.size() || !a[i].is_tensor()) throw std::runtime_error("golden: operand " + std::to_string(i) + " is not a tensor");
+  if (i >= a.size() || !a[i].is_tensor())
+    throw std::runtime_error("golden: operand " + std::to_string(i) + " is not a tensor");
   return a[i].tensor();
 }
 
@@ -73,24 +74,25 @@ Builder reduction(F f) {
 
 std::map<std::string, Builder> make_builders() {
   std::map<std::string, Builder> b;
-#define GOLDEN_UNARY(name) \
-  b[#name] = [](const Args& a, const json&) { return lm::name(T(a, 0)); };
-  GOLDEN_UNARY(neg) GOLDEN_UNARY(abs) GOLDEN_UNARY(exp) GOLDEN_UNARY(exp2) GOLDEN_UNARY(log) GOLDEN_UNARY(log2)
-  GOLDEN_UNARY(sqrt) GOLDEN_UNARY(rsqrt) GOLDEN_UNARY(recip) GOLDEN_UNARY(sin) GOLDEN_UNARY(cos)
-  GOLDEN_UNARY(tanh) GOLDEN_UNARY(sigmoid) GOLDEN_UNARY(relu) GOLDEN_UNARY(square) GOLDEN_UNARY(sign)
-  GOLDEN_UNARY(silu) GOLDEN_UNARY(gelu) GOLDEN_UNARY(gelu_erf) GOLDEN_UNARY(logical_not)
+#define GOLDEN_UNARY(name) b[#name] = [](const Args& a, const json&) { return lm::name(T(a, 0)); };
+  GOLDEN_UNARY(neg)
+  GOLDEN_UNARY(abs) GOLDEN_UNARY(exp) GOLDEN_UNARY(exp2) GOLDEN_UNARY(log) GOLDEN_UNARY(log2) GOLDEN_UNARY(
+      sqrt) GOLDEN_UNARY(rsqrt) GOLDEN_UNARY(recip) GOLDEN_UNARY(sin) GOLDEN_UNARY(cos) GOLDEN_UNARY(tanh)
+      GOLDEN_UNARY(sigmoid) GOLDEN_UNARY(relu) GOLDEN_UNARY(square) GOLDEN_UNARY(sign) GOLDEN_UNARY(
+          silu) GOLDEN_UNARY(gelu) GOLDEN_UNARY(gelu_erf) GOLDEN_UNARY(logical_not)
 #undef GOLDEN_UNARY
-#define GOLDEN_BINARY(name) \
-  b[#name] = [](const Args& a, const json&) { return lm::name(a.at(0), a.at(1)); };
-  GOLDEN_BINARY(add) GOLDEN_BINARY(sub) GOLDEN_BINARY(mul) GOLDEN_BINARY(div) GOLDEN_BINARY(pow)
-  GOLDEN_BINARY(maximum) GOLDEN_BINARY(minimum) GOLDEN_BINARY(mod) GOLDEN_BINARY(less) GOLDEN_BINARY(greater)
-  GOLDEN_BINARY(less_equal) GOLDEN_BINARY(greater_equal) GOLDEN_BINARY(equal) GOLDEN_BINARY(not_equal)
-  GOLDEN_BINARY(logical_and) GOLDEN_BINARY(logical_or)
+#define GOLDEN_BINARY(name) b[#name] = [](const Args& a, const json&) { return lm::name(a.at(0), a.at(1)); };
+          GOLDEN_BINARY(add) GOLDEN_BINARY(sub) GOLDEN_BINARY(mul) GOLDEN_BINARY(div) GOLDEN_BINARY(pow)
+              GOLDEN_BINARY(maximum) GOLDEN_BINARY(minimum) GOLDEN_BINARY(mod) GOLDEN_BINARY(less)
+                  GOLDEN_BINARY(greater) GOLDEN_BINARY(less_equal) GOLDEN_BINARY(greater_equal)
+                      GOLDEN_BINARY(equal) GOLDEN_BINARY(not_equal) GOLDEN_BINARY(logical_and)
+                          GOLDEN_BINARY(logical_or)
 #undef GOLDEN_BINARY
-  b["clamp"] = [](const Args& a, const json& at) {
-    if (at.value("int_bounds", false)) return lm::clamp(T(a, 0), at.at("lo").get<int>(), at.at("hi").get<int>());
-    return lm::clamp(T(a, 0), at.at("lo").get<float>(), at.at("hi").get<float>());
-  };
+                              b["clamp"] = [](const Args& a, const json& at) {
+                                if (at.value("int_bounds", false))
+                                  return lm::clamp(T(a, 0), at.at("lo").get<int>(), at.at("hi").get<int>());
+                                return lm::clamp(T(a, 0), at.at("lo").get<float>(), at.at("hi").get<float>());
+                              };
   b["where"] = [](const Args& a, const json&) { return lm::where(T(a, 0), a.at(1), a.at(2)); };
   b["operator+"] = [](const Args& a, const json&) { return a.at(0) + a.at(1); };
   b["operator-"] = [](const Args& a, const json&) { return a.at(0) - a.at(1); };
@@ -128,7 +130,8 @@ std::map<std::string, Builder> make_builders() {
     return at.contains("axis") ? lm::softmax(T(a, 0), at.at("axis").get<int>()) : lm::softmax(T(a, 0));
   };
   b["log_softmax"] = [](const Args& a, const json& at) {
-    return at.contains("axis") ? lm::log_softmax(T(a, 0), at.at("axis").get<int>()) : lm::log_softmax(T(a, 0));
+    return at.contains("axis") ? lm::log_softmax(T(a, 0), at.at("axis").get<int>())
+                               : lm::log_softmax(T(a, 0));
   };
   b["layer_norm"] = [](const Args& a, const json& at) {
     if (!at.contains("eps")) return lm::layer_norm(T(a, 0), T(a, 1), T(a, 2));
@@ -150,8 +153,8 @@ std::map<std::string, Builder> make_builders() {
   b["conv1d"] = [](const Args& a, const json& at) {
     const lm::Tensor bias = a.size() > 2 ? T(a, 2) : lm::Tensor();
     if (at.empty()) return a.size() > 2 ? lm::conv1d(T(a, 0), T(a, 1), bias) : lm::conv1d(T(a, 0), T(a, 1));
-    return lm::conv1d(T(a, 0), T(a, 1), bias, at.value("stride", 1), at.value("padding", 0), at.value("dilation", 1),
-                      at.value("groups", 1));
+    return lm::conv1d(T(a, 0), T(a, 1), bias, at.value("stride", 1), at.value("padding", 0),
+                      at.value("dilation", 1), at.value("groups", 1));
   };
   b["conv2d"] = [](const Args& a, const json& at) {
     const lm::Tensor bias = a.size() > 2 ? T(a, 2) : lm::Tensor();
@@ -179,7 +182,9 @@ std::map<std::string, Builder> make_builders() {
   };
   b["expand"] = [](const Args& a, const json& at) { return lm::expand(T(a, 0), dims(at.at("shape"))); };
   b["squeeze"] = [](const Args& a, const json& at) { return lm::squeeze(T(a, 0), at.at("axis").get<int>()); };
-  b["unsqueeze"] = [](const Args& a, const json& at) { return lm::unsqueeze(T(a, 0), at.at("axis").get<int>()); };
+  b["unsqueeze"] = [](const Args& a, const json& at) {
+    return lm::unsqueeze(T(a, 0), at.at("axis").get<int>());
+  };
   b["flatten"] = [](const Args& a, const json& at) {
     if (!at.contains("start")) return lm::flatten(T(a, 0));
     if (!at.contains("end")) return lm::flatten(T(a, 0), at.at("start").get<int>());
@@ -193,7 +198,8 @@ std::map<std::string, Builder> make_builders() {
   };
   b["pad"] = [](const Args& a, const json& at) {
     std::vector<std::pair<lm::Dim, lm::Dim>> pads;
-    for (const json& p : at.at("pads")) pads.emplace_back(lm::Dim(p.at(0).get<int64_t>()), lm::Dim(p.at(1).get<int64_t>()));
+    for (const json& p : at.at("pads"))
+      pads.emplace_back(lm::Dim(p.at(0).get<int64_t>()), lm::Dim(p.at(1).get<int64_t>()));
     if (!at.contains("value")) return lm::pad(T(a, 0), pads);
     return lm::pad(T(a, 0), pads, at.at("value").get<float>());
   };
@@ -238,7 +244,9 @@ const std::map<std::string, Builder>& builders() {
 std::map<std::string, Builder> make_member_builders() {
   std::map<std::string, Builder> b;
   b["reshape"] = [](const Args& a, const json& at) { return T(a, 0).reshape(dims(at.at("shape"))); };
-  b["permute"] = [](const Args& a, const json& at) { return T(a, 0).permute(at.at("axes").get<std::vector<int>>()); };
+  b["permute"] = [](const Args& a, const json& at) {
+    return T(a, 0).permute(at.at("axes").get<std::vector<int>>());
+  };
   b["transpose"] = [](const Args& a, const json& at) {
     return T(a, 0).transpose(at.at("a").get<int>(), at.at("b").get<int>());
   };
@@ -254,20 +262,28 @@ std::map<std::string, Builder> make_member_builders() {
     const lm::Dim start(at.at("start").get<int64_t>()), end(at.at("end").get<int64_t>());
     return T(a, 0).slice(at.at("axis").get<int>(), start, end, at.value("step", int64_t{1}));
   };
-  b["sum"] = [](const Args& a, const json& at) { return T(a, 0).sum(axes(at.at("axes")), at.value("keepdim", false)); };
-  b["mean"] = [](const Args& a, const json& at) { return T(a, 0).mean(axes(at.at("axes")), at.value("keepdim", false)); };
-  b["max"] = [](const Args& a, const json& at) { return T(a, 0).max(axes(at.at("axes")), at.value("keepdim", false)); };
-  b["min"] = [](const Args& a, const json& at) { return T(a, 0).min(axes(at.at("axes")), at.value("keepdim", false)); };
+  b["sum"] = [](const Args& a, const json& at) {
+    return T(a, 0).sum(axes(at.at("axes")), at.value("keepdim", false));
+  };
+  b["mean"] = [](const Args& a, const json& at) {
+    return T(a, 0).mean(axes(at.at("axes")), at.value("keepdim", false));
+  };
+  b["max"] = [](const Args& a, const json& at) {
+    return T(a, 0).max(axes(at.at("axes")), at.value("keepdim", false));
+  };
+  b["min"] = [](const Args& a, const json& at) {
+    return T(a, 0).min(axes(at.at("axes")), at.value("keepdim", false));
+  };
   b["matmul"] = [](const Args& a, const json&) { return T(a, 0).matmul(T(a, 1)); };
   b["cast"] = [](const Args& a, const json& at) { return T(a, 0).cast(dtype_attr(at, lm::f32)); };
-#define GOLDEN_MEMBER(name) \
-  b[#name] = [](const Args& a, const json&) { return T(a, 0).name(); };
-  GOLDEN_MEMBER(exp) GOLDEN_MEMBER(log) GOLDEN_MEMBER(sqrt) GOLDEN_MEMBER(abs) GOLDEN_MEMBER(relu)
-  GOLDEN_MEMBER(sigmoid) GOLDEN_MEMBER(tanh)
+#define GOLDEN_MEMBER(name) b[#name] = [](const Args& a, const json&) { return T(a, 0).name(); };
+  GOLDEN_MEMBER(exp)
+  GOLDEN_MEMBER(log) GOLDEN_MEMBER(sqrt) GOLDEN_MEMBER(abs) GOLDEN_MEMBER(relu) GOLDEN_MEMBER(sigmoid)
+      GOLDEN_MEMBER(tanh)
 #undef GOLDEN_MEMBER
-  b["softmax"] = [](const Args& a, const json& at) {
-    return at.contains("axis") ? T(a, 0).softmax(at.at("axis").get<int>()) : T(a, 0).softmax();
-  };
+          b["softmax"] = [](const Args& a, const json& at) {
+            return at.contains("axis") ? T(a, 0).softmax(at.at("axis").get<int>()) : T(a, 0).softmax();
+          };
   return b;
 }
 

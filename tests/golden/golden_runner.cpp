@@ -104,7 +104,8 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
   auto dim_of = [&](int64_t extent, const std::set<int64_t>& pinned) -> lm::Dim {
     if (!symbolic || pinned.count(extent)) return extent;
     auto it = named_dims.find(extent);
-    if (it == named_dims.end()) it = named_dims.emplace(extent, g.dim(std::string("n").append(std::to_string(extent)), 2, 4096)).first;
+    if (it == named_dims.end())
+      it = named_dims.emplace(extent, g.dim(std::string("n").append(std::to_string(extent)), 2, 4096)).first;
     return it->second;
   };
   std::map<std::string, lm::HostTensor> feeds, params;
@@ -128,7 +129,8 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
           shape.push_back(dim_of(extents[ax], pinned));
           results[i].symbolic |= !shape.back().is_constant();
         }
-        lm::Tensor t = o.param ? g.param(name, shape, o.value->dtype()) : g.input(name, shape, o.value->dtype());
+        lm::Tensor t =
+            o.param ? g.param(name, shape, o.value->dtype()) : g.input(name, shape, o.value->dtype());
         args.push_back(lm::Operand(apply_view(t, o.view)));
         (o.param ? my_params : my_feeds).emplace(name, *o.value);
       }
@@ -150,7 +152,8 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
       results[i].stop_reason = fn.report().stop_reason;
       auto it = out.find(prefix(i).append("out"));
       if (it == out.end()) {
-        results[i].message = std::string("the Callable returned no output '").append(prefix(i)).append("out'");
+        results[i].message =
+            std::string("the Callable returned no output '").append(prefix(i)).append("out'");
         continue;
       }
       auto diff = compare(cases[i]->expected, it->second);

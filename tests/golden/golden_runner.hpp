@@ -13,8 +13,8 @@ namespace golden {
 struct CaseResult {
   const Case* c = nullptr;
   bool ok = false;
-  std::string message;  // why it failed
-  bool symbolic = false;  // at least one input dim was declared symbolic
+  std::string message;      // why it failed
+  bool symbolic = false;    // at least one input dim was declared symbolic
   std::string stop_reason;  // the CompileReport's, to show how the target ran the case
 };
 

@@ -23,7 +23,8 @@ namespace lm = luminal;
 namespace {
 
 const std::vector<golden::Case>& all_cases() {
-  static const std::vector<golden::Case> cases = golden::load_cases(std::string(LUMINAL_TEST_DATA_DIR) + "/golden");
+  static const std::vector<golden::Case> cases =
+      golden::load_cases(std::string(LUMINAL_TEST_DATA_DIR) + "/golden");
   return cases;
 }
 
@@ -72,14 +73,16 @@ void check_target(const lm::Target& target, bool group_by_op, golden::RunOptions
   }
   // One line per target even on success, so a log shows what was compared.
   std::printf("golden: %s%s: %d cases of %zu ops (%d with symbolic input dims), %d failed\n",
-              target.to_string().c_str(), options.members ? " (Tensor member forms)" : "", total, by_op.size(),
-              with_symbolic, failed);
-  for (const auto& why : stop_reasons) std::printf("  compile report on %s: %s\n", target.to_string().c_str(), why.c_str());
+              target.to_string().c_str(), options.members ? " (Tensor member forms)" : "", total,
+              by_op.size(), with_symbolic, failed);
+  for (const auto& why : stop_reasons)
+    std::printf("  compile report on %s: %s\n", target.to_string().c_str(), why.c_str());
   INFO("target " << target.to_string() << ": " << total << " golden cases, " << failed << " failed");
   if (failed > 0) {
     std::string table = "per-op (cases / failed):\n";
     for (const auto& [op, t] : tally) {
-      if (t.second) table += "  " + op + ": " + std::to_string(t.first) + " / " + std::to_string(t.second) + "\n";
+      if (t.second)
+        table += "  " + op + ": " + std::to_string(t.first) + " / " + std::to_string(t.second) + "\n";
     }
     FAIL_CHECK(table << "failures on " << target.to_string() << ":\n" << failures);
   }
@@ -94,8 +97,10 @@ TEST_CASE("golden data covers every op of the API", "[golden][coverage]") {
   for (const std::string& op : golden::api_ops()) counts[op] = 0;
   std::set<std::string> unknown;
   for (const auto& c : all_cases()) {
-    if (counts.count(c.op)) ++counts[c.op];
-    else unknown.insert(c.op);
+    if (counts.count(c.op))
+      ++counts[c.op];
+    else
+      unknown.insert(c.op);
     if (!golden::has_builder(c.op)) unknown.insert(c.op);
   }
   std::string table, missing;
@@ -126,7 +131,8 @@ TEST_CASE("golden: GPU backends match PyTorch where present", "[golden][gpu]") {
   check_target(lm::Target::hip(), /*group_by_op=*/true);
 }
 
-TEST_CASE("golden: the reference interpreter matches PyTorch with symbolic input dims", "[golden][symbolic]") {
+TEST_CASE("golden: the reference interpreter matches PyTorch with symbolic input dims",
+          "[golden][symbolic]") {
   check_target(lm::Target::reference(), /*group_by_op=*/true, {.symbolic = true});
 }
 
@@ -144,13 +150,13 @@ TEST_CASE("golden comparison: NaN, inf, tolerances, dtype and shape", "[golden][
   const golden::Tolerance tol = golden::tolerance_for(lm::f32);
   const float within = static_cast<float>(1.0 + 0.5 * tol.rtol);
   const float outside = static_cast<float>(1.0 + 4 * (tol.rtol + tol.atol));
-  CHECK_FALSE(golden::compare(e, got({within, nan, inf, -0.0f})));          // -0 == 0, NaN meets NaN
-  CHECK(golden::compare(e, got({outside, nan, inf, 0.0f})));                // beyond the tolerance
-  CHECK(golden::compare(e, got({1.0f, 0.0f, inf, 0.0f})));                  // NaN expected
-  CHECK(golden::compare(e, got({1.0f, nan, -inf, 0.0f})));                  // wrong infinity
-  CHECK(golden::compare(e, got({1.0f, nan, 3e38f, 0.0f})));                 // finite for inf
-  CHECK(golden::compare(e, got({1.0f, nan, inf, nan})));                    // NaN for a number
-  CHECK(golden::compare(e, got({1.0f, nan, inf})));                         // shape
+  CHECK_FALSE(golden::compare(e, got({within, nan, inf, -0.0f})));  // -0 == 0, NaN meets NaN
+  CHECK(golden::compare(e, got({outside, nan, inf, 0.0f})));        // beyond the tolerance
+  CHECK(golden::compare(e, got({1.0f, 0.0f, inf, 0.0f})));          // NaN expected
+  CHECK(golden::compare(e, got({1.0f, nan, -inf, 0.0f})));          // wrong infinity
+  CHECK(golden::compare(e, got({1.0f, nan, 3e38f, 0.0f})));         // finite for inf
+  CHECK(golden::compare(e, got({1.0f, nan, inf, nan})));            // NaN for a number
+  CHECK(golden::compare(e, got({1.0f, nan, inf})));                 // shape
   CHECK(golden::compare(e, lm::HostTensor::from_f32({1.0f, 0.0f, 0.0f, 0.0f}, {4}, lm::bf16)));  // dtype
 
   golden::Expected ints;
@@ -158,7 +164,8 @@ TEST_CASE("golden comparison: NaN, inf, tolerances, dtype and shape", "[golden][
   ints.shape = {2};
   ints.ints = {16777217, -3};
   CHECK_FALSE(golden::compare(ints, lm::HostTensor::from(std::vector<int32_t>{16777217, -3}, {2})));
-  CHECK(golden::compare(ints, lm::HostTensor::from(std::vector<int32_t>{16777216, -3}, {2})));  // exact, not via f32
+  CHECK(golden::compare(
+      ints, lm::HostTensor::from(std::vector<int32_t>{16777216, -3}, {2})));  // exact, not via f32
 
   golden::Expected bools;
   bools.dtype = lm::boolean;

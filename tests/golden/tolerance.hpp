@@ -25,11 +25,16 @@ struct Tolerance {
 
 constexpr Tolerance tolerance_for(luminal::DType dtype) {
   switch (dtype) {
-    case luminal::DType::f32: return {1e-5, 1e-5};
-    case luminal::DType::f16: return {2e-3, 5e-5};
-    case luminal::DType::bf16: return {1.6e-2, 1e-4};
-    case luminal::DType::i32: return {0.0, 0.0};
-    case luminal::DType::boolean: return {0.0, 0.0};
+    case luminal::DType::f32:
+      return {1e-5, 1e-5};
+    case luminal::DType::f16:
+      return {2e-3, 5e-5};
+    case luminal::DType::bf16:
+      return {1.6e-2, 1e-4};
+    case luminal::DType::i32:
+      return {0.0, 0.0};
+    case luminal::DType::boolean:
+      return {0.0, 0.0};
   }
   return {0.0, 0.0};
 }

@@ -89,10 +89,10 @@ class ClassIndex {
  private:
   template <Language, class>
   friend class EGraph;
-  PodVector<std::uint32_t> off_;  // per class id: start of its entries
-  PodVector<Id> nodes_;           // per entry: node id
-  FlatVector<Op> ops_;            // per entry: op
-  FlatVector<Payload> epay_;      // per entry: payload (empty for payload-free languages)
+  PodVector<std::uint32_t> off_;       // per class id: start of its entries
+  PodVector<Id> nodes_;                // per entry: node id
+  FlatVector<Op> ops_;                 // per entry: op
+  FlatVector<Payload> epay_;           // per entry: payload (empty for payload-free languages)
   PodVector<std::uint32_t> ekid_off_;  // per entry (+1): start of its children in ekids_
   PodVector<Id> ekids_;
   PodVector<Id> classes_;
@@ -134,7 +134,9 @@ class EGraph {
     return add_found(op, payload, std::span<const Id>(canon, kids.size()));
   }
   /// `add` with a default payload.
-  Id add(Op op, std::initializer_list<Id> kids = {}) { return add(op, Payload{}, std::span<const Id>(kids.begin(), kids.size())); }
+  Id add(Op op, std::initializer_list<Id> kids = {}) {
+    return add(op, Payload{}, std::span<const Id>(kids.begin(), kids.size()));
+  }
   /// `add` with a payload and a brace list of children.
   Id add(Op op, const Payload& payload, std::initializer_list<Id> kids) {
     return add(op, payload, std::span<const Id>(kids.begin(), kids.size()));
@@ -154,12 +156,11 @@ class EGraph {
     memo_.insert_new(h, n, make_key(op, payload, ck));
     if constexpr (!kEmptyData) data_.back() = analysis_.make(*this, node(n));
     ++version_;
-    if constexpr (requires(A& a) { a.modify(*this, n); }) analysis_.modify(*this, n);
+    if constexpr (requires(A & a) { a.modify(*this, n); }) analysis_.modify(*this, n);
     return n;
   }
 
  public:
-
   /// Hints the cache with the hashcons slot that `add(op, payload, kids)` will probe
   /// (kids taken as they are); lets callers overlap the memory latency of many adds.
   void prefetch_add(Op op, const Payload& payload, std::span<const Id> kids) const noexcept {
@@ -172,7 +173,8 @@ class EGraph {
     std::vector<Id> canon(kids.begin(), kids.end());
     for (Id& k : canon) k = find(k);
     std::span<const Id> ck(canon);
-    Id m = memo_.find(hash_node<L>(op, payload, ck), [&](const Slot& sl) { return same(sl, op, payload, ck); });
+    Id m =
+        memo_.find(hash_node<L>(op, payload, ck), [&](const Slot& sl) { return same(sl, op, payload, ck); });
     return m == kNoId ? kNoId : find(m);
   }
 
@@ -206,7 +208,7 @@ class EGraph {
     collect_parents(b, pending_, dm.b && !dm.a);
     splice_parents(a, b);
     if (dm.a) collect_parents(a, analysis_pending_, false);
-    if constexpr (requires(A& an) { an.modify(*this, a); })
+    if constexpr (requires(A & an) { an.modify(*this, a); })
       if (dm.a) modified_.push_back(a);
     return true;
   }
@@ -251,11 +253,11 @@ class EGraph {
           DidMerge dm = analysis_.merge(data_[c], analysis_.make(*this, node(n)));
           if (dm.a) {
             collect_parents(c, analysis_pending_, false);
-            if constexpr (requires(A& an) { an.modify(*this, c); }) modified_.push_back(c);
+            if constexpr (requires(A & an) { an.modify(*this, c); }) modified_.push_back(c);
           }
         }
       }
-      if constexpr (requires(A& an) { an.modify(*this, Id{}); }) {
+      if constexpr (requires(A & an) { an.modify(*this, Id{}); }) {
         std::vector<Id> mods;
         mods.swap(modified_);
         for (Id c : mods) analysis_.modify(*this, find(c));
@@ -268,7 +270,9 @@ class EGraph {
   }
 
   /// True when no merge is waiting for `rebuild`.
-  bool is_clean() const noexcept { return pending_.empty() && analysis_pending_.empty() && modified_.empty(); }
+  bool is_clean() const noexcept {
+    return pending_.empty() && analysis_pending_.empty() && modified_.empty();
+  }
 
   // ------------------------------------------------------------------ reading
 
@@ -352,7 +356,7 @@ class EGraph {
     std::uint32_t kid_off;  // first child slot in kids_
     std::uint32_t hash;     // hash of the key as stored (the hashcons slot's hash)
     Op op;
-    std::uint8_t live;      // 0 once removed as a duplicate by rebuild
+    std::uint8_t live;  // 0 once removed as a duplicate by rebuild
     std::uint16_t nkids;
   };
   // What a hashcons slot keeps of a node: enough to compare nodes of up to two children
@@ -543,10 +547,10 @@ class EGraph {
   }
 
   A analysis_;
-  FlatVector<NodeRec> recs_;    // per node id
-  mutable PodVector<Id> uf_;    // per class id (= node id of the node that created it)
-  PodVector<ClassRec> cls_;     // per class id
-  std::vector<Data> data_;      // per class id; empty when Data is an empty type
+  FlatVector<NodeRec> recs_;  // per node id
+  mutable PodVector<Id> uf_;  // per class id (= node id of the node that created it)
+  PodVector<ClassRec> cls_;   // per class id
+  std::vector<Data> data_;    // per class id; empty when Data is an empty type
   // Per child slot.
   PodVector<Id> kids_;
   PodVector<std::uint32_t> pnext_;

@@ -45,7 +45,8 @@ struct Term {
   std::size_t size() const noexcept { return ops.size(); }
   /// Node i (its `kids` are term indices, all below i).
   NodeView<L> node(std::size_t i) const noexcept {
-    return NodeView<L>{ops[i], payloads[i], std::span<const Id>(kids.data() + kid_off[i], kid_off[i + 1] - kid_off[i])};
+    return NodeView<L>{ops[i], payloads[i],
+                       std::span<const Id>(kids.data() + kid_off[i], kid_off[i + 1] - kid_off[i])};
   }
   /// Number of nodes of the tree under term node i (shared sub-terms counted each time).
   double tree_size(std::uint32_t i) const {
@@ -75,7 +76,8 @@ Term<L> build_term(const EGraph<L, A>& g, const std::vector<Id>& choice, std::sp
   std::vector<std::pair<Id, std::uint32_t>> stack;
   for (Id r0 : roots) {
     Id r = g.find(r0);
-    if (choice[r] == kNoId) throw Error("[egraph] extract: class " + std::to_string(r) + " has no finite-cost term");
+    if (choice[r] == kNoId)
+      throw Error("[egraph] extract: class " + std::to_string(r) + " has no finite-cost term");
     stack.push_back({r, 0});
     while (!stack.empty()) {
       auto& [c, k] = stack.back();
@@ -235,7 +237,8 @@ class DagExtractor {
     Result res;
     res.choice = greedy.choices();
     for (Id r : roots)
-      if (res.choice[r] == kNoId) throw Error("[egraph] extract: class " + std::to_string(r) + " has no finite-cost term");
+      if (res.choice[r] == kNoId)
+        throw Error("[egraph] extract: class " + std::to_string(r) + " has no finite-cost term");
     res.cost = dag_cost(res.choice, roots);
     // 2. Local improvement.
     improve(res, roots, ix);

@@ -110,7 +110,8 @@ class Hashcons {
 
   std::size_t home(std::uint32_t h) const noexcept {
     // Fibonacci hashing spreads the 32 bits over the table's top bits.
-    return static_cast<std::size_t>((static_cast<std::uint64_t>(h) * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;
+    return static_cast<std::size_t>((static_cast<std::uint64_t>(h) * 0x9E3779B97F4A7C15ull) >> shift_) &
+           mask_;
   }
 
   void place(const Slot& s) {

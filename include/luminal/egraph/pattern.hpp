@@ -35,15 +35,15 @@ template <Language L>
 struct Pattern {
   /// One pattern node: a variable (`var` >= 0) or an op node with children.
   struct Node {
-    int var = -1;                    ///< variable number, or -1 for an op node
-    typename L::Op op{};             ///< op of an op node
-    typename L::Payload payload{};   ///< payload an op node must have (if check_payload)
-    bool check_payload = false;      ///< whether the payload is part of the pattern
-    std::uint32_t kid_begin = 0;     ///< first child in `kids`
-    std::uint32_t nkids = 0;         ///< number of children
+    int var = -1;                   ///< variable number, or -1 for an op node
+    typename L::Op op{};            ///< op of an op node
+    typename L::Payload payload{};  ///< payload an op node must have (if check_payload)
+    bool check_payload = false;     ///< whether the payload is part of the pattern
+    std::uint32_t kid_begin = 0;    ///< first child in `kids`
+    std::uint32_t nkids = 0;        ///< number of children
   };
-  std::vector<Node> nodes;           ///< post-order, root last
-  std::vector<std::uint32_t> kids;   ///< child node indices, per node contiguous
+  std::vector<Node> nodes;                        ///< post-order, root last
+  std::vector<std::uint32_t> kids;                ///< child node indices, per node contiguous
   std::array<std::string, kMaxVars> var_names{};  ///< names for printing/parsing (may be empty)
 
   /// Bit i set when variable i occurs.
@@ -61,8 +61,8 @@ struct Pattern {
 struct VarTable {
   std::array<std::int16_t, kMaxVars> slot;  ///< var -> position in a match row, -1 if unbound
   std::array<std::string, kMaxVars> names{};
-  std::vector<std::uint16_t> roots;         ///< positions of the root classes
-  std::uint32_t width = 0;                  ///< row width
+  std::vector<std::uint16_t> roots;  ///< positions of the root classes
+  std::uint32_t width = 0;           ///< row width
   VarTable() { slot.fill(-1); }
 };
 
@@ -77,15 +77,14 @@ class Match {
   /// The class bound to the variable named `name` (as written in an s-expression, "?a").
   Id var(std::string_view name) const {
     for (int v = 0; v < kMaxVars; ++v)
-      if (vt_->slot[static_cast<std::size_t>(v)] >= 0 && vt_->names[static_cast<std::size_t>(v)] == name) return var(v);
+      if (vt_->slot[static_cast<std::size_t>(v)] >= 0 && vt_->names[static_cast<std::size_t>(v)] == name)
+        return var(v);
     return kNoId;
   }
   /// The class bound to a DSL variable: `m[a]`.
   template <class V>
-    requires requires { V::id; }
-  Id operator[](V) const noexcept {
-    return var(V::id);
-  }
+  requires requires { V::id; }
+  Id operator[](V) const noexcept { return var(V::id); }
   /// Raw register row (width = table width).
   const Id* row() const noexcept { return row_; }
 
@@ -103,8 +102,8 @@ struct Program {
     typename L::Op op{};
     bool check_payload = false;
     std::uint32_t arity = 0;
-    std::uint32_t in = 0;   // Bind: class register; Compare: first register
-    std::uint32_t out = 0;  // Bind/Scan: first output register; Compare: second register
+    std::uint32_t in = 0;       // Bind: class register; Compare: first register
+    std::uint32_t out = 0;      // Bind/Scan: first output register; Compare: second register
     std::uint32_t payload = 0;  // index into payloads
   };
   std::vector<Inst> insts;
@@ -153,7 +152,8 @@ struct Program {
   // Emits the instructions that check pattern node `i`, whose class is in register r.
   // Children are visited variables first, then leaves, then deeper nodes, so cheap
   // checks (repeated variables, constants) prune before the expensive loops.
-  void emit(const Pattern<L>& pat, std::uint32_t i, std::uint32_t r, std::array<std::int32_t, kMaxVars>& var_reg) {
+  void emit(const Pattern<L>& pat, std::uint32_t i, std::uint32_t r,
+            std::array<std::int32_t, kMaxVars>& var_reg) {
     const auto& n = pat.nodes[i];
     if (n.var >= 0) {
       auto& vr = var_reg[static_cast<std::size_t>(n.var)];
@@ -225,9 +225,15 @@ class Machine {
           if (kids.size() != in.arity) continue;
           Id* out = regs_.data() + in.out;
           switch (in.arity) {  // the common arities without a loop
-            case 0: break;
-            case 1: out[0] = kids[0]; break;
-            case 2: out[0] = kids[0]; out[1] = kids[1]; break;
+            case 0:
+              break;
+            case 1:
+              out[0] = kids[0];
+              break;
+            case 2:
+              out[0] = kids[0];
+              out[1] = kids[1];
+              break;
             default:
               for (std::uint32_t k = 0; k < in.arity; ++k) out[k] = kids[k];
           }

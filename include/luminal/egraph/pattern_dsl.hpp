@@ -54,7 +54,8 @@ struct is_pnode<PNode<L, K...>> : std::true_type {};
 
 /// A pattern expression: a variable or an op node.
 template <class T>
-concept PatternExpr = detail::is_var<std::remove_cvref_t<T>>::value || detail::is_pnode<std::remove_cvref_t<T>>::value;
+concept PatternExpr =
+    detail::is_var<std::remove_cvref_t<T>>::value || detail::is_pnode<std::remove_cvref_t<T>>::value;
 
 /// An op-node pattern `op(kids...)` that matches any payload.
 template <Language L, PatternExpr... K>
@@ -65,7 +66,8 @@ constexpr PNode<L, std::remove_cvref_t<K>...> pnode(typename L::Op op, K&&... ki
 /// An op-node pattern that matches only nodes with this exact payload (a constant leaf,
 /// a symbol, an attribute).
 template <Language L, PatternExpr... K>
-constexpr PNode<L, std::remove_cvref_t<K>...> pnode_with(typename L::Op op, typename L::Payload payload, K&&... kids) {
+constexpr PNode<L, std::remove_cvref_t<K>...> pnode_with(typename L::Op op, typename L::Payload payload,
+                                                         K&&... kids) {
   return {op, std::move(payload), true, {std::forward<K>(kids)...}};
 }
 

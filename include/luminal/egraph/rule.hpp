@@ -43,7 +43,8 @@ struct Matches {
   /// Room for one more row (grown geometrically; no per-row initialization).
   Id* push_row() {
     std::size_t need = (count + 1) * width;
-    if (need > rows.size()) rows.resize_uninit(std::max<std::size_t>(2 * rows.size(), std::size_t{64} * width + need));
+    if (need > rows.size())
+      rows.resize_uninit(std::max<std::size_t>(2 * rows.size(), std::size_t{64} * width + need));
     return rows.data() + (count++) * width;
   }
 };
@@ -63,7 +64,10 @@ class Rule {
   /// when `apply` is given). Throws std::invalid_argument on an unbound right-side variable.
   Rule(std::string name, std::vector<Pattern<L>> lhs, std::vector<Pattern<L>> rhs, ApplyFn apply = {},
        CondFn cond = {})
-      : name_(std::move(name)), lhs_(std::move(lhs)), rhs_(std::move(rhs)), apply_(std::move(apply)),
+      : name_(std::move(name)),
+        lhs_(std::move(lhs)),
+        rhs_(std::move(rhs)),
+        apply_(std::move(apply)),
         cond_(std::move(cond)) {
     std::vector<const Pattern<L>*> ps;
     std::uint64_t bound = 0;
@@ -72,7 +76,8 @@ class Rule {
       bound |= p.vars();
     }
     for (const auto& p : rhs_)
-      if (p.vars() & ~bound) throw Error("[egraph] rule '" + name_ + "': right side uses an unbound variable");
+      if (p.vars() & ~bound)
+        throw Error("[egraph] rule '" + name_ + "': right side uses an unbound variable");
     if (!apply_ && rhs_.size() != lhs_.size())
       throw Error("[egraph] rule '" + name_ + "': needs one right side per left root, or an applier");
     program_ = Program<L>::compile(ps);
@@ -90,7 +95,8 @@ class Rule {
   /// Returns the number found (limit + 1 means "more than limit").
   std::size_t search(const Graph& g, const ClassIndex<L>& ix, Matches& out,
                      std::size_t limit = std::numeric_limits<std::size_t>::max()) const {
-    if (out.count != 0 && out.width != program_.vars.width) throw Error("[egraph] search: Matches of another rule");
+    if (out.count != 0 && out.width != program_.vars.width)
+      throw Error("[egraph] search: Matches of another rule");
     out.width = program_.vars.width;
     out.vars = &program_.vars;
     std::size_t count = 0;
@@ -99,11 +105,21 @@ class Rule {
     auto yield = [&](const Id* regs) {
       Id* dst = out.push_row();
       switch (w) {  // the common widths without a loop
-        case 5: dst[4] = regs[keep[4]]; [[fallthrough]];
-        case 4: dst[3] = regs[keep[3]]; [[fallthrough]];
-        case 3: dst[2] = regs[keep[2]]; [[fallthrough]];
-        case 2: dst[1] = regs[keep[1]]; [[fallthrough]];
-        case 1: dst[0] = regs[keep[0]]; break;
+        case 5:
+          dst[4] = regs[keep[4]];
+          [[fallthrough]];
+        case 4:
+          dst[3] = regs[keep[3]];
+          [[fallthrough]];
+        case 3:
+          dst[2] = regs[keep[2]];
+          [[fallthrough]];
+        case 2:
+          dst[1] = regs[keep[1]];
+          [[fallthrough]];
+        case 1:
+          dst[0] = regs[keep[0]];
+          break;
         default:
           for (std::size_t i = 0; i < w; ++i) dst[i] = regs[keep[i]];
       }
@@ -209,7 +225,8 @@ class Rule {
     }
     for (std::uint32_t i = 0; i < prog.steps.size(); ++i) {
       bool leaf = prog.steps[i].nkids <= 16;
-      for (std::uint32_t k = 0; k < prog.steps[i].nkids; ++k) leaf = leaf && prog.srcs[prog.steps[i].src_begin + k] < vt.width;
+      for (std::uint32_t k = 0; k < prog.steps[i].nkids; ++k)
+        leaf = leaf && prog.srcs[prog.steps[i].src_begin + k] < vt.width;
       if (leaf) prog.leaf_steps.push_back(i);
     }
     prog.root_is_var = p.nodes.back().var >= 0;
@@ -335,22 +352,21 @@ struct lang_of {
 template <PatternExpr Lhs, PatternExpr Rhs>
 auto rule(std::string name, const Lhs& lhs, const Rhs& rhs) {
   static_assert(detail::is_pnode<Lhs>::value, "a rule's left side must be an op node, not a bare variable");
-  static_assert((Rhs::vars & ~Lhs::vars) == 0, "the right side uses a variable that the left side does not bind");
+  static_assert((Rhs::vars & ~Lhs::vars) == 0,
+                "the right side uses a variable that the left side does not bind");
   using L = typename Lhs::Lang;
   return RuleSpec<L>{std::move(name), {to_pattern<L>(lhs)}, {to_pattern<L>(rhs)}, NoFn{}, NoFn{}};
 }
 
 /// `lhs => rhs if cond(egraph, match)`.
 template <PatternExpr Lhs, PatternExpr Rhs, class Cond>
-  requires(!PatternExpr<Cond>)
-auto rule(std::string name, const Lhs& lhs, const Rhs& rhs, Cond cond) {
+requires(!PatternExpr<Cond>) auto rule(std::string name, const Lhs& lhs, const Rhs& rhs, Cond cond) {
   return rule(std::move(name), lhs, rhs).when(std::move(cond));
 }
 
 /// `lhs => applier(egraph, match)`: the lambda adds nodes and merges classes itself.
 template <PatternExpr Lhs, class Fn>
-  requires(!PatternExpr<Fn>)
-auto rule(std::string name, const Lhs& lhs, Fn applier) {
+requires(!PatternExpr<Fn>) auto rule(std::string name, const Lhs& lhs, Fn applier) {
   static_assert(detail::is_pnode<Lhs>::value, "a rule's left side must be an op node, not a bare variable");
   using L = typename Lhs::Lang;
   return RuleSpec<L, Fn>{std::move(name), {to_pattern<L>(lhs)}, {}, std::move(applier), NoFn{}};
@@ -359,8 +375,7 @@ auto rule(std::string name, const Lhs& lhs, Fn applier) {
 /// A multi-pattern rule: every combination of root matches that agrees on shared
 /// variables is passed to `applier(egraph, match)` (`match.root(i)` is root i's class).
 template <PatternExpr P0, PatternExpr... Ps, class Fn>
-  requires(!PatternExpr<Fn>)
-auto multi_rule(std::string name, const PatternList<P0, Ps...>& lhs, Fn applier) {
+requires(!PatternExpr<Fn>) auto multi_rule(std::string name, const PatternList<P0, Ps...>& lhs, Fn applier) {
   using L = typename P0::Lang;
   std::vector<Pattern<L>> pats;
   std::apply([&](const auto&... p) { (pats.push_back(to_pattern<L>(p)), ...); }, lhs.items);

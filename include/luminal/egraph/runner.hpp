@@ -32,11 +32,16 @@ enum class StopReason : std::uint8_t { Saturated, IterationLimit, NodeLimit, Tim
 /// Printable name of a stop reason.
 inline const char* to_string(StopReason r) noexcept {
   switch (r) {
-    case StopReason::Saturated: return "saturated";
-    case StopReason::IterationLimit: return "iteration-limit";
-    case StopReason::NodeLimit: return "node-limit";
-    case StopReason::TimeLimit: return "time-limit";
-    case StopReason::MemoryLimit: return "memory-limit";
+    case StopReason::Saturated:
+      return "saturated";
+    case StopReason::IterationLimit:
+      return "iteration-limit";
+    case StopReason::NodeLimit:
+      return "node-limit";
+    case StopReason::TimeLimit:
+      return "time-limit";
+    case StopReason::MemoryLimit:
+      return "memory-limit";
   }
   return "?";
 }
@@ -53,7 +58,9 @@ class Scheduler {
     return std::numeric_limits<std::size_t>::max();
   }
   /// After searching: false discards the matches (the rule is throttled).
-  virtual bool accept(std::size_t /*rule*/, std::size_t /*iteration*/, std::size_t /*matches*/) { return true; }
+  virtual bool accept(std::size_t /*rule*/, std::size_t /*iteration*/, std::size_t /*matches*/) {
+    return true;
+  }
   /// When an iteration changed nothing: true lets the run stop as saturated.
   virtual bool can_stop(std::size_t /*iteration*/) { return true; }
   /// How often the rule was banned so far.
@@ -155,12 +162,13 @@ struct Report {
       std::snprintf(buf, sizeof buf,
                     "iter %zu%s%s: nodes=%zu classes=%zu matches=%zu applied=%zu search=%.4fs apply=%.4fs "
                     "rebuild=%.4fs\n",
-                    it.iteration, it.phase.empty() ? "" : " ", it.phase.c_str(), it.nodes, it.classes, it.matches,
-                    it.applied, it.search_s, it.apply_s, it.rebuild_s);
+                    it.iteration, it.phase.empty() ? "" : " ", it.phase.c_str(), it.nodes, it.classes,
+                    it.matches, it.applied, it.search_s, it.apply_s, it.rebuild_s);
       os << buf;
     }
     for (const auto& r : rules) {
-      std::snprintf(buf, sizeof buf, "rule %-16s matches=%zu applied=%zu banned=%zu search=%.4fs apply=%.4fs\n",
+      std::snprintf(buf, sizeof buf,
+                    "rule %-16s matches=%zu applied=%zu banned=%zu search=%.4fs apply=%.4fs\n",
                     r.name.c_str(), r.matches, r.applied, r.times_banned, r.search_s, r.apply_s);
       os << buf;
     }
@@ -190,14 +198,32 @@ class Runner {
   /// iterations.
   explicit Runner(Graph& g) : g_(g), scheduler_(std::make_shared<SimpleScheduler>()) {}
 
-  Runner& iter_limit(std::size_t n) { iter_limit_ = n; return *this; }        ///< iterations
-  Runner& node_limit(std::size_t n) { node_limit_ = n; return *this; }        ///< e-nodes
-  Runner& time_limit(double seconds) { time_limit_ = seconds; return *this; } ///< wall time
-  Runner& memory_limit_mb(double mb) { memory_limit_mb_ = mb; return *this; } ///< resident set
+  Runner& iter_limit(std::size_t n) {
+    iter_limit_ = n;
+    return *this;
+  }  ///< iterations
+  Runner& node_limit(std::size_t n) {
+    node_limit_ = n;
+    return *this;
+  }  ///< e-nodes
+  Runner& time_limit(double seconds) {
+    time_limit_ = seconds;
+    return *this;
+  }  ///< wall time
+  Runner& memory_limit_mb(double mb) {
+    memory_limit_mb_ = mb;
+    return *this;
+  }  ///< resident set
   /// The scheduler (SimpleScheduler by default; BackoffScheduler throttles).
-  Runner& scheduler(std::shared_ptr<Scheduler> s) { scheduler_ = std::move(s); return *this; }
+  Runner& scheduler(std::shared_ptr<Scheduler> s) {
+    scheduler_ = std::move(s);
+    return *this;
+  }
   /// Called after each iteration (for progress output).
-  Runner& on_iteration(std::function<void(const IterationStats&)> f) { hook_ = std::move(f); return *this; }
+  Runner& on_iteration(std::function<void(const IterationStats&)> f) {
+    hook_ = std::move(f);
+    return *this;
+  }
 
   /// Runs `rules` until saturation or a limit.
   Report run(const Rules& rules) {
@@ -282,7 +308,8 @@ class Runner {
       st.rebuild_s = seconds(t2, t3);
       st.nodes = g_.num_nodes();
       st.classes = g_.num_classes();
-      for (std::size_t r = 0; r < rules.size(); ++r) rep.rules[first_rule + r].times_banned = scheduler_->times_banned(r);
+      for (std::size_t r = 0; r < rules.size(); ++r)
+        rep.rules[first_rule + r].times_banned = scheduler_->times_banned(r);
       rep.iterations.push_back(st);
       if (hook_) hook_(st);
       if (too_big) {

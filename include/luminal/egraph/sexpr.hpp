@@ -36,7 +36,8 @@ inline void skip_space(std::string_view s, std::size_t& i) {
 }
 inline SExpr parse_one(std::string_view s, std::size_t& i) {
   skip_space(s, i);
-  if (i >= s.size()) throw Error("[egraph] s-expression: unexpected end of input in '" + std::string(s) + "'");
+  if (i >= s.size())
+    throw Error("[egraph] s-expression: unexpected end of input in '" + std::string(s) + "'");
   SExpr e;
   if (s[i] == '(') {
     e.is_list = true;
@@ -66,7 +67,8 @@ inline SExpr parse_sexpr(std::string_view s) {
   std::size_t i = 0;
   SExpr e = detail::parse_one(s, i);
   detail::skip_space(s, i);
-  if (i != s.size()) throw Error("[egraph] s-expression: trailing text after '" + std::string(s.substr(0, i)) + "'");
+  if (i != s.size())
+    throw Error("[egraph] s-expression: trailing text after '" + std::string(s.substr(0, i)) + "'");
   return e;
 }
 
@@ -121,15 +123,16 @@ std::uint32_t lower_sexpr(Pattern<L>& p, const SExpr& e, const Syntax& syn, VarN
 template <Language L, class A, class Syntax>
 Id add_sexpr(EGraph<L, A>& g, const SExpr& e, const Syntax& syn) {
   if (!e.is_list) {
-    if (!e.atom.empty() && e.atom[0] == '?') throw Error("[egraph] term: variable '" + e.atom + "' in a term");
+    if (!e.atom.empty() && e.atom[0] == '?')
+      throw Error("[egraph] term: variable '" + e.atom + "' in a term");
     auto leaf = syn.leaf(e.atom);
     if (!leaf) throw Error("[egraph] term: unknown atom '" + e.atom + "'");
     return g.add(leaf->first, leaf->second, std::span<const Id>{});
   }
   auto op = syn.op(e.list[0].atom, e.list.size() - 1);
   if (!op)
-    throw Error("[egraph] term: unknown operator '" + e.list[0].atom + "' with " + std::to_string(e.list.size() - 1) +
-                " arguments");
+    throw Error("[egraph] term: unknown operator '" + e.list[0].atom + "' with " +
+                std::to_string(e.list.size() - 1) + " arguments");
   std::vector<Id> kids;
   for (std::size_t k = 1; k < e.list.size(); ++k) kids.push_back(add_sexpr(g, e.list[k], syn));
   return g.add(*op, typename L::Payload{}, std::span<const Id>(kids));

@@ -40,10 +40,15 @@ LM_INLINE int lm_blas_view(int64_t rows, int64_t cols, int64_t rs, int64_t cs, i
 
 std::string c_type(DType t) {
   switch (t) {
-    case DType::f32: return "float";
-    case DType::f16: case DType::bf16: return "uint16_t";
-    case DType::i32: return "int32_t";
-    case DType::boolean: return "uint8_t";
+    case DType::f32:
+      return "float";
+    case DType::f16:
+    case DType::bf16:
+      return "uint16_t";
+    case DType::i32:
+      return "int32_t";
+    case DType::boolean:
+      return "uint8_t";
   }
   return "void";
 }
@@ -62,11 +67,16 @@ std::string float_literal(double v) {
 
 std::string literal(double v, DType t) {
   switch (t) {
-    case DType::f32: return float_literal(v);
-    case DType::f16: return "((uint16_t)" + std::to_string(f32_to_f16_bits(static_cast<float>(v))) + ")";
-    case DType::bf16: return "((uint16_t)" + std::to_string(f32_to_bf16_bits(static_cast<float>(v))) + ")";
-    case DType::i32: return "((int32_t)" + std::to_string(static_cast<int64_t>(v)) + ")";
-    case DType::boolean: return v != 0 ? "((uint8_t)1)" : "((uint8_t)0)";
+    case DType::f32:
+      return float_literal(v);
+    case DType::f16:
+      return "((uint16_t)" + std::to_string(f32_to_f16_bits(static_cast<float>(v))) + ")";
+    case DType::bf16:
+      return "((uint16_t)" + std::to_string(f32_to_bf16_bits(static_cast<float>(v))) + ")";
+    case DType::i32:
+      return "((int32_t)" + std::to_string(static_cast<int64_t>(v)) + ")";
+    case DType::boolean:
+      return v != 0 ? "((uint8_t)1)" : "((uint8_t)0)";
   }
   return "0";
 }
@@ -76,17 +86,25 @@ std::string convert(const std::string& x, DType from, DType to) {
   if (from == to) return x;
   auto as_f32 = [&]() -> std::string {
     switch (from) {
-      case DType::f16: return "lm_f16_to_f32(" + x + ")";
-      case DType::bf16: return "lm_bf16_to_f32(" + x + ")";
-      case DType::f32: return x;
-      default: return "((float)" + x + ")";
+      case DType::f16:
+        return "lm_f16_to_f32(" + x + ")";
+      case DType::bf16:
+        return "lm_bf16_to_f32(" + x + ")";
+      case DType::f32:
+        return x;
+      default:
+        return "((float)" + x + ")";
     }
   };
   switch (to) {
-    case DType::f32: return as_f32();
-    case DType::f16: return "lm_f32_to_f16(" + as_f32() + ")";
-    case DType::bf16: return "lm_f32_to_bf16(" + as_f32() + ")";
-    case DType::i32: return is_float(from) ? "((int32_t)" + as_f32() + ")" : "((int32_t)" + x + ")";
+    case DType::f32:
+      return as_f32();
+    case DType::f16:
+      return "lm_f32_to_f16(" + as_f32() + ")";
+    case DType::bf16:
+      return "lm_f32_to_bf16(" + as_f32() + ")";
+    case DType::i32:
+      return is_float(from) ? "((int32_t)" + as_f32() + ")" : "((int32_t)" + x + ")";
     case DType::boolean:
       return is_float(from) ? "((uint8_t)(" + as_f32() + " != 0.0f))" : "((uint8_t)(" + x + " != 0))";
   }
@@ -113,23 +131,37 @@ class KernelWriter {
       return n.args[0].non_negative() && d && *d > 0;
     };
     switch (n.op) {
-      case IndexOp::Const: return n.value < 0 ? "(" + std::to_string(n.value) + ")" : std::to_string(n.value);
+      case IndexOp::Const:
+        return n.value < 0 ? "(" + std::to_string(n.value) + ")" : std::to_string(n.value);
       case IndexOp::Var:
         if (n.value == renamed_var_) return renamed_as_;
         return "v" + std::to_string(n.value);
-      case IndexOp::Sym: return "s" + std::to_string(sym_ids_.at(n.name));
-      case IndexOp::Add: return bin("+");
-      case IndexOp::Sub: return bin("-");
-      case IndexOp::Mul: return bin("*");
-      case IndexOp::FloorDiv: return simple_div() ? bin("/") : "lm_fdiv(" + a(0) + ", " + a(1) + ")";
-      case IndexOp::Mod: return simple_div() ? bin("%") : "lm_fmod_i(" + a(0) + ", " + a(1) + ")";
-      case IndexOp::Min: return "lm_imin(" + a(0) + ", " + a(1) + ")";
-      case IndexOp::Max: return "lm_imax(" + a(0) + ", " + a(1) + ")";
-      case IndexOp::Lt: return bin("<");
-      case IndexOp::Le: return bin("<=");
-      case IndexOp::Eq: return bin("==");
-      case IndexOp::And: return bin("&&");
-      case IndexOp::Select: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+      case IndexOp::Sym:
+        return "s" + std::to_string(sym_ids_.at(n.name));
+      case IndexOp::Add:
+        return bin("+");
+      case IndexOp::Sub:
+        return bin("-");
+      case IndexOp::Mul:
+        return bin("*");
+      case IndexOp::FloorDiv:
+        return simple_div() ? bin("/") : "lm_fdiv(" + a(0) + ", " + a(1) + ")";
+      case IndexOp::Mod:
+        return simple_div() ? bin("%") : "lm_fmod_i(" + a(0) + ", " + a(1) + ")";
+      case IndexOp::Min:
+        return "lm_imin(" + a(0) + ", " + a(1) + ")";
+      case IndexOp::Max:
+        return "lm_imax(" + a(0) + ", " + a(1) + ")";
+      case IndexOp::Lt:
+        return bin("<");
+      case IndexOp::Le:
+        return bin("<=");
+      case IndexOp::Eq:
+        return bin("==");
+      case IndexOp::And:
+        return bin("&&");
+      case IndexOp::Select:
+        return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
     }
     return "0";
   }
@@ -151,12 +183,23 @@ class KernelWriter {
         rhs = n.valid ? "(" + ix(*n.valid) + ") ? " + ld + " : " + literal(n.fill, n.dtype) : ld;
         break;
       }
-      case ExprOp::IndexValue: rhs = "(int32_t)" + ix(n.index); break;
-      case ExprOp::Cast: rhs = convert(a[0], n.args[0].dtype(), n.dtype); break;
-      case ExprOp::Where: rhs = a[0] + " ? " + a[1] + " : " + a[2]; break;
-      case ExprOp::Unary: rhs = unary(n.unary, f, a[0]); break;
-      case ExprOp::Binary: rhs = binary(n.binary, n.args[0].dtype(), a[0], a[1]); break;
-      default: break;
+      case ExprOp::IndexValue:
+        rhs = "(int32_t)" + ix(n.index);
+        break;
+      case ExprOp::Cast:
+        rhs = convert(a[0], n.args[0].dtype(), n.dtype);
+        break;
+      case ExprOp::Where:
+        rhs = a[0] + " ? " + a[1] + " : " + a[2];
+        break;
+      case ExprOp::Unary:
+        rhs = unary(n.unary, f, a[0]);
+        break;
+      case ExprOp::Binary:
+        rhs = binary(n.binary, n.args[0].dtype(), a[0], a[1]);
+        break;
+      default:
+        break;
     }
     std::string name = "t" + std::to_string(tmp_++);
     out << ind << "const " << c_type(n.dtype) << " " << name << " = " << rhs << ";\n";
@@ -166,21 +209,36 @@ class KernelWriter {
 
   static std::string unary(UnaryOp op, bool f, const std::string& x) {
     switch (op) {
-      case UnaryOp::Neg: return "-" + x;
-      case UnaryOp::Recip: return "1.0f / " + x;
-      case UnaryOp::Sqrt: return "lm_sqrt(" + x + ")";
-      case UnaryOp::Exp2: return "lm_exp2(" + x + ")";
-      case UnaryOp::Log2: return "lm_log2(" + x + ")";
-      case UnaryOp::Sin: return "lm_sin(" + x + ")";
-      case UnaryOp::Exp: return "lm_exp(" + x + ")";
-      case UnaryOp::Log: return "lm_log(" + x + ")";
-      case UnaryOp::Cos: return "lm_cos(" + x + ")";
-      case UnaryOp::Tanh: return "lm_tanh(" + x + ")";
-      case UnaryOp::Sigmoid: return "lm_sigmoid(" + x + ")";
-      case UnaryOp::Erf: return "lm_erf(" + x + ")";
-      case UnaryOp::Relu: return f ? "lm_relu(" + x + ")" : "(" + x + " < 0 ? 0 : " + x + ")";
-      case UnaryOp::Abs: return f ? "lm_abs(" + x + ")" : "(" + x + " < 0 ? -" + x + " : " + x + ")";
-      case UnaryOp::Not: return "(uint8_t)!" + x;
+      case UnaryOp::Neg:
+        return "-" + x;
+      case UnaryOp::Recip:
+        return "1.0f / " + x;
+      case UnaryOp::Sqrt:
+        return "lm_sqrt(" + x + ")";
+      case UnaryOp::Exp2:
+        return "lm_exp2(" + x + ")";
+      case UnaryOp::Log2:
+        return "lm_log2(" + x + ")";
+      case UnaryOp::Sin:
+        return "lm_sin(" + x + ")";
+      case UnaryOp::Exp:
+        return "lm_exp(" + x + ")";
+      case UnaryOp::Log:
+        return "lm_log(" + x + ")";
+      case UnaryOp::Cos:
+        return "lm_cos(" + x + ")";
+      case UnaryOp::Tanh:
+        return "lm_tanh(" + x + ")";
+      case UnaryOp::Sigmoid:
+        return "lm_sigmoid(" + x + ")";
+      case UnaryOp::Erf:
+        return "lm_erf(" + x + ")";
+      case UnaryOp::Relu:
+        return f ? "lm_relu(" + x + ")" : "(" + x + " < 0 ? 0 : " + x + ")";
+      case UnaryOp::Abs:
+        return f ? "lm_abs(" + x + ")" : "(" + x + " < 0 ? -" + x + " : " + x + ")";
+      case UnaryOp::Not:
+        return "(uint8_t)!" + x;
     }
     return x;
   }
@@ -188,17 +246,29 @@ class KernelWriter {
   static std::string binary(BinaryOp op, DType t, const std::string& x, const std::string& y) {
     const bool f = t == DType::f32;
     switch (op) {
-      case BinaryOp::Add: return x + " + " + y;
-      case BinaryOp::Sub: return x + " - " + y;
-      case BinaryOp::Mul: return x + " * " + y;
-      case BinaryOp::Div: return f ? x + " / " + y : "(" + y + " == 0 ? 0 : " + x + " / " + y + ")";
-      case BinaryOp::Max: return f ? "lm_max(" + x + ", " + y + ")" : "(" + x + " > " + y + " ? " + x + " : " + y + ")";
-      case BinaryOp::Min: return f ? "lm_min(" + x + ", " + y + ")" : "(" + x + " < " + y + " ? " + x + " : " + y + ")";
-      case BinaryOp::Mod: return f ? "lm_fmod_floor(" + x + ", " + y + ")" : "(" + y + " == 0 ? 0 : lm_imod_floor(" + x + ", " + y + "))";
-      case BinaryOp::LessThan: return "(uint8_t)(" + x + " < " + y + ")";
-      case BinaryOp::Equal: return "(uint8_t)(" + x + " == " + y + ")";
-      case BinaryOp::And: return "(uint8_t)(" + x + " && " + y + ")";
-      case BinaryOp::Or: return "(uint8_t)(" + x + " || " + y + ")";
+      case BinaryOp::Add:
+        return x + " + " + y;
+      case BinaryOp::Sub:
+        return x + " - " + y;
+      case BinaryOp::Mul:
+        return x + " * " + y;
+      case BinaryOp::Div:
+        return f ? x + " / " + y : "(" + y + " == 0 ? 0 : " + x + " / " + y + ")";
+      case BinaryOp::Max:
+        return f ? "lm_max(" + x + ", " + y + ")" : "(" + x + " > " + y + " ? " + x + " : " + y + ")";
+      case BinaryOp::Min:
+        return f ? "lm_min(" + x + ", " + y + ")" : "(" + x + " < " + y + " ? " + x + " : " + y + ")";
+      case BinaryOp::Mod:
+        return f ? "lm_fmod_floor(" + x + ", " + y + ")"
+                 : "(" + y + " == 0 ? 0 : lm_imod_floor(" + x + ", " + y + "))";
+      case BinaryOp::LessThan:
+        return "(uint8_t)(" + x + " < " + y + ")";
+      case BinaryOp::Equal:
+        return "(uint8_t)(" + x + " == " + y + ")";
+      case BinaryOp::And:
+        return "(uint8_t)(" + x + " && " + y + ")";
+      case BinaryOp::Or:
+        return "(uint8_t)(" + x + " || " + y + ")";
     }
     return x;
   }
@@ -228,8 +298,8 @@ class KernelWriter {
   }
 
   // Opens the loops [0, n) of `ls`; returns the closing braces.
-  std::string open_loops(std::ostringstream& s, const std::vector<Loop>& ls, std::string& ind, bool innermost_is_body,
-                         bool allow_parallel, const std::string& simd_clause = "") {
+  std::string open_loops(std::ostringstream& s, const std::vector<Loop>& ls, std::string& ind,
+                         bool innermost_is_body, bool allow_parallel, const std::string& simd_clause = "") {
     std::string close;
     size_t i = 0;
     while (i < ls.size()) {
@@ -250,8 +320,8 @@ class KernelWriter {
       }
       for (size_t g = 0; g < group; ++g) {
         const Loop& lg = ls[i + g];
-        s << ind << "for (int64_t v" << lg.var << " = 0; v" << lg.var << " < " << ix(lg.extent) << "; ++v" << lg.var
-          << ") {\n";
+        s << ind << "for (int64_t v" << lg.var << " = 0; v" << lg.var << " < " << ix(lg.extent) << "; ++v"
+          << lg.var << ") {\n";
         ind += "  ";
         close = ind.substr(2) + "}\n" + close;
       }
@@ -262,9 +332,12 @@ class KernelWriter {
 
   std::string render() {
     switch (k_.kind) {
-      case KernelKind::Elementwise: return elementwise();
-      case KernelKind::Reduction: return reduction();
-      case KernelKind::Gemm: return gemm();
+      case KernelKind::Elementwise:
+        return elementwise();
+      case KernelKind::Reduction:
+        return reduction();
+      case KernelKind::Gemm:
+        return gemm();
     }
     return {};
   }
@@ -279,9 +352,18 @@ class KernelWriter {
     const ExprNode& n = e.node();
     if (n.op == ExprOp::Unary) {
       switch (n.unary) {
-        case UnaryOp::Exp2: case UnaryOp::Log2: case UnaryOp::Sin: case UnaryOp::Exp: case UnaryOp::Log:
-        case UnaryOp::Cos: case UnaryOp::Tanh: case UnaryOp::Sigmoid: case UnaryOp::Erf: return true;
-        default: break;
+        case UnaryOp::Exp2:
+        case UnaryOp::Log2:
+        case UnaryOp::Sin:
+        case UnaryOp::Exp:
+        case UnaryOp::Log:
+        case UnaryOp::Cos:
+        case UnaryOp::Tanh:
+        case UnaryOp::Sigmoid:
+        case UnaryOp::Erf:
+          return true;
+        default:
+          break;
       }
     }
     for (const auto& a : n.args)
@@ -328,7 +410,8 @@ class KernelWriter {
       for (int c = 0; c < kInterleave; ++c) s << lines[static_cast<size_t>(c)][l] << "\n";
     s << ind2 << "}\n";
     // the remaining lm_n % kInterleave elements
-    s << ind2 << "for (int64_t " << v << " = lm_q * " << kInterleave << "; " << v << " < lm_n; ++" << v << ") {\n";
+    s << ind2 << "for (int64_t " << v << " = lm_q * " << kInterleave << "; " << v << " < lm_n; ++" << v
+      << ") {\n";
     std::map<const ExprNode*, std::string> memo;
     std::string val = value(k_.store.value, memo, s, ind3);
     s << ind3 << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << val << ";\n";
@@ -367,7 +450,8 @@ class KernelWriter {
     const bool is_sum = r.op == ReduceOp::Sum;
     const std::string at = c_type(r.acc_dtype);
     std::string init = is_sum ? literal(0, r.acc_dtype)
-                              : (r.acc_dtype == DType::f32 ? std::string("(-__builtin_inff())") : std::string("((int32_t)(-2147483647 - 1))"));
+                              : (r.acc_dtype == DType::f32 ? std::string("(-__builtin_inff())")
+                                                           : std::string("((int32_t)(-2147483647 - 1))"));
     s << ind << at << " acc = " << init << ";\n";
     {
       std::string rind = ind;
@@ -376,9 +460,12 @@ class KernelWriter {
       std::map<const ExprNode*, std::string> memo;
       std::string v = value(r.value, memo, s, rind);
       if (r.value.dtype() != r.acc_dtype) v = convert(v, r.value.dtype(), r.acc_dtype);
-      if (is_sum) s << rind << "acc = acc + " << v << ";\n";
-      else if (r.acc_dtype == DType::f32) s << rind << "acc = lm_max(acc, " << v << ");\n";
-      else s << rind << "acc = " << v << " > acc ? " << v << " : acc;\n";
+      if (is_sum)
+        s << rind << "acc = acc + " << v << ";\n";
+      else if (r.acc_dtype == DType::f32)
+        s << rind << "acc = lm_max(acc, " << v << ");\n";
+      else
+        s << rind << "acc = " << v << " > acc ? " << v << " : acc;\n";
       s << rclose;
     }
     std::map<const ExprNode*, std::string> memo;
@@ -404,12 +491,14 @@ class KernelWriter {
       s << "static void " << k_.name
         << "_epi(void* lm_ctx, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {\n"
         << "  const " << k_.name << "_ctx* lm_cx = (const " << k_.name << "_ctx*)lm_ctx;\n"
-        << "  void* const* lm_bufs = lm_cx->lm_bufs; const int64_t* lm_syms = lm_cx->lm_syms; (void)lm_bufs; (void)lm_syms;\n";
+        << "  void* const* lm_bufs = lm_cx->lm_bufs; const int64_t* lm_syms = lm_cx->lm_syms; (void)lm_bufs; "
+           "(void)lm_syms;\n";
       declare_symbols(s, "  ");
       std::set<int> epi_reads = reads_;
       epi_reads.erase(g.c.buffer);  // the epilogue reads C through acc
       declare_buffers(s, "  ", epi_reads, {});
-      for (const auto& l : k_.loops) s << "  const int64_t v" << l.var << " = lm_cx->v" << l.var << "; (void)v" << l.var << ";\n";
+      for (const auto& l : k_.loops)
+        s << "  const int64_t v" << l.var << " = lm_cx->v" << l.var << "; (void)v" << l.var << ";\n";
       s << "  for (int64_t lm_r = 0; lm_r < rows; ++lm_r) {\n"
         << "    #pragma omp simd\n"
         << "    for (int64_t lm_c = 0; lm_c < cols; ++lm_c) {\n"
@@ -429,7 +518,8 @@ class KernelWriter {
     // Batch loops run serially: the GEMM itself is the parallel region.
     std::string close;
     for (const auto& l : k_.loops) {
-      s << ind << "for (int64_t v" << l.var << " = 0; v" << l.var << " < " << ix(l.extent) << "; ++v" << l.var << ") {\n";
+      s << ind << "for (int64_t v" << l.var << " = 0; v" << l.var << " < " << ix(l.extent) << "; ++v" << l.var
+        << ") {\n";
       ind += "  ";
       close = ind.substr(2) + "}\n" + close;
     }
@@ -447,13 +537,19 @@ class KernelWriter {
                            std::to_string(t.nc) + ", " + std::to_string(t.kc) + ", " + epi + ", &cx);";
     if (g.impl == GemmImpl::Library) {
       s << ind << "int ta, tb; int64_t lda, ldb;\n"
-        << ind << "if (lm_rt && lm_rt->sgemm && M > 0 && N > 0 && K > 0 && M < 2147483647 && N < 2147483647 && K < 2147483647\n"
-        << ind << "    && lm_blas_view(M, K, rsa, csa, &ta, &lda) && lm_blas_view(K, N, rsb, csb, &tb, &ldb)\n"
+        << ind
+        << "if (lm_rt && lm_rt->sgemm && M > 0 && N > 0 && K > 0 && M < 2147483647 && N < 2147483647 && K < "
+           "2147483647\n"
+        << ind
+        << "    && lm_blas_view(M, K, rsa, csa, &ta, &lda) && lm_blas_view(K, N, rsb, csb, &tb, &ldb)\n"
         << ind << "    && lda < 2147483647 && ldb < 2147483647 && ldc >= N && ldc < 2147483647) {\n"
-        << ind << "  lm_rt->sgemm(101, ta, tb, (int)M, (int)N, (int)K, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);\n";
+        << ind
+        << "  lm_rt->sgemm(101, ta, tb, (int)M, (int)N, (int)K, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, "
+           "(int)ldc);\n";
       if (has_epi)
         s << ind << "  #pragma omp parallel for schedule(static)\n"
-          << ind << "  for (int64_t i = 0; i < M; i += 8) " << epi << "(&cx, c + i * ldc, ldc, i, 0, M - i < 8 ? M - i : 8, N);\n";
+          << ind << "  for (int64_t i = 0; i < M; i += 8) " << epi
+          << "(&cx, c + i * ldc, ldc, i, 0, M - i < 8 ? M - i : 8, N);\n";
       s << ind << "} else {\n" << ind << "  " << gen_call << "\n" << ind << "}\n";
     } else {
       s << ind << gen_call << "\n";
@@ -494,7 +590,8 @@ CProgram render_c(const Program& p, const RenderOptions& opt) {
   s << c_prelude() << kRuntimeDecls;
   for (const auto& [mr, nr] : configs) s << gemm_source(opt.isa, mr, nr);
   s << body.str();
-  s << "\nvoid " << out.entry << "(void* const* lm_bufs, const int64_t* lm_syms, const lm_runtime* lm_rt) {\n";
+  s << "\nvoid " << out.entry
+    << "(void* const* lm_bufs, const int64_t* lm_syms, const lm_runtime* lm_rt) {\n";
   for (const auto& k : p.kernels) s << "  " << k.name << "(lm_bufs, lm_syms, lm_rt);\n";
   s << "  (void)lm_bufs; (void)lm_syms; (void)lm_rt;\n}\n";
   out.source = s.str();

@@ -39,8 +39,8 @@ CProgram render_c(const kernel::Program& p, const RenderOptions& opt = {});
 /// Host services handed to every kernel (mirrors `lm_runtime` in the generated C).
 struct LmRuntime {
   /// cblas_sgemm with int enums (row-major = 101, no-trans = 111, trans = 112), or null.
-  void (*sgemm)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+  void (*sgemm)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a,
+                int lda, const float* b, int ldb, float beta, float* c, int ldc);
 };
 /// The runtime table of this build (sgemm is OpenBLAS when Luminal was built with BLAS).
 const LmRuntime* runtime_table();

@@ -40,8 +40,8 @@ struct Arena {
 
 // Where each buffer lives for one binding of the symbols.
 struct Layout {
-  std::vector<size_t> offset;    // per buffer: arena offset, kNone if not in the arena
-  std::vector<int64_t> elements; // per buffer
+  std::vector<size_t> offset;     // per buffer: arena offset, kNone if not in the arena
+  std::vector<int64_t> elements;  // per buffer
   size_t arena_bytes = 0;
   size_t total_bytes = 0;
 };
@@ -86,9 +86,14 @@ bool eval_dim(const Dim& d, const std::vector<std::string>& names, const int64_t
             if (y == 0) return false;
             v = detail::floor_mod(x, y);
             break;
-          case detail::AtomKind::Min: v = std::min(x, y); break;
-          case detail::AtomKind::Max: v = std::max(x, y); break;
-          default: break;
+          case detail::AtomKind::Min:
+            v = std::min(x, y);
+            break;
+          case detail::AtomKind::Max:
+            v = std::max(x, y);
+            break;
+          default:
+            break;
         }
       }
       prod *= v;
@@ -109,8 +114,8 @@ struct CpuExecutable::Impl {
   };
   std::shared_ptr<const compiler::KernelPlan> plan;
   kernel::Program prog;
-  std::vector<int> value_buffer;        // plan value -> program buffer
-  std::vector<int> direct_output;       // plan value -> index into plan->outputs written in place, or -1
+  std::vector<int> value_buffer;   // plan value -> program buffer
+  std::vector<int> direct_output;  // plan value -> index into plan->outputs written in place, or -1
   std::vector<std::vector<Dim>> value_shape;  // plan value -> its symbolic shape (computed values)
   std::vector<Step> steps;
   std::vector<KernelFn> fns;
@@ -126,11 +131,11 @@ struct CpuExecutable::Impl {
     int value = -1;  // plan value, -1 when the plan does not read it
   };
   std::shared_ptr<const detail::GraphImpl> graph;
-  std::vector<Leaf> leaves;              // graph inputs then params
+  std::vector<Leaf> leaves;  // graph inputs then params
   size_t n_inputs = 0;
-  std::vector<std::string> var_names;    // every dim variable the program needs
+  std::vector<std::string> var_names;  // every dim variable the program needs
   std::vector<detail::VarRange> var_range;
-  std::vector<int> sym_var;              // prog.symbols[i] -> var index
+  std::vector<int> sym_var;  // prog.symbols[i] -> var index
   bool fast_ok = false;
 
   // LUMINAL_CPU_PROFILE=1: per-kernel wall time summed over calls, printed at exit
@@ -243,7 +248,8 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
     } else {
       b.elements = kernel::Index(0);  // a leaf only passed through to an output (copied from the caller)
     }
-    b.role = !p.leaf_name[v].empty() ? (p.leaf_is_param[v] ? kernel::BufferRole::Param : kernel::BufferRole::Input)
+    b.role = !p.leaf_name[v].empty()
+                 ? (p.leaf_is_param[v] ? kernel::BufferRole::Param : kernel::BufferRole::Input)
              : m.direct_output[v] >= 0 ? kernel::BufferRole::Output
                                        : kernel::BufferRole::Intermediate;
     prog.buffers.push_back(b);
@@ -265,8 +271,8 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
     if (!lower_spec(*st.spec, args, m.value_buffer[st.result], "k" + std::to_string(s), prog, &why, lo)) {
       es.interpreted = true;
       ++info_.interpreted;
-      info_.interpreted_why += (info_.interpreted_why.empty() ? "" : "; ") + std::string("step ") + std::to_string(s) +
-                               " (" + ir::kind_name(st.spec->kind) + "): " + why;
+      info_.interpreted_why += (info_.interpreted_why.empty() ? "" : "; ") + std::string("step ") +
+                               std::to_string(s) + " (" + ir::kind_name(st.spec->kind) + "): " + why;
     }
     for (size_t b = nb; b < prog.buffers.size(); ++b) temp_step.push_back(static_cast<int>(s));
     es.k1 = static_cast<int>(prog.kernels.size());
@@ -374,13 +380,14 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
     }
     if (!opt.prebuilt_so_path.empty()) {
       if (opt.prebuilt_source_hash != info_.source_hash)
-        throw CompileError("[load] the saved program's code does not match this build of Luminal (source hash " +
-                           opt.prebuilt_source_hash + ", rendered " + info_.source_hash +
-                           "): recompile and save it again");
+        throw CompileError(
+            "[load] the saved program's code does not match this build of Luminal (source hash " +
+            opt.prebuilt_source_hash + ", rendered " + info_.source_hash + "): recompile and save it again");
       void* h = ::dlopen(opt.prebuilt_so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (!h) {
         const char* e = ::dlerror();
-        throw CompileError("[load] cannot load the saved code " + opt.prebuilt_so_path + ": " + (e ? e : "?"));
+        throw CompileError("[load] cannot load the saved code " + opt.prebuilt_so_path + ": " +
+                           (e ? e : "?"));
       }
       m.lib = std::make_shared<const JitLibrary>(h, opt.prebuilt_so_path);
     } else {
@@ -411,14 +418,14 @@ CpuExecutable::~CpuExecutable() {
   std::fprintf(stderr, "cpu profile: %zu kernels, %.3f s total\n", m.kernel_seconds.size(), total);
   for (size_t k = 0; k < m.kernel_seconds.size(); ++k)
     if (m.kernel_seconds[k] > 0.01 * total)
-      std::fprintf(stderr, "  %-10s %6.1f%%  %.3f s\n", m.prog.kernels[k].name.c_str(), 100 * m.kernel_seconds[k] / total,
-                   m.kernel_seconds[k]);
+      std::fprintf(stderr, "  %-10s %6.1f%%  %.3f s\n", m.prog.kernels[k].name.c_str(),
+                   100 * m.kernel_seconds[k] / total, m.kernel_seconds[k]);
 }
 
 std::string CpuExecutable::library_path() const { return impl_->lib ? impl_->lib->path() : std::string(); }
 
-std::map<std::string, HostTensor> CpuExecutable::run(const DimBindings& dims,
-                                                     const std::map<std::string, const HostTensor*>& tensors) const {
+std::map<std::string, HostTensor> CpuExecutable::run(
+    const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors) const {
   std::map<std::string, HostTensor> out;
   run_into(dims, tensors, out);
   return out;
@@ -438,7 +445,8 @@ void CpuExecutable::run_into(const DimBindings& dims, const std::map<std::string
   for (size_t v = 0; v < p.leaf_name.size(); ++v) {
     if (p.leaf_name[v].empty()) continue;
     auto it = tensors.find(p.leaf_name[v]);
-    if (it == tensors.end() || !it->second) throw RuntimeError("[compiled program] no data for '" + p.leaf_name[v] + "'");
+    if (it == tensors.end() || !it->second)
+      throw RuntimeError("[compiled program] no data for '" + p.leaf_name[v] + "'");
     leaf[v] = it->second->data();
   }
   execute(vals.data(), leaf.data(), &dims, outputs);
@@ -495,15 +503,16 @@ bool CpuExecutable::try_run_fast(const std::map<std::string, HostTensor>& inputs
     if (!b) return false;
   for (const detail::Guard& gd : m.graph->guards) {
     int64_t a = 0, b = 0;
-    if (!eval_dim(gd.a, m.var_names, vals.data(), a) || !eval_dim(gd.b, m.var_names, vals.data(), b)) return false;
+    if (!eval_dim(gd.a, m.var_names, vals.data(), a) || !eval_dim(gd.b, m.var_names, vals.data(), b))
+      return false;
     if (gd.less_equal ? a > b : a != b) return false;
   }
   execute(vals.data(), leaf.data(), nullptr, outputs);
   return true;
 }
 
-void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* leaf_data, const DimBindings* dims,
-                            std::map<std::string, HostTensor>& outputs) const {
+void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* leaf_data,
+                            const DimBindings* dims, std::map<std::string, HostTensor>& outputs) const {
   const Impl& m = *impl_;
   const compiler::KernelPlan& p = *plan_;
   const kernel::Program& prog = m.prog;
@@ -525,10 +534,12 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
   for (size_t b = 0; b < prog.buffers.size(); ++b)
     ptr[b] = lay.offset[b] != kNone ? static_cast<void*>(arena->mem.get() + lay.offset[b]) : nullptr;
   for (size_t v = 0; v < p.leaf_name.size(); ++v)
-    if (!p.leaf_name[v].empty()) ptr[v] = const_cast<std::byte*>(leaf_data[v]);  // kernels never store to leaves
+    if (!p.leaf_name[v].empty())
+      ptr[v] = const_cast<std::byte*>(leaf_data[v]);  // kernels never store to leaves
   auto dim_value = [&](const Dim& d) {
     int64_t x = 0;
-    if (!eval_dim(d, m.var_names, var_values, x)) throw RuntimeError("[cpu] cannot evaluate dim " + d.to_string());
+    if (!eval_dim(d, m.var_names, var_values, x))
+      throw RuntimeError("[cpu] cannot evaluate dim " + d.to_string());
     return x;
   };
   auto out_shape = [&](uint32_t v) {
@@ -550,7 +561,8 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
     const std::string& name = p.outputs[o].first;
     const DType dt = prog.buffers[v].dtype;
     auto it = outputs.find(name);
-    const bool reuse = it != outputs.end() && it->second.dtype() == dt && it->second.is_writable() && shape_is(it->second, v);
+    const bool reuse = it != outputs.end() && it->second.dtype() == dt && it->second.is_writable() &&
+                       shape_is(it->second, v);
     if (!reuse) it = outputs.insert_or_assign(name, HostTensor(dt, out_shape(v))).first;
     ptr[v] = it->second.mutable_data();
   }
@@ -582,7 +594,9 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
       const size_t slot = static_cast<size_t>(std::strtoul(n.name.c_str() + 1, nullptr, 10));
       std::vector<int64_t> shape;
       for (const Dim& d : n.shape) shape.push_back(d.evaluate(*dims));
-      auto& t = views.insert_or_assign(n.name, HostTensor::view(n.dtype, shape, static_cast<const void*>(ptr[st.args[slot]])))
+      auto& t = views
+                    .insert_or_assign(n.name, HostTensor::view(n.dtype, shape,
+                                                               static_cast<const void*>(ptr[st.args[slot]])))
                     .first->second;
       args[n.name] = &t;
     }
@@ -610,8 +624,10 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
     }
     int64_t count = 1;
     for (int64_t d : shape) count *= d;
-    HostTensor t = HostTensor::from_bytes(
-        dt, shape, std::span<const std::byte>(static_cast<const std::byte*>(data), static_cast<size_t>(count) * dtype_size(dt)));
+    HostTensor t =
+        HostTensor::from_bytes(dt, shape,
+                               std::span<const std::byte>(static_cast<const std::byte*>(data),
+                                                          static_cast<size_t>(count) * dtype_size(dt)));
     outputs.insert_or_assign(name, std::move(t));
   }
 }

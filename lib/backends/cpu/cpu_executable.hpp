@@ -26,13 +26,13 @@
 namespace luminal::cpu {
 
 struct CpuBuildInfo {
-  int64_t generated_kernels = 0;  ///< C kernels in the translation unit
-  int64_t interpreted = 0;        ///< plan steps run by the interpreter (not lowerable)
-  std::string interpreted_why;    ///< "k3: gather kernel (...)" ...
-  int64_t arena_bytes = 0;        ///< arena at the dims' planning values (upper bounds)
-  int64_t intermediate_bytes = 0; ///< sum of the intermediates' sizes (no reuse)
-  double jit_seconds = 0;         ///< render + compile (or cache load)
-  std::string source_hash;        ///< hash_hex of the C source
+  int64_t generated_kernels = 0;   ///< C kernels in the translation unit
+  int64_t interpreted = 0;         ///< plan steps run by the interpreter (not lowerable)
+  std::string interpreted_why;     ///< "k3: gather kernel (...)" ...
+  int64_t arena_bytes = 0;         ///< arena at the dims' planning values (upper bounds)
+  int64_t intermediate_bytes = 0;  ///< sum of the intermediates' sizes (no reuse)
+  double jit_seconds = 0;          ///< render + compile (or cache load)
+  std::string source_hash;         ///< hash_hex of the C source
 };
 
 struct CpuBuildOptions {
@@ -45,12 +45,12 @@ struct CpuBuildOptions {
 
 class CpuExecutable final : public detail::Executable {
  public:
-  CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan, std::shared_ptr<const detail::GraphImpl> graph,
-                const CpuBuildOptions& opt);
+  CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
+                std::shared_ptr<const detail::GraphImpl> graph, const CpuBuildOptions& opt);
   ~CpuExecutable() override;
 
-  std::map<std::string, HostTensor> run(const DimBindings& dims,
-                                        const std::map<std::string, const HostTensor*>& tensors) const override;
+  std::map<std::string, HostTensor> run(
+      const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors) const override;
   /// Runs into `outputs`: an entry with the output's dtype and shape that is writable is
   /// written in place (no copy), any other entry is replaced by a fresh tensor.
   void run_into(const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors,

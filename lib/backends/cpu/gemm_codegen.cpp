@@ -16,9 +16,12 @@ CpuIsa host_isa() {
 
 const char* isa_name(CpuIsa isa) {
   switch (isa) {
-    case CpuIsa::Avx512: return "avx512";
-    case CpuIsa::Avx2: return "avx2";
-    case CpuIsa::Generic: return "generic";
+    case CpuIsa::Avx512:
+      return "avx512";
+    case CpuIsa::Avx2:
+      return "avx2";
+    case CpuIsa::Generic:
+      return "generic";
   }
   return "?";
 }
@@ -36,16 +39,19 @@ void check_micro_tile(CpuIsa isa, int mr, int nr) {
   // accumulators + one vector per B column block + one broadcast register
   if (isa != CpuIsa::Generic && mr * (nr / w) + nr / w + 1 > register_count(isa))
     throw InternalError("[gemm] micro tile " + std::to_string(mr) + "x" + std::to_string(nr) +
-                        " needs more than the " + std::to_string(register_count(isa)) + " vector registers of " +
-                        isa_name(isa));
+                        " needs more than the " + std::to_string(register_count(isa)) +
+                        " vector registers of " + isa_name(isa));
   if (mr * nr > 4096) throw InternalError("[gemm] micro tile too large");
 }
 
 GemmTileDefaults default_gemm_tile(CpuIsa isa) {
   switch (isa) {
-    case CpuIsa::Avx512: return {8, 32, 128, 256, 2048};
-    case CpuIsa::Avx2: return {6, 16, 96, 256, 2048};
-    case CpuIsa::Generic: return {4, 16, 64, 256, 1024};
+    case CpuIsa::Avx512:
+      return {8, 32, 128, 256, 2048};
+    case CpuIsa::Avx2:
+      return {6, 16, 96, 256, 2048};
+    case CpuIsa::Generic:
+      return {4, 16, 64, 256, 1024};
   }
   return {4, 16, 64, 256, 1024};
 }
@@ -62,7 +68,8 @@ std::string micro_kernel(CpuIsa isa, int mr, int nr, const std::string& name) {
   const int w = vector_width(isa);
   const int nv = nr / w;
   s << "static inline __attribute__((always_inline)) void " << name
-    << "(int64_t kc, const float* restrict a, const float* restrict b, float* restrict c, int64_t ldc, int accumulate) {\n";
+    << "(int64_t kc, const float* restrict a, const float* restrict b, float* restrict c, int64_t ldc, int "
+       "accumulate) {\n";
   if (isa == CpuIsa::Generic) {
     s << "  float acc[" << mr << "][" << nr << "] = {{0}};\n"
       << "  for (int64_t p = 0; p < kc; ++p) {\n"
@@ -72,7 +79,8 @@ std::string micro_kernel(CpuIsa isa, int mr, int nr, const std::string& name) {
       << "      for (int j = 0; j < " << nr << "; ++j) acc[r][j] += ar * b[p * " << nr << " + j];\n"
       << "    }\n  }\n"
       << "  for (int r = 0; r < " << mr << "; ++r)\n"
-      << "    for (int j = 0; j < " << nr << "; ++j) c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0.0f) + acc[r][j];\n"
+      << "    for (int j = 0; j < " << nr
+      << "; ++j) c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0.0f) + acc[r][j];\n"
       << "}\n";
     return s.str();
   }
@@ -93,8 +101,8 @@ std::string micro_kernel(CpuIsa isa, int mr, int nr, const std::string& name) {
   s << "  if (accumulate) {\n";
   for (int r = 0; r < mr; ++r)
     for (int v = 0; v < nv; ++v)
-      s << "    c" << r << "_" << v << " = " << P << "add_ps(c" << r << "_" << v << ", " << P << "loadu_ps(c + "
-        << r << " * ldc + " << v * w << "));\n";
+      s << "    c" << r << "_" << v << " = " << P << "add_ps(c" << r << "_" << v << ", " << P
+        << "loadu_ps(c + " << r << " * ldc + " << v * w << "));\n";
   s << "  }\n";
   for (int r = 0; r < mr; ++r)
     for (int v = 0; v < nv; ++v)
@@ -114,20 +122,24 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
   if (isa != CpuIsa::Generic) s << "#include <immintrin.h>\n";
   s << "#include <stdlib.h>\n#include <string.h>\n#include <omp.h>\n"
     << "#ifndef LM_EPI_FN_DEFINED\n#define LM_EPI_FN_DEFINED\n"
-    << "typedef void (*lm_epi_fn)(void* ctx, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols);\n"
+    << "typedef void (*lm_epi_fn)(void* ctx, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, "
+       "int64_t cols);\n"
     << "#endif\n";
   s << micro_kernel(isa, mr, nr, fn + "_ukr");
   // Packing: B strips [kc][nr] and A strips [kc][mr], zero-padded past the matrix edge.
-  s << "static void " << fn << "_pack_b(int64_t kc, int64_t cols, const float* B, int64_t rsb, int64_t csb, float* restrict out) {\n"
+  s << "static void " << fn
+    << "_pack_b(int64_t kc, int64_t cols, const float* B, int64_t rsb, int64_t csb, float* restrict out) {\n"
     << "  if (csb == 1 && cols == " << NR << ") {\n"
     << "    for (int64_t p = 0; p < kc; ++p) {\n"
     << "      #pragma omp simd\n"
     << "      for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR << " + j] = B[p * rsb + j];\n"
     << "    }\n    return;\n  }\n"
     << "  for (int64_t p = 0; p < kc; ++p)\n"
-    << "    for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR << " + j] = j < cols ? B[p * rsb + j * csb] : 0.0f;\n"
+    << "    for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR
+    << " + j] = j < cols ? B[p * rsb + j * csb] : 0.0f;\n"
     << "}\n";
-  s << "static void " << fn << "_pack_a(int64_t kc, int64_t rows, const float* A, int64_t rsa, int64_t csa, float* restrict out) {\n"
+  s << "static void " << fn
+    << "_pack_a(int64_t kc, int64_t rows, const float* A, int64_t rsa, int64_t csa, float* restrict out) {\n"
     << "  if (rows < " << MR << ") memset(out, 0, sizeof(float) * (size_t)kc * " << MR << ");\n"
     << "  for (int64_t r = 0; r < rows; ++r) {\n"
     << "    const float* ar = A + r * rsa;\n"
@@ -139,7 +151,8 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
   // (B = W^T of a [N, K] weight). Bandwidth-bound either way. Other strides return 0
   // and take the packed path.
   s << "#ifndef LM_GEMM_SMALL_DEFINED\n#define LM_GEMM_SMALL_DEFINED\n"
-    << "static int lm_gemm_small_m(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
+    << "static int lm_gemm_small_m(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t "
+       "csa,\n"
     << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, lm_epi_fn epi, void* ctx) {\n"
     << "  if (M > 4) return 0;\n"
     << "  const int parallel = (double)N * (double)K >= 65536.0;\n"
@@ -158,7 +171,8 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "          #pragma omp simd\n"
     << "          for (int64_t j = 0; j < cols; ++j) ai[j] = LM_FMA(a, brow[j], ai[j]);\n"
     << "        }\n      }\n"
-    << "      for (int64_t i = 0; i < M; ++i) memcpy(C + i * ldc + j0, acc[i], sizeof(float) * (size_t)cols);\n"
+    << "      for (int64_t i = 0; i < M; ++i) memcpy(C + i * ldc + j0, acc[i], sizeof(float) * "
+       "(size_t)cols);\n"
     << "      if (epi) epi(ctx, C + j0, ldc, 0, j0, M, cols);\n"
     << "    }\n    return 1;\n  }\n"
     << "  if (rsb == 1) {\n"
@@ -184,7 +198,8 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "  return 0;\n}\n"
     // Few columns (a matrix-vector product written W @ x): N <= 4 would waste most of an
     // nr-wide micro tile, so each output is a dot product over a contiguous row of A.
-    << "static int lm_gemm_small_n(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
+    << "static int lm_gemm_small_n(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t "
+       "csa,\n"
     << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, lm_epi_fn epi, void* ctx) {\n"
     << "  if (N > 4 || csa != 1) return 0;\n"
     << "  const int parallel = (double)M * (double)K >= 65536.0;\n"
@@ -224,7 +239,8 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "    if (epi) epi(ctx, C, ldc, 0, 0, M, N);\n    return;\n  }\n"
     << "  if (lm_gemm_small_m(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, epi, ctx)) return;\n"
     << "  if (lm_gemm_small_n(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, epi, ctx)) return;\n"
-    << "  const int64_t mstrips_all = (M + " << MR << " - 1) / " << MR << ", nstrips_all = (N + " << NR << " - 1) / " << NR << ";\n"
+    << "  const int64_t mstrips_all = (M + " << MR << " - 1) / " << MR << ", nstrips_all = (N + " << NR
+    << " - 1) / " << NR << ";\n"
     << "  const int parallel = (double)M * (double)N * (double)K >= 262144.0;\n"
     << "  const int64_t target = parallel ? 3 * (int64_t)omp_get_max_threads() : 1;\n"
     << "  const int64_t tm = mstrips_all < target ? mstrips_all : target;\n"
@@ -239,7 +255,8 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "  #pragma omp for schedule(dynamic, 1)\n"
     << "  for (int64_t task = 0; task < tm * tn; ++task) {\n"
     << "    const int64_t r0 = (task / tn) * rows_per, c0 = (task % tn) * cols_per;\n"
-    << "    const int64_t r1 = r0 + rows_per < M ? r0 + rows_per : M, c1 = c0 + cols_per < N ? c0 + cols_per : N;\n"
+    << "    const int64_t r1 = r0 + rows_per < M ? r0 + rows_per : M, c1 = c0 + cols_per < N ? c0 + cols_per "
+       ": N;\n"
     << "    for (int64_t jc = c0; jc < c1; jc += NC) {\n"
     << "      const int64_t nc = c1 - jc < NC ? c1 - jc : NC;\n"
     << "      const int64_t nstrips = (nc + " << NR << " - 1) / " << NR << ";\n"
@@ -247,15 +264,19 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "        const int64_t kc = K - pc < KC ? K - pc : KC;\n"
     << "        const int first = pc == 0, last = pc + kc >= K;\n"
     << "        for (int64_t js = 0; js < nstrips; ++js) {\n"
-    << "          const int64_t cols = nc - js * " << NR << " < " << NR << " ? nc - js * " << NR << " : " << NR << ";\n"
-    << "          " << fn << "_pack_b(kc, cols, B + pc * rsb + (jc + js * " << NR << ") * csb, rsb, csb, bp + js * kc * " << NR << ");\n"
+    << "          const int64_t cols = nc - js * " << NR << " < " << NR << " ? nc - js * " << NR << " : "
+    << NR << ";\n"
+    << "          " << fn << "_pack_b(kc, cols, B + pc * rsb + (jc + js * " << NR
+    << ") * csb, rsb, csb, bp + js * kc * " << NR << ");\n"
     << "        }\n"
     << "        for (int64_t ic = r0; ic < r1; ic += MC) {\n"
     << "          const int64_t mc = r1 - ic < MC ? r1 - ic : MC;\n"
     << "          const int64_t mstrips = (mc + " << MR << " - 1) / " << MR << ";\n"
     << "          for (int64_t is = 0; is < mstrips; ++is) {\n"
-    << "            const int64_t rows = mc - is * " << MR << " < " << MR << " ? mc - is * " << MR << " : " << MR << ";\n"
-    << "            " << fn << "_pack_a(kc, rows, A + (ic + is * " << MR << ") * rsa + pc * csa, rsa, csa, ap + is * kc * " << MR << ");\n"
+    << "            const int64_t rows = mc - is * " << MR << " < " << MR << " ? mc - is * " << MR << " : "
+    << MR << ";\n"
+    << "            " << fn << "_pack_a(kc, rows, A + (ic + is * " << MR
+    << ") * rsa + pc * csa, rsa, csa, ap + is * kc * " << MR << ");\n"
     << "          }\n"
     << "          for (int64_t js = 0; js < nstrips; ++js) {\n"
     << "            for (int64_t is = 0; is < mstrips; ++is) {\n"

@@ -88,8 +88,7 @@ bool entry_is_valid(const fs::path& path, const std::string& key) {
 
 void append_trailer(const fs::path& path, const std::string& key) {
   std::string bytes = read_file(path);
-  Trailer t{kMagic, bytes.size(), checksum64(bytes.data(), bytes.size()),
-            checksum64(key.data(), key.size())};
+  Trailer t{kMagic, bytes.size(), checksum64(bytes.data(), bytes.size()), checksum64(key.data(), key.size())};
   std::ofstream out(path, std::ios::binary | std::ios::app);
   out.write(reinterpret_cast<const char*>(&t), sizeof t);
   out.flush();
@@ -116,8 +115,7 @@ std::string join(const std::vector<std::string>& v) {
 std::string unique_suffix() {
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = std::random_device{}();
-  return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
-         std::to_string(salt % 100000);
+  return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(salt % 100000);
 }
 
 // Runs argv with stdout and stderr sent to `log`; returns the exit status (or -1 when the
@@ -227,9 +225,9 @@ std::vector<std::string> JitConfig::default_flags() {
   // -fno-math-errno -fno-trapping-math: sqrtf becomes one instruction and selects
   //   if-convert; results are unchanged (no -ffast-math: NaN/inf and the order of
   //   floating-point operations are kept).
-  std::vector<std::string> f = {"-std=gnu11", "-O3", "-march=native", "-fopenmp",
-                                "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math",
-                                "-fPIC", "-shared", "-w"};
+  std::vector<std::string> f = {
+      "-std=gnu11",         "-O3",   "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-math-errno",
+      "-fno-trapping-math", "-fPIC", "-shared",       "-w"};
   if (cpu_signature().find(" avx512f") != std::string::npos)
     f.insert(f.begin() + 3, "-mprefer-vector-width=512");
   return f;
@@ -296,8 +294,8 @@ std::string Jit::compiler_identity() const {
   std::string out = read_file(log);
   fs::remove(log);
   if (rc != 0)
-    throw CompileError("[jit] C compiler '" + config_.compiler + "' does not run (" +
-                       join(argv) + " exited " + std::to_string(rc) + "):\n" + out);
+    throw CompileError("[jit] C compiler '" + config_.compiler + "' does not run (" + join(argv) +
+                       " exited " + std::to_string(rc) + "):\n" + out);
   std::string id = config_.compiler + "\n" + out;
   cache.emplace(config_.compiler, id);
   return id;
@@ -386,8 +384,8 @@ std::shared_ptr<const JitLibrary> Jit::build(const std::string& key, const std::
   fs::remove(log, ec);
   if (rc != 0) {
     fs::remove(tmp_so, ec);
-    throw CompileError("[jit] C compiler failed (exit " + std::to_string(rc) + "): " +
-                       join(argv) + "\n" + log_text);
+    throw CompileError("[jit] C compiler failed (exit " + std::to_string(rc) + "): " + join(argv) + "\n" +
+                       log_text);
   }
   fs::remove(src_path, ec);
   append_trailer(tmp_so, key);

@@ -61,9 +61,9 @@ struct JitConfig {
 };
 
 struct JitStats {
-  uint64_t compiler_runs = 0;  ///< times the C compiler was started
-  uint64_t memory_hits = 0;    ///< compile() answered from this instance's memory cache
-  uint64_t disk_hits = 0;      ///< loaded from a valid disk cache entry
+  uint64_t compiler_runs = 0;    ///< times the C compiler was started
+  uint64_t memory_hits = 0;      ///< compile() answered from this instance's memory cache
+  uint64_t disk_hits = 0;        ///< loaded from a valid disk cache entry
   uint64_t corrupt_entries = 0;  ///< disk entries rejected (trailer or dlopen) and rebuilt
 };
 

@@ -31,10 +31,18 @@ kernel::Index dim_index(const Dim& d, kernel::Program& prog) {
             prog.symbols.push_back(a->name);
           x = Index::sym(a->name);
           break;
-        case detail::AtomKind::Div: x = kernel::floordiv(dim_index(a->a, prog), dim_index(a->b, prog)); break;
-        case detail::AtomKind::Mod: x = kernel::mod(dim_index(a->a, prog), dim_index(a->b, prog)); break;
-        case detail::AtomKind::Min: x = kernel::min(dim_index(a->a, prog), dim_index(a->b, prog)); break;
-        case detail::AtomKind::Max: x = kernel::max(dim_index(a->a, prog), dim_index(a->b, prog)); break;
+        case detail::AtomKind::Div:
+          x = kernel::floordiv(dim_index(a->a, prog), dim_index(a->b, prog));
+          break;
+        case detail::AtomKind::Mod:
+          x = kernel::mod(dim_index(a->a, prog), dim_index(a->b, prog));
+          break;
+        case detail::AtomKind::Min:
+          x = kernel::min(dim_index(a->a, prog), dim_index(a->b, prog));
+          break;
+        case detail::AtomKind::Max:
+          x = kernel::max(dim_index(a->a, prog), dim_index(a->b, prog));
+          break;
       }
       term = term * x;
     }
@@ -101,7 +109,8 @@ std::optional<Affine> affine(const Index& i, const VarSet& vars) {
       x->base = x->base * sc;
       return x;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -116,8 +125,8 @@ struct Unsupported {
 
 class Lowerer {
  public:
-  Lowerer(const ir::KernelSpec& spec, const std::vector<int>& args, const std::string& name, kernel::Program& prog,
-          const LowerOptions& opt)
+  Lowerer(const ir::KernelSpec& spec, const std::vector<int>& args, const std::string& name,
+          kernel::Program& prog, const LowerOptions& opt)
       : body_(*spec.body), spec_(spec), args_(args), name_(name), prog_(prog), opt_(opt) {
     shapes_.resize(body_.nodes.size());
     for (size_t i = 0; i < body_.nodes.size(); ++i)
@@ -170,15 +179,24 @@ class Lowerer {
     size_t i = 0, o = 0;
     while (i < is.size() || o < os.size()) {
       // size-1 dims on either side carry no index
-      if (i < is.size() && is_one(is[i])) { ++i; continue; }
-      if (o < os.size() && is_one(os[o])) { ++o; continue; }
+      if (i < is.size() && is_one(is[i])) {
+        ++i;
+        continue;
+      }
+      if (o < os.size() && is_one(os[o])) {
+        ++o;
+        continue;
+      }
       if (i >= is.size() || o >= os.size()) break;
       // smallest groups [i, i2) and [o, o2) with equal (constant or identical) products
       size_t i2 = i + 1, o2 = o + 1;
       Dim pi = is[i], po = os[o];
       bool found = false;
       for (int guard = 0; guard < 64; ++guard) {
-        if (pi.same_as(po)) { found = true; break; }
+        if (pi.same_as(po)) {
+          found = true;
+          break;
+        }
         auto ci = pi.as_constant(), co = po.as_constant();
         if (!ci || !co) break;
         if (*ci < *co) {
@@ -192,10 +210,16 @@ class Lowerer {
       if (!found) return reshape_linear(in, out, idx);
       // linear position within the group (output side), then split over the input side
       std::vector<Index> ov, od;
-      for (size_t k = o; k < o2; ++k) { ov.push_back(idx[k]); od.push_back(shapes_[out][k]); }
+      for (size_t k = o; k < o2; ++k) {
+        ov.push_back(idx[k]);
+        od.push_back(shapes_[out][k]);
+      }
       Index lin = kernel::row_major(ov, od);
       for (size_t k = i2; k-- > i;) {
-        if (k == i) { r[k] = lin; break; }
+        if (k == i) {
+          r[k] = lin;
+          break;
+        }
         r[k] = kernel::mod(lin, shapes_[in][k]);
         lin = kernel::floordiv(lin, shapes_[in][k]);
       }
@@ -211,7 +235,10 @@ class Lowerer {
   static std::vector<Index> delinearize(Index lin, const std::vector<Index>& dims) {
     std::vector<Index> r(dims.size(), Index(0));
     for (size_t k = dims.size(); k-- > 0;) {
-      if (k == 0) { r[k] = lin; break; }
+      if (k == 0) {
+        r[k] = lin;
+        break;
+      }
       r[k] = kernel::mod(lin, dims[k]);
       lin = kernel::floordiv(lin, dims[k]);
     }
@@ -232,8 +259,10 @@ class Lowerer {
   Expr emit(uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid) {
     int64_t budget = 20000;
     for (const auto& i : idx)
-      if (too_large(i, budget)) throw Unsupported{"index expression too large (deep views over symbolic dims)"};
-    if (valid && too_large(*valid, budget)) throw Unsupported{"index expression too large (deep views over symbolic dims)"};
+      if (too_large(i, budget))
+        throw Unsupported{"index expression too large (deep views over symbolic dims)"};
+    if (valid && too_large(*valid, budget))
+      throw Unsupported{"index expression too large (deep views over symbolic dims)"};
     const std::string k = key(id, idx, valid);
     if (auto it = ctx_.memo.find(k); it != ctx_.memo.end()) return it->second;
     Expr e = emit_raw(id, idx, valid);
@@ -253,25 +282,40 @@ class Lowerer {
         if (valid) return kernel::load_padded(b, n.dtype, kernel::select(*valid, lin, Index(0)), *valid, 0);
         return kernel::load(b, n.dtype, lin);
       }
-      case PrimOp::Param: throw Unsupported{"param leaf inside a kernel body"};
-      case PrimOp::Constant: return kernel::constant(n.value, n.dtype);
-      case PrimOp::Iota: return kernel::index_value(idx.at(0));
-      case PrimOp::Exp2: return kernel::unary(UnaryOp::Exp2, kid(0));
-      case PrimOp::Log2: return kernel::unary(UnaryOp::Log2, kid(0));
-      case PrimOp::Sin: return kernel::unary(UnaryOp::Sin, kid(0));
-      case PrimOp::Sqrt: return kernel::unary(UnaryOp::Sqrt, kid(0));
-      case PrimOp::Recip: return kernel::unary(UnaryOp::Recip, kid(0));
-      case PrimOp::Neg: return kernel::unary(UnaryOp::Neg, kid(0));
-      case PrimOp::Add: return kernel::binary(BinaryOp::Add, kid(0), kid(1));
+      case PrimOp::Param:
+        throw Unsupported{"param leaf inside a kernel body"};
+      case PrimOp::Constant:
+        return kernel::constant(n.value, n.dtype);
+      case PrimOp::Iota:
+        return kernel::index_value(idx.at(0));
+      case PrimOp::Exp2:
+        return kernel::unary(UnaryOp::Exp2, kid(0));
+      case PrimOp::Log2:
+        return kernel::unary(UnaryOp::Log2, kid(0));
+      case PrimOp::Sin:
+        return kernel::unary(UnaryOp::Sin, kid(0));
+      case PrimOp::Sqrt:
+        return kernel::unary(UnaryOp::Sqrt, kid(0));
+      case PrimOp::Recip:
+        return kernel::unary(UnaryOp::Recip, kid(0));
+      case PrimOp::Neg:
+        return kernel::unary(UnaryOp::Neg, kid(0));
+      case PrimOp::Add:
+        return kernel::binary(BinaryOp::Add, kid(0), kid(1));
       case PrimOp::Mul:
         return kernel::binary(n.dtype == DType::boolean ? BinaryOp::And : BinaryOp::Mul, kid(0), kid(1));
       case PrimOp::Max:
         return kernel::binary(n.dtype == DType::boolean ? BinaryOp::Or : BinaryOp::Max, kid(0), kid(1));
-      case PrimOp::Mod: return truncated_mod(kid(0), kid(1), n.dtype);
-      case PrimOp::LessThan: return kernel::binary(BinaryOp::LessThan, kid(0), kid(1));
-      case PrimOp::Equal: return kernel::binary(BinaryOp::Equal, kid(0), kid(1));
-      case PrimOp::Where: return kernel::where(kid(0), kid(1), kid(2));
-      case PrimOp::Cast: return cast(kid(0), n.dtype);
+      case PrimOp::Mod:
+        return truncated_mod(kid(0), kid(1), n.dtype);
+      case PrimOp::LessThan:
+        return kernel::binary(BinaryOp::LessThan, kid(0), kid(1));
+      case PrimOp::Equal:
+        return kernel::binary(BinaryOp::Equal, kid(0), kid(1));
+      case PrimOp::Where:
+        return kernel::where(kid(0), kid(1), kid(2));
+      case PrimOp::Cast:
+        return cast(kid(0), n.dtype);
       case PrimOp::SumReduce:
       case PrimOp::MaxReduce: {
         if (static_cast<int>(id) == ctx_.acc_node && !valid &&
@@ -282,8 +326,10 @@ class Lowerer {
         if (valid) return kernel::load_padded(b, n.dtype, kernel::select(*valid, lin, Index(0)), *valid, 0);
         return kernel::load(b, n.dtype, lin);
       }
-      case PrimOp::Gather: throw Unsupported{"gather (data-dependent index)"};
-      case PrimOp::Reshape: return emit(n.inputs[0], reshape_index(n.inputs[0], id, idx), valid);
+      case PrimOp::Gather:
+        throw Unsupported{"gather (data-dependent index)"};
+      case PrimOp::Reshape:
+        return emit(n.inputs[0], reshape_index(n.inputs[0], id, idx), valid);
       case PrimOp::Permute: {
         std::vector<Index> in(idx.size());
         for (size_t i = 0; i < n.perm.size(); ++i) in[static_cast<size_t>(n.perm[i])] = idx[i];
@@ -326,8 +372,9 @@ class Lowerer {
     Expr r = kernel::binary(BinaryOp::Mod, a, b);
     Expr zero = kernel::constant(0, dt);
     Expr nz = kernel::unary(kernel::UnaryOp::Not, kernel::binary(BinaryOp::Equal, r, zero));
-    Expr differ = kernel::unary(kernel::UnaryOp::Not, kernel::binary(BinaryOp::Equal, kernel::binary(BinaryOp::LessThan, a, zero),
-                                                                      kernel::binary(BinaryOp::LessThan, b, zero)));
+    Expr differ = kernel::unary(kernel::UnaryOp::Not,
+                                kernel::binary(BinaryOp::Equal, kernel::binary(BinaryOp::LessThan, a, zero),
+                                               kernel::binary(BinaryOp::LessThan, b, zero)));
     return kernel::where(kernel::binary(BinaryOp::And, nz, differ), kernel::binary(BinaryOp::Sub, r, b), r);
   }
 
@@ -339,14 +386,16 @@ class Lowerer {
     Expr f = x.dtype() == DType::f32 ? x : kernel::cast(x, DType::f32);
     Expr not_nan = kernel::binary(BinaryOp::Equal, f, f);
     Expr y = kernel::where(not_nan, f, kernel::constant(0));
-    Expr clamped = kernel::binary(BinaryOp::Max, kernel::binary(BinaryOp::Min, y, kernel::constant(2147483520.0)),
-                                  kernel::constant(-2147483648.0));
+    Expr clamped =
+        kernel::binary(BinaryOp::Max, kernel::binary(BinaryOp::Min, y, kernel::constant(2147483520.0)),
+                       kernel::constant(-2147483648.0));
     Expr fits = kernel::binary(BinaryOp::LessThan, y, kernel::constant(2147483648.0));
     return kernel::where(fits, kernel::cast(clamped, DType::i32), kernel::constant(2147483647.0, DType::i32));
   }
 
   // ---------------------------------------------------------------- kernels
-  std::vector<kernel::Loop> loops_over(const std::vector<Index>& dims, std::vector<Index>& vars, bool parallel) {
+  std::vector<kernel::Loop> loops_over(const std::vector<Index>& dims, std::vector<Index>& vars,
+                                       bool parallel) {
     std::vector<kernel::Loop> loops;
     for (const auto& d : dims) {
       kernel::Loop l;
@@ -461,7 +510,8 @@ class Lowerer {
 
   // A contiguous copy of body node `node` (rank `rank`) over the input axes `keep` (the
   // others pinned to 0), computed by its own elementwise kernel; returns the buffer.
-  int materialize_operand(uint32_t node, const std::vector<int>& keep, const std::vector<Index>& dims, size_t rank) {
+  int materialize_operand(uint32_t node, const std::vector<int>& keep, const std::vector<Index>& dims,
+                          size_t rank) {
     Ctx saved = std::move(ctx_);
     ctx_ = Ctx{};
     kernel::Kernel k;
@@ -488,7 +538,8 @@ class Lowerer {
 
   static bool expr_uses_var(const Expr& e, int v) {
     const auto& n = e.node();
-    if ((n.op == kernel::ExprOp::Load || n.op == kernel::ExprOp::IndexValue) && uses_var(n.index, v)) return true;
+    if ((n.op == kernel::ExprOp::Load || n.op == kernel::ExprOp::IndexValue) && uses_var(n.index, v))
+      return true;
     if (n.valid && uses_var(*n.valid, v)) return true;
     return std::any_of(n.args.begin(), n.args.end(), [&](const Expr& a) { return expr_uses_var(a, v); });
   }
@@ -565,10 +616,16 @@ class Lowerer {
       const int v = static_cast<int>(i);
       const bool cx = expr_uses_var(x, v), cy = expr_uses_var(y, v);
       if (cx && !cy) {
-        if (m_axis >= 0) { restore(); return false; }
+        if (m_axis >= 0) {
+          restore();
+          return false;
+        }
         m_axis = v;
       } else if (cy && !cx) {
-        if (n_axis >= 0) { restore(); return false; }
+        if (n_axis >= 0) {
+          restore();
+          return false;
+        }
         n_axis = v;
       } else {
         batch.push_back(v);
@@ -578,7 +635,10 @@ class Lowerer {
     std::vector<Index> out_dims;
     std::vector<int> out_axis;  // input axis of each output axis
     for (size_t i = 0; i < rank; ++i)
-      if (i != ax) { out_dims.push_back(in_dims[i]); out_axis.push_back(static_cast<int>(i)); }
+      if (i != ax) {
+        out_dims.push_back(in_dims[i]);
+        out_axis.push_back(static_cast<int>(i));
+      }
     std::vector<Index> stride(out_dims.size(), Index(1));
     for (size_t i = out_dims.size(); i-- > 1;) stride[i - 1] = stride[i] * out_dims[i];
     auto out_stride = [&](int axis) {
@@ -596,7 +656,10 @@ class Lowerer {
       std::swap(X, Y);
       std::swap(xin, yin);
     }
-    if (n_axis >= 0 && !unit_stride(n_axis)) { restore(); return false; }
+    if (n_axis >= 0 && !unit_stride(n_axis)) {
+      restore();
+      return false;
+    }
     VarSet interest{static_cast<int>(ax)};
     if (m_axis >= 0) interest.push_back(m_axis);
     if (n_axis >= 0) interest.push_back(n_axis);
@@ -608,8 +671,10 @@ class Lowerer {
       bool strided_big = false;
       if (plain(Y))
         if (auto ay = affine(Y.node().index, interest)) {
-          auto kn = (in_dims[ax] * (n_axis >= 0 ? in_dims[static_cast<size_t>(n_axis)] : Index(1))).as_constant();
-          strided_big = coef_of(*ay, static_cast<int>(ax)).as_constant() != int64_t{1} && kn && *kn >= (int64_t{1} << 20);
+          auto kn =
+              (in_dims[ax] * (n_axis >= 0 ? in_dims[static_cast<size_t>(n_axis)] : Index(1))).as_constant();
+          strided_big = coef_of(*ay, static_cast<int>(ax)).as_constant() != int64_t{1} && kn &&
+                        *kn >= (int64_t{1} << 20);
         }
       if (!strided_big) {
         restore();
@@ -647,7 +712,7 @@ class Lowerer {
     auto view = [&](const Expr& e, const Affine& a, int row, int col) {
       kernel::MatrixView mv;
       mv.buffer = e.node().buffer;
-      mv.offset = a.base;  // batch variables stay inside the base
+      mv.offset = a.base;                                     // batch variables stay inside the base
       mv.col_stride = col >= 0 ? coef_of(a, col) : Index(1);  // any stride for a unit dim
       mv.row_stride = row >= 0 ? coef_of(a, row) : mv.col_stride * (col == kv ? g.k : g.n);
       return mv;
@@ -665,8 +730,8 @@ class Lowerer {
     const auto def = default_gemm_tile(host_isa());
     g.tile = kernel::GemmTile{def.mr, def.nr, def.mc, def.kc, def.nc};
     const std::string& impl = opt_.gemm_impl;
-    g.impl = impl == "library"     ? kernel::GemmImpl::Library
-             : impl == "generated" ? kernel::GemmImpl::Generated
+    g.impl = impl == "library"                           ? kernel::GemmImpl::Library
+             : impl == "generated"                       ? kernel::GemmImpl::Generated
              : spec_.kind == ir::KernelKind::LibraryGemm ? kernel::GemmImpl::Library
                                                          : kernel::GemmImpl::Generated;
 
@@ -684,11 +749,14 @@ class Lowerer {
     }
     if (static_cast<int>(root_) != red) {
       std::vector<Index> rvars;
-      for (int a : out_axis) rvars.push_back(a == m_axis ? Index::var(g.row_var) : a == n_axis ? Index::var(g.col_var)
-                                                       : idx[static_cast<size_t>(a)]);
+      for (int a : out_axis)
+        rvars.push_back(a == m_axis   ? Index::var(g.row_var)
+                        : a == n_axis ? Index::var(g.col_var)
+                                      : idx[static_cast<size_t>(a)]);
       std::vector<Index> root_idx;
       bool same = body_.nodes[root_].shape.size() == rvars.size();
-      for (size_t i = 0; same && i < rvars.size(); ++i) same = body_.nodes[root_].shape[i].same_as(rn.shape[i]);
+      for (size_t i = 0; same && i < rvars.size(); ++i)
+        same = body_.nodes[root_].shape[i].same_as(rn.shape[i]);
       root_idx = same ? rvars : delinearize(kernel::row_major(rvars, out_dims), shapes_[root_]);
       try {
         g.epilogue = emit(root_, root_idx, std::nullopt);

@@ -12,8 +12,8 @@ namespace {
 #ifdef LUMINAL_HAS_BLAS
 void sgemm_bridge(int order, int ta, int tb, int m, int n, int k, float alpha, const float* a, int lda,
                   const float* b, int ldb, float beta, float* c, int ldc) {
-  cblas_sgemm(static_cast<CBLAS_ORDER>(order), static_cast<CBLAS_TRANSPOSE>(ta), static_cast<CBLAS_TRANSPOSE>(tb),
-              m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  cblas_sgemm(static_cast<CBLAS_ORDER>(order), static_cast<CBLAS_TRANSPOSE>(ta),
+              static_cast<CBLAS_TRANSPOSE>(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 #endif
 }  // namespace

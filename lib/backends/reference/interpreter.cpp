@@ -37,7 +37,8 @@ View leaf(const Node& n, const std::vector<int64_t>& shape,
 }  // namespace
 
 std::map<std::string, HostTensor> run(const GraphImpl& g, const DimBindings& dims,
-                                      const std::map<std::string, const HostTensor*>& tensors, Stats* stats_out) {
+                                      const std::map<std::string, const HostTensor*>& tensors,
+                                      Stats* stats_out) {
   Stats stats;
   const std::vector<uint32_t> order = live_nodes(g);
   std::vector<int32_t> uses(g.nodes.size(), 0);
@@ -73,14 +74,28 @@ std::map<std::string, HostTensor> run(const GraphImpl& g, const DimBindings& dim
     View v;
     switch (n.op) {
       case PrimOp::Input:
-      case PrimOp::Param: v = leaf(n, shape, tensors); break;
-      case PrimOp::Constant: v = constant(n.value, n.dtype); break;
-      case PrimOp::Iota: v = iota(shape[0]); break;
-      case PrimOp::Exp2: case PrimOp::Log2: case PrimOp::Sin: case PrimOp::Sqrt: case PrimOp::Recip:
+      case PrimOp::Param:
+        v = leaf(n, shape, tensors);
+        break;
+      case PrimOp::Constant:
+        v = constant(n.value, n.dtype);
+        break;
+      case PrimOp::Iota:
+        v = iota(shape[0]);
+        break;
+      case PrimOp::Exp2:
+      case PrimOp::Log2:
+      case PrimOp::Sin:
+      case PrimOp::Sqrt:
+      case PrimOp::Recip:
       case PrimOp::Neg:
         v = unary(n.op, dense(n, 0));
         break;
-      case PrimOp::Add: case PrimOp::Mul: case PrimOp::Mod: case PrimOp::Max: case PrimOp::LessThan:
+      case PrimOp::Add:
+      case PrimOp::Mul:
+      case PrimOp::Mod:
+      case PrimOp::Max:
+      case PrimOp::LessThan:
       case PrimOp::Equal:
         if (fuse[id]) {
           deferred[id] = {dense(n, 0), dense(n, 1)};
@@ -93,7 +108,9 @@ std::map<std::string, HostTensor> run(const GraphImpl& g, const DimBindings& dim
       case PrimOp::Where:
         v = where(dense(n, 0), dense(n, 1), dense(n, 2));
         break;
-      case PrimOp::Cast: v = cast(dense(n, 0), n.dtype); break;
+      case PrimOp::Cast:
+        v = cast(dense(n, 0), n.dtype);
+        break;
       case PrimOp::SumReduce:
       case PrimOp::MaxReduce:
         if (fuse[n.inputs[0]]) {
@@ -105,20 +122,26 @@ std::map<std::string, HostTensor> run(const GraphImpl& g, const DimBindings& dim
           v = reduce(n.op, dense(n, 0), n.axis);
         }
         break;
-      case PrimOp::Gather: v = gather(in(n, 0), in(n, 1), n.op_name, stats); break;
+      case PrimOp::Gather:
+        v = gather(in(n, 0), in(n, 1), n.op_name, stats);
+        break;
       case PrimOp::Reshape: {
         const View& x = in(n, 0);
         int64_t count = 1;
         for (int64_t d : shape) count *= d;
         if (count != x.numel())
-          throw RuntimeError("[" + n.op_name + "] cannot reshape " + std::to_string(x.numel()) + " elements to " +
-                             shape_string(n.shape) + " (" + std::to_string(count) + " elements) (at " +
-                             where_string(n.loc) + ")");
+          throw RuntimeError("[" + n.op_name + "] cannot reshape " + std::to_string(x.numel()) +
+                             " elements to " + shape_string(n.shape) + " (" + std::to_string(count) +
+                             " elements) (at " + where_string(n.loc) + ")");
         v = reshape_view(x, shape, stats);
         break;
       }
-      case PrimOp::Permute: v = permute_view(in(n, 0), n.perm); break;
-      case PrimOp::Expand: v = expand_view(in(n, 0), shape); break;
+      case PrimOp::Permute:
+        v = permute_view(in(n, 0), n.perm);
+        break;
+      case PrimOp::Expand:
+        v = expand_view(in(n, 0), shape);
+        break;
       case PrimOp::Slice:
         v = slice_view(in(n, 0), n.axis, n.start.evaluate(dims), n.end.evaluate(dims), n.step);
         break;
@@ -127,8 +150,8 @@ std::map<std::string, HostTensor> run(const GraphImpl& g, const DimBindings& dim
         break;
     }
     if (v.shape != shape)
-      throw InternalError("[reference] " + std::string(prim_name(n.op)) + " produced a shape that differs from " +
-                          shape_string(n.shape));
+      throw InternalError("[reference] " + std::string(prim_name(n.op)) +
+                          " produced a shape that differs from " + shape_string(n.shape));
     val[id] = std::move(v);
     for (uint32_t x : n.inputs)
       if (--uses[x] == 0) val[x].reset();

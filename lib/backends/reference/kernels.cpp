@@ -63,7 +63,9 @@ View map2(const View& x, const View& y, DType out_dtype, F f) {
   return out;
 }
 
-float fmax_nan(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? std::numeric_limits<float>::quiet_NaN() : (a > b ? a : b); }
+float fmax_nan(float a, float b) {
+  return (std::isnan(a) || std::isnan(b)) ? std::numeric_limits<float>::quiet_NaN() : (a > b ? a : b);
+}
 
 int32_t wrap_add(int32_t a, int32_t b) {
   return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
@@ -100,20 +102,30 @@ View cast_from(const View& x, DType to) {
   const DType from = x.dtype;
   if (from == DType::i32) {
     switch (to) {
-      case DType::i32: return map1<int32_t, int32_t>(x, to, [](int32_t v) { return v; });
-      case DType::boolean: return map1<int32_t, uint8_t>(x, to, [](int32_t v) -> uint8_t { return v != 0; });
-      case DType::f32: return map1<int32_t, float>(x, to, [](int32_t v) { return static_cast<float>(v); });
-      case DType::f16: return map1<int32_t, uint16_t>(x, to, [](int32_t v) { return f32_to_f16(static_cast<float>(v)); });
-      case DType::bf16: return map1<int32_t, uint16_t>(x, to, [](int32_t v) { return f32_to_bf16(static_cast<float>(v)); });
+      case DType::i32:
+        return map1<int32_t, int32_t>(x, to, [](int32_t v) { return v; });
+      case DType::boolean:
+        return map1<int32_t, uint8_t>(x, to, [](int32_t v) -> uint8_t { return v != 0; });
+      case DType::f32:
+        return map1<int32_t, float>(x, to, [](int32_t v) { return static_cast<float>(v); });
+      case DType::f16:
+        return map1<int32_t, uint16_t>(x, to, [](int32_t v) { return f32_to_f16(static_cast<float>(v)); });
+      case DType::bf16:
+        return map1<int32_t, uint16_t>(x, to, [](int32_t v) { return f32_to_bf16(static_cast<float>(v)); });
     }
   }
   auto f = [from](In v) { return load_f<In>(v, from); };
   switch (to) {
-    case DType::f32: return map1<In, float>(x, to, [f](In v) { return f(v); });
-    case DType::i32: return map1<In, int32_t>(x, to, [f](In v) { return f_to_i32(f(v)); });
-    case DType::boolean: return map1<In, uint8_t>(x, to, [f](In v) -> uint8_t { return f(v) != 0.0f; });
-    case DType::f16: return map1<In, uint16_t>(x, to, [f](In v) { return f32_to_f16(f(v)); });
-    case DType::bf16: return map1<In, uint16_t>(x, to, [f](In v) { return f32_to_bf16(f(v)); });
+    case DType::f32:
+      return map1<In, float>(x, to, [f](In v) { return f(v); });
+    case DType::i32:
+      return map1<In, int32_t>(x, to, [f](In v) { return f_to_i32(f(v)); });
+    case DType::boolean:
+      return map1<In, uint8_t>(x, to, [f](In v) -> uint8_t { return f(v) != 0.0f; });
+    case DType::f16:
+      return map1<In, uint16_t>(x, to, [f](In v) { return f32_to_f16(f(v)); });
+    case DType::bf16:
+      return map1<In, uint16_t>(x, to, [f](In v) { return f32_to_bf16(f(v)); });
   }
   throw InternalError("[reference] bad cast");
 }
@@ -211,17 +223,25 @@ View sum_of_products(const View& a, const View& b, int axis) {
 
 View unary(PrimOp op, const View& x) {
   if (x.dtype == DType::i32) {
-    if (op == PrimOp::Neg) return map1<int32_t, int32_t>(x, x.dtype, [](int32_t v) { return wrap_mul(v, -1); });
+    if (op == PrimOp::Neg)
+      return map1<int32_t, int32_t>(x, x.dtype, [](int32_t v) { return wrap_mul(v, -1); });
     throw InternalError("[reference] unary op on i32");
   }
   switch (op) {
-    case PrimOp::Exp2: return map1<float, float>(x, x.dtype, [](float v) { return std::exp2(v); });
-    case PrimOp::Log2: return map1<float, float>(x, x.dtype, [](float v) { return std::log2(v); });
-    case PrimOp::Sin: return map1<float, float>(x, x.dtype, [](float v) { return std::sin(v); });
-    case PrimOp::Sqrt: return map1<float, float>(x, x.dtype, [](float v) { return std::sqrt(v); });
-    case PrimOp::Recip: return map1<float, float>(x, x.dtype, [](float v) { return 1.0f / v; });
-    case PrimOp::Neg: return map1<float, float>(x, x.dtype, [](float v) { return -v; });
-    default: break;
+    case PrimOp::Exp2:
+      return map1<float, float>(x, x.dtype, [](float v) { return std::exp2(v); });
+    case PrimOp::Log2:
+      return map1<float, float>(x, x.dtype, [](float v) { return std::log2(v); });
+    case PrimOp::Sin:
+      return map1<float, float>(x, x.dtype, [](float v) { return std::sin(v); });
+    case PrimOp::Sqrt:
+      return map1<float, float>(x, x.dtype, [](float v) { return std::sqrt(v); });
+    case PrimOp::Recip:
+      return map1<float, float>(x, x.dtype, [](float v) { return 1.0f / v; });
+    case PrimOp::Neg:
+      return map1<float, float>(x, x.dtype, [](float v) { return -v; });
+    default:
+      break;
   }
   throw InternalError("[reference] not a unary op");
 }
@@ -230,33 +250,54 @@ View binary(PrimOp op, const View& a, const View& b) {
   const DType t = a.dtype;
   if (t == DType::f32) {
     switch (op) {
-      case PrimOp::Add: return map2<float, float>(a, b, t, [](float x, float y) { return x + y; });
-      case PrimOp::Mul: return map2<float, float>(a, b, t, [](float x, float y) { return x * y; });
-      case PrimOp::Mod: return map2<float, float>(a, b, t, [](float x, float y) { return std::fmod(x, y); });
-      case PrimOp::Max: return map2<float, float>(a, b, t, fmax_nan);
-      case PrimOp::LessThan: return map2<float, uint8_t>(a, b, DType::boolean, [](float x, float y) -> uint8_t { return x < y; });
-      case PrimOp::Equal: return map2<float, uint8_t>(a, b, DType::boolean, [](float x, float y) -> uint8_t { return x == y; });
-      default: break;
+      case PrimOp::Add:
+        return map2<float, float>(a, b, t, [](float x, float y) { return x + y; });
+      case PrimOp::Mul:
+        return map2<float, float>(a, b, t, [](float x, float y) { return x * y; });
+      case PrimOp::Mod:
+        return map2<float, float>(a, b, t, [](float x, float y) { return std::fmod(x, y); });
+      case PrimOp::Max:
+        return map2<float, float>(a, b, t, fmax_nan);
+      case PrimOp::LessThan:
+        return map2<float, uint8_t>(a, b, DType::boolean, [](float x, float y) -> uint8_t { return x < y; });
+      case PrimOp::Equal:
+        return map2<float, uint8_t>(a, b, DType::boolean, [](float x, float y) -> uint8_t { return x == y; });
+      default:
+        break;
     }
   } else if (t == DType::i32) {
     switch (op) {
-      case PrimOp::Add: return map2<int32_t, int32_t>(a, b, t, wrap_add);
-      case PrimOp::Mul: return map2<int32_t, int32_t>(a, b, t, wrap_mul);
-      case PrimOp::Mod: return map2<int32_t, int32_t>(a, b, t, int_mod);
-      case PrimOp::Max: return map2<int32_t, int32_t>(a, b, t, [](int32_t x, int32_t y) { return x > y ? x : y; });
-      case PrimOp::LessThan: return map2<int32_t, uint8_t>(a, b, DType::boolean, [](int32_t x, int32_t y) -> uint8_t { return x < y; });
-      case PrimOp::Equal: return map2<int32_t, uint8_t>(a, b, DType::boolean, [](int32_t x, int32_t y) -> uint8_t { return x == y; });
-      default: break;
+      case PrimOp::Add:
+        return map2<int32_t, int32_t>(a, b, t, wrap_add);
+      case PrimOp::Mul:
+        return map2<int32_t, int32_t>(a, b, t, wrap_mul);
+      case PrimOp::Mod:
+        return map2<int32_t, int32_t>(a, b, t, int_mod);
+      case PrimOp::Max:
+        return map2<int32_t, int32_t>(a, b, t, [](int32_t x, int32_t y) { return x > y ? x : y; });
+      case PrimOp::LessThan:
+        return map2<int32_t, uint8_t>(a, b, DType::boolean,
+                                      [](int32_t x, int32_t y) -> uint8_t { return x < y; });
+      case PrimOp::Equal:
+        return map2<int32_t, uint8_t>(a, b, DType::boolean,
+                                      [](int32_t x, int32_t y) -> uint8_t { return x == y; });
+      default:
+        break;
     }
   } else if (t == DType::boolean) {
     switch (op) {
-      case PrimOp::Mul: return map2<uint8_t, uint8_t>(a, b, t, [](uint8_t x, uint8_t y) -> uint8_t { return x && y; });
-      case PrimOp::Max: return map2<uint8_t, uint8_t>(a, b, t, [](uint8_t x, uint8_t y) -> uint8_t { return x || y; });
-      case PrimOp::Equal: return map2<uint8_t, uint8_t>(a, b, t, [](uint8_t x, uint8_t y) -> uint8_t { return x == y; });
-      default: break;
+      case PrimOp::Mul:
+        return map2<uint8_t, uint8_t>(a, b, t, [](uint8_t x, uint8_t y) -> uint8_t { return x && y; });
+      case PrimOp::Max:
+        return map2<uint8_t, uint8_t>(a, b, t, [](uint8_t x, uint8_t y) -> uint8_t { return x || y; });
+      case PrimOp::Equal:
+        return map2<uint8_t, uint8_t>(a, b, t, [](uint8_t x, uint8_t y) -> uint8_t { return x == y; });
+      default:
+        break;
     }
   }
-  throw InternalError("[reference] binary op " + std::string(prim_name(op)) + " on " + std::string(dtype_name(t)));
+  throw InternalError("[reference] binary op " + std::string(prim_name(op)) + " on " +
+                      std::string(dtype_name(t)));
 }
 
 View where(const View& c, const View& a, const View& b) {
@@ -269,32 +310,41 @@ View where(const View& c, const View& a, const View& b) {
     const uint8_t* pc = ptr<uint8_t>(c);
     const T* pa = ptr<T>(a);
     const T* pb = ptr<T>(b);
-    for_each_row<4>(a.shape, {&c.strides, &a.strides, &b.strides, &out.strides}, {c.offset, a.offset, b.offset, 0},
+    for_each_row<4>(a.shape, {&c.strides, &a.strides, &b.strides, &out.strides},
+                    {c.offset, a.offset, b.offset, 0},
                     [&](const std::array<int64_t, 4>& off, int64_t n, const std::array<int64_t, 4>& s) {
                       const uint8_t* cc = pc + off[0];
                       const T* aa = pa + off[1];
                       const T* bb = pb + off[2];
                       T* q = o + off[3];
-                      for (int64_t i = 0; i < n; ++i) q[i * s[3]] = cc[i * s[0]] ? aa[i * s[1]] : bb[i * s[2]];
+                      for (int64_t i = 0; i < n; ++i)
+                        q[i * s[3]] = cc[i * s[0]] ? aa[i * s[1]] : bb[i * s[2]];
                     });
   };
-  if (es == 4) run(uint32_t{});
-  else if (es == 2) run(uint16_t{});
-  else run(uint8_t{});
+  if (es == 4)
+    run(uint32_t{});
+  else if (es == 2)
+    run(uint16_t{});
+  else
+    run(uint8_t{});
   return out;
 }
 
 View cast(const View& x, DType to) {
   switch (dtype_size(x.dtype)) {
-    case 4: return x.dtype == DType::i32 ? cast_from<int32_t>(x, to) : cast_from<float>(x, to);
-    case 2: return cast_from<uint16_t>(x, to);
-    default: return cast_from<uint8_t>(x, to);
+    case 4:
+      return x.dtype == DType::i32 ? cast_from<int32_t>(x, to) : cast_from<float>(x, to);
+    case 2:
+      return cast_from<uint16_t>(x, to);
+    default:
+      return cast_from<uint8_t>(x, to);
   }
 }
 
 View reduce(PrimOp op, const View& x, int axis) {
   if (x.dtype == DType::f32) {
-    if (op == PrimOp::SumReduce) return reduce_impl<float>(x, axis, 0.0f, [](float a, float v) { return a + v; });
+    if (op == PrimOp::SumReduce)
+      return reduce_impl<float>(x, axis, 0.0f, [](float a, float v) { return a + v; });
     return reduce_impl<float>(x, axis, -std::numeric_limits<float>::infinity(), fmax_nan);
   }
   if (x.dtype == DType::i32) {
@@ -319,8 +369,8 @@ View gather(const View& table0, const View& ids0, const std::string& op_name, St
   const int64_t n = ids.numel();
   for (int64_t i = 0; i < n; ++i) {
     if (id[i] < 0 || id[i] >= V)
-      throw RuntimeError("[" + op_name + "] id " + std::to_string(id[i]) + " at position " + std::to_string(i) +
-                         " is outside [0, " + std::to_string(V) + ")");
+      throw RuntimeError("[" + op_name + "] id " + std::to_string(id[i]) + " at position " +
+                         std::to_string(i) + " is outside [0, " + std::to_string(V) + ")");
     if (row) std::memcpy(data + static_cast<size_t>(i) * row, src + static_cast<size_t>(id[i]) * row, row);
   }
   return out;

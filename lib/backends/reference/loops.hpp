@@ -12,7 +12,8 @@ namespace luminal::detail::reference {
 /// Calls row(offsets, n, inner_strides) for every row: element i of the row lives at
 /// offsets[k] + i * inner_strides[k] for operand k. Strides and offsets are in elements.
 template <size_t K, class F>
-void for_each_row(const std::vector<int64_t>& shape0, const std::array<const std::vector<int64_t>*, K>& strides0,
+void for_each_row(const std::vector<int64_t>& shape0,
+                  const std::array<const std::vector<int64_t>*, K>& strides0,
                   const std::array<int64_t, K>& offsets, F&& row) {
   // Coalesce.
   std::vector<int64_t> shape;

@@ -60,7 +60,7 @@ void store_scalar(DType dtype, double value, std::byte* out) {
     case DType::i32: {
       int32_t x = 0;
       if (!std::isnan(value))
-        x = value >= 2147483647.0 ? std::numeric_limits<int32_t>::max()
+        x = value >= 2147483647.0    ? std::numeric_limits<int32_t>::max()
             : value <= -2147483648.0 ? std::numeric_limits<int32_t>::min()
                                      : static_cast<int32_t>(value);
       std::memcpy(out, &x, 4);
@@ -76,7 +76,9 @@ void store_scalar(DType dtype, double value, std::byte* out) {
       std::memcpy(out, &h, 2);
       break;
     }
-    case DType::boolean: *out = std::byte{value != 0 ? uint8_t{1} : uint8_t{0}}; break;
+    case DType::boolean:
+      *out = std::byte{value != 0 ? uint8_t{1} : uint8_t{0}};
+      break;
   }
 }
 
@@ -149,10 +151,17 @@ void copy_any(const View& v, std::byte* out) {
 
 void copy_out(const View& v, std::byte* out) {
   switch (dtype_size(v.dtype)) {
-    case 1: copy_any<uint8_t>(v, out); break;
-    case 2: copy_any<uint16_t>(v, out); break;
-    case 4: copy_any<uint32_t>(v, out); break;
-    default: throw InternalError("[reference] unexpected element size");
+    case 1:
+      copy_any<uint8_t>(v, out);
+      break;
+    case 2:
+      copy_any<uint16_t>(v, out);
+      break;
+    case 4:
+      copy_any<uint32_t>(v, out);
+      break;
+    default:
+      throw InternalError("[reference] unexpected element size");
   }
 }
 
@@ -201,11 +210,15 @@ View reshape_view(const View& v0, const std::vector<int64_t>& shape, Stats& stat
       int64_t op = os[oi], np = shape[ni];
       while (op != np && ok) {
         if (op < np) {
-          if (oj >= os.size()) ok = false;
-          else op *= os[oj++];
+          if (oj >= os.size())
+            ok = false;
+          else
+            op *= os[oj++];
         } else {
-          if (nj >= shape.size()) ok = false;
-          else np *= shape[nj++];
+          if (nj >= shape.size())
+            ok = false;
+          else
+            np *= shape[nj++];
         }
       }
       if (!ok) break;
