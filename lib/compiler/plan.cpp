@@ -63,8 +63,11 @@ std::string body_summary(const ir::KernelSpec& k) {
   for (const auto& n : k.body->nodes)
     if (n.op != detail::PrimOp::Input) ++ops[std::string(detail::prim_name(n.op))];
   std::string s;
-  for (const auto& [name, c] : ops)
-    s += (s.empty() ? "" : " ") + name + (c > 1 ? "x" + std::to_string(c) : "");
+  for (const auto& [name, c] : ops) {
+    if (!s.empty()) s += ' ';
+    s += name;
+    if (c > 1) s.append("x").append(std::to_string(c));  // appends: GCC 12's false -Wrestrict
+  }
   return s;
 }
 

@@ -122,7 +122,10 @@ const char* kind_name(KernelKind k) {
   return "?";
 }
 
-std::string slot_name(uint32_t i) { return "%" + std::to_string(i); }
+std::string slot_name(uint32_t i) {
+  std::string s = "%";  // appended, not "%" + to_string(i): GCC 12 warns falsely (-Wrestrict)
+  return s.append(std::to_string(i));
+}
 
 void KernelSpec::finalize() {
   uint64_t h = mix(0x6b65726eull, static_cast<uint64_t>(kind));
