@@ -239,10 +239,26 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   for (size_t i = 0; i < nodes.size(); ++i) numel[i] = numel_of(nodes[i].shape, dims);
   dom[root] = numel[root];
   detail::KernelWork w;
+  // A GEMM's operands are computed once into a packed (or contiguous) buffer before the
+  // tile loops, not per multiply: below the broadcast that feeds the product, a prologue
+  // runs over the operand's own elements, and its result makes one extra round trip.
+  std::vector<uint8_t> operand_bcast(nodes.size(), 0);
+  const bool gemm = spec.kind == KernelKind::Gemm || spec.kind == KernelKind::LibraryGemm;
+  if (gemm)
+    for (const detail::Node& n : nodes)
+      if (is_gemm_reduce(*spec.body, n))
+        for (uint32_t e : nodes[n.inputs[0]].inputs) {
+          operand_bcast[e] = 1;
+          const uint32_t src = nodes[e].inputs[0];
+          uint32_t below = src;
+          while (is_view(to_op(nodes[below].op))) below = nodes[below].inputs[0];
+          if (!is_leaf(to_op(nodes[below].op)))
+            w.bytes_read += 2 * numel[src] * static_cast<double>(dtype_size(nodes[src].dtype));
+        }
   for (size_t i = root + 1; i-- > 0;) {
     const detail::Node& n = nodes[i];
     const bool red = n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce;
-    for (uint32_t x : n.inputs) dom[x] = std::max(dom[x], red ? numel[x] : dom[i]);
+    for (uint32_t x : n.inputs) dom[x] = std::max(dom[x], red || operand_bcast[i] ? numel[x] : dom[i]);
     switch (n.op) {
       case PrimOp::Input: {
         w.bytes_read += numel[i] * static_cast<double>(dtype_size(n.dtype));
