@@ -9,7 +9,11 @@ double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   double lanes = static_cast<double>(t.compute_units) * t.simd_lanes_f32;
   double occupancy = std::clamp(w.parallelism / lanes, 1.0 / lanes, 1.0);
   double flops = w.flops + w.transcendentals * t.transcendental_flops;
-  double compute_s = flops / (t.peak_flops_f32 * w.compute_efficiency * occupancy);
+  double engine = w.engine == KernelWork::Engine::GeneratedGemm ? t.gemm_efficiency
+                  : w.engine == KernelWork::Engine::LibraryGemm ? t.library_gemm_efficiency
+                                                                 : t.loop_efficiency;
+  double efficiency = std::max(engine * w.engine_fraction, 0.01);
+  double compute_s = flops / (t.peak_flops_f32 * efficiency * occupancy);
   // Traffic that fits in the last-level cache streams at cache speed.
   double bytes = w.bytes_read + w.bytes_written;
   double bw = bytes <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth;

@@ -14,9 +14,11 @@ struct KernelWork {
   double bytes_read = 0;       // from buffers the kernel reads (each element once)
   double bytes_written = 0;
   double parallelism = 1e9;  // independent output elements (limits core/SM usage)
-  /// Fraction of peak FLOP/s this kernel's code reaches: about 0.8 for a tuned GEMM,
-  /// 0.35 for a generated GEMM tile that is too small, 0.25 for scalar loops.
-  double compute_efficiency = 0.5;
+  /// Which code runs it; the target states each engine's fraction of peak.
+  enum class Engine { Loops, GeneratedGemm, LibraryGemm } engine = Engine::Loops;
+  /// Fraction of the engine's efficiency this kernel keeps: tile utilization and tile
+  /// size for a generated GEMM, 1 otherwise.
+  double engine_fraction = 1.0;
 };
 
 /// Estimated seconds for one execution of a kernel on `t`.

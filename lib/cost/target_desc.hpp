@@ -19,6 +19,12 @@ struct TargetDesc {
   double local_bytes = 0;           // per-core L2 (CPU) or shared memory per SM (GPU)
   double launch_overhead_s = 0;     // one kernel launch / parallel region
   double transcendental_flops = 8;  // flop-equivalents of one exp/log/sin/tanh
+  // Fraction of peak FLOP/s each code engine reaches on compute-bound work (measured on
+  // the target: bench/cpu/cpu_gemm_bench for the CPU). Which GEMM wins is the ratio of
+  // the two GEMM figures, so it is stated per target, never assumed.
+  double loop_efficiency = 0.4;          // generated elementwise / reduction loops
+  double gemm_efficiency = 0.6;          // generated register-tiled GEMM, large tiles
+  double library_gemm_efficiency = 0.8;  // the vendor BLAS (OpenBLAS, cuBLAS, rocBLAS)
 };
 
 /// The machine this process runs on: cores, vector width (AVX-512, AVX2 or SSE), caches

@@ -52,6 +52,24 @@ bool is_gemm_reduce(const detail::GraphImpl& b, const detail::Node& n) {
 
 }  // namespace
 
+bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id) {
+  const detail::Node& n = body.nodes[id];
+  if (n.op != PrimOp::Expand || !broadcasts(n, body.nodes[n.inputs[0]])) return false;
+  std::vector<uint32_t> todo{n.inputs[0]};
+  std::vector<uint8_t> seen(body.nodes.size(), 0);
+  while (!todo.empty()) {
+    const uint32_t x = todo.back();
+    todo.pop_back();
+    if (seen[x]) continue;
+    seen[x] = 1;
+    const PrimOp o = body.nodes[x].op;
+    if (o == PrimOp::SumReduce || o == PrimOp::MaxReduce || o == PrimOp::Gather) return false;
+    if (o == PrimOp::Exp2 || o == PrimOp::Log2 || o == PrimOp::Sin) return true;
+    for (uint32_t k : body.nodes[x].inputs) todo.push_back(k);
+  }
+  return false;
+}
+
 uint32_t BodyBuilder::slot(Id cls) {
   cls = g_.find(cls);
   auto it = slot_of_.find(cls);
@@ -255,10 +273,21 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
           if (!is_leaf(to_op(nodes[below].op)))
             w.bytes_read += 2 * numel[src] * static_cast<double>(dtype_size(nodes[src].dtype));
         }
+  // Nodes inside a GEMM operand; there a hoisted broadcast's input is computed once too.
+  std::vector<uint8_t> in_operand(nodes.size(), 0);
   for (size_t i = root + 1; i-- > 0;) {
     const detail::Node& n = nodes[i];
     const bool red = n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce;
-    for (uint32_t x : n.inputs) dom[x] = std::max(dom[x], red || operand_bcast[i] ? numel[x] : dom[i]);
+    bool once = red || operand_bcast[i];
+    if (in_operand[i] && hoists_broadcast(*spec.body, static_cast<uint32_t>(i))) {
+      once = true;
+      const uint32_t x = n.inputs[0];
+      if (dom[x] == 0) w.bytes_read += 2 * numel[x] * static_cast<double>(dtype_size(nodes[x].dtype));
+    }
+    for (uint32_t x : n.inputs) {
+      dom[x] = std::max(dom[x], once ? numel[x] : dom[i]);
+      in_operand[x] |= static_cast<uint8_t>(in_operand[i] || operand_bcast[i]);
+    }
     switch (n.op) {
       case PrimOp::Input: {
         w.bytes_read += numel[i] * static_cast<double>(dtype_size(n.dtype));
@@ -296,23 +325,26 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     case KernelKind::Elementwise:
     case KernelKind::Reduction:
     case KernelKind::Gather:
-      w.compute_efficiency = 0.4;
+      w.engine = detail::KernelWork::Engine::Loops;
       break;
-    case KernelKind::Gemm:
-    case KernelKind::LibraryGemm: {
-      // Utilization of the tiles: the fraction of each tile that holds real output.
+    case KernelKind::LibraryGemm:
+      w.engine = detail::KernelWork::Engine::LibraryGemm;
+      break;
+    case KernelKind::Gemm: {
+      w.engine = detail::KernelWork::Engine::GeneratedGemm;
+      if (spec.launch.size() < 2) {
+        w.engine_fraction = 0.5;
+        break;
+      }
+      // Utilization of the tiles: the fraction of each tile that holds real output; and
+      // small tiles reuse each loaded value less (64x128 and up reach the full figure).
       const auto& out = nodes[root].shape;
       double m = out.size() >= 2 ? numel_of({out[out.size() - 2]}, dims) : 1;
       double n = out.empty() ? 1 : numel_of({out.back()}, dims);
-      double base = spec.kind == KernelKind::LibraryGemm ? 0.8 : 0.35;
-      double util = 1;
-      if (spec.launch.size() >= 2 && spec.kind == KernelKind::Gemm) {
-        double tm = static_cast<double>(spec.launch[0]), tn = static_cast<double>(spec.launch[1]);
-        util = (m / (std::ceil(m / tm) * tm)) * (n / (std::ceil(n / tn) * tn));
-        base = 0.3 + 0.1 * std::log2(std::max(tm * tn / 256.0, 1.0)) / 4.0;  // bigger tiles reuse more
-        base = std::min(base, 0.6);
-      }
-      w.compute_efficiency = std::max(base * util, 0.02);
+      double tm = static_cast<double>(spec.launch[0]), tn = static_cast<double>(spec.launch[1]);
+      double util = (m / (std::ceil(m / tm) * tm)) * (n / (std::ceil(n / tn) * tn));
+      double tile = std::min(1.0, 0.5 + 0.1 * std::log2(std::max(tm * tn / 256.0, 1.0)));
+      w.engine_fraction = tile * util;
       break;
     }
   }

@@ -69,6 +69,13 @@ using DimGuess = DimBindings;
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
                                const DimGuess& dims);
 
+/// Inside a GEMM operand (below the broadcast feeding the product): true when body node
+/// `id` is an expand that repeats a value computed with transcendentals (a RoPE sin/cos
+/// table broadcast over heads). Backends compute such a value once into scratch before
+/// preparing the operand, and the cost model charges it that way: one predicate, so
+/// the two cannot disagree.
+bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id);
+
 /// True when the body has no arithmetic (views, constants, casts only): absorbing it
 /// never duplicates work.
 bool is_cheap(const KernelSpec& spec);

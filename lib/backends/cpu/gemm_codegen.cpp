@@ -229,7 +229,7 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
   // each other inside the GEMM: the only synchronisation is the join at the end. That
   // keeps the GEMM fast when a core is briefly taken by another process (a shared B
   // panel costs a barrier per K block, and a descheduled thread stalls every barrier).
-  // The price is packing B once per row range (a contiguous copy, ~1% at 2048^3).
+  // The price is packing B once per row range or A once per column range (~1% at 2048^3).
   s << "static void " << fn << "(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
     << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc,\n"
     << "    int64_t MC, int64_t NC, int64_t KC, lm_epi_fn epi, void* ctx) {\n"
@@ -243,9 +243,19 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << " - 1) / " << NR << ";\n"
     << "  const int parallel = (double)M * (double)N * (double)K >= 262144.0;\n"
     << "  const int64_t target = parallel ? 3 * (int64_t)omp_get_max_threads() : 1;\n"
-    << "  const int64_t tm = mstrips_all < target ? mstrips_all : target;\n"
-    << "  int64_t tn = (target + tm - 1) / tm;\n"
-    << "  if (tn > nstrips_all) tn = nstrips_all;\n"
+    // Each row range packs all of B (K x N) and each column range all of A (M x K): split
+    // the longer side, so a prefill's x @ W^T (M 128, N 5632) does not pack its weight
+    // once per row range.
+    << "  int64_t tm, tn;\n"
+    << "  if (M >= N) {\n"
+    << "    tm = mstrips_all < target ? mstrips_all : target;\n"
+    << "    tn = (target + tm - 1) / tm;\n"
+    << "    if (tn > nstrips_all) tn = nstrips_all;\n"
+    << "  } else {\n"
+    << "    tn = nstrips_all < target ? nstrips_all : target;\n"
+    << "    tm = (target + tn - 1) / tn;\n"
+    << "    if (tm > mstrips_all) tm = mstrips_all;\n"
+    << "  }\n"
     << "  const int64_t rows_per = (mstrips_all + tm - 1) / tm * " << MR << ";\n"
     << "  const int64_t cols_per = (nstrips_all + tn - 1) / tn * " << NR << ";\n"
     << "  if (NC > cols_per) NC = cols_per;\n  if (MC > rows_per) MC = rows_per;\n  if (KC > K) KC = K;\n"

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "backends/cpu/gemm_codegen.hpp"
+#include "ir/kernel_body.hpp"
 #include "graph/dim_expr.hpp"
 #include "luminal/error.hpp"
 
@@ -150,6 +151,7 @@ class Lowerer {
     std::string acc_key;  // index at which acc() is the reduce node's value ("": any)
     std::map<std::string, Expr> memo;
     int next_var = 0;
+    bool hoist_broadcasts = false;  // preparing a GEMM operand (see ir::hoists_broadcast)
   };
 
   int new_var() { return ctx_.next_var++; }
@@ -340,6 +342,15 @@ class Lowerer {
         std::vector<Index> in = idx;
         for (size_t i = 0; i < is.size(); ++i)
           if (is_one(is[i])) in[i] = Index(0);
+        if (ctx_.hoist_broadcasts && ir::hoists_broadcast(body_, id)) {
+          // Computed once over its own shape, then read at each repetition (the cost
+          // model charges it the same way).
+          const int b = materialize(n.inputs[0]);
+          Index lin = kernel::row_major(in, shapes_[n.inputs[0]]);
+          const DType dt = body_.nodes[n.inputs[0]].dtype;
+          if (valid) return kernel::load_padded(b, dt, kernel::select(*valid, lin, Index(0)), *valid, 0);
+          return kernel::load(b, dt, lin);
+        }
         return emit(n.inputs[0], in, valid);
       }
       case PrimOp::Slice: {
@@ -492,7 +503,8 @@ class Lowerer {
     ctx_ = std::move(saved);
   }
 
-  // A temporary buffer holding reduce node `id` (computed by its own kernel first).
+  // A temporary buffer holding body node `id` (a reduction, or a hoisted broadcast value),
+  // computed by its own loop nest first.
   int materialize(uint32_t id) {
     if (auto it = materialized_.find(id); it != materialized_.end()) return it->second;
     kernel::Buffer b;
@@ -514,6 +526,7 @@ class Lowerer {
                           size_t rank) {
     Ctx saved = std::move(ctx_);
     ctx_ = Ctx{};
+    ctx_.hoist_broadcasts = true;
     kernel::Kernel k;
     std::vector<Index> vars;
     k.loops = loops_over(dims, vars, worth_parallel(dims));
