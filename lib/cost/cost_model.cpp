@@ -1,6 +1,7 @@
 #include "cost/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace luminal::detail {
 
@@ -12,7 +13,13 @@ double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   double engine = w.engine == KernelWork::Engine::GeneratedGemm ? t.gemm_efficiency
                   : w.engine == KernelWork::Engine::LibraryGemm ? t.library_gemm_efficiency
                                                                  : t.loop_efficiency;
-  double efficiency = std::max(engine * w.engine_fraction, 0.01);
+  double tile = 1;
+  if (w.tile_area > 0) {
+    double largest = w.tile_area;
+    for (const auto& t : t.gemm_tiles) largest = std::max(largest, static_cast<double>(t[0] * t[1]));
+    tile = std::clamp(1 - 0.1 * std::log2(largest / w.tile_area), 0.5, 1.0);
+  }
+  double efficiency = std::max(engine * w.engine_fraction * tile, 0.01);
   double compute_s = flops / (t.peak_flops_f32 * efficiency * occupancy);
   // Traffic that fits in the last-level cache streams at cache speed.
   double bytes = w.bytes_read + w.bytes_written;

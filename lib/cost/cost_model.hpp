@@ -16,9 +16,12 @@ struct KernelWork {
   double parallelism = 1e9;  // independent output elements (limits core/SM usage)
   /// Which code runs it; the target states each engine's fraction of peak.
   enum class Engine { Loops, GeneratedGemm, LibraryGemm } engine = Engine::Loops;
-  /// Fraction of the engine's efficiency this kernel keeps: tile utilization and tile
-  /// size for a generated GEMM, 1 otherwise.
+  /// Fraction of the engine's efficiency this kernel keeps: for a generated GEMM, the
+  /// share of each tile that holds real output; 1 otherwise.
   double engine_fraction = 1.0;
+  /// A generated GEMM's tile area (rows x cols): smaller tiles than the target's largest
+  /// reuse each loaded value less. 0: not a tiled GEMM.
+  double tile_area = 0;
 };
 
 /// Estimated seconds for one execution of a kernel on `t`.

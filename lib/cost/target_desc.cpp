@@ -80,6 +80,15 @@ TargetDesc describe_host_cpu() {
   // model says so. (Nominal peak from cpuinfo's base clock understates turbo, so both
   // are stated relative to each other, the generated one at 0.85.)
   // Another machine recalibrates with LUMINAL_CPU_GEMM_EFFICIENCY / _BLAS_EFFICIENCY.
+  // Register micro tiles that fit the vector register file (checked again by the GEMM
+  // generator): the squarer default, a wide one and a tall one, so a product with few
+  // rows or few columns wastes fewer lanes.
+  if (avx512)
+    d.gemm_tiles = {{{8, 32, 256}, {4, 64, 256}, {16, 16, 256}}};
+  else if (avx2)
+    d.gemm_tiles = {{{6, 16, 256}, {4, 24, 256}, {12, 8, 256}}};
+  else
+    d.gemm_tiles = {{{4, 16, 256}, {2, 32, 256}, {8, 8, 256}}};
   d.gemm_efficiency = env_or("LUMINAL_CPU_GEMM_EFFICIENCY", 0.85);
   d.library_gemm_efficiency = env_or("LUMINAL_CPU_BLAS_EFFICIENCY", 0.5);
   return d;

@@ -2,8 +2,11 @@
 // the roofline in cost_model.hpp is written once.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace luminal::detail {
 
@@ -25,6 +28,10 @@ struct TargetDesc {
   double loop_efficiency = 0.4;          // generated elementwise / reduction loops
   double gemm_efficiency = 0.6;          // generated register-tiled GEMM, large tiles
   double library_gemm_efficiency = 0.8;  // the vendor BLAS (OpenBLAS, cuBLAS, rocBLAS)
+  // The GEMM tile configurations a generated GEMM may use, each an alternative in the
+  // e-graph: {rows, cols, k-depth} of the register micro tile (CPU) or of a thread
+  // block's output tile (GPU). The first is the default.
+  std::vector<std::array<int64_t, 3>> gemm_tiles{{{64, 128, 32}, {32, 64, 16}, {16, 16, 16}}};
 };
 
 /// The machine this process runs on: cores, vector width (AVX-512, AVX2 or SSE), caches

@@ -336,15 +336,14 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
         w.engine_fraction = 0.5;
         break;
       }
-      // Utilization of the tiles: the fraction of each tile that holds real output; and
-      // small tiles reuse each loaded value less (64x128 and up reach the full figure).
+      // Utilization of the tiles: the fraction of each tile that holds real output (the
+      // cost model adds how much a smaller tile loses in reuse).
       const auto& out = nodes[root].shape;
       double m = out.size() >= 2 ? numel_of({out[out.size() - 2]}, dims) : 1;
       double n = out.empty() ? 1 : numel_of({out.back()}, dims);
       double tm = static_cast<double>(spec.launch[0]), tn = static_cast<double>(spec.launch[1]);
-      double util = (m / (std::ceil(m / tm) * tm)) * (n / (std::ceil(n / tn) * tn));
-      double tile = std::min(1.0, 0.5 + 0.1 * std::log2(std::max(tm * tn / 256.0, 1.0)));
-      w.engine_fraction = tile * util;
+      w.engine_fraction = (m / (std::ceil(m / tm) * tm)) * (n / (std::ceil(n / tn) * tn));
+      w.tile_area = tm * tn;
       break;
     }
   }

@@ -161,11 +161,12 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   return g.num_nodes() - before;
 }
 
-// Tile configurations of every generated GEMM: alternatives the cost model ranks by how
-// well the tiles cover the output.
+// Tile configurations of every generated GEMM, the target's own (register micro tiles on
+// a CPU, thread-block tiles on a GPU): alternatives the cost model ranks by how well the
+// tiles cover the output and how much each loaded value is reused.
 std::size_t gemm_tiles(EGraph& g, const PassContext& ctx) {
   if (!g.is_clean()) g.rebuild();
-  static constexpr std::array<std::array<int64_t, 3>, 3> kTiles{{{16, 16, 16}, {32, 64, 16}, {64, 128, 32}}};
+  const auto& kTiles = ctx.target.gemm_tiles;
   std::vector<std::pair<Id, ir::Variant>> todo;
   const auto& ix = g.index();
   for (Id cls : ix.classes_with(ir::Op::Kernel))
@@ -199,7 +200,7 @@ LUMINAL_REGISTER_RULE({.name = "fuse-producers",
 LUMINAL_REGISTER_RULE({.name = "gemm-tile-configs",
                        .set = "fusion",
                        .fast_math = false,
-                       .doc = "gemm kernel = the same gemm with tiles (16,16,16) / (32,64,16) / (64,128,32)",
+                       .doc = "gemm kernel = the same gemm with each of the target's tile configurations",
                        .rule = {},
                        .pass = gemm_tiles,
                        .example = {}});

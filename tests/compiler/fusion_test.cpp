@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
+#include "cost/target_desc.hpp"
 #include "translation_models.hpp"
 
 using namespace luminal;
@@ -75,4 +76,27 @@ TEST_CASE("fast_math reassociates a matmul chain to the order with fewer FLOPs",
   CHECK(ve.error <= 1.0);
   CHECK(vf.error <= 1.0);
   CHECK(vf.program.report.estimated_seconds * 10 < ve.program.report.estimated_seconds);
+}
+
+TEST_CASE("GEMM tile configurations are alternatives: few rows pick a wide tile", "[compiler][fusion]") {
+  // Among the target's tiles the one wasting the fewest lanes wins: the tile whose row
+  // count divides M best (the first, the default, when all cover it equally).
+  const auto tiles = detail::describe_host_cpu().gemm_tiles;
+  for (int64_t m : {12, 96}) {
+    Graph g;
+    g.output("y", matmul(g.input("x", {m, 256}), g.param("w", {256, 512})));
+    auto v = test::validate(g);
+    CHECK(v.error <= 1.0);
+    double best = -1;
+    std::string want;
+    for (const auto& t : tiles) {
+      const double util = static_cast<double>(m) / static_cast<double>((m + t[0] - 1) / t[0] * t[0]);
+      if (util > best) {
+        best = util;
+        want = "tiles " + std::to_string(t[0]) + "x" + std::to_string(t[1]) + "x" + std::to_string(t[2]);
+      }
+    }
+    INFO("M = " << m << ", expected " << want << "\n" << v.program.dot);
+    CHECK(v.program.dot.find(want) != std::string::npos);
+  }
 }

@@ -4,6 +4,7 @@
 #include "harness.hpp"
 
 #include "backends/cpu/gemm_codegen.hpp"
+#include "cost/target_desc.hpp"
 #include "luminal/error.hpp"
 
 #include <thread>
@@ -156,4 +157,24 @@ TEST_CASE("compiled programs run concurrently from several threads", "[cpu][gemm
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) CHECK(mine[static_cast<size_t>(t)].bytes == serial.bytes);
+}
+
+TEST_CASE("every GEMM tile the host's cost model offers fits and computes correctly", "[cpu][gemm]") {
+  // The search picks among TargetDesc::gemm_tiles and the lowering honours the choice: each
+  // must be a legal micro tile of this ISA and give the naive loop's results.
+  const CpuIsa isa = luminal::cpu::host_isa();
+  const auto tiles = luminal::detail::describe_host_cpu().gemm_tiles;
+  REQUIRE(tiles.size() >= 2);
+  Program p;
+  for (const auto& t : tiles) {
+    const int mr = static_cast<int>(t[0]), nr = static_cast<int>(t[1]);
+    INFO("tile " << mr << "x" << nr);
+    REQUIRE(luminal::cpu::micro_tile_fits(isa, mr, nr));
+    for (Case c : {Case{37, 150, 70}, Case{12, 256, 33}})
+      add_gemm(p, c, true, true, GemmImpl::Generated, GemmTile{mr, nr, mr * 3, 32, nr * 2});
+  }
+  std::string src = check_program(p, {}, 1e-4, 5e-4);
+  for (const auto& t : tiles)
+    CHECK(src.find(luminal::cpu::gemm_function_name(isa, static_cast<int>(t[0]), static_cast<int>(t[1]))) !=
+          std::string::npos);
 }

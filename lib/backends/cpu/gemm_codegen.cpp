@@ -29,19 +29,26 @@ const char* isa_name(CpuIsa isa) {
 namespace {
 int vector_width(CpuIsa isa) { return isa == CpuIsa::Avx512 ? 16 : isa == CpuIsa::Avx2 ? 8 : 1; }
 int register_count(CpuIsa isa) { return isa == CpuIsa::Avx512 ? 32 : 16; }
-}  // namespace
 
-void check_micro_tile(CpuIsa isa, int mr, int nr) {
+// Why an mr x nr micro tile cannot be generated for `isa`; empty when it can.
+std::string micro_tile_problem(CpuIsa isa, int mr, int nr) {
   const int w = vector_width(isa);
   if (mr <= 0 || nr <= 0 || nr % w != 0)
-    throw InternalError("[gemm] micro tile " + std::to_string(mr) + "x" + std::to_string(nr) +
-                        ": nr must be a positive multiple of " + std::to_string(w) + " for " + isa_name(isa));
+    return "[gemm] micro tile " + std::to_string(mr) + "x" + std::to_string(nr) +
+           ": nr must be a positive multiple of " + std::to_string(w) + " for " + isa_name(isa);
   // accumulators + one vector per B column block + one broadcast register
   if (isa != CpuIsa::Generic && mr * (nr / w) + nr / w + 1 > register_count(isa))
-    throw InternalError("[gemm] micro tile " + std::to_string(mr) + "x" + std::to_string(nr) +
-                        " needs more than the " + std::to_string(register_count(isa)) +
-                        " vector registers of " + isa_name(isa));
-  if (mr * nr > 4096) throw InternalError("[gemm] micro tile too large");
+    return "[gemm] micro tile " + std::to_string(mr) + "x" + std::to_string(nr) + " needs more than the " +
+           std::to_string(register_count(isa)) + " vector registers of " + isa_name(isa);
+  if (mr * nr > 4096) return "[gemm] micro tile too large";
+  return {};
+}
+}  // namespace
+
+bool micro_tile_fits(CpuIsa isa, int mr, int nr) { return micro_tile_problem(isa, mr, nr).empty(); }
+
+void check_micro_tile(CpuIsa isa, int mr, int nr) {
+  if (std::string why = micro_tile_problem(isa, mr, nr); !why.empty()) throw InternalError(why);
 }
 
 GemmTileDefaults default_gemm_tile(CpuIsa isa) {

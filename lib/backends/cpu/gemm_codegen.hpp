@@ -23,6 +23,8 @@ const char* isa_name(CpuIsa isa);
 /// A micro tile legal for `isa` (nr a multiple of the vector width; mr * nr/width
 /// accumulators fitting the register file); throws InternalError otherwise.
 void check_micro_tile(CpuIsa isa, int mr, int nr);
+/// The same check without throwing: can `isa` hold an mr x nr micro tile?
+bool micro_tile_fits(CpuIsa isa, int mr, int nr);
 /// Default tile for an ISA (tuned on a 2-core Zen 4 with AVX-512; see docs/cpu-backend.md).
 struct GemmTileDefaults {
   int mr, nr, mc, kc, nc;

@@ -740,8 +740,20 @@ class Lowerer {
       g.c.row_stride = m_axis >= 0 ? out_stride(m_axis) : g.n;  // any stride when M == 1
       g.c.col_stride = Index(1);
     }
+    // The micro tile the search chose (a TargetDesc::gemm_tiles entry), when this ISA's
+    // register file holds it; cache blocks stay the ISA's defaults, rounded to the tile.
     const auto def = default_gemm_tile(host_isa());
     g.tile = kernel::GemmTile{def.mr, def.nr, def.mc, def.kc, def.nc};
+    if (spec_.launch.size() == 3) {
+      const int mr = static_cast<int>(spec_.launch[0]), nr = static_cast<int>(spec_.launch[1]);
+      if (micro_tile_fits(host_isa(), mr, nr)) {
+        g.tile.mr = mr;
+        g.tile.nr = nr;
+        g.tile.kc = static_cast<int>(spec_.launch[2]);
+        g.tile.mc = std::max(mr, def.mc / mr * mr);
+        g.tile.nc = std::max(nr, def.nc / nr * nr);
+      }
+    }
     const std::string& impl = opt_.gemm_impl;
     g.impl = impl == "library"                           ? kernel::GemmImpl::Library
              : impl == "generated"                       ? kernel::GemmImpl::Generated
