@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -28,6 +29,13 @@ struct Compiled {
 
 inline Compiled compile(const luminal::kernel::Program& p, luminal::cpu::RenderOptions opt = {}) {
   luminal::cpu::CProgram c = luminal::cpu::render_c(p, opt);
+  // LUMINAL_DUMP_C=path: the translation unit, as the executable path does (appended, so
+  // a benchmark that compiles several programs keeps all of them).
+  if (const char* dump = std::getenv("LUMINAL_DUMP_C"); dump && *dump)
+    if (std::FILE* f = std::fopen(dump, "a")) {
+      std::fputs(c.source.c_str(), f);
+      std::fclose(f);
+    }
   Compiled out;
   out.lib = luminal::cpu::Jit::global().compile(c.source);
   out.entry = out.lib->function<luminal::cpu::KernelFn>(c.entry);

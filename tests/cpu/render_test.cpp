@@ -196,7 +196,7 @@ TEST_CASE("render: validation rejects malformed programs", "[cpu][render]") {
   CHECK_THROWS_AS(evaluate(p, {x.data(), y.data()}, {}), luminal::InternalError);
 }
 
-TEST_CASE("render: heavy bodies interleave four streams, any length", "[cpu][render]") {
+TEST_CASE("render: chains of heavy calls run in stages over blocks, any length", "[cpu][render]") {
   Program p;
   p.symbols = {"N"};
   Index N = Index::sym("N");
@@ -206,6 +206,9 @@ TEST_CASE("render: heavy bodies interleave four streams, any length", "[cpu][ren
   Expr v = binary(BinaryOp::Mul, unary(UnaryOp::Sigmoid, unary(UnaryOp::Exp, unary(UnaryOp::Sin, x))), x);
   p.kernels = {Kernel{"inter", KernelKind::Elementwise, {{0, N, true, true}}, {1, i, v}, {}, {}}};
   std::string src;
-  for (int64_t n : {1, 3, 4, 5, 1001, 4096}) src = check_program(p, {{"N", n}});
-  CHECK(src.find("lm_i + 3 * lm_q") != std::string::npos);
+  for (int64_t n : {1, 3, 4, 5, 511, 512, 513, 1001, 4096}) src = check_program(p, {{"N", n}});
+  // one stage per heavy call (sin, exp, sigmoid), the last one also doing the multiply
+  CHECK(src.find("lm_b += 512") != std::string::npos);
+  CHECK(src.find("lm_st1[lm_j]") != std::string::npos);
+  CHECK(src.find("lm_st2[") == std::string::npos);
 }
