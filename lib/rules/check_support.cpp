@@ -448,35 +448,6 @@ rf::View dense(const rf::View& v) {
   return rf::contiguous(v, st);
 }
 
-double load(const rf::View& v, int64_t i) {
-  const std::byte* p = v.base + (v.offset + i) * static_cast<int64_t>(dtype_size(v.dtype));
-  switch (v.dtype) {
-    case DType::f32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case DType::i32: {
-      int32_t x;
-      std::memcpy(&x, p, 4);
-      return x;
-    }
-    case DType::boolean:
-      return static_cast<uint8_t>(*p) != 0;
-    case DType::f16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return detail::f16_to_f32(h);
-    }
-    case DType::bf16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return detail::bf16_to_f32(h);
-    }
-  }
-  return 0;
-}
-
 rf::View leaf_value(Rng& rng, const Leaf& l, int regime) {
   std::byte* data = nullptr;
   rf::View v = rf::allocate(l.dtype, l.shape, &data);
@@ -681,7 +652,7 @@ std::string compare(const rf::View& ref, const rf::View& got, bool fast_math, in
                                                 : 0;
   const int64_t n = ref.numel();
   for (int64_t i = 0; i < n; ++i) {
-    const double r = load(ref, i), x = load(got, i);
+    const double r = rf::storage_element(ref, i), x = rf::storage_element(got, i);
     bool ok;
     // A fast-math rule may change NaN/inf results: it is compared where both are finite.
     if (fast_math && (!std::isfinite(r) || !std::isfinite(x))) continue;

@@ -16,45 +16,15 @@ namespace {
 using namespace dsl;
 namespace rf = detail::reference;
 
-// Element 0 of a one-element view, as a double.
-double scalar(const rf::View& v) {
-  const std::byte* p = v.base + v.offset * static_cast<int64_t>(dtype_size(v.dtype));
-  switch (v.dtype) {
-    case DType::f32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case DType::i32: {
-      int32_t i;
-      std::memcpy(&i, p, 4);
-      return i;
-    }
-    case DType::boolean:
-      return static_cast<uint8_t>(*p) != 0;
-    case DType::f16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return detail::f16_to_f32(h);
-    }
-    case DType::bf16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return detail::bf16_to_f32(h);
-    }
-  }
-  return 0;
-}
-
 // The pad value an elementwise op produces from pad values `vs` (of dtype `dt`), computed
 // with the interpreter's kernels so it is exactly what the op computes on padding.
 std::optional<double> fold_pad_value(Op op, const std::vector<double>& vs, DType dt, DType cast_to) {
   try {
     std::vector<rf::View> in;
     for (double v : vs) in.push_back(rf::constant(v, dt));
-    if (is_unary(op)) return scalar(rf::unary(ir::to_prim(op), in[0]));
-    if (is_binary(op)) return scalar(rf::binary(ir::to_prim(op), in[0], in[1]));
-    if (op == Op::Cast) return scalar(rf::cast(in[0], cast_to));
+    if (is_unary(op)) return rf::storage_element(rf::unary(ir::to_prim(op), in[0]), 0);
+    if (is_binary(op)) return rf::storage_element(rf::binary(ir::to_prim(op), in[0], in[1]), 0);
+    if (op == Op::Cast) return rf::storage_element(rf::cast(in[0], cast_to), 0);
   } catch (const Error&) {
   }
   return std::nullopt;

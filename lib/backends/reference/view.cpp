@@ -82,6 +82,38 @@ void store_scalar(DType dtype, double value, std::byte* out) {
   }
 }
 
+double load_scalar(DType dtype, const std::byte* in) {
+  switch (dtype) {
+    case DType::f32: {
+      float f;
+      std::memcpy(&f, in, 4);
+      return f;
+    }
+    case DType::i32: {
+      int32_t x;
+      std::memcpy(&x, in, 4);
+      return x;
+    }
+    case DType::boolean:
+      return static_cast<uint8_t>(*in) != 0;
+    case DType::f16: {
+      uint16_t h;
+      std::memcpy(&h, in, 2);
+      return f16_to_f32(h);
+    }
+    case DType::bf16: {
+      uint16_t h;
+      std::memcpy(&h, in, 2);
+      return bf16_to_f32(h);
+    }
+  }
+  return 0;
+}
+
+double storage_element(const View& v, int64_t i) {
+  return load_scalar(v.dtype, v.base + (v.offset + i) * static_cast<int64_t>(dtype_size(v.dtype)));
+}
+
 namespace {
 
 template <class T>

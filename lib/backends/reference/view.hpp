@@ -52,5 +52,10 @@ View pad_view(const View& v, int axis, int64_t lo, int64_t hi, double value, Sta
 
 /// Stores `value` converted to `dtype` (the rules of prim_cast/prim_constant) at `out`.
 void store_scalar(DType dtype, double value, std::byte* out);
+/// The element stored at `in` (of `dtype`), as a double: store_scalar's inverse.
+double load_scalar(DType dtype, const std::byte* in);
+/// Element `i` of `v`'s underlying storage (v.offset + i; no strides or pad mask), as a
+/// double.
+double storage_element(const View& v, int64_t i);
 
 }  // namespace luminal::detail::reference
