@@ -94,48 +94,43 @@ TargetDesc describe_host_cpu() {
   return d;
 }
 
+namespace {
+
+// Published figures of the GPU architectures the cost model knows. lanes: 4 warps (or
+// wavefronts) in flight per SM (CU) to hide latency.
+struct GpuFigures {
+  std::string_view arch, name;
+  int units, lanes;
+  double f32, f16, mem_bw, cache_bw, llc_mib, local_kib, launch_s;
+};
+constexpr GpuFigures kGpus[] = {
+    {"sm_80", "cuda:sm_80", 108, 32 * 4, 19.5e12, 312e12, 2.0e12, 5.0e12, 40, 164, 4e-6},  // A100 SXM
+    {"sm_90", "cuda:sm_90", 132, 32 * 4, 67e12, 790e12, 4.8e12, 10e12, 50, 228, 3e-6},     // H100/H200 SXM
+    {"gfx90a", "hip:gfx90a", 110, 64 * 4, 47.9e12, 191e12, 1.6e12, 4.0e12, 8, 64, 5e-6},   // MI250X, one GCD
+};
+
+}  // namespace
+
 TargetDesc describe_gpu(std::string_view arch) {
-  TargetDesc d;
-  d.name = std::string(arch);
-  d.transcendental_flops = 4;  // special function units
-  if (arch == "sm_80") {       // A100 SXM 80 GB
-    d.name = "cuda:sm_80";
-    d.compute_units = 108;
-    d.simd_lanes_f32 = 32 * 4;  // 4 warps in flight per SM to hide latency
-    d.peak_flops_f32 = 19.5e12;
-    d.peak_flops_f16 = 312e12;
-    d.mem_bandwidth = 2.0e12;
-    d.cache_bandwidth = 5.0e12;
-    d.llc_bytes = 40.0 * 1024 * 1024;
-    d.local_bytes = 164.0 * 1024;
-    d.launch_overhead_s = 4e-6;
-  } else if (arch == "sm_90") {  // H100 / H200 SXM
-    d.name = "cuda:sm_90";
-    d.compute_units = 132;
-    d.simd_lanes_f32 = 32 * 4;
-    d.peak_flops_f32 = 67e12;
-    d.peak_flops_f16 = 790e12;
-    d.mem_bandwidth = 4.8e12;
-    d.cache_bandwidth = 10e12;
-    d.llc_bytes = 50.0 * 1024 * 1024;
-    d.local_bytes = 228.0 * 1024;
-    d.launch_overhead_s = 3e-6;
-  } else if (arch == "gfx90a") {  // MI250X, one GCD
-    d.name = "hip:gfx90a";
-    d.compute_units = 110;
-    d.simd_lanes_f32 = 64 * 4;
-    d.peak_flops_f32 = 47.9e12;
-    d.peak_flops_f16 = 191e12;
-    d.mem_bandwidth = 1.6e12;
-    d.cache_bandwidth = 4.0e12;
-    d.llc_bytes = 8.0 * 1024 * 1024;
-    d.local_bytes = 64.0 * 1024;
-    d.launch_overhead_s = 5e-6;
-  } else {
-    throw CompileError("[cost] unknown GPU architecture '" + std::string(arch) +
-                       "': known are sm_80, sm_90, gfx90a");
+  for (const GpuFigures& f : kGpus) {
+    if (f.arch != arch) continue;
+    TargetDesc d;
+    d.name = std::string(f.name);
+    d.compute_units = f.units;
+    d.simd_lanes_f32 = f.lanes;
+    d.peak_flops_f32 = f.f32;
+    d.peak_flops_f16 = f.f16;
+    d.mem_bandwidth = f.mem_bw;
+    d.cache_bandwidth = f.cache_bw;
+    d.llc_bytes = f.llc_mib * 1024 * 1024;
+    d.local_bytes = f.local_kib * 1024;
+    d.launch_overhead_s = f.launch_s;
+    d.transcendental_flops = 4;  // special function units
+    return d;
   }
-  return d;
+  std::string known;
+  for (const GpuFigures& f : kGpus) known += (known.empty() ? "" : ", ") + std::string(f.arch);
+  throw CompileError("[cost] unknown GPU architecture '" + std::string(arch) + "': known are " + known);
 }
 
 }  // namespace luminal::detail

@@ -1,0 +1,56 @@
+// The cost model's inputs and its roofline: target descriptions and kernel_seconds on
+// hand-computed work.
+#include <catch2/catch.hpp>
+
+#include "cost/cost_model.hpp"
+#include "cost/target_desc.hpp"
+#include "luminal/error.hpp"
+
+using namespace luminal;
+using detail::KernelWork;
+
+TEST_CASE("GPU descriptions carry their published figures; an unknown arch is an error", "[compiler][cost]") {
+  const detail::TargetDesc h = detail::describe_gpu("sm_90");
+  CHECK(h.name == "cuda:sm_90");
+  CHECK(h.compute_units == 132);
+  CHECK(h.mem_bandwidth == Approx(4.8e12));
+  CHECK(detail::describe_gpu("sm_80").peak_flops_f32 == Approx(19.5e12));
+  CHECK(detail::describe_gpu("gfx90a").name == "hip:gfx90a");
+  try {
+    detail::describe_gpu("sm_70");
+    FAIL("sm_70 was accepted");
+  } catch (const CompileError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("sm_70") && Catch::Contains("sm_80, sm_90, gfx90a"));
+  }
+}
+
+TEST_CASE("kernel_seconds is the slower of compute and memory, plus a launch", "[compiler][cost]") {
+  detail::TargetDesc t;
+  t.compute_units = 1;
+  t.simd_lanes_f32 = 1;
+  t.peak_flops_f32 = 1e9;
+  t.mem_bandwidth = 1e9;
+  t.cache_bandwidth = 4e9;
+  t.llc_bytes = 1e6;
+  t.launch_overhead_s = 1e-6;
+  t.loop_efficiency = 0.5;
+  t.gemm_efficiency = 0.8;
+  t.library_gemm_efficiency = 0.4;
+  t.gemm_tiles = {{{64, 128, 32}, {16, 16, 16}}};
+  KernelWork w;
+  w.flops = 1e6;  // 1e6 / (1e9 * 0.5) = 2 ms of compute
+  w.bytes_read = 1e7;  // past the LLC: 1e7 / 1e9 = 10 ms of memory
+  CHECK(detail::kernel_seconds(t, w) == Approx(10e-3 + 1e-6));
+  w.bytes_read = 1e5;  // in cache: 25 us, so compute bound
+  CHECK(detail::kernel_seconds(t, w) == Approx(2e-3 + 1e-6));
+  // Engines: the generated GEMM at 0.8, the library at 0.4, a 16x16 tile loses
+  // 0.1 * log2(8192 / 256) = 0.5 of its reuse against the 64x128 one.
+  w.engine = KernelWork::Engine::GeneratedGemm;
+  w.tile_area = 64 * 128;
+  CHECK(detail::kernel_seconds(t, w) == Approx(1e6 / 0.8e9 + 1e-6));
+  w.tile_area = 16 * 16;
+  CHECK(detail::kernel_seconds(t, w) == Approx(1e6 / 0.4e9 + 1e-6));
+  w.engine = KernelWork::Engine::LibraryGemm;
+  w.tile_area = 0;
+  CHECK(detail::kernel_seconds(t, w) == Approx(1e6 / 0.4e9 + 1e-6));
+}
