@@ -43,38 +43,24 @@
 
 namespace luminal::detail {
 
+// Every primitive, in order, as X(Name): one list, from which PrimOp and the tensor
+// language's Op (lib/ir/tensor_lang.hpp, same numbering) are both generated.
+#define LUMINAL_PRIM_OPS(X)                                           \
+  /* leaves */                                                        \
+  X(Input) X(Param) X(Constant) X(Iota)                               \
+  /* unary (f32) */                                                   \
+  X(Exp2) X(Log2) X(Sin) X(Sqrt) X(Recip) X(Neg)                      \
+  /* binary (same shape, same dtype) */                               \
+  X(Add) X(Mul) X(Mod) X(Max) X(LessThan) X(Equal)                    \
+  /* others */                                                        \
+  X(Where) X(Cast) X(SumReduce) X(MaxReduce) X(Gather)                \
+  /* views: index maps, no copy */                                    \
+  X(Reshape) X(Permute) X(Expand) X(Slice) X(Pad)
+
 enum class PrimOp : uint8_t {
-  // leaves
-  Input,
-  Param,
-  Constant,
-  Iota,
-  // unary (f32)
-  Exp2,
-  Log2,
-  Sin,
-  Sqrt,
-  Recip,
-  Neg,
-  // binary (same shape, same dtype)
-  Add,
-  Mul,
-  Mod,
-  Max,
-  LessThan,
-  Equal,
-  // others
-  Where,
-  Cast,
-  SumReduce,
-  MaxReduce,
-  Gather,
-  // views: index maps, no copy
-  Reshape,
-  Permute,
-  Expand,
-  Slice,
-  Pad,
+#define LUMINAL_PRIM_ENUMERATOR(name) name,
+  LUMINAL_PRIM_OPS(LUMINAL_PRIM_ENUMERATOR)
+#undef LUMINAL_PRIM_ENUMERATOR
 };
 
 /// Name of a primitive as printed in dumps and reports ("exp2", "sum_reduce", ...).

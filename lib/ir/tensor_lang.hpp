@@ -54,32 +54,9 @@ using egraph::Id;
 
 /// Ops of the tensor language: the primitives (same numbering as PrimOp), MatMul, Kernel.
 enum class Op : uint8_t {
-  Input,
-  Param,
-  Constant,
-  Iota,
-  Exp2,
-  Log2,
-  Sin,
-  Sqrt,
-  Recip,
-  Neg,
-  Add,
-  Mul,
-  Mod,
-  Max,
-  LessThan,
-  Equal,
-  Where,
-  Cast,
-  SumReduce,
-  MaxReduce,
-  Gather,
-  Reshape,
-  Permute,
-  Expand,
-  Slice,
-  Pad,
+#define LUMINAL_PRIM_ENUMERATOR(name) name,
+  LUMINAL_PRIM_OPS(LUMINAL_PRIM_ENUMERATOR)
+#undef LUMINAL_PRIM_ENUMERATOR
   /// a [..., m, k] x b [..., k, n] -> [..., m, n] (same batch dims, same dtype); means
   /// sum_reduce(mul(expand(a'), expand(b')), axis=-2) with a' = a[..., m, k, 1],
   /// b' = b[..., 1, k, n]: the contraction the rules find inside that form.
