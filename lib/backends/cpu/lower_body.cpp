@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "backends/cpu/gemm_codegen.hpp"
 #include "ir/kernel_body.hpp"
@@ -124,6 +125,47 @@ struct Unsupported {
   std::string why;
 };
 
+// Inlining a body node re-computes it at every index it is read at. Views that read one
+// node at several indices (a balanced product tree: mul(x[:n/2], x[n/2:]) per level)
+// multiply those indices level by level, so an inlined body can grow exponentially (prod
+// over a padded symbolic axis: 4096 loads per element, and 4096^2 over two axes). A
+// computed node read at more than kMaxInlineCopies distinct indices within one kernel is
+// therefore computed once into a buffer by its own kernel and loaded from there; the
+// lowering restarts with that node marked (Rematerialize), so no kernel ever holds more
+// than that many copies of any computed node.
+constexpr int kMaxInlineCopies = 16;
+// Safety net behind that bound: a kernel whose body expression still exceeds this many
+// node emissions is left to the interpreter rather than handed to the C compiler.
+constexpr int64_t kMaxKernelEmits = 200000;
+
+struct Rematerialize {
+  uint32_t node;
+};
+
+// Nodes whose inlined copies cost computation (not views, leaves or reductions, which
+// are loads, index arithmetic or materialized already).
+bool is_computed(PrimOp op) {
+  switch (op) {
+    case PrimOp::Exp2:
+    case PrimOp::Log2:
+    case PrimOp::Sin:
+    case PrimOp::Sqrt:
+    case PrimOp::Recip:
+    case PrimOp::Neg:
+    case PrimOp::Add:
+    case PrimOp::Mul:
+    case PrimOp::Mod:
+    case PrimOp::Max:
+    case PrimOp::LessThan:
+    case PrimOp::Equal:
+    case PrimOp::Where:
+    case PrimOp::Cast:
+      return true;
+    default:
+      return false;
+  }
+}
+
 class Lowerer {
  public:
   Lowerer(const ir::KernelSpec& spec, const std::vector<int>& args, const std::string& name,
@@ -136,14 +178,32 @@ class Lowerer {
 
   void lower(int result) {
     root_ = body_.outputs.at(0).second;
-    const bool gemm = spec_.kind == ir::KernelKind::Gemm || spec_.kind == ir::KernelKind::LibraryGemm;
-    if (gemm && try_gemm(result)) return;
-    lower_generic(root_, result);
+    const size_t buffers0 = prog_.buffers.size();
+    for (;;) {
+      try {
+        lower_once(result);
+        return;
+      } catch (const Rematerialize& r) {
+        // Start over with node r.node computed into its own buffer (see kMaxInlineCopies).
+        if (!shared_.insert(r.node).second) throw Unsupported{"internal: node rematerialized twice"};
+        kernels.clear();
+        materialized_.clear();
+        prog_.buffers.resize(buffers0);
+        counter_ = 0;
+        ctx_ = Ctx{};
+      }
+    }
   }
 
   std::vector<kernel::Kernel> kernels;
 
  private:
+  void lower_once(int result) {
+    const bool gemm = spec_.kind == ir::KernelKind::Gemm || spec_.kind == ir::KernelKind::LibraryGemm;
+    if (gemm && try_gemm(result)) return;
+    lower_generic(root_, result);
+  }
+
   // ---------------------------------------------------------------- per-kernel context
   struct Ctx {
     int acc_node = -1;
@@ -152,6 +212,9 @@ class Lowerer {
     std::map<std::string, Expr> memo;
     int next_var = 0;
     bool hoist_broadcasts = false;  // preparing a GEMM operand (see ir::hoists_broadcast)
+    int self = -1;                  // the node this kernel computes (never loaded from itself)
+    std::map<uint32_t, int> copies;  // distinct indices each computed node was inlined at
+    int64_t emits = 0;               // nodes emitted into this kernel (kMaxKernelEmits)
   };
 
   int new_var() { return ctx_.next_var++; }
@@ -267,9 +330,28 @@ class Lowerer {
       throw Unsupported{"index expression too large (deep views over symbolic dims)"};
     const std::string k = key(id, idx, valid);
     if (auto it = ctx_.memo.find(k); it != ctx_.memo.end()) return it->second;
-    Expr e = emit_raw(id, idx, valid);
+    if (++ctx_.emits > kMaxKernelEmits)
+      throw Unsupported{"kernel expression too large (over " + std::to_string(kMaxKernelEmits) +
+                        " nodes inlined)"};
+    Expr e;
+    if (static_cast<int>(id) != ctx_.self && shared_.count(id)) {
+      e = load_node(materialize(id), id, idx, valid);
+    } else {
+      if (static_cast<int>(id) != ctx_.self && is_computed(body_.nodes[id].op) &&
+          ++ctx_.copies[id] > kMaxInlineCopies)
+        throw Rematerialize{id};
+      e = emit_raw(id, idx, valid);
+    }
     ctx_.memo.emplace(k, e);
     return e;
+  }
+
+  // Element `idx` of body node `id`, read from buffer `b` that holds it row-major.
+  Expr load_node(int b, uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid) const {
+    const DType dt = body_.nodes[id].dtype;
+    Index lin = kernel::row_major(idx, shapes_[id]);
+    if (valid) return kernel::load_padded(b, dt, kernel::select(*valid, lin, Index(0)), *valid, 0);
+    return kernel::load(b, dt, lin);
   }
 
   Expr emit_raw(uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid) {
@@ -323,10 +405,7 @@ class Lowerer {
         if (static_cast<int>(id) == ctx_.acc_node && !valid &&
             (ctx_.acc_key.empty() || ctx_.acc_key == key(id, idx, std::nullopt)))
           return kernel::acc(ctx_.acc_dtype);
-        const int b = materialize(id);
-        Index lin = kernel::row_major(idx, shapes_[id]);
-        if (valid) return kernel::load_padded(b, n.dtype, kernel::select(*valid, lin, Index(0)), *valid, 0);
-        return kernel::load(b, n.dtype, lin);
+        return load_node(materialize(id), id, idx, valid);
       }
       case PrimOp::Gather:
         throw Unsupported{"gather (data-dependent index)"};
@@ -345,11 +424,7 @@ class Lowerer {
         if (ctx_.hoist_broadcasts && ir::hoists_broadcast(body_, id)) {
           // Computed once over its own shape, then read at each repetition (the cost
           // model charges it the same way).
-          const int b = materialize(n.inputs[0]);
-          Index lin = kernel::row_major(in, shapes_[n.inputs[0]]);
-          const DType dt = body_.nodes[n.inputs[0]].dtype;
-          if (valid) return kernel::load_padded(b, dt, kernel::select(*valid, lin, Index(0)), *valid, 0);
-          return kernel::load(b, dt, lin);
+          return load_node(materialize(n.inputs[0]), n.inputs[0], in, valid);
         }
         return emit(n.inputs[0], in, valid);
       }
@@ -459,6 +534,7 @@ class Lowerer {
   void lower_generic(uint32_t id, int out) {
     Ctx saved = std::move(ctx_);
     ctx_ = Ctx{};
+    ctx_.self = static_cast<int>(id);
     kernel::Kernel k;
     const int r = fusable_reduce(id);
     std::vector<Index> vars;
@@ -805,6 +881,7 @@ class Lowerer {
   const LowerOptions& opt_;
   std::vector<std::vector<Index>> shapes_;
   std::map<uint32_t, int> materialized_;
+  std::set<uint32_t> shared_;  // computed nodes read from a buffer (kMaxInlineCopies)
   uint32_t root_ = 0;
   Ctx ctx_;
   int counter_ = 0;  // kernel name suffix
