@@ -125,6 +125,9 @@ Attr attr_of(const detail::Node& n) {
       a.b = n.end;
       a.value = n.value;
       break;
+    case PrimOp::Gather:
+      a.name = n.op_name;  // a bad id is reported under the user's op ("embedding")
+      break;
     default:
       break;
   }
@@ -198,6 +201,9 @@ uint32_t emit(detail::GraphImpl& out, Op op, const Attr& at, const std::vector<u
     case Op::Input:
     case Op::Param:
       n.name = at.name;
+      break;
+    case Op::Gather:
+      if (!at.name.empty()) n.op_name = at.name;
       break;
     case Op::Constant:
       n.value = at.value;

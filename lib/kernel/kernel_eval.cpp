@@ -313,6 +313,16 @@ struct Evaluator {
       }
   }
 
+  void gather() {
+    const Gather& g = *k->gather;
+    const int64_t n = ix(g.count), rows = ix(g.rows), row = ix(g.row);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto id = static_cast<int64_t>(read(g.ids, i));
+      if (id < 0 || id >= rows) throw RuntimeError(gather_id_error(g.op_name, id, i, rows));
+      for (int64_t j = 0; j < row; ++j) write(g.out, i * row + j, read(g.table, id * row + j));
+    }
+  }
+
   void run() {
     for (const Kernel& kern : p.kernels) {
       k = &kern;
@@ -326,6 +336,9 @@ struct Evaluator {
             break;
           case KernelKind::Gemm:
             gemm();
+            break;
+          case KernelKind::Gather:
+            gather();
             break;
         }
       });

@@ -441,6 +441,11 @@ struct Checker {
 
 }  // namespace
 
+std::string gather_id_error(const std::string& op_name, int64_t id, int64_t position, int64_t rows) {
+  return "[" + op_name + "] id " + std::to_string(id) + " at position " + std::to_string(position) +
+         " is outside [0, " + std::to_string(rows) + ")";
+}
+
 void validate(const Program& p) {
   std::set<std::string> names;
   for (const auto& k : p.kernels) {
@@ -489,8 +494,21 @@ void validate(const Program& p) {
           c.fail("GEMM tile: mc must be a multiple of mr and nc of nr");
         break;
       }
+      case KernelKind::Gather: {
+        if (!k.gather) c.fail("gather kernel without a Gather");
+        if (!k.loops.empty()) c.fail("a gather kernel has no loops");
+        const Gather& g = *k.gather;
+        for (int b : {g.table, g.ids, g.out}) c.buffer(b);
+        if (p.buffers[static_cast<size_t>(g.ids)].dtype != DType::i32) c.fail("gather ids must be i32");
+        if (p.buffers[static_cast<size_t>(g.table)].dtype != p.buffers[static_cast<size_t>(g.out)].dtype)
+          c.fail("gather copies rows: table and out must have one dtype");
+        c.index(g.count);
+        c.index(g.rows);
+        c.index(g.row);
+        break;
+      }
     }
-    if (k.kind != KernelKind::Gemm) {
+    if (k.kind != KernelKind::Gemm && k.kind != KernelKind::Gather) {
       const auto& b = p.buffers[static_cast<size_t>(k.store.buffer)];
       if (b.dtype != k.store.value.dtype())
         c.fail("stores " + std::string(dtype_name(k.store.value.dtype())) + " into " +
@@ -508,7 +526,7 @@ std::string to_string(const Program& p) {
       << roles[static_cast<int>(b.role)] << "\n";
   }
   for (const auto& k : p.kernels) {
-    static const char* kinds[] = {"elementwise", "reduction", "gemm"};
+    static const char* kinds[] = {"elementwise", "reduction", "gemm", "gather"};
     s << "kernel " << k.name << " (" << kinds[static_cast<int>(k.kind)] << ")\n";
     std::string ind = "  ";
     auto loop = [&](const Loop& l) {
@@ -517,6 +535,12 @@ std::string to_string(const Program& p) {
       ind += "  ";
     };
     for (const auto& l : k.loops) loop(l);
+    if (k.kind == KernelKind::Gather) {
+      const Gather& g = *k.gather;
+      s << ind << "b" << g.out << "[" << g.count.to_string() << " x " << g.row.to_string() << "] = rows of b"
+        << g.table << "[" << g.rows.to_string() << " x " << g.row.to_string() << "] at ids b" << g.ids << "\n";
+      continue;
+    }
     if (k.kind == KernelKind::Gemm) {
       const Gemm& g = *k.gemm;
       s << ind << "b" << g.c.buffer << "[" << g.m.to_string() << " x " << g.n.to_string() << "] = gemm(b"

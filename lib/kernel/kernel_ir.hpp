@@ -182,7 +182,7 @@ struct Loop {
   bool vectorize = false;  // the loop a renderer maps to SIMD lanes / threads in a warp
 };
 
-enum class KernelKind : uint8_t { Elementwise, Reduction, Gemm };
+enum class KernelKind : uint8_t { Elementwise, Reduction, Gemm, Gather };
 enum class ReduceOp : uint8_t { Sum, Max };
 
 struct Reduction {
@@ -225,6 +225,18 @@ struct Gemm {
   GemmImpl impl = GemmImpl::Generated;
 };
 
+/// Row lookup (embedding): out[i, :] = table[ids[i], :] for i < count, rows of `row`
+/// elements copied as they are (any dtype, the same in table and out). An id outside
+/// [0, rows) is the caller's RuntimeError: backends check the ids before the kernel runs
+/// (the evaluator throws), and generated code never reads outside the table.
+struct Gather {
+  int table = -1, ids = -1, out = -1;  // ids: i32
+  Index count;                         // number of ids
+  Index rows;                          // the table's first dim
+  Index row;                           // elements per row
+  std::string op_name = "gather";      // for the error message ("embedding")
+};
+
 struct Kernel {
   std::string name;  // a C identifier, unique in the program
   KernelKind kind = KernelKind::Elementwise;
@@ -232,7 +244,11 @@ struct Kernel {
   Store store;                      // Elementwise, Reduction
   std::optional<Reduction> reduce;  // Reduction
   std::optional<Gemm> gemm;         // Gemm
+  std::optional<Gather> gather = std::nullopt;  // Gather (no loops)
 };
+
+/// The message of an out-of-range id, shared by every backend and the interpreter.
+std::string gather_id_error(const std::string& op_name, int64_t id, int64_t position, int64_t rows);
 
 enum class BufferRole : uint8_t { Input, Param, Output, Intermediate };
 

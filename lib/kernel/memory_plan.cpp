@@ -86,7 +86,10 @@ std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
   for (int step = 0; step < static_cast<int>(p.kernels.size()); ++step) {
     const Kernel& k = p.kernels[static_cast<size_t>(step)];
     std::vector<int> reads, writes;
-    if (k.kind == KernelKind::Gemm) {
+    if (k.kind == KernelKind::Gather) {
+      reads = {k.gather->table, k.gather->ids};
+      writes = {k.gather->out};
+    } else if (k.kind == KernelKind::Gemm) {
       reads = {k.gemm->a.buffer, k.gemm->b.buffer};
       reads_of(k.gemm->epilogue, reads);
       writes = {k.gemm->c.buffer};

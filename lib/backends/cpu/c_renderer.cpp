@@ -343,6 +343,8 @@ class KernelWriter {
         return reduction();
       case KernelKind::Gemm:
         return gemm();
+      case KernelKind::Gather:
+        return gather();
     }
     return {};
   }
@@ -481,6 +483,29 @@ class KernelWriter {
       s << ind3 << "}\n";
     }
     s << ind2 << "}\n" << ind << "}\n" << close << "}\n";
+    return s.str();
+  }
+
+  // Row copies; the host has checked every id before the call (CpuExecutable), the
+  // clamp only guarantees no read outside the table whatever the buffer holds.
+  std::string gather() {
+    const Gather& g = *k_.gather;
+    std::ostringstream s;
+    s << signature() << " {\n  (void)lm_rt; (void)lm_syms;\n";
+    declare_symbols(s, "  ");
+    declare_buffers(s, "  ", {g.table, g.ids}, {g.out});
+    const std::string t = c_type(p_.buffers[static_cast<size_t>(g.out)].dtype);
+    s << "  const int64_t lm_n = " << ix(g.count) << ", lm_rows = " << ix(g.rows) << ", lm_row = " << ix(g.row)
+      << ";\n"
+      << "  #pragma omp parallel for schedule(static) if (lm_n * lm_row >= 65536)\n"
+      << "  for (int64_t i = 0; i < lm_n; ++i) {\n"
+      << "    int64_t id = b" << g.ids << "[i];\n"
+      << "    if (id < 0 || id >= lm_rows) id = 0;\n"
+      << "    const " << t << "* restrict src = b" << g.table << " + id * lm_row;\n"
+      << "    " << t << "* restrict dst = b" << g.out << " + i * lm_row;\n"
+      << "    #pragma omp simd\n"
+      << "    for (int64_t j = 0; j < lm_row; ++j) dst[j] = src[j];\n"
+      << "  }\n}\n";
     return s.str();
   }
 

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -44,7 +45,16 @@ struct Layout {
   std::vector<int64_t> elements;  // per buffer
   size_t arena_bytes = 0;
   size_t total_bytes = 0;
+  std::vector<std::array<int64_t, 2>> gather_dims;  // per kernel: a Gather's {count, rows}
 };
+
+// A generated gather never reads outside its table; an id out of range is the caller's
+// error, reported before the kernel runs with the interpreter's message.
+void check_gather_ids(const kernel::Gather& g, const void* ids, const std::array<int64_t, 2>& dims) {
+  const auto* id = static_cast<const int32_t*>(ids);
+  for (int64_t i = 0; i < dims[0]; ++i)
+    if (id[i] < 0 || id[i] >= dims[1]) throw RuntimeError(kernel::gather_id_error(g.op_name, id[i], i, dims[1]));
+}
 
 Jit& jit_for(const std::string& dir) {
   if (dir.empty()) return Jit::global();
@@ -167,6 +177,10 @@ struct CpuExecutable::Impl {
       lt.push_back(x);
       ids.push_back(b);
     }
+    l->gather_dims.resize(prog.kernels.size());
+    for (size_t k = 0; k < prog.kernels.size(); ++k)
+      if (const auto& g = prog.kernels[k].gather)
+        l->gather_dims[k] = {g->count.evaluate({}, syms), g->rows.evaluate({}, syms)};
     kernel::MemoryPlan mp = kernel::plan_memory(lt, kAlign);
     for (size_t i = 0; i < ids.size(); ++i) l->offset[ids[i]] = mp.offsets[i];
     l->arena_bytes = mp.arena_bytes;
@@ -572,6 +586,8 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
     const Impl::Step& es = m.steps[s];
     if (!es.interpreted) {
       for (int k = es.k0; k < es.k1; ++k) {
+        if (const auto& g = prog.kernels[static_cast<size_t>(k)].gather)
+          check_gather_ids(*g, ptr[static_cast<size_t>(g->ids)], lay.gather_dims[static_cast<size_t>(k)]);
         if (!m.profile) {
           m.fns[static_cast<size_t>(k)](ptr.data(), arena->syms.data(), rt);
           continue;

@@ -201,6 +201,7 @@ class Lowerer {
   void lower_once(int result) {
     const bool gemm = spec_.kind == ir::KernelKind::Gemm || spec_.kind == ir::KernelKind::LibraryGemm;
     if (gemm && try_gemm(result)) return;
+    if (spec_.kind == ir::KernelKind::Gather) return lower_gather(result);
     lower_generic(root_, result);
   }
 
@@ -408,7 +409,7 @@ class Lowerer {
         return load_node(materialize(id), id, idx, valid);
       }
       case PrimOp::Gather:
-        throw Unsupported{"gather (data-dependent index)"};
+        throw Unsupported{"gather fused with other ops (only a bare gather kernel is generated)"};
       case PrimOp::Reshape:
         return emit(n.inputs[0], reshape_index(n.inputs[0], id, idx), valid);
       case PrimOp::Permute: {
@@ -528,6 +529,31 @@ class Lowerer {
     };
     walk(root);
     return found;
+  }
+
+  // A bare gather (the only body a Gather kernel has): row copies, ids checked by the
+  // host before the call.
+  void lower_gather(int result) {
+    const Node& n = body_.nodes[root_];
+    if (n.op != PrimOp::Gather) throw Unsupported{"gather kernel whose root is not a gather"};
+    const uint32_t table = n.inputs[0], ids = n.inputs[1];
+    kernel::Gather g;
+    g.table = slot_buffer(body_.nodes[table]);
+    g.ids = slot_buffer(body_.nodes[ids]);
+    g.out = result;
+    g.count = Index(1);
+    for (const Index& d : shapes_[ids]) g.count = g.count * d;
+    const auto& ts = shapes_[table];
+    if (ts.empty()) throw Unsupported{"gather from a rank-0 table"};
+    g.rows = ts[0];
+    g.row = Index(1);
+    for (size_t i = 1; i < ts.size(); ++i) g.row = g.row * ts[i];
+    if (!n.op_name.empty()) g.op_name = n.op_name;
+    kernel::Kernel k;
+    k.name = kernel_name();
+    k.kind = kernel::KernelKind::Gather;
+    k.gather = std::move(g);
+    kernels.push_back(std::move(k));
   }
 
   // One kernel computing body node `id` into buffer `out` (row-major over its shape).
@@ -893,7 +919,6 @@ bool lower_spec(const ir::KernelSpec& spec, const std::vector<int>& args, int re
                 kernel::Program& prog, std::string* why, const LowerOptions& opt) {
   const kernel::Program backup = prog;
   try {
-    if (spec.kind == ir::KernelKind::Gather) throw Unsupported{"gather kernel (data-dependent index)"};
     Lowerer l(spec, args, name, prog, opt);
     l.lower(result);
     for (auto& k : l.kernels) prog.kernels.push_back(std::move(k));

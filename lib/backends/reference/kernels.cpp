@@ -1,6 +1,7 @@
 // Elementwise, reduction and gather loops. Each op is written once as a scalar lambda
 // and instantiated per dtype; the row loop has a unit-stride fast path so the compiler
 // vectorizes the common case.
+#include "kernel/kernel_ir.hpp"
 #include "backends/reference/kernels.hpp"
 
 #include <cmath>
@@ -369,8 +370,7 @@ View gather(const View& table0, const View& ids0, const std::string& op_name, St
   const int64_t n = ids.numel();
   for (int64_t i = 0; i < n; ++i) {
     if (id[i] < 0 || id[i] >= V)
-      throw RuntimeError("[" + op_name + "] id " + std::to_string(id[i]) + " at position " +
-                         std::to_string(i) + " is outside [0, " + std::to_string(V) + ")");
+      throw RuntimeError(kernel::gather_id_error(op_name, id[i], i, V));
     if (row) std::memcpy(data + static_cast<size_t>(i) * row, src + static_cast<size_t>(id[i]) * row, row);
   }
   return out;
