@@ -11,6 +11,7 @@
 #include "backends/cpu/gemm_codegen.hpp"
 #include "ir/kernel_body.hpp"
 #include "graph/dim_expr.hpp"
+#include "kernel/index_simplify.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::cpu {
@@ -216,7 +217,12 @@ class Lowerer {
     int self = -1;                  // the node this kernel computes (never loaded from itself)
     std::map<uint32_t, int> copies;  // distinct indices each computed node was inlined at
     int64_t emits = 0;               // nodes emitted into this kernel (kMaxKernelEmits)
+    kernel::VarExtents extents;      // loop variable -> extent, for index simplification
   };
+
+  // Index arithmetic of views composed and reduced with the loops' ranges (floor div and
+  // mod of a row-major linearization fold back to the loop variables).
+  Index simp(const Index& i) const { return kernel::simplify(i, ctx_.extents); }
 
   int new_var() { return ctx_.next_var++; }
   std::string kernel_name() { return name_ + "_" + std::to_string(counter_++); }
@@ -350,8 +356,11 @@ class Lowerer {
   // Element `idx` of body node `id`, read from buffer `b` that holds it row-major.
   Expr load_node(int b, uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid) const {
     const DType dt = body_.nodes[id].dtype;
-    Index lin = kernel::row_major(idx, shapes_[id]);
-    if (valid) return kernel::load_padded(b, dt, kernel::select(*valid, lin, Index(0)), *valid, 0);
+    Index lin = simp(kernel::row_major(idx, shapes_[id]));
+    if (valid && valid->as_constant() != int64_t{1}) {
+      if (valid->as_constant() == int64_t{0}) return kernel::constant(0, dt);
+      return kernel::load_padded(b, dt, kernel::select(*valid, lin, Index(0)), *valid, 0);
+    }
     return kernel::load(b, dt, lin);
   }
 
@@ -361,18 +370,14 @@ class Lowerer {
     using kernel::BinaryOp;
     using kernel::UnaryOp;
     switch (n.op) {
-      case PrimOp::Input: {
-        const int b = slot_buffer(n);
-        Index lin = kernel::row_major(idx, shapes_[id]);
-        if (valid) return kernel::load_padded(b, n.dtype, kernel::select(*valid, lin, Index(0)), *valid, 0);
-        return kernel::load(b, n.dtype, lin);
-      }
+      case PrimOp::Input:
+        return load_node(slot_buffer(n), id, idx, valid);
       case PrimOp::Param:
         throw Unsupported{"param leaf inside a kernel body"};
       case PrimOp::Constant:
         return kernel::constant(n.value, n.dtype);
       case PrimOp::Iota:
-        return kernel::index_value(idx.at(0));
+        return kernel::index_value(simp(idx.at(0)));
       case PrimOp::Exp2:
         return kernel::unary(UnaryOp::Exp2, kid(0));
       case PrimOp::Log2:
@@ -411,7 +416,11 @@ class Lowerer {
       case PrimOp::Gather:
         throw Unsupported{"gather fused with other ops (only a bare gather kernel is generated)"};
       case PrimOp::Reshape:
-        return emit(n.inputs[0], reshape_index(n.inputs[0], id, idx), valid);
+      {
+        std::vector<Index> in = reshape_index(n.inputs[0], id, idx);
+        for (auto& i : in) i = simp(i);
+        return emit(n.inputs[0], in, valid);
+      }
       case PrimOp::Permute: {
         std::vector<Index> in(idx.size());
         for (size_t i = 0; i < n.perm.size(); ++i) in[static_cast<size_t>(n.perm[i])] = idx[i];
@@ -432,17 +441,20 @@ class Lowerer {
       case PrimOp::Slice: {
         std::vector<Index> in = idx;
         const size_t a = static_cast<size_t>(n.axis);
-        in[a] = dim_index(n.start, prog_) + idx[a] * Index(n.step);
+        in[a] = simp(dim_index(n.start, prog_) + idx[a] * Index(n.step));
         return emit(n.inputs[0], in, valid);
       }
       case PrimOp::Pad: {
         std::vector<Index> in = idx;
         const size_t a = static_cast<size_t>(n.axis);
         const Index lo = dim_index(n.start, prog_);
-        in[a] = idx[a] - lo;
+        in[a] = simp(idx[a] - lo);
         const Index inside =
-            kernel::land(kernel::le(lo, idx[a]), kernel::lt(idx[a], lo + shapes_[n.inputs[0]][a]));
-        const Index v = valid ? kernel::land(*valid, inside) : inside;
+            simp(kernel::land(kernel::le(lo, idx[a]), kernel::lt(idx[a], lo + shapes_[n.inputs[0]][a])));
+        // the ranges may decide it: all inside (a pad the index never reaches) or all fill
+        if (inside.as_constant() == int64_t{1}) return emit(n.inputs[0], in, valid);
+        if (inside.as_constant() == int64_t{0}) return kernel::constant(n.value, n.dtype);
+        const Index v = valid ? simp(kernel::land(*valid, inside)) : inside;
         Expr inner = emit(n.inputs[0], in, v);
         Expr cond = kernel::cast(kernel::index_value(inside), DType::boolean);
         return kernel::where(cond, inner, kernel::constant(n.value, n.dtype));
@@ -487,6 +499,7 @@ class Lowerer {
     for (const auto& d : dims) {
       kernel::Loop l;
       l.var = new_var();
+      ctx_.extents[l.var] = d;
       l.extent = d;
       vars.push_back(Index::var(l.var));
       loops.push_back(l);
@@ -580,6 +593,7 @@ class Lowerer {
       red_ir.acc_dtype = rn.dtype;
       kernel::Loop rl;
       rl.var = new_var();
+      ctx_.extents[rl.var] = red;
       rl.extent = red;
       // OpenMP's max reduction combines partial results with '>', which drops NaN; the
       // prelude's lm_max propagates it (as max_reduce must), so f32 max stays serial.
@@ -711,6 +725,7 @@ class Lowerer {
     for (size_t i = 0; i < rank; ++i) {
       const bool unit = in_dims[i].as_constant() == int64_t{1};
       idx.push_back(unit ? Index(0) : Index::var(static_cast<int>(i)));
+      if (!unit) ctx_.extents[static_cast<int>(i)] = in_dims[i];
     }
     ctx_.next_var = static_cast<int>(rank) + 2;
     Expr x, y;

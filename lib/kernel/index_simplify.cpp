@@ -1,0 +1,360 @@
+// Index simplification by polynomial normal form and variable ranges (see index_simplify.hpp).
+#include "kernel/index_simplify.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace luminal::kernel {
+
+namespace {
+
+// Thrown when an index leaves what the normal form handles (overflowing coefficients,
+// too many terms, division by zero): the input index is then returned unchanged.
+struct GiveUp {};
+
+// A product of sums expands term by term; past this many terms the index is left alone.
+constexpr size_t kMaxTerms = 128;
+
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) throw GiveUp{};
+  return r;
+}
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) throw GiveUp{};
+  return r;
+}
+
+using Mono = std::vector<std::string>;  // sorted atom keys, repeated for powers; {} = 1
+using Poly = std::map<Mono, int64_t>;   // monomial -> non-zero coefficient
+
+Poly constant(int64_t c) {
+  Poly p;
+  if (c != 0) p[{}] = c;
+  return p;
+}
+
+std::optional<int64_t> as_const(const Poly& p) {
+  if (p.empty()) return int64_t{0};
+  if (p.size() == 1 && p.begin()->first.empty()) return p.begin()->second;
+  return std::nullopt;
+}
+
+void add_term(Poly& p, const Mono& m, int64_t c) {
+  auto [it, fresh] = p.emplace(m, c);
+  if (!fresh) {
+    it->second = checked_add(it->second, c);
+    if (it->second == 0) p.erase(it);
+  }
+  if (p.size() > kMaxTerms) throw GiveUp{};
+}
+
+Poly add(Poly a, const Poly& b, int64_t sign) {
+  for (const auto& [m, c] : b) add_term(a, m, checked_mul(c, sign));
+  return a;
+}
+
+Poly mul(const Poly& a, const Poly& b) {
+  Poly r;
+  for (const auto& [ma, ca] : a)
+    for (const auto& [mb, cb] : b) {
+      Mono m;
+      m.reserve(ma.size() + mb.size());
+      std::merge(ma.begin(), ma.end(), mb.begin(), mb.end(), std::back_inserter(m));
+      add_term(r, m, checked_mul(ca, cb));
+    }
+  return r;
+}
+
+// `m` with the atoms of `sub` removed (as a multiset); false when `sub` is not in `m`.
+bool remove_sub(const Mono& m, const Mono& sub, Mono& rest) {
+  rest.clear();
+  size_t j = 0;
+  for (const auto& k : m) {
+    if (j < sub.size() && k == sub[j]) {
+      ++j;
+      continue;
+    }
+    rest.push_back(k);
+  }
+  return j == sub.size();
+}
+
+bool is_boolean(const Index& i) {
+  switch (i.op()) {
+    case IndexOp::Lt:
+    case IndexOp::Le:
+    case IndexOp::Eq:
+    case IndexOp::And:
+      return true;
+    case IndexOp::Const:
+      return i.as_constant() == 0 || i.as_constant() == 1;
+    default:
+      return false;
+  }
+}
+
+class Simplifier {
+ public:
+  explicit Simplifier(const VarExtents& extents) : ext_(extents) {}
+
+  Index run(const Index& i) {
+    try {
+      return build(poly(i));
+    } catch (const GiveUp&) {
+      return i;
+    }
+  }
+
+ private:
+  struct Atom {
+    Index index;
+    bool has_var = false;
+  };
+  const VarExtents& ext_;
+  std::map<std::string, Atom> atoms_;
+  std::map<const IndexNode*, Poly> memo_;      // shared subtrees are analysed once
+  std::map<const IndexNode*, bool> var_memo_;  // ... and searched for variables once
+
+  bool uses_var(const Index& i) {
+    const IndexNode* n = &i.node();
+    if (n->op == IndexOp::Var) return true;
+    if (auto it = var_memo_.find(n); it != var_memo_.end()) return it->second;
+    bool r = false;
+    for (const auto& a : n->args) r = uses_var(a) || r;
+    var_memo_[n] = r;
+    return r;
+  }
+
+  // ------------------------------------------------------------ normal form
+  Poly of_index(const Index& i) {
+    if (auto c = i.as_constant()) return constant(*c);
+    std::string key;
+    const auto& n = i.node();
+    // Keys order monomials: loop variables (by id), then symbols, then other atoms.
+    if (n.op == IndexOp::Var) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "0v%09lld", static_cast<long long>(n.value));
+      key = buf;
+    } else if (n.op == IndexOp::Sym) {
+      // Built with append: GCC 12 warns falsely (-Wrestrict) on "1" + std::string.
+      key.assign("1").append(n.name);
+    } else {
+      key.assign("2").append(i.to_string());
+    }
+    atoms_.emplace(key, Atom{i, uses_var(i)});
+    Poly p;
+    p[{key}] = 1;
+    return p;
+  }
+
+  Poly poly(const Index& i) {
+    if (auto it = memo_.find(&i.node()); it != memo_.end()) return it->second;
+    Poly p = poly_raw(i);
+    memo_.emplace(&i.node(), p);
+    return p;
+  }
+
+  Poly poly_raw(const Index& i) {
+    const auto& n = i.node();
+    auto arg = [&](size_t k) { return poly(n.args[k]); };
+    switch (n.op) {
+      case IndexOp::Const:
+      case IndexOp::Var:
+      case IndexOp::Sym:
+        return of_index(i);
+      case IndexOp::Add:
+        return add(arg(0), arg(1), 1);
+      case IndexOp::Sub:
+        return add(arg(0), arg(1), -1);
+      case IndexOp::Mul:
+        return mul(arg(0), arg(1));
+      case IndexOp::FloorDiv:
+        return divmod(arg(0), arg(1), true);
+      case IndexOp::Mod:
+        return divmod(arg(0), arg(1), false);
+      case IndexOp::Lt:
+        return compare(arg(0), arg(1), true);
+      case IndexOp::Le:
+        return compare(arg(0), arg(1), false);
+      case IndexOp::Eq: {
+        Poly a = arg(0), b = arg(1);
+        if (auto d = as_const(add(a, b, -1))) return constant(*d == 0);
+        return of_index(eq(build(a), build(b)));
+      }
+      case IndexOp::And: {
+        Poly a = arg(0), b = arg(1);
+        auto ca = as_const(a), cb = as_const(b);
+        if (ca == 0 || cb == 0) return {};
+        if (ca && cb) return constant(1);
+        if (ca && is_boolean(n.args[1])) return b;
+        if (cb && is_boolean(n.args[0])) return a;
+        return of_index(land(build(a), build(b)));
+      }
+      case IndexOp::Select: {
+        Poly c = arg(0);
+        if (auto cc = as_const(c)) return *cc != 0 ? arg(1) : arg(2);
+        return of_index(select(build(c), build(arg(1)), build(arg(2))));
+      }
+      case IndexOp::Min:
+        return of_index(min(build(arg(0)), build(arg(1))));
+      case IndexOp::Max:
+        return of_index(max(build(arg(0)), build(arg(1))));
+    }
+    throw GiveUp{};
+  }
+
+  Poly divmod(const Poly& a, const Poly& b, bool div) {
+    if (b.empty()) throw GiveUp{};  // division by zero: leave it to the caller's checks
+    // (q*b + r) // b = q + r // b and (q*b + r) % b = r % b, for the terms of a that are
+    // multiples of b (b one monomial), exactly, for any non-zero b.
+    Poly q, r;
+    if (b.size() == 1) {
+      const auto& [mb, cb] = *b.begin();
+      Mono rest;
+      for (const auto& [m, c] : a) {
+        if (c % cb == 0 && remove_sub(m, mb, rest))
+          add_term(q, rest, c / cb);
+        else
+          add_term(r, m, c);
+      }
+    } else {
+      r = a;
+    }
+    if (r.empty()) return div ? q : Poly{};
+    if (auto lo_b = extreme(b, false); lo_b && non_negative(*lo_b)) {
+      // 0 <= r < b: r // b = 0, r % b = r
+      if (in_range(r, b)) return div ? q : r;
+      // (x // d) // b = x // (d*b) when b > 0 (b == 0 divides by zero either way)
+      if (div && r.size() == 1 && r.begin()->second == 1 && r.begin()->first.size() == 1) {
+        const Index& inner = atoms_.at(r.begin()->first[0]).index;
+        if (inner.op() == IndexOp::FloorDiv)
+          return add(q, divmod(poly(inner.node().args[0]), mul(poly(inner.node().args[1]), b), true), 1);
+      }
+    }
+    const Index rest = div ? floordiv(build(r), build(b)) : mod(build(r), build(b));
+    return div ? add(q, of_index(rest), 1) : of_index(rest);
+  }
+
+  // a < b (strict) or a <= b, decided where the ranges decide it.
+  Poly compare(const Poly& a, const Poly& b, bool strict) {
+    const Poly d = add(b, a, -1);
+    const int64_t need = strict ? 1 : 0;  // true iff d >= need
+    if (auto lo = extreme(d, false); lo && non_negative(add(*lo, constant(need), -1))) return constant(1);
+    if (auto hi = extreme(d, true); hi && non_negative(add(constant(need - 1), *hi, -1))) return {};
+    return of_index(strict ? lt(build(a), build(b)) : le(build(a), build(b)));
+  }
+
+  // ------------------------------------------------------------ ranges
+  // 0 <= r < b for every binding in range.
+  bool in_range(const Poly& r, const Poly& b) {
+    auto lo = extreme(r, false);
+    if (!lo || !non_negative(*lo)) return false;
+    auto hi = extreme(r, true);
+    auto lo_b = extreme(b, false);
+    return hi && lo_b && non_negative(add(add(*lo_b, constant(1), -1), *hi, -1));
+  }
+
+  // A lower (max = false) or upper bound of p over the loop variables' ranges, as a
+  // polynomial over loop-invariant atoms; nullopt when some atom has no known bound or
+  // may be negative (bounds of products multiply only for non-negative factors).
+  std::optional<Poly> extreme(const Poly& p, bool want_max) {
+    Poly out;
+    for (const auto& [m, c] : p) {
+      const bool up = (c > 0) == want_max;
+      Poly t = constant(c);
+      for (const auto& k : m) {
+        auto b = atom_bound(k, up);
+        if (!b) return std::nullopt;
+        t = mul(t, *b);
+      }
+      out = add(out, t, 1);
+    }
+    return out;
+  }
+
+  // Bounds of a non-negative atom: loop invariants bound themselves; a loop variable
+  // lies in [0, extent - 1]; x % b in [0, b - 1]; x // b in [0, max(x)]; predicates in [0, 1].
+  std::optional<Poly> atom_bound(const std::string& key, bool upper) {
+    const Atom& a = atoms_.at(key);
+    const Index& i = a.index;
+    const auto& n = i.node();
+    if (!a.has_var) {
+      if (n.op != IndexOp::Sym && !i.non_negative()) return std::nullopt;
+      Poly p;
+      p[{key}] = 1;
+      return p;
+    }
+    switch (n.op) {
+      case IndexOp::Var: {
+        if (!upper) return Poly{};
+        auto it = ext_.find(static_cast<int>(n.value));
+        if (it == ext_.end() || uses_var(it->second)) return std::nullopt;
+        return add(poly(it->second), constant(1), -1);
+      }
+      case IndexOp::Mod: {
+        auto lo_b = extreme(poly(n.args[1]), false);
+        if (!lo_b || !non_negative(*lo_b)) return std::nullopt;
+        if (!upper) return Poly{};
+        auto hi_b = extreme(poly(n.args[1]), true);
+        if (!hi_b) return std::nullopt;
+        return add(*hi_b, constant(1), -1);
+      }
+      case IndexOp::FloorDiv: {
+        auto lo_x = extreme(poly(n.args[0]), false);
+        auto lo_b = extreme(poly(n.args[1]), false);
+        if (!lo_x || !non_negative(*lo_x) || !lo_b || !non_negative(*lo_b)) return std::nullopt;
+        if (!upper) return Poly{};
+        return extreme(poly(n.args[0]), true);  // b >= 1 (b == 0 divides by zero)
+      }
+      case IndexOp::Lt:
+      case IndexOp::Le:
+      case IndexOp::Eq:
+      case IndexOp::And:
+        return upper ? constant(1) : Poly{};
+      default:
+        return std::nullopt;
+    }
+  }
+
+  // True when p >= 0 for all values of its (non-negative, loop-invariant) atoms.
+  static bool non_negative(const Poly& p) {
+    return std::all_of(p.begin(), p.end(), [](const auto& t) { return t.second >= 0; });
+  }
+
+  // ------------------------------------------------------------ back to an Index
+  Index build(const Poly& p) {
+    Index pos(0), neg(0);
+    int64_t k = 0;
+    for (const auto& [m, c] : p) {
+      if (m.empty()) {
+        k = c;
+        continue;
+      }
+      Index t(1);
+      for (const auto& a : m) t = t * atoms_.at(a).index;
+      t = t * Index(c < 0 ? checked_mul(c, -1) : c);
+      if (c > 0)
+        pos = pos + t;
+      else
+        neg = neg + t;
+    }
+    Index out = k > 0 ? pos + Index(k) : pos;
+    out = out - neg;
+    return k < 0 ? out - Index(checked_mul(k, -1)) : out;
+  }
+};
+
+}  // namespace
+
+Index simplify(const Index& i, const VarExtents& extents) {
+  if (i.op() == IndexOp::Const || i.op() == IndexOp::Var || i.op() == IndexOp::Sym) return i;
+  return Simplifier(extents).run(i);
+}
+
+}  // namespace luminal::kernel
