@@ -17,7 +17,9 @@ class Target {
   static Target cpu();
   static Target cuda(int device = 0);
   static Target hip(int device = 0);
-  /// CUDA device 0 if present, else HIP device 0, else the CPU.
+  /// The fastest target this build generates code for and this machine has: CUDA
+  /// device 0, else HIP device 0, else the CPU (the CPU in this build, which has no GPU
+  /// code generator yet).
   static Target best();
   /// Parses the forms above; an unknown kind or architecture throws CompileError.
   static Target parse(std::string_view text);

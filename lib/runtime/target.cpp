@@ -65,8 +65,10 @@ Target Target::hip(int device) {
 }
 
 Target Target::best() {
-  if (detail::cuda_device_count() > 0) return cuda(0);
-  if (detail::hip_device_count() > 0) return hip(0);
+  // A GPU only where this build generates code for it: a GPU target without its code
+  // generator runs kernels on the host interpreter, far slower than the CPU backend.
+  if (detail::has_cuda_codegen() && detail::cuda_device_count() > 0) return cuda(0);
+  if (detail::has_hip_codegen() && detail::hip_device_count() > 0) return hip(0);
   return cpu();
 }
 
