@@ -373,6 +373,14 @@ class KernelWriter {
     }
   }
 
+  static bool uses_var(const Index& i) {
+    const auto& n = i.node();
+    if (n.op == IndexOp::Var) return true;
+    for (const auto& a : n.args)
+      if (uses_var(a)) return true;
+    return false;
+  }
+
   static bool leaf(const ExprNode& n) {
     return n.op == ExprOp::Const || n.op == ExprOp::Acc || n.op == ExprOp::Load || n.op == ExprOp::IndexValue;
   }
@@ -439,8 +447,8 @@ class KernelWriter {
         if (!leaf(*an) && stage.at(an) < stage.at(n) && !spill.count(an))
           spill[an] = "lm_st" + std::to_string(spill.size());
       }
-    std::vector<Loop> outer(k_.loops.begin(), k_.loops.end() - 1);
-    const Loop& in = k_.loops.back();
+    std::vector<Loop> outer(loops_.begin(), loops_.end() - 1);
+    const Loop& in = loops_.back();
     std::string close = open_loops(s, outer, ind, false, true);
     const std::string v = "v" + std::to_string(in.var);
     s << ind << "{\n";
@@ -509,6 +517,33 @@ class KernelWriter {
     return s.str();
   }
 
+  // The loops of an elementwise kernel without those of constant extent 1 (their
+  // variables are declared 0 in `s`). The lowering can leave a unit loop innermost and
+  // mark it as the vectorized one (a trailing dim of size 1 after a reshape: SiLU and
+  // RoPE in a decoder block), which leaves the real loop scalar: the next loop out is
+  // vectorized instead, and keeps its OpenMP worksharing only when no outer loop has it.
+  std::vector<Loop> drop_unit_loops(std::ostringstream& s) const {
+    std::vector<Loop> out;
+    bool vec = false;
+    for (const auto& l : k_.loops) {
+      auto n = l.extent.as_constant();
+      if (n && *n == 1 && k_.loops.size() > 1) {
+        s << "  const int64_t v" << l.var << " = 0; (void)v" << l.var << ";\n";
+        vec |= l.vectorize;
+        continue;
+      }
+      out.push_back(l);
+    }
+    if (out.empty()) return k_.loops;
+    if (vec && !out.back().vectorize) {
+      out.back().vectorize = true;
+      bool outer_parallel = false;
+      for (size_t i = 0; i + 1 < out.size(); ++i) outer_parallel |= out[i].parallel;
+      if (outer_parallel) out.back().parallel = false;
+    }
+    return out;
+  }
+
   std::string elementwise() {
     collect(k_.store.value);
     std::ostringstream s;
@@ -516,12 +551,13 @@ class KernelWriter {
     declare_symbols(s, "  ");
     declare_buffers(s, "  ", reads_, {k_.store.buffer});
     std::string ind = "  ";
-    if (!k_.loops.empty() && k_.loops.back().vectorize && !reads_.count(k_.store.buffer)) {
+    loops_ = drop_unit_loops(s);
+    if (!loops_.empty() && loops_.back().vectorize && !reads_.count(k_.store.buffer)) {
       std::map<const ExprNode*, int> depth;
-      auto n = k_.loops.back().extent.as_constant();
+      auto n = loops_.back().extent.as_constant();
       if (heavy_depth(k_.store.value, depth) >= 2 && (!n || *n >= 64)) return staged_elementwise(s, ind);
     }
-    std::string close = open_loops(s, k_.loops, ind, true, true);
+    std::string close = open_loops(s, loops_, ind, true, true);
     std::map<const ExprNode*, std::string> memo;
     std::string v = value(k_.store.value, memo, s, ind);
     s << ind << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << v << ";\n" << close << "}\n";
@@ -606,8 +642,28 @@ class KernelWriter {
       << "  const float* B = (const float*)lm_bufs[" << g.b.buffer << "];\n"
       << "  float* C = (float*)lm_bufs[" << g.c.buffer << "];\n";
     std::string ind = "  ";
-    // Batch loops run serially: the GEMM itself is the parallel region.
+    // Batch loops: many small products (attention's per-head 128x128x128) run one per
+    // thread, each single-threaded inside (the driver sees omp_in_parallel): parallel
+    // inside each one, two threads split a tiny problem and meet at a join 2x per head.
+    // Large products keep the batch loop serial and parallelize inside.
     std::string close;
+    if (!k_.loops.empty() && g.impl == GemmImpl::Generated && !uses_var(g.m) && !uses_var(g.n) &&
+        !uses_var(g.k)) {
+      std::string nb = "1";
+      bool ok = true;
+      for (const auto& l : k_.loops) {
+        ok &= !uses_var(l.extent);
+        nb += " * (" + ix(l.extent) + ")";
+      }
+      if (ok) {
+        s << ind << "const int64_t lm_batch = " << nb << ";\n"
+          << ind << "const double lm_work = (double)(" << ix(g.m) << ") * (double)(" << ix(g.n)
+          << ") * (double)(" << ix(g.k) << ");\n"
+          << ind << "#pragma omp parallel for schedule(static)"
+          << (k_.loops.size() > 1 ? " collapse(" + std::to_string(k_.loops.size()) + ")" : std::string())
+          << " if (lm_batch >= 2 && lm_work * (double)lm_batch >= 262144.0 && lm_work <= 16777216.0)\n";
+      }
+    }
     for (const auto& l : k_.loops) {
       s << ind << "for (int64_t v" << l.var << " = 0; v" << l.var << " < " << ix(l.extent) << "; ++v" << l.var
         << ") {\n";
@@ -659,6 +715,7 @@ class KernelWriter {
   std::set<int> reads_;
   int tmp_ = 0;
   bool parallel_used_ = false;
+  std::vector<Loop> loops_;  // elementwise: the loops rendered (see drop_unit_loops)
   std::set<std::pair<int, int>> gemm_configs_;
 };
 

@@ -297,7 +297,7 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "  if (lm_gemm_small_n(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, epi, ctx)) return;\n"
     << "  const int64_t mstrips_all = (M + " << MR << " - 1) / " << MR << ", nstrips_all = (N + " << NR
     << " - 1) / " << NR << ";\n"
-    << "  const int parallel = (double)M * (double)N * (double)K >= 262144.0;\n"
+    << "  const int parallel = (double)M * (double)N * (double)K >= 262144.0 && !omp_in_parallel();\n"
     << "  const int64_t target = parallel ? 3 * (int64_t)omp_get_max_threads() : 1;\n"
     // Each row range packs all of B (K x N) and each column range all of A (M x K): split
     // the longer side, so a prefill's x @ W^T (M 128, N 5632) does not pack its weight
