@@ -47,15 +47,17 @@ LM_INLINE int32_t lm_rint_i(float x) { return (int32_t)(lm_f2u(x + LM_MAGIC) - l
 
 /* p * 2^n for n in [-252, 254]; two factors keep each one a normal float */
 LM_INLINE float lm_ldexp(float p, int32_t n) {
-  int32_t n1 = n >> 1, n2 = n - n1; /* arithmetic shift (gcc, clang): floor(n/2) */
-  float s1 = lm_u2f((uint32_t)(n1 + 127) << 23);
-  float s2 = lm_u2f((uint32_t)(n2 + 127) << 23);
+  int32_t n1 = n >> 1; /* arithmetic shift (gcc, clang): floor(n/2) */
+  uint32_t n2 = (uint32_t)n - (uint32_t)n1;
+  float s1 = lm_u2f(((uint32_t)n1 + 127u) << 23);
+  float s2 = lm_u2f((n2 + 127u) << 23);
   return (p * s1) * s2;
 }
 
 LM_INLINE float lm_exp(float x) {
-  x = x > 89.0f ? 89.0f : x;
-  x = x < -104.0f ? -104.0f : x;
+  /* no clamp of x up front: GCC threads a clamped constant through the whole body and
+     if-converts the copies (~40 instructions instead of ~26); out-of-range x give a
+     finite garbage n (no UB: unsigned arithmetic) and are replaced at the end */
   float t = x * 1.44269504088896341f;
   float nf = lm_rint(t);
   int32_t n = lm_rint_i(t);
@@ -69,12 +71,12 @@ LM_INLINE float lm_exp(float x) {
   p = LM_FMA(p, r, 0.5f);
   p = LM_FMA(p, r, 1.0f);
   p = LM_FMA(p, r, 1.0f);
-  return lm_ldexp(p, n);
+  float e = lm_ldexp(p, n);
+  e = x > 89.0f ? __builtin_inff() : e;
+  return x < -104.0f ? 0.0f : e;
 }
 
 LM_INLINE float lm_exp2(float x) {
-  x = x > 129.0f ? 129.0f : x;
-  x = x < -151.0f ? -151.0f : x;
   float nf = lm_rint(x);
   int32_t n = lm_rint_i(x);
   float f = x - nf;
@@ -86,7 +88,9 @@ LM_INLINE float lm_exp2(float x) {
   p = LM_FMA(p, f, 2.40226507e-1f);
   p = LM_FMA(p, f, 6.93147181e-1f);
   p = LM_FMA(p, f, 1.0f);
-  return lm_ldexp(p, n);
+  float e = lm_ldexp(p, n); /* out-of-range x replaced below (see lm_exp) */
+  e = x > 129.0f ? __builtin_inff() : e;
+  return x < -151.0f ? 0.0f : e;
 }
 
 /* log(m) - e*ln2 split: returns log(m) for m in [sqrt(.5), sqrt(2)), exponent in *e */
@@ -162,7 +166,7 @@ LM_INLINE float lm_trig_finish(float r, int32_t q) {
   float r2 = r * r;
   float s = lm_sin_poly(r, r2), c = lm_cos_poly(r2);
   float v = (q & 1) ? c : s;
-  v = (q & 2) ? -v : v;
+  v = lm_u2f(lm_f2u(v) ^ (((uint32_t)q & 2u) << 30)); /* -v in quadrants 2, 3 */
   v = v > 1.0f ? 1.0f : v; /* only reachable for |x| > 2^22 */
   return v < -1.0f ? -1.0f : v;
 }
@@ -173,8 +177,7 @@ LM_INLINE float lm_cos(float x) { int32_t q; float r = lm_trig_reduce(x, &q); re
 LM_INLINE float lm_tanh(float x) {
   uint32_t sign = lm_f2u(x) & 0x80000000u;
   float a = lm_u2f(lm_f2u(x) & 0x7fffffffu);
-  a = a > 9.5f ? 9.5f : a;
-  float y = 2.0f * a;
+  float y = 2.0f * a; /* a > 9.5 (tanh rounds to 1) is replaced at the end, as in lm_exp */
   /* em = expm1(y), y in [0, 19]: y = n ln2 + r, expm1(r) by its Taylor polynomial,
      em = 2^n expm1(r) + (2^n - 1): both terms >= 0, so no cancellation anywhere */
   float t = y * 1.44269504088896341f;
@@ -194,6 +197,7 @@ LM_INLINE float lm_tanh(float x) {
   float sc = lm_u2f((uint32_t)(n + 127) << 23);
   float em = LM_FMA(sc, p, sc - 1.0f);
   float q = em / (em + 2.0f);
+  q = a > 9.5f ? 1.0f : q;
   return lm_u2f(lm_f2u(q) | sign);
 }
 
