@@ -101,7 +101,7 @@ bool is_boolean(const Index& i) {
 
 class Simplifier {
  public:
-  explicit Simplifier(const VarExtents& extents) : ext_(extents) {}
+  Simplifier(const VarExtents& extents, const SymbolMins& sym_min) : ext_(extents), sym_min_(sym_min) {}
 
   Index run(const Index& i) {
     try {
@@ -117,6 +117,7 @@ class Simplifier {
     bool has_var = false;
   };
   const VarExtents& ext_;
+  const SymbolMins& sym_min_;
   std::map<std::string, Atom> atoms_;
   std::map<const IndexNode*, Poly> memo_;      // shared subtrees are analysed once
   std::map<const IndexNode*, bool> var_memo_;  // ... and searched for variables once
@@ -214,18 +215,7 @@ class Simplifier {
     // (q*b + r) // b = q + r // b and (q*b + r) % b = r % b, for the terms of a that are
     // multiples of b (b one monomial), exactly, for any non-zero b.
     Poly q, r;
-    if (b.size() == 1) {
-      const auto& [mb, cb] = *b.begin();
-      Mono rest;
-      for (const auto& [m, c] : a) {
-        if (c % cb == 0 && remove_sub(m, mb, rest))
-          add_term(q, rest, c / cb);
-        else
-          add_term(r, m, c);
-      }
-    } else {
-      r = a;
-    }
+    split(a, b, q, r);
     if (r.empty()) return div ? q : Poly{};
     if (auto lo_b = extreme(b, false); lo_b && non_negative(*lo_b)) {
       // 0 <= r < b: r // b = 0, r % b = r
@@ -239,6 +229,53 @@ class Simplifier {
     }
     const Index rest = div ? floordiv(build(r), build(b)) : mod(build(r), build(b));
     return div ? add(q, of_index(rest), 1) : of_index(rest);
+  }
+
+  // a = q*b + r exactly, with q collecting what divides (see divmod).
+  static void split(const Poly& a, const Poly& b, Poly& q, Poly& r) {
+    q.clear();
+    r.clear();
+    if (b.size() == 1) {
+      const auto& [mb, cb] = *b.begin();
+      Mono rest;
+      for (const auto& [m, c] : a) {
+        if (c % cb == 0 && remove_sub(m, mb, rest))
+          add_term(q, rest, c / cb);
+        else
+          add_term(r, m, c);
+      }
+    } else {
+      r = a;
+      poly_divide(r, b, q);
+    }
+  }
+
+  // Multivariate division by b's leading (highest degree) monomial: moves t*b from r into
+  // q (t a monomial) while some term of r is a multiple of that monomial, so r = r0 - q*b
+  // exactly. Kept only when it shortens r (a linearization over (n + 3) splits; others
+  // would only reshuffle terms).
+  static void poly_divide(Poly& r, const Poly& b, Poly& q) {
+    auto lead = b.begin();
+    for (auto it = b.begin(); it != b.end(); ++it)
+      if (it->first.size() > lead->first.size()) lead = it;
+    const Mono& ml = lead->first;
+    const int64_t cl = lead->second;
+    if (ml.empty()) return;
+    Poly rr = r, qq;
+    Mono rest;
+    for (int step = 0; step < 64; ++step) {
+      auto it = std::find_if(rr.begin(), rr.end(),
+                             [&](const auto& t) { return t.second % cl == 0 && remove_sub(t.first, ml, rest); });
+      if (it == rr.end()) break;
+      Poly t;
+      t[rest] = it->second / cl;
+      qq = add(qq, t, 1);
+      rr = add(rr, mul(t, b), -1);
+    }
+    if (rr.size() < r.size()) {
+      r = std::move(rr);
+      q = std::move(qq);
+    }
   }
 
   // a < b (strict) or a <= b, decided where the ranges decide it.
@@ -310,7 +347,15 @@ class Simplifier {
         auto lo_b = extreme(poly(n.args[1]), false);
         if (!lo_x || !non_negative(*lo_x) || !lo_b || !non_negative(*lo_b)) return std::nullopt;
         if (!upper) return Poly{};
-        return extreme(poly(n.args[0]), true);  // b >= 1 (b == 0 divides by zero)
+        auto hi_x = extreme(poly(n.args[0]), true);  // b >= 1 (b == 0 divides by zero)
+        if (!hi_x || uses_var(n.args[1])) return hi_x;
+        // floor(max(x) / b) where max(x) = q*b + r with -b <= r < b (a split row extent)
+        const Poly b = poly(n.args[1]);
+        Poly q, r;
+        split(*hi_x, b, q, r);
+        if (r.empty() || in_range(r, b)) return q;
+        if (in_range(add(r, b, 1), b)) return add(q, constant(1), -1);
+        return hi_x;
       }
       case IndexOp::Lt:
       case IndexOp::Le:
@@ -322,9 +367,71 @@ class Simplifier {
     }
   }
 
-  // True when p >= 0 for all values of its (non-negative, loop-invariant) atoms.
-  static bool non_negative(const Poly& p) {
-    return std::all_of(p.begin(), p.end(), [](const auto& t) { return t.second >= 0; });
+  // True when p >= 0 for all values of its (non-negative, loop-invariant) atoms: with
+  // each atom a written as min(a) + a' (a' >= 0), every coefficient is non-negative.
+  bool non_negative(const Poly& p) {
+    auto all_pos = [](const Poly& x) {
+      return std::all_of(x.begin(), x.end(), [](const auto& t) { return t.second >= 0; });
+    };
+    if (all_pos(p)) return true;
+    Poly shifted;
+    for (const auto& [m, c] : p) {
+      Poly t = constant(c);
+      for (const auto& k : m) {
+        Poly f;
+        f[{k}] = 1;
+        if (const int64_t lo = least(k); lo > 0) f[{}] = lo;
+        t = mul(t, f);
+      }
+      shifted = add(shifted, t, 1);
+    }
+    return all_pos(shifted);
+  }
+
+  // A lower bound of loop-invariant atom `key` (0 when nothing better is known).
+  int64_t least(const std::string& key) {
+    const Index& i = atoms_.at(key).index;
+    return std::max<int64_t>(0, least_value(i).value_or(0));
+  }
+  std::optional<int64_t> least_value(const Index& i) {
+    const auto& n = i.node();
+    auto arg = [&](size_t k) { return least_value(n.args[k]); };
+    switch (n.op) {
+      case IndexOp::Const:
+        return n.value;
+      case IndexOp::Sym: {
+        auto it = sym_min_.find(n.name);
+        return it == sym_min_.end() ? int64_t{0} : it->second;
+      }
+      case IndexOp::Add: {
+        auto a = arg(0), b = arg(1);
+        if (!a || !b) return std::nullopt;
+        return checked_add(*a, *b);
+      }
+      case IndexOp::Mul: {
+        auto a = arg(0), b = arg(1);
+        if (!a || !b || *a < 0 || *b < 0) return std::nullopt;
+        return checked_mul(*a, *b);
+      }
+      case IndexOp::FloorDiv: {
+        auto a = arg(0);
+        auto d = n.args[1].as_constant();
+        if (!a || *a < 0 || !d || *d <= 0) return std::nullopt;
+        return *a / *d;
+      }
+      case IndexOp::Min: {
+        auto a = arg(0), b = arg(1);
+        if (!a || !b) return std::nullopt;
+        return std::min(*a, *b);
+      }
+      case IndexOp::Max: {
+        auto a = arg(0), b = arg(1);
+        if (!a && !b) return std::nullopt;
+        return std::max(a.value_or(*b), b.value_or(*a));
+      }
+      default:
+        return std::nullopt;
+    }
   }
 
   // ------------------------------------------------------------ back to an Index
@@ -352,9 +459,9 @@ class Simplifier {
 
 }  // namespace
 
-Index simplify(const Index& i, const VarExtents& extents) {
+Index simplify(const Index& i, const VarExtents& extents, const SymbolMins& sym_min) {
   if (i.op() == IndexOp::Const || i.op() == IndexOp::Var || i.op() == IndexOp::Sym) return i;
-  return Simplifier(extents).run(i);
+  return Simplifier(extents, sym_min).run(i);
 }
 
 }  // namespace luminal::kernel

@@ -32,6 +32,21 @@ TEST_CASE("simplify: a row-major linearization splits back into its variables", 
   CHECK(simplify(mod(lin3, M), ext3).to_string() == "v2");
 }
 
+TEST_CASE("simplify: divisors of several terms and symbols' least values", "[cpu][index]") {
+  // a conv's im2col view: rows of (D - 1) * (N + 3) with D = (M + 1) // 2, M >= 3
+  const Index D = floordiv(M + 1, Index(2));
+  const Index row = (D - 1) * (N + 3);
+  const VarExtents ext{{0, 5}, {1, row}};
+  const SymbolMins mins{{"M", 3}, {"N", 1}};
+  const Index lin = v0 * row + v1;
+  CHECK(simplify(floordiv(floordiv(lin, N + 3), D - 1), ext, mins).to_string() == "v0");
+  CHECK(simplify(mod(lin, N + 3), ext, mins).to_string() == "(v1 % (N + 3))");
+  // v1 // (N + 3) < D - 1 since v1 < (D - 1) * (N + 3): the mod by D - 1 goes
+  CHECK(simplify(mod(floordiv(v1, N + 3), D - 1), ext, mins).to_string() == "(v1 // (N + 3))");
+  // without the least value of M, D - 1 may be negative: the nested division stays
+  CHECK(simplify(floordiv(floordiv(lin, N + 3), D - 1), ext).to_string() != "v0");
+}
+
 TEST_CASE("simplify: ranges decide comparisons and leave what they cannot decide", "[cpu][index]") {
   const VarExtents ext{{0, N}};
   CHECK(simplify(le(Index(0), v0), ext).as_constant() == 1);
@@ -47,11 +62,13 @@ TEST_CASE("simplify: ranges decide comparisons and leave what they cannot decide
 TEST_CASE("simplify: never changes an index's value in range (fuzz)", "[cpu][index]") {
   std::mt19937 rng(7);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
-  const std::vector<Index> dims{Index(3), Index(4), N, M, N * 2, N + 1, floordiv(M + 1, Index(2))};
+  const std::vector<Index> dims{Index(3), Index(4), N,     M,
+                                N * 2,    N + 3,    N * M, floordiv(M + 1, Index(2))};
+  const SymbolMins mins{{"N", 1}, {"M", 1}};
   for (int round = 0; round < 400; ++round) {
     VarExtents ext;
     std::vector<Index> extent(3);
-    for (int v = 0; v < 3; ++v) ext[v] = extent[static_cast<size_t>(v)] = dims[static_cast<size_t>(pick(7))];
+    for (int v = 0; v < 3; ++v) ext[v] = extent[static_cast<size_t>(v)] = dims[static_cast<size_t>(pick(8))];
     // random index over the variables, shaped like composed views
     std::function<Index(int)> gen = [&](int depth) -> Index {
       if (depth == 0 || pick(4) == 0) {
@@ -59,13 +76,13 @@ TEST_CASE("simplify: never changes an index's value in range (fuzz)", "[cpu][ind
           case 0:
             return Index(pick(7) - 2);
           case 1:
-            return dims[static_cast<size_t>(pick(7))];
+            return dims[static_cast<size_t>(pick(8))];
           default:
             return Index::var(pick(3));
         }
       }
       const Index a = gen(depth - 1), b = gen(depth - 1);
-      const Index d = dims[static_cast<size_t>(pick(7))];
+      const Index d = dims[static_cast<size_t>(pick(8))];
       switch (pick(9)) {
         case 0:
           return a + b;
@@ -88,7 +105,7 @@ TEST_CASE("simplify: never changes an index's value in range (fuzz)", "[cpu][ind
       }
     };
     const Index e = gen(4);
-    const Index s = simplify(e, ext);
+    const Index s = simplify(e, ext, mins);
     for (int trial = 0; trial < 8; ++trial) {
       std::map<std::string, int64_t> syms{{"N", 1 + pick(9)}, {"M", 1 + pick(9)}};
       std::vector<int64_t> vars(3);

@@ -56,6 +56,20 @@ kernel::Index dim_index(const Dim& d, kernel::Program& prog) {
 
 namespace {
 
+// The declared least value of every dim variable in `d` (for index simplification).
+void collect_sym_mins(const Dim& d, kernel::SymbolMins& out) {
+  if (!d.expr()) return;
+  for (const auto& t : d.expr()->terms)
+    for (const auto& a : t.atoms) {
+      if (a->kind == detail::AtomKind::Var) {
+        out[a->name] = a->lo;
+      } else {
+        collect_sym_mins(a->a, out);
+        collect_sym_mins(a->b, out);
+      }
+    }
+}
+
 bool is_one(const Dim& d) { return d.as_constant() == int64_t{1}; }
 
 /// An affine form sum(coef[var] * var) + base, coefficients free of loop variables.
@@ -173,8 +187,15 @@ class Lowerer {
           kernel::Program& prog, const LowerOptions& opt)
       : body_(*spec.body), spec_(spec), args_(args), name_(name), prog_(prog), opt_(opt) {
     shapes_.resize(body_.nodes.size());
-    for (size_t i = 0; i < body_.nodes.size(); ++i)
-      for (const Dim& d : body_.nodes[i].shape) shapes_[i].push_back(dim_index(d, prog_));
+    for (size_t i = 0; i < body_.nodes.size(); ++i) {
+      const Node& n = body_.nodes[i];
+      for (const Dim& d : n.shape) {
+        shapes_[i].push_back(dim_index(d, prog_));
+        collect_sym_mins(d, sym_min_);
+      }
+      collect_sym_mins(n.start, sym_min_);
+      collect_sym_mins(n.end, sym_min_);
+    }
   }
 
   void lower(int result) {
@@ -222,7 +243,7 @@ class Lowerer {
 
   // Index arithmetic of views composed and reduced with the loops' ranges (floor div and
   // mod of a row-major linearization fold back to the loop variables).
-  Index simp(const Index& i) const { return kernel::simplify(i, ctx_.extents); }
+  Index simp(const Index& i) const { return kernel::simplify(i, ctx_.extents, sym_min_); }
 
   int new_var() { return ctx_.next_var++; }
   std::string kernel_name() { return name_ + "_" + std::to_string(counter_++); }
@@ -921,6 +942,7 @@ class Lowerer {
   kernel::Program& prog_;
   const LowerOptions& opt_;
   std::vector<std::vector<Index>> shapes_;
+  kernel::SymbolMins sym_min_;  // least value of each dim variable
   std::map<uint32_t, int> materialized_;
   std::set<uint32_t> shared_;  // computed nodes read from a buffer (kMaxInlineCopies)
   uint32_t root_ = 0;
