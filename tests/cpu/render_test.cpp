@@ -34,7 +34,7 @@ TEST_CASE("render: elementwise chain with broadcast and a symbolic dim", "[cpu][
   p.kernels = {k};
   std::string src;
   for (int64_t b : {1, 5, 64}) src = check_program(p, {{"B", b}});
-  CHECK(src.find("#pragma omp parallel for schedule(static)") != std::string::npos);
+  CHECK(src.find("#pragma omp parallel for schedule(dynamic, lm_chunk(") != std::string::npos);
   CHECK(src.find("#pragma omp simd") != std::string::npos);
   CHECK(src.find("restrict") != std::string::npos);
   // The shared load x is read once per point (SSA temporaries).
@@ -55,7 +55,7 @@ TEST_CASE("render: flat parallel simd loop", "[cpu][render]") {
   v = binary(BinaryOp::Mod, v, constant(1.5));
   p.kernels = {Kernel{"flat", KernelKind::Elementwise, {{0, 1000, true, true}}, {1, i, v}, {}, {}}};
   std::string src = check_program(p, {}, 3e-5, 3e-6);
-  CHECK(src.find("#pragma omp parallel for simd schedule(static)") != std::string::npos);
+  CHECK(src.find("#pragma omp parallel for simd schedule(dynamic, lm_chunk(") != std::string::npos);
 }
 
 TEST_CASE("render: pad, slice and reshape index arithmetic", "[cpu][render]") {

@@ -19,6 +19,17 @@ namespace {
 
 const char* kRuntimeDecls = R"LMC(
 /* ---- kernel ABI ---- */
+#include <omp.h>
+/* Chunk size of a dynamically scheduled parallel loop of n iterations: about 8 chunks
+   per thread (a multiple of `align`). On a shared machine the OS takes a core away for
+   milliseconds at a time; with static halves the other thread then waits at the join,
+   with chunks it takes over the descheduled thread's remaining share. */
+LM_INLINE int64_t lm_chunk(int64_t n, int64_t align) {
+  const int64_t parts = 8 * (int64_t)omp_get_max_threads();
+  int64_t c = (n + parts - 1) / parts;
+  c = (c + align - 1) / align * align;
+  return c > 0 ? c : 1;
+}
 typedef struct lm_runtime {
   void (*sgemm)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
@@ -314,7 +325,10 @@ class KernelWriter {
         while (i + group < ls.size() && ls[i + group].parallel) ++group;
         const Loop& lastg = ls[i + group - 1];
         bool simd = lastg.vectorize && i + group == ls.size() && innermost_is_body;
-        s << ind << "#pragma omp parallel for" << (simd ? " simd" : "") << " schedule(static)";
+        std::string total = "1";
+        for (size_t g = 0; g < group; ++g) total += " * (" + ix(ls[i + g].extent) + ")";
+        s << ind << "#pragma omp parallel for" << (simd ? " simd" : "") << " schedule(dynamic, lm_chunk(" << total
+          << ", " << (simd ? 64 : 1) << "))";
         if (group > 1) s << " collapse(" << group << ")";
         s << (simd ? simd_clause : "") << "\n";
         parallel_used_ = true;
@@ -455,7 +469,8 @@ class KernelWriter {
     std::string ind2 = ind + "  ";
     s << ind2 << "const int64_t lm_n = " << ix(in.extent) << ";\n";
     if (in.parallel && !parallel_used_) {
-      s << ind2 << "#pragma omp parallel for schedule(static)\n";
+      s << ind2 << "#pragma omp parallel for schedule(dynamic, lm_chunk((lm_n + " << kStageBlock - 1 << ") / "
+        << kStageBlock << ", 1))\n";
       parallel_used_ = true;
     }
     s << ind2 << "for (int64_t lm_b = 0; lm_b < lm_n; lm_b += " << kStageBlock << ") {\n";
@@ -659,7 +674,7 @@ class KernelWriter {
         s << ind << "const int64_t lm_batch = " << nb << ";\n"
           << ind << "const double lm_work = (double)(" << ix(g.m) << ") * (double)(" << ix(g.n)
           << ") * (double)(" << ix(g.k) << ");\n"
-          << ind << "#pragma omp parallel for schedule(static)"
+          << ind << "#pragma omp parallel for schedule(dynamic, 1)"
           << (k_.loops.size() > 1 ? " collapse(" + std::to_string(k_.loops.size()) + ")" : std::string())
           << " if (lm_batch >= 2 && lm_work * (double)lm_batch >= 262144.0 && lm_work <= 16777216.0)\n";
       }
