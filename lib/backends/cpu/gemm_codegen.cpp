@@ -329,7 +329,11 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "      for (int64_t pc = 0; pc < K; pc += KC) {\n"
     << "        const int64_t kc = K - pc < KC ? K - pc : KC;\n"
     << "        const int first = pc == 0, last = pc + kc >= K;\n"
-    << "        for (int64_t js = 0; js < nstrips; ++js) {\n"
+    // One row block (M <= MC, a prefill's x @ W^T): each B strip is used by one sweep
+    // over the A strips only, so it is packed right before that sweep and read back
+    // from L1, instead of writing the whole kc x nc panel (~1 MB) through L2 first.
+    << "        const int lazy_b = r1 - r0 <= MC;\n"
+    << "        if (!lazy_b) for (int64_t js = 0; js < nstrips; ++js) {\n"
     << "          const int64_t cols = nc - js * " << NR << " < " << NR << " ? nc - js * " << NR << " : "
     << NR << ";\n"
     << "          " << fn << "_pack_b(kc, cols, B + pc * rsb + (jc + js * " << NR
@@ -345,6 +349,9 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << ") * rsa + pc * csa, rsa, csa, ap + is * kc * " << MR << ");\n"
     << "          }\n"
     << "          for (int64_t js = 0; js < nstrips; ++js) {\n"
+    << "            if (lazy_b) " << fn << "_pack_b(kc, nc - js * " << NR << " < " << NR << " ? nc - js * " << NR
+    << " : " << NR << ", B + pc * rsb + (jc + js * " << NR << ") * csb, rsb, csb, bp + js * kc * " << NR
+    << ");\n"
     << "            for (int64_t is = 0; is < mstrips; ++is) {\n"
     << "              const int64_t i0 = ic + is * " << MR << ", j0 = jc + js * " << NR << ";\n"
     << "              const int64_t rows = r1 - i0 < " << MR << " ? r1 - i0 : " << MR << ";\n"
