@@ -2,6 +2,7 @@
 #include "kernel/index_simplify.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <iterator>
 #include <optional>
@@ -29,6 +30,9 @@ int64_t checked_add(int64_t a, int64_t b) {
   if (__builtin_add_overflow(a, b, &r)) throw GiveUp{};
   return r;
 }
+
+// d divides c exactly (INT64_MIN / -1 overflows: not taken).
+bool divides(int64_t d, int64_t c) { return d != 0 && !(d == -1 && c == INT64_MIN) && c % d == 0; }
 
 using Mono = std::vector<std::string>;  // sorted atom keys, repeated for powers; {} = 1
 using Poly = std::map<Mono, int64_t>;   // monomial -> non-zero coefficient
@@ -239,7 +243,7 @@ class Simplifier {
       const auto& [mb, cb] = *b.begin();
       Mono rest;
       for (const auto& [m, c] : a) {
-        if (c % cb == 0 && remove_sub(m, mb, rest))
+        if (divides(cb, c) && remove_sub(m, mb, rest))
           add_term(q, rest, c / cb);
         else
           add_term(r, m, c);
@@ -265,7 +269,7 @@ class Simplifier {
     Mono rest;
     for (int step = 0; step < 64; ++step) {
       auto it = std::find_if(rr.begin(), rr.end(),
-                             [&](const auto& t) { return t.second % cl == 0 && remove_sub(t.first, ml, rest); });
+                             [&](const auto& t) { return divides(cl, t.second) && remove_sub(t.first, ml, rest); });
       if (it == rr.end()) break;
       Poly t;
       t[rest] = it->second / cl;
