@@ -174,9 +174,9 @@ class Simplifier {
       case IndexOp::Sym:
         return of_index(i);
       case IndexOp::Add:
-        return add(arg(0), arg(1), 1);
+        return recombine(add(arg(0), arg(1), 1));
       case IndexOp::Sub:
-        return add(arg(0), arg(1), -1);
+        return recombine(add(arg(0), arg(1), -1));
       case IndexOp::Mul:
         return mul(arg(0), arg(1));
       case IndexOp::FloorDiv:
@@ -233,6 +233,47 @@ class Simplifier {
     }
     const Index rest = div ? floordiv(build(r), build(b)) : mod(build(r), build(b));
     return div ? add(q, of_index(rest), 1) : of_index(rest);
+  }
+
+  // c*(x % d) + c*d*(x // d) = c*x, the inverse of a split (a reshape that splits x and
+  // another that merges the parts again); with x = y // e the partner is y // (e*d).
+  Poly recombine(Poly p) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& [m, c] : p) {
+        if (m.size() != 1) continue;
+        const Index& a = atoms_.at(m[0]).index;
+        if (a.op() != IndexOp::Mod) continue;
+        const Index& x = a.node().args[0];
+        const Index& d = a.node().args[1];
+        const Poly pd = poly(d);
+        if (pd.size() != 1) continue;
+        const auto& [md, cd] = *pd.begin();
+        // x // d, or y // (e*d) as the nested division folds it when x = y // e
+        Index partners[2] = {floordiv(x, d), Index(0)};
+        int n_partners = 1;
+        if (x.op() == IndexOp::FloorDiv && !uses_var(x.node().args[1]) && !uses_var(d))
+          partners[n_partners++] = floordiv(x.node().args[0], build(mul(poly(x.node().args[1]), pd)));
+        Mono pm;
+        bool found = false;
+        for (int k = 0; k < n_partners; ++k) {
+          std::string pkey;
+          pkey.assign("2").append(partners[k].to_string());
+          pm = md;
+          pm.insert(std::upper_bound(pm.begin(), pm.end(), pkey), pkey);
+          auto pit = p.find(pm);
+          if ((found = pit != p.end() && pit->second == checked_mul(c, cd))) break;
+        }
+        if (!found) continue;
+        Poly rest = p;
+        rest.erase(m);
+        rest.erase(pm);
+        p = add(rest, mul(poly(x), constant(c)), 1);
+        changed = true;
+        break;
+      }
+    }
+    return p;
   }
 
   // a = q*b + r exactly, with q collecting what divides (see divmod).

@@ -32,6 +32,14 @@ TEST_CASE("simplify: a row-major linearization splits back into its variables", 
   CHECK(simplify(mod(lin3, M), ext3).to_string() == "v2");
 }
 
+TEST_CASE("simplify: a split merged again is its source", "[cpu][index]") {
+  // a reduce axis of 18 = 2*3*3 split into a weight's [2, 3, 3] and linearized again
+  const Index w = floordiv(v0, Index(9)) * 9 + mod(floordiv(v0, Index(3)), Index(3)) * 3 + mod(v0, Index(3));
+  CHECK(simplify(w, {{0, Index(18)}}).to_string() == "v0");
+  CHECK(simplify(w + v1 * 18, {}).to_string() == "(v0 + (v1 * 18))");
+  CHECK(simplify(floordiv(v0 + 1, N) * N + mod(v0 + 1, N), {}).to_string() == "(v0 + 1)");
+}
+
 TEST_CASE("simplify: divisors of several terms and symbols' least values", "[cpu][index]") {
   // a conv's im2col view: rows of (D - 1) * (N + 3) with D = (M + 1) // 2, M >= 3
   const Index D = floordiv(M + 1, Index(2));
@@ -83,7 +91,7 @@ TEST_CASE("simplify: never changes an index's value in range (fuzz)", "[cpu][ind
       }
       const Index a = gen(depth - 1), b = gen(depth - 1);
       const Index d = dims[static_cast<size_t>(pick(8))];
-      switch (pick(9)) {
+      switch (pick(10)) {
         case 0:
           return a + b;
         case 1:
@@ -100,6 +108,8 @@ TEST_CASE("simplify: never changes an index's value in range (fuzz)", "[cpu][ind
           return lt(a, b);
         case 7:
           return land(le(Index(0), a), lt(a, d));
+        case 8:
+          return floordiv(a, Index(3)) * 3 + mod(a, Index(3)) + floordiv(floordiv(a, Index(3)), d);
         default:
           return select(lt(a, d), a, b);
       }
