@@ -471,8 +471,9 @@ class Simplifier {
       }
       case IndexOp::Max: {
         auto a = arg(0), b = arg(1);
-        if (!a && !b) return std::nullopt;
-        return std::max(a.value_or(*b), b.value_or(*a));
+        if (!a) return b;  // max(a, b) >= b
+        if (!b) return a;
+        return std::max(*a, *b);
       }
       default:
         return std::nullopt;

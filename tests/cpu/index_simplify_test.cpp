@@ -51,6 +51,9 @@ TEST_CASE("simplify: divisors of several terms and symbols' least values", "[cpu
   CHECK(simplify(mod(lin, N + 3), ext, mins).to_string() == "(v1 % (N + 3))");
   // v1 // (N + 3) < D - 1 since v1 < (D - 1) * (N + 3): the mod by D - 1 goes
   CHECK(simplify(mod(floordiv(v1, N + 3), D - 1), ext, mins).to_string() == "(v1 // (N + 3))");
+  // max(N - 1, 3) >= 3 although N - 1 has no known least value: E - 1 > 0
+  const Index E = max(N - 1, Index(3));
+  CHECK(simplify(mod(v2, E - 1), {{2, E - 1}}).to_string() == "v2");
   // without the least value of M, D - 1 may be negative: the nested division stays
   CHECK(simplify(floordiv(floordiv(lin, N + 3), D - 1), ext).to_string() != "v0");
 }
