@@ -313,6 +313,25 @@ class KernelWriter {
     }
   }
 
+  // ` if (...)` clause of a kernel's parallel loop: kernels of fewer than 32768 loop
+  // iterations in all (a decode step's norms, RoPE, softmax: a few thousand elements,
+  // microseconds of work) run on the calling thread. A parallel region costs a fork and a
+  // join, and on a shared machine the join can wait a scheduler slice for a descheduled
+  // worker; a decode step had ~25 regions, most of them this small. Empty when an extent
+  // depends on a loop variable.
+  std::string serial_below() const {
+    std::string w = "1";
+    auto add = [&](const std::vector<Loop>& ls) {
+      for (const auto& l : ls) {
+        if (uses_var(l.extent)) return false;
+        w += " * (double)(" + ix(l.extent) + ")";
+      }
+      return true;
+    };
+    if (!add(k_.loops) || (k_.reduce && !add(k_.reduce->loops))) return {};
+    return " if (" + w + " >= 32768.0)";
+  }
+
   // Opens the loops [0, n) of `ls`; returns the closing braces.
   std::string open_loops(std::ostringstream& s, const std::vector<Loop>& ls, std::string& ind,
                          bool innermost_is_body, bool allow_parallel, const std::string& simd_clause = "") {
@@ -328,7 +347,7 @@ class KernelWriter {
         std::string total = "1";
         for (size_t g = 0; g < group; ++g) total += " * (" + ix(ls[i + g].extent) + ")";
         s << ind << "#pragma omp parallel for" << (simd ? " simd" : "") << " schedule(dynamic, lm_chunk(" << total
-          << ", " << (simd ? 64 : 1) << "))";
+          << ", " << (simd ? 64 : 1) << "))" << serial_below();
         if (group > 1) s << " collapse(" << group << ")";
         s << (simd ? simd_clause : "") << "\n";
         parallel_used_ = true;
@@ -470,7 +489,7 @@ class KernelWriter {
     s << ind2 << "const int64_t lm_n = " << ix(in.extent) << ";\n";
     if (in.parallel && !parallel_used_) {
       s << ind2 << "#pragma omp parallel for schedule(dynamic, lm_chunk((lm_n + " << kStageBlock - 1 << ") / "
-        << kStageBlock << ", 1))\n";
+        << kStageBlock << ", 1))" << serial_below() << "\n";
       parallel_used_ = true;
     }
     s << ind2 << "for (int64_t lm_b = 0; lm_b < lm_n; lm_b += " << kStageBlock << ") {\n";
