@@ -123,16 +123,18 @@ class Simplifier {
   const VarExtents& ext_;
   const SymbolMins& sym_min_;
   std::map<std::string, Atom> atoms_;
-  std::map<const IndexNode*, Poly> memo_;      // shared subtrees are analysed once
-  std::map<const IndexNode*, bool> var_memo_;  // ... and searched for variables once
+  // Shared subtrees are analysed once (each entry keeps its node alive, so an address is
+  // never reused for another node while it is a key).
+  std::map<const IndexNode*, std::pair<Index, Poly>> memo_;
+  std::map<const IndexNode*, std::pair<Index, bool>> var_memo_;
 
   bool uses_var(const Index& i) {
     const IndexNode* n = &i.node();
     if (n->op == IndexOp::Var) return true;
-    if (auto it = var_memo_.find(n); it != var_memo_.end()) return it->second;
+    if (auto it = var_memo_.find(n); it != var_memo_.end()) return it->second.second;
     bool r = false;
     for (const auto& a : n->args) r = uses_var(a) || r;
-    var_memo_[n] = r;
+    var_memo_.emplace(n, std::make_pair(i, r));
     return r;
   }
 
@@ -159,9 +161,9 @@ class Simplifier {
   }
 
   Poly poly(const Index& i) {
-    if (auto it = memo_.find(&i.node()); it != memo_.end()) return it->second;
+    if (auto it = memo_.find(&i.node()); it != memo_.end()) return it->second.second;
     Poly p = poly_raw(i);
-    memo_.emplace(&i.node(), p);
+    memo_.emplace(&i.node(), std::make_pair(i, p));
     return p;
   }
 
@@ -252,8 +254,10 @@ class Simplifier {
         // x // d, or y // (e*d) as the nested division folds it when x = y // e
         Index partners[2] = {floordiv(x, d), Index(0)};
         int n_partners = 1;
+        // ((y // e) // d = y // (e*d) needs d > 0; d == 0 divides by zero either way)
         if (x.op() == IndexOp::FloorDiv && !uses_var(x.node().args[1]) && !uses_var(d))
-          partners[n_partners++] = floordiv(x.node().args[0], build(mul(poly(x.node().args[1]), pd)));
+          if (auto lo_d = extreme(pd, false); lo_d && non_negative(*lo_d))
+            partners[n_partners++] = floordiv(x.node().args[0], build(mul(poly(x.node().args[1]), pd)));
         Mono pm;
         bool found = false;
         for (int k = 0; k < n_partners; ++k) {
@@ -418,6 +422,12 @@ class Simplifier {
     auto all_pos = [](const Poly& x) {
       return std::all_of(x.begin(), x.end(), [](const auto& t) { return t.second >= 0; });
     };
+    // every atom must be non-negative for the argument (an opaque one may not be)
+    for (const auto& [m, c] : p)
+      for (const auto& k : m) {
+        const Index& a = atoms_.at(k).index;
+        if (a.op() != IndexOp::Sym && !a.non_negative()) return false;
+      }
     if (all_pos(p)) return true;
     Poly shifted;
     for (const auto& [m, c] : p) {
