@@ -406,11 +406,12 @@ class KernelWriter {
     }
   }
 
-  static bool uses_var(const Index& i) {
+  // Whether `i` reads loop variable `var` (any loop variable when var < 0).
+  static bool uses_var(const Index& i, int64_t var = -1) {
     const auto& n = i.node();
-    if (n.op == IndexOp::Var) return true;
+    if (n.op == IndexOp::Var && (var < 0 || n.value == var)) return true;
     for (const auto& a : n.args)
-      if (uses_var(a)) return true;
+      if (uses_var(a, var)) return true;
     return false;
   }
 
@@ -686,7 +687,8 @@ class KernelWriter {
       std::string nb = "1";
       bool ok = true;
       for (const auto& l : k_.loops) {
-        ok &= !uses_var(l.extent);
+        // each product must write its own part of C (else the batch loop is a race)
+        ok &= !uses_var(l.extent) && uses_var(g.c.offset, l.var);
         nb += " * (" + ix(l.extent) + ")";
       }
       if (ok) {
