@@ -212,3 +212,51 @@ TEST_CASE("render: chains of heavy calls run in stages over blocks, any length",
   CHECK(src.find("lm_st1[lm_j]") != std::string::npos);
   CHECK(src.find("lm_st2[") == std::string::npos);
 }
+
+TEST_CASE("render: a unit loop left innermost does not take the vectorized slot", "[cpu][render]") {
+  // [N, 1] elementwise with the unit loop marked vectorize (what the lowering emits for a
+  // trailing dim of size 1): the N loop is vectorized instead, the unit variable is 0.
+  Program p;
+  p.symbols = {"N"};
+  Index N = Index::sym("N");
+  p.buffers = {buf("x", DType::f32, N, BufferRole::Input), buf("y", DType::f32, N, BufferRole::Output)};
+  Index i = Index::var(0), u = Index::var(1);
+  Expr v = unary(UnaryOp::Sigmoid, load(0, DType::f32, i + u));
+  p.kernels = {Kernel{"unit", KernelKind::Elementwise, {{0, N, true, false}, {1, 1, true, true}}, {1, i + u, v}, {},
+                      {}}};
+  std::string src;
+  for (int64_t n : {1, 7, 100000}) src = check_program(p, {{"N", n}});
+  CHECK(src.find("const int64_t v1 = 0;") != std::string::npos);
+  CHECK(src.find("#pragma omp parallel for simd schedule(dynamic, lm_chunk(1 * (s0), 64)) if (") !=
+        std::string::npos);
+}
+
+TEST_CASE("render: batched small GEMMs run one product per thread", "[cpu][render]") {
+  // C[b] = A[b] @ B[b] for 16 products of 32x32x32: the batch loop is the parallel one
+  Program p;
+  const int64_t Bn = 16, n = 32;
+  p.buffers = {buf("a", DType::f32, Bn * n * n, BufferRole::Input), buf("b", DType::f32, Bn * n * n, BufferRole::Input),
+               buf("c", DType::f32, Bn * n * n, BufferRole::Output)};
+  Index bv = Index::var(0);
+  Gemm g;
+  g.m = n;
+  g.n = n;
+  g.k = n;
+  g.a = MatrixView{0, bv * (n * n), n, 1};
+  g.b = MatrixView{1, bv * (n * n), n, 1};
+  g.c = MatrixView{2, bv * (n * n), n, 1};
+  g.row_var = 1;
+  g.col_var = 2;
+  const auto d = luminal::cpu::default_gemm_tile(luminal::cpu::host_isa());
+  g.tile = GemmTile{d.mr, d.nr, d.mc, d.kc, d.nc};
+  Kernel k;
+  k.name = "bgemm";
+  k.kind = KernelKind::Gemm;
+  k.loops = {{0, Bn, true, false}};
+  k.gemm = g;
+  p.kernels = {k};
+  luminal::cpu::RenderOptions opt;
+  opt.isa = luminal::cpu::host_isa();
+  std::string src = check_program(p, {}, 1e-4, 5e-4, 7, opt);
+  CHECK(src.find("#pragma omp parallel for schedule(dynamic, 1) if (lm_batch >= 2") != std::string::npos);
+}
