@@ -12,15 +12,7 @@ using namespace luminal;
 
 namespace {
 
-test::BlockConfig big() {
-  test::BlockConfig c;
-  c.seq = 128;
-  c.d_model = 4096;
-  c.heads = 32;
-  c.kv_heads = 8;
-  c.ffn = 14336;
-  return c;
-}
+test::BlockConfig big() { return test::BlockConfig::llama_4096(); }
 
 void report(benchmark::State& st, const compiler::CompiledProgram& p) {
   st.counters["primitive_ops"] = static_cast<double>(p.report.primitive_ops);

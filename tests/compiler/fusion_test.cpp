@@ -37,13 +37,7 @@ TEST_CASE("the decoder block at d_model 4096 also compiles to at most 12 kernels
   // Real sizes change what fusion pays for (a GEMM prologue over 4096-wide rows, RoPE
   // tables recomputed per head): counted on the search alone, too large to interpret.
   Graph g;
-  test::BlockConfig c;
-  c.seq = 128;
-  c.d_model = 4096;
-  c.heads = 32;
-  c.kv_heads = 8;
-  c.ffn = 14336;
-  test::build_model(g, c, 1);
+  test::build_model(g, test::BlockConfig::llama_4096(), 1);
   auto p = compiler::compile_graph(*g.impl(), Target::reference(), {});
   std::printf("decoder block d_model 4096: %lld primitive ops -> %lld kernels\n",
               static_cast<long long>(p.report.primitive_ops), static_cast<long long>(p.report.kernels));

@@ -26,6 +26,8 @@ inline void build_mlp(Graph& g, int64_t B, int64_t d, int64_t h) {
 struct BlockConfig {
   int64_t seq = 8, d_model = 64, heads = 4, kv_heads = 2, ffn = 96;
   int64_t head_dim() const { return d_model / heads; }
+  /// Llama-3-8B-sized layer over 128 tokens: d_model 4096, 32 heads, 8 KV heads, FFN 14336.
+  static BlockConfig llama_4096() { return BlockConfig{128, 4096, 32, 8, 14336}; }
 };
 
 /// A Llama-style decoder layer: RMSNorm, RoPE, GQA attention with a causal mask, SwiGLU.

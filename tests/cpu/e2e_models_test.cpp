@@ -78,6 +78,20 @@ std::map<std::string, lm::HostTensor> inputs_only(const lm::Callable& f,
 
 }  // namespace
 
+namespace {
+// Heap allocations made by 20 steady-state Callable::run calls (each must succeed).
+long allocations_of_20_runs(const lm::Callable& f, const std::map<std::string, lm::HostTensor>& in,
+                            std::map<std::string, lm::HostTensor>& out) {
+  bool ok = true;
+  g_allocations = 0;
+  g_counting = true;
+  for (int i = 0; i < 20; ++i) ok = f.run(in, out).ok && ok;
+  g_counting = false;
+  CHECK(ok);
+  return g_allocations.load();
+}
+}  // namespace
+
 TEST_CASE("cpu: MLP linear->gelu->linear matches the interpreter in generated code", "[cpu][e2e]") {
   lm::Graph g;
   lm::test::build_mlp(g, 4, 32, 64);
@@ -198,13 +212,7 @@ TEST_CASE("cpu: the steady-state hot path allocates nothing", "[cpu][e2e][hot_pa
   std::map<std::string, lm::HostTensor> out{
       {"y", lm::HostTensor::view(lm::f32, {3, 48}, static_cast<void*>(ys.data()))}};
   REQUIRE(f.run(in, out));  // warm: arena, layout for B = 3
-  bool ok = true;
-  g_allocations = 0;
-  g_counting = true;
-  for (int i = 0; i < 20; ++i) ok = f.run(in, out).ok && ok;
-  g_counting = false;
-  CHECK(ok);
-  CHECK(g_allocations.load() == 0);
+  CHECK(allocations_of_20_runs(f, in, out) == 0);
   auto want = interpret(g, all, {{"B", 3}}).at("y").to_f32();
   for (size_t i = 0; i < ys.size(); ++i) CHECK(ys[i] == Approx(want[i]).margin(1e-5));
 }
@@ -227,13 +235,7 @@ TEST_CASE("cpu: an embedding lookup is generated code with checked ids and no al
   std::map<std::string, lm::HostTensor> out{
       {"y", lm::HostTensor::view(lm::f32, {4, 24}, static_cast<void*>(ys.data()))}};
   REQUIRE(f.run(in, out));
-  bool ok = true;
-  g_allocations = 0;
-  g_counting = true;
-  for (int i = 0; i < 20; ++i) ok = f.run(in, out).ok && ok;
-  g_counting = false;
-  CHECK(ok);
-  CHECK(g_allocations.load() == 0);
+  CHECK(allocations_of_20_runs(f, in, out) == 0);
   const std::vector<float> table = all.at("table").to_f32();
   for (size_t i = 0; i < good.size(); ++i)
     for (size_t j = 0; j < 24; ++j)
