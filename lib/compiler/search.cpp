@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <unordered_map>
 
 #include "ir/build.hpp"
@@ -73,9 +74,10 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
   {
     rules::PassContext ctx = s.ctx;
     for (const auto& [name, cls] : loaded.outputs) ctx.roots.push_back(cls);
-    // Its own node budget: what the math phase used does not starve fusion.
-    const std::size_t phase_start = g.num_nodes();
-    ctx.node_limit = phase_start + node_limit;
+    // Its own node budget, counted from the end of the required lowering: neither the
+    // math phase nor lowering (one kernel per math node) starves fusion.
+    ctx.node_limit = std::numeric_limits<std::size_t>::max();
+    bool budget_set = false;
     auto t0 = Clock::now();
     const std::size_t n0 = g.num_nodes();
     std::string skipped;
@@ -83,6 +85,10 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
       for (const rules::RuleInfo* r : rules::Registry::global().set(set, o.fast_math)) {
         if (!r->pass) continue;
         const bool required = set == "lower_reference";
+        if (!required && !budget_set) {
+          ctx.node_limit = g.num_nodes() + node_limit;
+          budget_set = true;
+        }
         if (!required) {
           if (g.num_nodes() >= ctx.node_limit) {
             skipped = "node-limit";

@@ -40,3 +40,17 @@ TEST_CASE("ac-blowup: the backoff scheduler reaches the same saturated e-graph",
   for (const auto& r : rep.rules) bans += r.times_banned;
   CHECK(bans > 0);  // a limit of 8 matches must throttle these rules
 }
+
+TEST_CASE("ac-blowup: the node limit holds inside an iteration", "[egraph][runner]") {
+  // n = 10 saturates at 3^10 - 2^11 + 11 = 57012 nodes, and one iteration's matches
+  // multiply the graph: applying must stop once the limit is passed, not at the end of
+  // the iteration (a compile with node_limit 20000 once ended at 185k nodes).
+  auto rules = ac_rules();
+  EGraph<Math> g;
+  add_right_nested_sum(g, 10);
+  g.rebuild();
+  Report rep = Runner<Math>(g).iter_limit(100).node_limit(2000).run(rules);
+  CHECK(rep.stop == StopReason::NodeLimit);
+  CHECK(g.num_nodes() <= 2000 + 8);
+  CHECK(egtest::check_invariants(g) == "");
+}

@@ -295,7 +295,8 @@ class Runner {
           break;
         }
         auto a = Clock::now();
-        std::size_t n = rules[r].apply(g_, found[r]);
+        std::size_t n = rules[r].apply(g_, found[r], node_limit_);
+        too_big = too_big || g_.num_nodes() > node_limit_;
         RuleStats& rs = rep.rules[first_rule + r];
         rs.applied += n;
         st.applied += n;
