@@ -6,7 +6,9 @@ namespace {
 
 // Notes on the math (all f32, Horner with FMA when the target has it):
 //  exp:  n = round(x*log2e); r = x - n*ln2 (Cody-Waite two-part ln2, exact for |n| < 2^15);
-//        exp(r) by its degree-7 Taylor polynomial on |r| <= ln2/2 (truncation < 1e-8);
+//        exp(r) = 1 + r + r^2 Q4(r) on |r| <= ln2/2, Q4 our near-minimax fit (relative
+//        error 3.1e-9 before rounding the coefficients; the degree-7 Taylor polynomial it
+//        replaces cost one more FMA);
 //        the result is scaled by 2^n as two factors 2^(n/2) * 2^(n-n/2), so overflow
 //        gives inf and underflow rounds once into the subnormals.
 //  exp2: the same with n = round(x), f = x - n exact, 2^f by the Taylor series of
@@ -16,12 +18,19 @@ namespace {
 //        scaled by 2^23 first; x<0 -> NaN, 0 -> -inf, inf -> inf.
 //  sin/cos: j = round(x*2/pi), r = x - j*pi/2 in three parts (exact products for
 //        |j| < 2^13, hence the stated domain |x| <= 8192), then the quadrant selects
-//        the sin or cos Taylor polynomial on |r| <= pi/4 and the sign.
+//        the sin or cos polynomial on |r| <= pi/4 and the sign: r + r^3 P2(r^2) and
+//        1 + r^2 P3(r^2), near-minimax fits (relative error 3.8e-9 and 6.4e-11), one
+//        term shorter each than the Taylor polynomials they replace.
 //  tanh: tanh|x| = em/(em+2) with em = expm1(2|x|) = 2^n expm1(r) + (2^n - 1) after the
-//        exp reduction (expm1(r) by a degree-8 Taylor polynomial; both terms >= 0, so
-//        there is no cancellation, also near 0); |x| is clamped at 9.5 where tanh rounds
-//        to 1; the sign is copied back.
+//        exp reduction (expm1(r) = r P6(r), a near-minimax fit with relative error
+//        2.4e-10, one term shorter than the degree-8 Taylor polynomial; both terms >= 0, so
+//        there is no cancellation, also near 0); |x| > 9.5, where tanh rounds to 1,
+//        gives 1; the sign is copied back.
 //  sigmoid: 1/(1+exp(-x)).
+//  Fits (exp, sin, cos, expm1): least squares on 20000 Chebyshev nodes with relative
+//        weights, then 60 Lawson reweightings toward minimax (numpy), coefficients rounded
+//        to f32 (bench/cpu/prelude_fit.py prints them); tests/cpu/prelude_math_test.cpp
+//        checks the resulting bounds.
 //  erf:  |x| <= 1: x*P6(x^2); 1 < |x| < 4: 1 - exp(-x^2)*Q9(1/|x|); P and Q are our
 //        least-squares fits on Chebyshev nodes (bench-free: regenerate with numpy
 //        polyfit of erf(x)/x and erfc(x)exp(x^2)); |x| >= 4 rounds to 1.
@@ -63,12 +72,11 @@ LM_INLINE float lm_exp(float x) {
   int32_t n = lm_rint_i(t);
   float r = LM_FMA(nf, -0.693359375f, x);
   r = LM_FMA(nf, 2.12194440e-4f, r);
-  float p = 1.98412698e-4f;
-  p = LM_FMA(p, r, 1.38888889e-3f);
-  p = LM_FMA(p, r, 8.33333333e-3f);
-  p = LM_FMA(p, r, 4.16666667e-2f);
-  p = LM_FMA(p, r, 1.66666667e-1f);
-  p = LM_FMA(p, r, 0.5f);
+  float p = 1.38146104e-3f;
+  p = LM_FMA(p, r, 8.36871006e-3f);
+  p = LM_FMA(p, r, 4.16683890e-2f);
+  p = LM_FMA(p, r, 1.66665211e-1f);
+  p = LM_FMA(p, r, 4.99999940e-1f);
   p = LM_FMA(p, r, 1.0f);
   p = LM_FMA(p, r, 1.0f);
   float e = lm_ldexp(p, n);
@@ -135,18 +143,16 @@ LM_INLINE float lm_log2(float x) {
 }
 
 LM_INLINE float lm_sin_poly(float r, float r2) {
-  float p = 2.75573192e-6f;
-  p = LM_FMA(p, r2, -1.98412698e-4f);
-  p = LM_FMA(p, r2, 8.33333333e-3f);
-  p = LM_FMA(p, r2, -1.66666667e-1f);
+  float p = -1.95152839e-4f;
+  p = LM_FMA(p, r2, 8.33216123e-3f);
+  p = LM_FMA(p, r2, -1.66666552e-1f);
   return LM_FMA(r * r2, p, r);
 }
 
 LM_INLINE float lm_cos_poly(float r2) {
-  float p = -2.75573192e-7f;
-  p = LM_FMA(p, r2, 2.48015873e-5f);
-  p = LM_FMA(p, r2, -1.38888889e-3f);
-  p = LM_FMA(p, r2, 4.16666667e-2f);
+  float p = 2.43835675e-5f;
+  p = LM_FMA(p, r2, -1.38866820e-3f);
+  p = LM_FMA(p, r2, 4.16666195e-2f);
   p = LM_FMA(p, r2, -0.5f);
   return LM_FMA(p, r2, 1.0f);
 }
@@ -185,12 +191,11 @@ LM_INLINE float lm_tanh(float x) {
   int32_t n = lm_rint_i(t);
   float r = LM_FMA(nf, -0.693359375f, y);
   r = LM_FMA(nf, 2.12194440e-4f, r);
-  float p = 2.48015873e-5f;
-  p = LM_FMA(p, r, 1.98412698e-4f);
-  p = LM_FMA(p, r, 1.38888889e-3f);
-  p = LM_FMA(p, r, 8.33333333e-3f);
-  p = LM_FMA(p, r, 4.16666667e-2f);
-  p = LM_FMA(p, r, 1.66666667e-1f);
+  float p = 1.98458758e-4f;
+  p = LM_FMA(p, r, 1.39406172e-3f);
+  p = LM_FMA(p, r, 8.33338965e-3f);
+  p = LM_FMA(p, r, 4.16663624e-2f);
+  p = LM_FMA(p, r, 1.66666657e-1f);
   p = LM_FMA(p, r, 0.5f);
   p = LM_FMA(p, r, 1.0f);
   p = p * r;
