@@ -260,3 +260,38 @@ TEST_CASE("render: batched small GEMMs run one product per thread", "[cpu][rende
   std::string src = check_program(p, {}, 1e-4, 5e-4, 7, opt);
   CHECK(src.find("#pragma omp parallel for schedule(dynamic, 1) if (lm_batch >= 2") != std::string::npos);
 }
+
+TEST_CASE("render: the same program renders the same source wherever its nodes live", "[cpu][render]") {
+  // The JIT caches by source hash: C that depended on node addresses (declaration order
+  // of stage arrays) made a second compile of the same graph in one process miss the
+  // disk and memory caches and run the C compiler again.
+  // The same expression DAG, its nodes allocated in a different order each time.
+  auto make = [](bool late_stage_first) {
+    Program p;
+    p.buffers = {buf("x", DType::f32, 4096, BufferRole::Input), buf("y", DType::f32, 4096, BufferRole::Output)};
+    Index i = Index::var(0);
+    Expr x = load(0, DType::f32, i);
+    Expr s1, e1, t, g, rhs;
+    if (late_stage_first) {
+      rhs = binary(BinaryOp::Mul, unary(UnaryOp::Exp, x), unary(UnaryOp::Sin, x));
+      s1 = unary(UnaryOp::Sin, x);
+      e1 = unary(UnaryOp::Exp, s1);
+      t = unary(UnaryOp::Tanh, e1);
+      g = unary(UnaryOp::Sigmoid, t);
+    } else {
+      s1 = unary(UnaryOp::Sin, x);
+      e1 = unary(UnaryOp::Exp, s1);
+      t = unary(UnaryOp::Tanh, e1);
+      g = unary(UnaryOp::Sigmoid, t);
+      rhs = binary(BinaryOp::Mul, unary(UnaryOp::Exp, x), unary(UnaryOp::Sin, x));
+    }
+    Expr v = binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::Add, g, e1), t), rhs);
+    p.kernels = {Kernel{"det", KernelKind::Elementwise, {{0, 4096, true, true}}, {1, i, v}, {}, {}}};
+    return p;
+  };
+  std::vector<Program> keep;  // alive together, so their nodes have distinct addresses
+  for (int k = 0; k < 8; ++k) keep.push_back(make(k % 2 == 1));
+  const std::string first = luminal::cpu::render_c(keep[0]).source;
+  CHECK(first.find("lm_st1[") != std::string::npos);  // staged, with several spilled values
+  for (const Program& p : keep) CHECK(luminal::cpu::render_c(p).source == first);
+}

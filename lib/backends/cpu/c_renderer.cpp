@@ -470,11 +470,14 @@ class KernelWriter {
     const int last = stage.at(root);
     // interior nodes read by a later stage are kept in a block array
     std::map<const ExprNode*, std::string> spill;
+    std::vector<const ExprNode*> spilled;  // in `order`: declarations must not depend on addresses
     for (const ExprNode* n : order)
       for (const auto& a : n->args) {
         const ExprNode* an = &a.node();
-        if (!leaf(*an) && stage.at(an) < stage.at(n) && !spill.count(an))
+        if (!leaf(*an) && stage.at(an) < stage.at(n) && !spill.count(an)) {
           spill[an] = "lm_st" + std::to_string(spill.size());
+          spilled.push_back(an);
+        }
       }
     std::vector<Loop> outer(loops_.begin(), loops_.end() - 1);
     const Loop& in = loops_.back();
@@ -492,8 +495,9 @@ class KernelWriter {
     const std::string ind3 = ind2 + "  ", ind4 = ind3 + "  ";
     s << ind3 << "const int64_t lm_len = lm_n - lm_b < " << kStageBlock << " ? lm_n - lm_b : " << kStageBlock
       << ";\n";
-    for (const auto& [n, name] : spill)
-      s << ind3 << c_type(n->dtype) << " " << name << "[" << kStageBlock << "] __attribute__((aligned(64)));\n";
+    for (const ExprNode* n : spilled)
+      s << ind3 << c_type(n->dtype) << " " << spill.at(n) << "[" << kStageBlock
+        << "] __attribute__((aligned(64)));\n";
     for (int st = 0; st <= last; ++st) {
       s << ind3 << "#pragma omp simd\n"
         << ind3 << "for (int64_t lm_j = 0; lm_j < lm_len; ++lm_j) {\n"
