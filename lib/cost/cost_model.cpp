@@ -16,7 +16,8 @@ double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   double tile = 1;
   if (w.tile_area > 0) {
     double largest = w.tile_area;
-    for (const auto& t : t.gemm_tiles) largest = std::max(largest, static_cast<double>(t[0] * t[1]));
+    for (const auto& tile_dims : t.gemm_tiles)
+      largest = std::max(largest, static_cast<double>(tile_dims[0] * tile_dims[1]));
     tile = std::clamp(1 - 0.1 * std::log2(largest / w.tile_area), 0.5, 1.0);
   }
   double efficiency = std::max(engine * w.engine_fraction * tile, 0.01);

@@ -75,11 +75,6 @@ TargetDesc describe_host_cpu() {
   if (d.llc_bytes == 0) d.llc_bytes = d.local_bytes;
   d.launch_overhead_s = 2e-6;   // an OpenMP parallel region: fork, barrier
   d.transcendental_flops = 12;  // our vectorized polynomial approximations
-  // cpu_gemm_bench, 2 threads, f32 512..2048 (2026-11-29): the generated AVX-512 GEMM
-  // 427-450 GFLOP/s, OpenBLAS cblas_sgemm 249-254 GFLOP/s: ours is 1.7x faster, and the
-  // model says so. (Nominal peak from cpuinfo's base clock understates turbo, so both
-  // are stated relative to each other, the generated one at 0.85.)
-  // Another machine recalibrates with LUMINAL_CPU_GEMM_EFFICIENCY / _BLAS_EFFICIENCY.
   // Register micro tiles that fit the vector register file (checked again by the GEMM
   // generator): the squarer default, a wide one and a tall one, so a product with few
   // rows or few columns wastes fewer lanes.
@@ -89,6 +84,11 @@ TargetDesc describe_host_cpu() {
     d.gemm_tiles = {{{6, 16, 256}, {4, 24, 256}, {12, 8, 256}}};
   else
     d.gemm_tiles = {{{4, 16, 256}, {2, 32, 256}, {8, 8, 256}}};
+  // cpu_gemm_bench, 2 threads, f32 512..2048 (2026-11-29): the generated AVX-512 GEMM
+  // 424-450 GFLOP/s, OpenBLAS cblas_sgemm 249-254 GFLOP/s: ours is 1.7x faster, and the
+  // model says so. (The nominal peak from cpuinfo's base clock understates turbo, so the
+  // two are stated relative to each other, the generated one at 0.85.) Another machine
+  // recalibrates with LUMINAL_CPU_GEMM_EFFICIENCY / LUMINAL_CPU_BLAS_EFFICIENCY.
   d.gemm_efficiency = env_or("LUMINAL_CPU_GEMM_EFFICIENCY", 0.85);
   d.library_gemm_efficiency = env_or("LUMINAL_CPU_BLAS_EFFICIENCY", 0.5);
   return d;

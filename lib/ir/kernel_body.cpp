@@ -332,7 +332,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
       break;
     case KernelKind::Gemm: {
       w.engine = detail::KernelWork::Engine::GeneratedGemm;
-      if (spec.launch.size() < 2) {
+      if (spec.launch.size() < 2) {  // no tile chosen yet: assume half the tile is wasted
         w.engine_fraction = 0.5;
         break;
       }
