@@ -159,27 +159,7 @@ struct Rematerialize {
 
 // Nodes whose inlined copies cost computation (not views, leaves or reductions, which
 // are loads, index arithmetic or materialized already).
-bool is_computed(PrimOp op) {
-  switch (op) {
-    case PrimOp::Exp2:
-    case PrimOp::Log2:
-    case PrimOp::Sin:
-    case PrimOp::Sqrt:
-    case PrimOp::Recip:
-    case PrimOp::Neg:
-    case PrimOp::Add:
-    case PrimOp::Mul:
-    case PrimOp::Mod:
-    case PrimOp::Max:
-    case PrimOp::LessThan:
-    case PrimOp::Equal:
-    case PrimOp::Where:
-    case PrimOp::Cast:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_computed(PrimOp op) { return ir::is_elementwise(ir::to_op(op)); }
 
 class Lowerer {
  public:
