@@ -27,8 +27,10 @@ using ir::Op;
 using Shape = std::vector<int64_t>;
 using Pat = egraph::Pattern<ir::TensorLang>;
 
-enum Regime { kMixed = 0, kPositive = 1, kSpecial = 2 };
-const char* regime_name(int r) { return r == kMixed ? "mixed" : r == kPositive ? "positive" : "special"; }
+enum Regime { kMixed = 0, kPositive = 1, kSpecial = 2, kWide = 3 };
+const char* regime_name(int r) {
+  return r == kMixed ? "mixed" : r == kPositive ? "positive" : r == kSpecial ? "special" : "wide";
+}
 
 // An instance that cannot be built or evaluated (ill-typed): regenerate, no verdict.
 struct Reject {
@@ -463,6 +465,11 @@ rf::View leaf_value(Rng& rng, const Leaf& l, int regime) {
       x = rng.below(2);
     } else if (regime == kPositive) {
       x = rng.uniform(0.25, 4);
+    } else if (regime == kWide) {
+      // Magnitudes 2^-24 .. 2^24 (2^-8 .. 2^8 in f16): large terms next to small ones
+      // (cancellation, exp2 past its range), yet products of four stay finite.
+      const int span = l.dtype == DType::f16 ? 8 : 24;
+      x = std::ldexp(rng.uniform(1, 2), rng.below(2 * span + 1) - span) * (rng.chance(0.5) ? -1 : 1);
     } else {
       const int k = rng.below(20);
       x = k < 3 ? 0 : k < 7 ? rng.below(5) - 2 : rng.uniform(-3, 3);
@@ -906,7 +913,7 @@ Result check_rule(const RuleInfo& rule, const Registry& registry, const Options&
   ck.res.name = rule.name;
   ck.res.set = rule.set;
   ck.res.fast_math = rule.fast_math;
-  const int regimes = rule.fast_math ? 2 : 3;
+  const int regimes = rule.fast_math ? 2 : 4;
   for (int attempt = 0; attempt < opt.max_attempts && ck.res.instances < opt.instances; ++attempt) {
     const int regime = attempt % regimes;
     switch (ck.run_one(attempt, regime)) {
@@ -934,10 +941,10 @@ Result check_rule(const RuleInfo& rule, const Registry& registry, const Options&
 std::string to_string(const Result& r) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%-28s %-15s %-9s instances=%3d (mixed %d, positive %d, special %d; symbolic %d) nodes=%5d "
+                "%-28s %-15s %-9s instances=%3d (mixed %d, positive %d, special %d, wide %d; symbolic %d) nodes=%5d "
                 "tried=%d not-applied=%d ill-typed=%d failures=%d",
                 r.name.c_str(), r.set.c_str(), r.fast_math ? "fast-math" : "", r.instances, r.per_regime[0],
-                r.per_regime[1], r.per_regime[2], r.symbolic, r.nodes_checked, r.attempts, r.not_applied,
+                r.per_regime[1], r.per_regime[2], r.per_regime[3], r.symbolic, r.nodes_checked, r.attempts, r.not_applied,
                 r.rejected, r.failures);
   return buf;
 }

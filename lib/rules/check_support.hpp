@@ -12,10 +12,12 @@
 //   4. checks EVERY node of EVERY class of the result: evaluated on the reference values of
 //      its child classes, it must equal its class's value within dtype tolerance, with the
 //      same shape and dtype, and agree with the analysis' shape/dtype.
-// Values are drawn from three regimes: mixed (signed, zeros, small integers), positive,
-// and special (mixed with inf, -inf and NaN) -- the last only for rules not tagged
-// fast_math, so a rule that changes NaN/inf results but is not tagged is caught. A
-// fast_math rule is compared only where the reference value is finite.
+// Values are drawn from four regimes: mixed (signed, zeros, small integers), positive,
+// special (mixed with inf, -inf and NaN) and wide (magnitudes 2^-24 .. 2^24: large terms
+// beside small ones, exp2 past its range, yet products of four finite) -- the last two
+// only for rules not tagged fast_math, so a rule that changes NaN/inf results, or holds
+// only at small magnitudes, but is not tagged is caught. A fast_math rule is compared
+// only where the reference value is finite.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +44,7 @@ struct Result {
   int rejected = 0;               ///< instances that did not type-check (regenerated)
   int not_applied = 0;            ///< well-typed instances where the rule did not fire
   int nodes_checked = 0;          ///< node evaluations compared against their class
-  int per_regime[3] = {0, 0, 0};  ///< checked instances per value regime (mixed, positive, special)
+  int per_regime[4] = {0, 0, 0, 0};  ///< checked instances per value regime (mixed, positive, special, wide)
   int symbolic = 0;               ///< checked instances with a symbolic dim (bound when evaluated)
   int failures = 0;               ///< instances with a wrong node
   std::string first_failure;      ///< what went wrong first (the instance, the node, the values)
