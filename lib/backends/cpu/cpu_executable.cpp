@@ -156,15 +156,33 @@ struct CpuExecutable::Impl {
   mutable std::mutex mu;
   mutable std::vector<Arena*> free_arenas;
   mutable std::vector<std::unique_ptr<Arena>> all_arenas;
-  mutable std::map<std::vector<int64_t>, std::unique_ptr<const Layout>> layouts;
+  // Layouts per binding of the dim variables, least recently used evicted beyond
+  // kMaxLayouts: a server seeing every (batch, sequence) pair must not grow without
+  // bound. Calls hold a shared_ptr, so an evicted layout outlives the calls using it.
+  struct CachedLayout {
+    std::shared_ptr<const Layout> layout;
+    uint64_t last_use = 0;
+  };
+  static constexpr size_t kMaxLayouts = 256;
+  mutable std::map<std::vector<int64_t>, CachedLayout> layouts;
+  mutable uint64_t layout_clock = 0;
 
-  const Layout& layout(const std::vector<int64_t>& key) const {
+  std::shared_ptr<const Layout> layout(const std::vector<int64_t>& key) const {
     std::lock_guard<std::mutex> lock(mu);
     auto it = layouts.find(key);
-    if (it != layouts.end()) return *it->second;
+    if (it != layouts.end()) {
+      it->second.last_use = ++layout_clock;
+      return it->second.layout;
+    }
+    if (layouts.size() >= kMaxLayouts) {
+      auto oldest = layouts.begin();
+      for (auto i = layouts.begin(); i != layouts.end(); ++i)
+        if (i->second.last_use < oldest->second.last_use) oldest = i;
+      layouts.erase(oldest);
+    }
     std::map<std::string, int64_t> syms;
     for (size_t i = 0; i < prog.symbols.size(); ++i) syms[prog.symbols[i]] = key[i];
-    auto l = std::make_unique<Layout>();
+    auto l = std::make_shared<Layout>();
     l->offset.assign(prog.buffers.size(), kNone);
     l->elements.resize(prog.buffers.size());
     std::vector<kernel::BufferLifetime> lt;
@@ -185,9 +203,8 @@ struct CpuExecutable::Impl {
     for (size_t i = 0; i < ids.size(); ++i) l->offset[ids[i]] = mp.offsets[i];
     l->arena_bytes = mp.arena_bytes;
     l->total_bytes = mp.total_bytes;
-    const Layout& ref = *l;
-    layouts.emplace(key, std::move(l));
-    return ref;
+    layouts.emplace(key, CachedLayout{l, ++layout_clock});
+    return l;
   }
 
   Arena* acquire(size_t bytes) const {
@@ -418,9 +435,9 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
     key.push_back(0);
   }
   if (key.empty()) {
-    const Layout& l = m.layout(key);
-    info_.arena_bytes = static_cast<int64_t>(l.arena_bytes);
-    info_.intermediate_bytes = static_cast<int64_t>(l.total_bytes);
+    const std::shared_ptr<const Layout> l = m.layout(key);
+    info_.arena_bytes = static_cast<int64_t>(l->arena_bytes);
+    info_.intermediate_bytes = static_cast<int64_t>(l->total_bytes);
   }
 }
 
@@ -535,7 +552,8 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
   thread_local std::vector<int64_t> key;
   key.resize(prog.symbols.size());
   for (size_t i = 0; i < prog.symbols.size(); ++i) key[i] = var_values[m.sym_var[i]];
-  const Layout& lay = m.layout(key);
+  const std::shared_ptr<const Layout> lay_ref = m.layout(key);
+  const Layout& lay = *lay_ref;
   Arena* arena = m.acquire(lay.arena_bytes);
   struct Give {
     const Impl& m;
