@@ -3,11 +3,10 @@
 chain over 16M floats (and a tanh-GELU), 2 threads. Prints one `name median_ms=<v>` line
 per workload; the C++ benchmark parses them and prints the ratios.
 Run with Debian's interpreter: /usr/bin/python3 bench/cpu/torch_chain.py"""
-import statistics
 import sys
-import time
 
 import torch
+from torch_timing import median_ms
 
 torch.set_num_threads(2)
 N = 16 * 1024 * 1024
@@ -35,17 +34,7 @@ def gelu(x):
     return torch.nn.functional.gelu(x, approximate="tanh")
 
 
-def median_ms(fn, *args):
-    fn(*args)  # warm up (allocator, threads)
-    times = []
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
-
 with torch.no_grad():
     print(f"torch {torch.__version__} threads={torch.get_num_threads()}")
-    print(f"chain median_ms={median_ms(chain, x, y):.3f}")
-    print(f"gelu median_ms={median_ms(gelu, x):.3f}")
+    print(f"chain median_ms={median_ms(chain, x, y, reps=REPS):.3f}")
+    print(f"gelu median_ms={median_ms(gelu, x, reps=REPS):.3f}")

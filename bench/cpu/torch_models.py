@@ -5,12 +5,11 @@ C++ benchmark parses them and prints the ratios. Run with Debian's interpreter:
     /usr/bin/python3 bench/cpu/torch_models.py [reps]
 Workloads: decode (one Llama-style decoder step, d 2048, 16 heads, 4 KV heads, FFN 5632,
 512 past tokens), prefill (128 tokens), mlp_b1 / mlp_b32 (1024 -> 4096 -> 4096 -> 1024)."""
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
+from torch_timing import median_ms
 
 torch.set_num_threads(2)
 torch.set_grad_enabled(False)
@@ -94,17 +93,6 @@ def mlp(x):
     return F.linear(y, M["w3"], M["b3"])
 
 
-def median_ms(fn, *args):
-    for _ in range(2):
-        fn(*args)  # warm up (allocator, threads)
-    times = []
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
-
 work = {
     "decode": (decode, rnd(1, D), torch.tensor([512]), rnd(KV, 512, HD), rnd(KV, 512, HD)),
     "prefill": (prefill, rnd(128, D), torch.arange(128)),
@@ -115,4 +103,4 @@ print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=Tru
 for name, (fn, *args) in work.items():
     if ONLY and name not in ONLY:
         continue
-    print(f"{name} median_ms={median_ms(fn, *args):.3f}", flush=True)
+    print(f"{name} median_ms={median_ms(fn, *args, reps=REPS, warmup=2):.3f}", flush=True)
