@@ -139,6 +139,7 @@ struct CpuExecutable::Impl {
     const detail::Node* node = nullptr;
     bool param = false;
     int value = -1;  // plan value, -1 when the plan does not read it
+    std::vector<int> axis_var;  // per axis: index into var_names, -1 for a constant dim
   };
   std::shared_ptr<const detail::GraphImpl> graph;
   std::vector<Leaf> leaves;  // graph inputs then params
@@ -373,8 +374,9 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
     for (uint32_t id : g.params) add_leaf(id, true);
     std::vector<bool> solvable(m.var_names.size(), false);
     bool plain = true;
-    for (const auto& l : m.leaves)
+    for (auto& l : m.leaves)
       for (const Dim& d : l.node->shape) {
+        l.axis_var.push_back(-1);
         if (d.is_constant()) continue;
         const detail::Atom* a = detail::as_single_atom(d);
         if (!a || a->kind != detail::AtomKind::Var) {
@@ -382,7 +384,10 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
           continue;
         }
         for (size_t i = 0; i < m.var_names.size(); ++i)
-          if (m.var_names[i] == a->name) solvable[i] = true;
+          if (m.var_names[i] == a->name) {
+            solvable[i] = true;
+            l.axis_var.back() = static_cast<int>(i);
+          }
       }
     for (bool b : solvable) plain = plain && b;
     for (const auto& sym : prog.symbols) {
@@ -515,10 +520,8 @@ bool CpuExecutable::try_run_fast(const std::map<std::string, HostTensor>& inputs
         if (*c != v) return false;
         continue;
       }
-      const detail::Atom* at = detail::as_single_atom(d);
-      size_t i = 0;
-      while (i < m.var_names.size() && m.var_names[i] != at->name) ++i;
-      if (i == m.var_names.size()) return false;
+      if (l.axis_var[a] < 0) return false;
+      const auto i = static_cast<size_t>(l.axis_var[a]);
       if (bound[i]) {
         if (vals[i] != v) return false;
         continue;
