@@ -11,6 +11,8 @@
 //    (with its pointer and symbol tables) from a pool and returns it, so concurrent calls
 //    never share scratch memory, and a steady-state call allocates nothing.
 //  * Outputs may be written straight into caller memory (run_into).
+// The parts, each in its own file: cpu_program (plan -> kernel IR), arena_layout,
+// arena_pool, call_binding (the allocation-free call check), cpu_env.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,82 @@
+// Arena lifetimes and per-binding layouts (see the header).
+#include "backends/cpu/arena_layout.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace luminal::cpu {
+
+ArenaBuffers arena_buffers(const compiler::KernelPlan& p, const LoweredPlan& lowered) {
+  const kernel::Program& prog = lowered.prog;
+  const size_t nb = prog.buffers.size(), nv = p.leaf_name.size();
+  ArenaBuffers ab;
+  ab.lifetimes.assign(nb, {});
+  ab.in_arena.assign(nb, 0);
+  ab.dtype_bytes.resize(nb);
+  for (size_t b = 0; b < nb; ++b) ab.dtype_bytes[b] = dtype_size(prog.buffers[b].dtype);
+  const int end = static_cast<int>(p.steps.size());
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    const uint32_t r = p.steps[s].result;
+    if (prog.buffers[r].role == kernel::BufferRole::Intermediate) {
+      ab.in_arena[r] = 1;
+      ab.lifetimes[r].first_def = ab.lifetimes[r].last_use = static_cast<int>(s);
+    }
+  }
+  for (size_t s = 0; s < p.steps.size(); ++s)
+    for (uint32_t a : p.steps[s].args)
+      if (ab.in_arena[a]) ab.lifetimes[a].last_use = std::max(ab.lifetimes[a].last_use, static_cast<int>(s));
+  for (const auto& [name, v] : p.outputs)
+    if (ab.in_arena[v]) ab.lifetimes[v].last_use = end;
+  for (size_t b = nv; b < nb; ++b) {
+    ab.in_arena[b] = 1;
+    ab.lifetimes[b].first_def = ab.lifetimes[b].last_use = lowered.temp_step[b - nv];
+  }
+  return ab;
+}
+
+Layout plan_layout(const kernel::Program& prog, const ArenaBuffers& ab, const std::vector<int64_t>& symbols) {
+  std::map<std::string, int64_t> syms;
+  for (size_t i = 0; i < prog.symbols.size(); ++i) syms[prog.symbols[i]] = symbols[i];
+  Layout l;
+  l.offset.assign(prog.buffers.size(), kNotInArena);
+  l.elements.resize(prog.buffers.size());
+  std::vector<kernel::BufferLifetime> lt;
+  std::vector<size_t> ids;
+  for (size_t b = 0; b < prog.buffers.size(); ++b) {
+    l.elements[b] = prog.buffers[b].elements.evaluate({}, syms);
+    if (!ab.in_arena[b]) continue;
+    kernel::BufferLifetime x = ab.lifetimes[b];
+    x.bytes = static_cast<size_t>(l.elements[b]) * ab.dtype_bytes[b];
+    lt.push_back(x);
+    ids.push_back(b);
+  }
+  l.gather_dims.resize(prog.kernels.size());
+  for (size_t k = 0; k < prog.kernels.size(); ++k)
+    if (const auto& g = prog.kernels[k].gather)
+      l.gather_dims[k] = {g->count.evaluate({}, syms), g->rows.evaluate({}, syms)};
+  kernel::MemoryPlan mp = kernel::plan_memory(lt, kArenaAlign);
+  for (size_t i = 0; i < ids.size(); ++i) l.offset[ids[i]] = mp.offsets[i];
+  l.arena_bytes = mp.arena_bytes;
+  l.total_bytes = mp.total_bytes;
+  return l;
+}
+
+std::shared_ptr<const Layout> LayoutCache::get(const std::vector<int64_t>& symbols) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = layouts_.find(symbols);
+  if (it != layouts_.end()) {
+    it->second.last_use = ++clock_;
+    return it->second.layout;
+  }
+  if (layouts_.size() >= kMaxLayouts) {
+    auto oldest = layouts_.begin();
+    for (auto i = layouts_.begin(); i != layouts_.end(); ++i)
+      if (i->second.last_use < oldest->second.last_use) oldest = i;
+    layouts_.erase(oldest);
+  }
+  auto l = std::make_shared<const Layout>(plan_layout(prog_, ab_, symbols));
+  layouts_.emplace(symbols, Entry{l, ++clock_});
+  return l;
+}
+
+}  // namespace luminal::cpu

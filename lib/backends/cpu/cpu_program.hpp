@@ -1,0 +1,40 @@
+// A kernel plan lowered to the kernel IR: one kernel::Program whose first buffers are
+// the plan's values (buffer v = plan value v), followed by the temporaries that multi-
+// kernel steps create. Steps that cannot be lowered (reported by lower_spec) are left to
+// the interpreter and counted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/lower_body.hpp"
+#include "compiler/plan.hpp"
+#include "kernel/kernel_ir.hpp"
+
+namespace luminal::cpu {
+
+/// One plan step: generated kernels [k0, k1) of the program, or the interpreter.
+struct PlanStep {
+  int k0 = 0, k1 = 0;
+  bool interpreted = false;
+};
+
+struct LoweredPlan {
+  kernel::Program prog;
+  std::vector<PlanStep> steps;  // per plan step
+  /// Per plan value: the index into plan.outputs that is written in place (the first
+  /// output naming a computed value), or -1.
+  std::vector<int> direct_output;
+  /// Per plan value: its symbolic shape (empty for a leaf no step reads).
+  std::vector<std::vector<Dim>> value_shape;
+  /// Per buffer past the plan's values: the step that created it (a temporary).
+  std::vector<int> temp_step;
+  int64_t interpreted = 0;      ///< steps left to the interpreter
+  std::string interpreted_why;  ///< "step 3 (gather): ..." per such step
+};
+
+/// Buffers for every plan value, then every step lowered in plan order.
+LoweredPlan lower_plan(const compiler::KernelPlan& plan, const LowerOptions& opt);
+
+}  // namespace luminal::cpu
