@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "luminal/callable.hpp"
 #include "luminal/graph.hpp"
@@ -27,6 +28,10 @@ struct CompileOptions {
   bool validate = false;
   /// On-disk JIT cache folder; empty: the default cache location.
   std::string cache_dir;
+  /// Rules or whole rule sets ("algebra", "mul-comm", "fusion", ...) left out of the
+  /// search: for bisecting which rule changes a compiled program. An unknown name, or the
+  /// required lowering ("lower_reference"), is a CompileError.
+  std::vector<std::string> skip_rules;
 };
 
 Callable compile(const Graph& graph, Target target, CompileOptions options = {});

@@ -44,7 +44,9 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
   // ---- phase 1: math rules to saturation or budget
   {
     auto t0 = Clock::now();
-    auto rules = rules::Registry::global().engine_rules({"algebra", "movement", "contraction"}, o.fast_math);
+    rules::Registry::global().check_skippable(o.skip_rules);
+    auto rules =
+        rules::Registry::global().engine_rules({"algebra", "movement", "contraction"}, o.fast_math, o.skip_rules);
     const std::size_t n0 = g.num_nodes();
     if (rules.empty()) {
       res.phases.push_back(fmt("math: no rules registered; %zu nodes", n0));
@@ -82,7 +84,7 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     const std::size_t n0 = g.num_nodes();
     std::string skipped;
     for (const std::string& set : s.pass_sets) {
-      for (const rules::RuleInfo* r : rules::Registry::global().set(set, o.fast_math)) {
+      for (const rules::RuleInfo* r : rules::Registry::global().set(set, o.fast_math, o.skip_rules)) {
         if (!r->pass) continue;
         const bool required = set == "lower_reference";
         if (!required && !budget_set) {

@@ -13,8 +13,6 @@ namespace {
 
 using namespace dsl;
 
-// ------------------------------------------------------------------ constant folding
-
 // A class whose every element is known (the analysis folds elementwise ops over uniform
 // operands with the interpreter's kernels) also gets the broadcast constant as a node.
 void fold_class(ir::EGraph& g, const Match& m) {
@@ -27,48 +25,6 @@ void fold_class(ir::EGraph& g, const Match& m) {
   g.merge(m.root(), broadcast_const(g, v, dt, shape));
 }
 
-template <class P>
-void register_fold(const char* name, const char* doc, const P& pattern) {
-  add_rule("algebra", name, false, doc, make_rule(egraph::rule(name, pattern, fold_class)));
-}
-
-[[maybe_unused]] const bool folds_registered = [] {
-  register_fold("fold-exp2", "exp2(k) = constant", op1(Op::Exp2, a));
-  register_fold("fold-log2", "log2(k) = constant", op1(Op::Log2, a));
-  register_fold("fold-sin", "sin(k) = constant", op1(Op::Sin, a));
-  register_fold("fold-sqrt", "sqrt(k) = constant", op1(Op::Sqrt, a));
-  register_fold("fold-recip", "recip(k) = constant", op1(Op::Recip, a));
-  register_fold("fold-neg", "neg(k) = constant", op1(Op::Neg, a));
-  register_fold("fold-add", "k1 + k2 = constant", op2(Op::Add, a, b));
-  register_fold("fold-mul", "k1 * k2 = constant", op2(Op::Mul, a, b));
-  register_fold("fold-mod", "k1 % k2 = constant", op2(Op::Mod, a, b));
-  register_fold("fold-max", "max(k1, k2) = constant", op2(Op::Max, a, b));
-  register_fold("fold-less-than", "k1 < k2 = constant", op2(Op::LessThan, a, b));
-  register_fold("fold-equal", "k1 == k2 = constant", op2(Op::Equal, a, b));
-  register_fold("fold-where", "where(k, x, y) = constant (k constant, or x, y the same constant)",
-                where_(a, b, c));
-  register_fold("fold-cast", "cast(k) = constant", op1(Op::Cast, a));
-  return true;
-}();
-
-// ------------------------------------------------------------------ identities
-
-LUMINAL_MATH_RULE("algebra", "add-zero", false, "x + 0 = x, 0 + x = x",
-                  egraph::rule("add-zero", add_(a, b), [](ir::EGraph& g, const Match& m) {
-                    if (is_const(g, m[b], 0))
-                      g.merge(m.root(), m[a]);
-                    else if (is_const(g, m[a], 0))
-                      g.merge(m.root(), m[b]);
-                  }));
-
-LUMINAL_MATH_RULE("algebra", "mul-one", false, "x * 1 = x, 1 * x = x",
-                  egraph::rule("mul-one", mul_(a, b), [](ir::EGraph& g, const Match& m) {
-                    if (is_const(g, m[b], 1))
-                      g.merge(m.root(), m[a]);
-                    else if (is_const(g, m[a], 1))
-                      g.merge(m.root(), m[b]);
-                  }));
-
 void mul_zero(ir::EGraph& g, const Match& m) {
   if (is_const(g, m[b], 0))
     g.merge(m.root(), m[b]);
@@ -77,51 +33,6 @@ void mul_zero(ir::EGraph& g, const Match& m) {
 }
 bool is_float(const ir::EGraph& g, Id cls) { return g.data(cls).dtype == DType::f32; }
 
-LUMINAL_MATH_RULE("algebra", "mul-zero", true, "x * 0 = 0 (f32: inf*0 and NaN*0 are NaN)",
-                  egraph::rule("mul-zero", mul_(a, b), mul_zero));
-LUMINAL_MATH_RULE("algebra", "mul-zero-exact", false, "x * 0 = 0 for i32 and bool",
-                  egraph::rule("mul-zero-exact", mul_(a, b), [](ir::EGraph& g, const Match& m) {
-                    if (!is_float(g, m.root())) mul_zero(g, m);
-                  }));
-
-LUMINAL_MATH_RULE("algebra", "neg-neg", false, "-(-x) = x", egraph::rule("neg-neg", neg_(neg_(a)), a));
-
-// Not fast-math: NaN, +-inf and +-0 round-trip exactly; a normal x comes back within an
-// ulp; for |x| > 2^126, 1/x is subnormal (>= 21 bits), still within 2^-20 relative; a
-// subnormal x comes back as 0 (1/x overflows), an absolute error below 2^-126 -- and
-// 1/x is inf either way, so no later op can tell.
-LUMINAL_MATH_RULE("algebra", "recip-recip", false,
-                  "1/(1/x) = x (NaN/inf/0 round-trip; subnormal x becomes 0)",
-                  egraph::rule("recip-recip", recip_(recip_(a)), a));
-
-LUMINAL_MATH_RULE("algebra", "exp2-log2", true, "exp2(log2 x) = x (x < 0 gives NaN on the left)",
-                  egraph::rule("exp2-log2", exp2_(log2_(a)), a));
-
-LUMINAL_MATH_RULE("algebra", "log2-exp2", true,
-                  "log2(exp2 x) = x (exp2 overflows for x >= 128, underflows below -149)",
-                  egraph::rule("log2-exp2", log2_(exp2_(a)), a));
-
-LUMINAL_MATH_RULE("algebra", "div-by-constant", false,
-                  "x * recip(k) = x * (1/k): the reciprocal of a constant is computed once",
-                  egraph::rule("div-by-constant", mul_(a, recip_(b)), [](ir::EGraph& g, const Match& m) {
-                    const auto& k = g.data(m[b]).constant;
-                    if (!k || g.data(m[b]).dtype != DType::f32) return;
-                    // The recip kernel computes 1.0f / k in f32; so does this (k is an f32 value).
-                    const float r = 1.0f / static_cast<float>(*k);
-                    const std::vector<Dim> shape = g.data(m[b]).shape;
-                    Id kc = broadcast_const(g, r, DType::f32, shape);
-                    g.merge(m.root(), ir::add_plain(g, Op::Mul, {m[a], kc}));
-                  }));
-
-LUMINAL_MATH_RULE("algebra", "max-self", false, "max(x, x) = x", egraph::rule("max-self", max_(a, a), a));
-
-LUMINAL_MATH_RULE("algebra", "cast-same", false, "cast(x, dtype of x) = x",
-                  egraph::rule("cast-same", cast_(a), [](ir::EGraph& g, const Match& m) {
-                    for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Cast))
-                      if (g.find(n.kid) == g.find(m[a]) && attr(g, n.payload).dtype == g.data(m[a]).dtype)
-                        g.merge(m.root(), m[a]);
-                  }));
-
 // x + (-x): zero for every finite x; inf - inf is NaN, so only fast-math for f32.
 void sub_self(ir::EGraph& g, const Match& m) {
   const ir::ClassData& d = g.data(m.root());
@@ -129,96 +40,11 @@ void sub_self(ir::EGraph& g, const Match& m) {
   const std::vector<Dim> shape = d.shape;
   g.merge(m.root(), broadcast_const(g, 0, dt, shape));
 }
-LUMINAL_MATH_RULE("algebra", "sub-self", true, "x - x = 0 (f32: inf - inf and NaN - NaN are NaN)",
-                  egraph::rule("sub-self", add_(a, neg_(a)), sub_self));
-LUMINAL_MATH_RULE("algebra", "sub-self-exact", false, "x - x = 0 for i32 (two's complement)",
-                  egraph::rule("sub-self-exact", add_(a, neg_(a)), [](ir::EGraph& g, const Match& m) {
-                    if (!is_float(g, m.root())) sub_self(g, m);
-                  }));
-
-LUMINAL_MATH_RULE("algebra", "mul-neg", false, "(-x) * y = -(x * y)",
-                  egraph::rule("mul-neg", mul_(neg_(a), b), neg_(mul_(a, b))));
-
-LUMINAL_MATH_RULE("algebra", "add-neg-neg", false, "(-x) + (-y) = -(x + y)",
-                  egraph::rule("add-neg-neg", add_(neg_(a), neg_(b)), neg_(add_(a, b))));
-
-// ------------------------------------------------------------------ commutativity, associativity
-
-LUMINAL_MATH_RULE("algebra", "add-comm", false, "x + y = y + x",
-                  egraph::rule("add-comm", add_(a, b), add_(b, a)));
-LUMINAL_MATH_RULE("algebra", "mul-comm", false, "x * y = y * x",
-                  egraph::rule("mul-comm", mul_(a, b), mul_(b, a)));
-LUMINAL_MATH_RULE("algebra", "max-comm", false, "max(x, y) = max(y, x)",
-                  egraph::rule("max-comm", max_(a, b), max_(b, a)));
-LUMINAL_MATH_RULE("algebra", "equal-comm", false, "(x == y) = (y == x)",
-                  egraph::rule("equal-comm", eq_(a, b), eq_(b, a)));
-// Float addition is not associative beyond rounding: with cancellation the regrouped sum
-// can lose every significant bit of the result ((x - m) - l vs x - (m + l) for a large m
-// broke log_softmax on large inputs against PyTorch). So float reassociation is
-// fast-math, while i32 (a ring modulo 2^32) reassociates exactly.
-LUMINAL_MATH_RULE("algebra", "add-assoc", true,
-                  "(x + y) + z = x + (y + z) (f32: cancellation makes the error unbounded)",
-                  egraph::rule("add-assoc", add_(add_(a, b), c), add_(a, add_(b, c))));
-LUMINAL_MATH_RULE("algebra", "add-assoc-exact", false,
-                  "(x + y) + z = x + (y + z) for i32 (a ring modulo 2^32)",
-                  egraph::rule("add-assoc-exact", add_(add_(a, b), c), add_(a, add_(b, c)),
-                               [](ir::EGraph& g, const Match& m) {
-                                 return g.data(m.root()).dtype == DType::i32;
-                               }));
-LUMINAL_MATH_RULE("algebra", "mul-assoc", false, "(x * y) * z = x * (y * z) (f32: rounds differently)",
-                  egraph::rule("mul-assoc", mul_(mul_(a, b), c), mul_(a, mul_(b, c))));
-LUMINAL_MATH_RULE("algebra", "max-assoc", false, "max(max(x, y), z) = max(x, max(y, z))",
-                  egraph::rule("max-assoc", max_(max_(a, b), c), max_(a, max_(b, c))));
-
-// ------------------------------------------------------------------ distributing and factoring
-
-LUMINAL_MATH_RULE("algebra", "factor", true,
-                  "x*y + x*z = x*(y + z) (f32: x = inf, y = 1, z = 0 gives NaN vs inf)",
-                  egraph::rule("factor", add_(mul_(a, b), mul_(a, c)), mul_(a, add_(b, c))));
-LUMINAL_MATH_RULE("algebra", "factor-exact", false, "x*y + x*z = x*(y + z) for i32 (a ring modulo 2^32)",
-                  egraph::rule("factor-exact", add_(mul_(a, b), mul_(a, c)), mul_(a, add_(b, c)),
-                               [](ir::EGraph& g, const Match& m) {
-                                 return g.data(m.root()).dtype == DType::i32;
-                               }));
-LUMINAL_MATH_RULE("algebra", "distribute", true,
-                  "x*(y + z) = x*y + x*z (f32: NaN/inf results differ, see factor)",
-                  egraph::rule("distribute", mul_(a, add_(b, c)), add_(mul_(a, b), mul_(a, c))));
-
-// ------------------------------------------------------------------ comparisons and where
-
-LUMINAL_MATH_RULE("algebra", "where-same", false, "where(c, x, x) = x",
-                  egraph::rule("where-same", where_(a, b, b), b));
-
-LUMINAL_MATH_RULE("algebra", "where-const-cond", false, "where(true, x, y) = x, where(false, x, y) = y",
-                  egraph::rule("where-const-cond", where_(a, b, c), [](ir::EGraph& g, const Match& m) {
-                    if (is_const(g, m[a], 1))
-                      g.merge(m.root(), m[b]);
-                    else if (is_const(g, m[a], 0))
-                      g.merge(m.root(), m[c]);
-                  }));
-
-LUMINAL_MATH_RULE("algebra", "where-not", false, "where(c == false, x, y) = where(c, y, x)",
-                  egraph::rule("where-not", where_(eq_(a, d), b, c), where_(a, c, b),
-                               [](ir::EGraph& g, const Match& m) {
-                                 return g.data(m[a]).dtype == DType::boolean && is_const(g, m[d], 0);
-                               }));
 
 void const_bool(ir::EGraph& g, const Match& m, bool v) {
   const std::vector<Dim> shape = g.data(m.root()).shape;
   g.merge(m.root(), broadcast_const(g, v ? 1 : 0, DType::boolean, shape));
 }
-LUMINAL_MATH_RULE("algebra", "less-than-self", false, "(x < x) = false (also for NaN)",
-                  egraph::rule("less-than-self", lt_(a, a),
-                               [](ir::EGraph& g, const Match& m) { const_bool(g, m, false); }));
-LUMINAL_MATH_RULE("algebra", "equal-self", true, "(x == x) = true (f32: NaN == NaN is false)",
-                  egraph::rule("equal-self", eq_(a, a),
-                               [](ir::EGraph& g, const Match& m) { const_bool(g, m, true); }));
-LUMINAL_MATH_RULE("algebra", "equal-self-exact", false, "(x == x) = true for i32 and bool",
-                  egraph::rule("equal-self-exact", eq_(a, a), [](ir::EGraph& g, const Match& m) {
-                    if (!is_float(g, m[a])) const_bool(g, m, true);
-                  }));
-
-// ------------------------------------------------------------------ reductions
 
 // sum_i sum_j x = sum_j sum_i x: the same elements added in another order.
 void swap_reductions(ir::EGraph& g, const Match& m, Op op) {
@@ -235,12 +61,6 @@ void swap_reductions(ir::EGraph& g, const Match& m, Op op) {
     }
   }
 }
-LUMINAL_MATH_RULE("algebra", "sum-swap", false, "sum_i(sum_j x) = sum_j(sum_i x) (f32: rounds differently)",
-                  egraph::rule("sum-swap", sum_(sum_(a)),
-                               [](ir::EGraph& g, const Match& m) { swap_reductions(g, m, Op::SumReduce); }));
-LUMINAL_MATH_RULE("algebra", "max-reduce-swap", false, "max_i(max_j x) = max_j(max_i x)",
-                  egraph::rule("max-reduce-swap", maxr_(maxr_(a)),
-                               [](ir::EGraph& g, const Match& m) { swap_reductions(g, m, Op::MaxReduce); }));
 
 // Reducing an axis that expand broadcast from size 1: every term is the same x. The rest
 // of the expand (other broadcast axes) is kept.
@@ -266,13 +86,6 @@ void reduce_of_expand(ir::EGraph& g, const Match& m, Op op) {
     }
   }
 }
-LUMINAL_MATH_RULE("algebra", "sum-expand", false,
-                  "sum over an axis expanded from 1 to n of x = n * x (f32: rounds differently)",
-                  egraph::rule("sum-expand", sum_(expand_(a)),
-                               [](ir::EGraph& g, const Match& m) { reduce_of_expand(g, m, Op::SumReduce); }));
-LUMINAL_MATH_RULE("algebra", "max-expand", false, "max over an axis expanded from 1 to n >= 1 of x = x",
-                  egraph::rule("max-expand", maxr_(expand_(a)),
-                               [](ir::EGraph& g, const Match& m) { reduce_of_expand(g, m, Op::MaxReduce); }));
 
 // Reducing an axis of size 1: 0 + x = x, max(-inf, x) = x.
 void reduce_unit_axis(ir::EGraph& g, const Match& m, Op op) {
@@ -285,13 +98,189 @@ void reduce_unit_axis(ir::EGraph& g, const Match& m, Op op) {
     g.merge(m.root(), ir::add_reshape(g, m[a], xs));
   }
 }
-LUMINAL_MATH_RULE("algebra", "sum-unit-axis", false, "sum over an axis of size 1 = reshape (0 + x = x)",
-                  egraph::rule("sum-unit-axis", sum_(a),
-                               [](ir::EGraph& g, const Match& m) { reduce_unit_axis(g, m, Op::SumReduce); }));
-LUMINAL_MATH_RULE("algebra", "max-unit-axis", false,
-                  "max over an axis of size 1 = reshape (max(-inf, x) = x)",
-                  egraph::rule("max-unit-axis", maxr_(a),
-                               [](ir::EGraph& g, const Match& m) { reduce_unit_axis(g, m, Op::MaxReduce); }));
+
+template <class P>
+RuleInfo fold_rule(const char* name, const char* doc, const P& pattern) {
+  return math_rule(name, pattern, fold_class, Exact, doc);
+}
 
 }  // namespace
+
+RuleSet algebra_rules() {
+  return {
+      "algebra",
+      {
+          // ------------------------------ constant folding
+          fold_rule("fold-exp2", "exp2(k) = constant", op1(Op::Exp2, a)),
+          fold_rule("fold-log2", "log2(k) = constant", op1(Op::Log2, a)),
+          fold_rule("fold-sin", "sin(k) = constant", op1(Op::Sin, a)),
+          fold_rule("fold-sqrt", "sqrt(k) = constant", op1(Op::Sqrt, a)),
+          fold_rule("fold-recip", "recip(k) = constant", op1(Op::Recip, a)),
+          fold_rule("fold-neg", "neg(k) = constant", op1(Op::Neg, a)),
+          fold_rule("fold-add", "k1 + k2 = constant", op2(Op::Add, a, b)),
+          fold_rule("fold-mul", "k1 * k2 = constant", op2(Op::Mul, a, b)),
+          fold_rule("fold-mod", "k1 % k2 = constant", op2(Op::Mod, a, b)),
+          fold_rule("fold-max", "max(k1, k2) = constant", op2(Op::Max, a, b)),
+          fold_rule("fold-less-than", "k1 < k2 = constant", op2(Op::LessThan, a, b)),
+          fold_rule("fold-equal", "k1 == k2 = constant", op2(Op::Equal, a, b)),
+          fold_rule("fold-where", "where(k, x, y) = constant (k constant, or x, y the same constant)",
+                    where_(a, b, c)),
+          fold_rule("fold-cast", "cast(k) = constant", op1(Op::Cast, a)),
+
+          // ------------------------------ identities
+          math_rule(
+              "add-zero", add_(a, b),
+              [](ir::EGraph& g, const Match& m) {
+                if (is_const(g, m[b], 0))
+                  g.merge(m.root(), m[a]);
+                else if (is_const(g, m[a], 0))
+                  g.merge(m.root(), m[b]);
+              },
+              Exact, "x + 0 = x, 0 + x = x"),
+          math_rule(
+              "mul-one", mul_(a, b),
+              [](ir::EGraph& g, const Match& m) {
+                if (is_const(g, m[b], 1))
+                  g.merge(m.root(), m[a]);
+                else if (is_const(g, m[a], 1))
+                  g.merge(m.root(), m[b]);
+              },
+              Exact, "x * 1 = x, 1 * x = x"),
+          math_rule("mul-zero", mul_(a, b), mul_zero, FastMath, "x * 0 = 0 (f32: inf*0 and NaN*0 are NaN)"),
+          math_rule(
+              "mul-zero-exact", mul_(a, b),
+              [](ir::EGraph& g, const Match& m) {
+                if (!is_float(g, m.root())) mul_zero(g, m);
+              },
+              Exact, "x * 0 = 0 for i32 and bool"),
+          math_rule("neg-neg", neg_(neg_(a)), a, Exact, ""),
+          // Not fast-math: NaN, +-inf and +-0 round-trip exactly; a normal x comes back within an
+          // ulp; for |x| > 2^126, 1/x is subnormal (>= 21 bits), still within 2^-20 relative; a
+          // subnormal x comes back as 0 (1/x overflows), an absolute error below 2^-126 -- and
+          // 1/x is inf either way, so no later op can tell.
+          math_rule("recip-recip", recip_(recip_(a)), a, Exact,
+                    "NaN/inf/0 round-trip; subnormal x becomes 0"),
+          math_rule("exp2-log2", exp2_(log2_(a)), a, FastMath, "x < 0 gives NaN on the left"),
+          math_rule("log2-exp2", log2_(exp2_(a)), a, FastMath,
+                    "exp2 overflows for x >= 128, underflows below -149"),
+          math_rule(
+              "div-by-constant", mul_(a, recip_(b)),
+              [](ir::EGraph& g, const Match& m) {
+                const auto& k = g.data(m[b]).constant;
+                if (!k || g.data(m[b]).dtype != DType::f32) return;
+                // The recip kernel computes 1.0f / k in f32; so does this (k is an f32 value).
+                const float r = 1.0f / static_cast<float>(*k);
+                const std::vector<Dim> shape = g.data(m[b]).shape;
+                Id kc = broadcast_const(g, r, DType::f32, shape);
+                g.merge(m.root(), ir::add_plain(g, Op::Mul, {m[a], kc}));
+              },
+              Exact, "x * recip(k) = x * (1/k): the reciprocal of a constant is computed once"),
+          math_rule("max-self", max_(a, a), a, Exact, ""),
+          math_rule(
+              "cast-same", cast_(a),
+              [](ir::EGraph& g, const Match& m) {
+                for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Cast))
+                  if (g.find(n.kid) == g.find(m[a]) && attr(g, n.payload).dtype == g.data(m[a]).dtype)
+                    g.merge(m.root(), m[a]);
+              },
+              Exact, "cast(x, dtype of x) = x"),
+          math_rule("sub-self", add_(a, neg_(a)), sub_self, FastMath,
+                    "x - x = 0 (f32: inf - inf and NaN - NaN are NaN)"),
+          math_rule(
+              "sub-self-exact", add_(a, neg_(a)),
+              [](ir::EGraph& g, const Match& m) {
+                if (!is_float(g, m.root())) sub_self(g, m);
+              },
+              Exact, "x - x = 0 for i32 (two's complement)"),
+          math_rule("mul-neg", mul_(neg_(a), b), neg_(mul_(a, b)), Exact, ""),
+          math_rule("add-neg-neg", add_(neg_(a), neg_(b)), neg_(add_(a, b)), Exact, ""),
+
+          // ------------------------------ commutativity, associativity
+          math_rule("add-comm", add_(a, b), add_(b, a), Exact, ""),
+          math_rule("mul-comm", mul_(a, b), mul_(b, a), Exact, ""),
+          math_rule("max-comm", max_(a, b), max_(b, a), Exact, ""),
+          math_rule("equal-comm", eq_(a, b), eq_(b, a), Exact, ""),
+          // Float addition is not associative beyond rounding: with cancellation the regrouped sum
+          // can lose every significant bit of the result ((x - m) - l vs x - (m + l) for a large m
+          // broke log_softmax on large inputs against PyTorch). So float reassociation is
+          // fast-math, while i32 (a ring modulo 2^32) reassociates exactly.
+          math_rule("add-assoc", add_(add_(a, b), c), add_(a, add_(b, c)), FastMath,
+                    "f32: cancellation makes the error unbounded"),
+          math_rule(
+              "add-assoc-exact", add_(add_(a, b), c),
+              rhs_if(add_(a, add_(b, c)),
+                     [](ir::EGraph& g, const Match& m) { return g.data(m.root()).dtype == DType::i32; }),
+              Exact, "i32 only: a ring modulo 2^32"),
+          math_rule("mul-assoc", mul_(mul_(a, b), c), mul_(a, mul_(b, c)), Exact, "f32: rounds differently"),
+          math_rule("max-assoc", max_(max_(a, b), c), max_(a, max_(b, c)), Exact, ""),
+
+          // ------------------------------ distributing and factoring
+          math_rule("factor", add_(mul_(a, b), mul_(a, c)), mul_(a, add_(b, c)), FastMath,
+                    "f32: x = inf, y = 1, z = 0 gives NaN vs inf"),
+          math_rule(
+              "factor-exact", add_(mul_(a, b), mul_(a, c)),
+              rhs_if(mul_(a, add_(b, c)),
+                     [](ir::EGraph& g, const Match& m) { return g.data(m.root()).dtype == DType::i32; }),
+              Exact, "i32 only: a ring modulo 2^32"),
+          math_rule("distribute", mul_(a, add_(b, c)), add_(mul_(a, b), mul_(a, c)), FastMath,
+                    "f32: NaN/inf results differ, see factor"),
+
+          // ------------------------------ comparisons and where
+          math_rule("where-same", where_(a, b, b), b, Exact, ""),
+          math_rule(
+              "where-const-cond", where_(a, b, c),
+              [](ir::EGraph& g, const Match& m) {
+                if (is_const(g, m[a], 1))
+                  g.merge(m.root(), m[b]);
+                else if (is_const(g, m[a], 0))
+                  g.merge(m.root(), m[c]);
+              },
+              Exact, "where(true, x, y) = x, where(false, x, y) = y"),
+          math_rule("where-not", where_(eq_(a, d), b, c),
+                    rhs_if(where_(a, c, b),
+                           [](ir::EGraph& g, const Match& m) {
+                             return g.data(m[a]).dtype == DType::boolean && is_const(g, m[d], 0);
+                           }),
+                    Exact, "x boolean, w = false"),
+          math_rule(
+              "less-than-self", lt_(a, a), [](ir::EGraph& g, const Match& m) { const_bool(g, m, false); },
+              Exact, "(x < x) = false (also for NaN)"),
+          math_rule(
+              "equal-self", eq_(a, a), [](ir::EGraph& g, const Match& m) { const_bool(g, m, true); },
+              FastMath, "(x == x) = true (f32: NaN == NaN is false)"),
+          math_rule(
+              "equal-self-exact", eq_(a, a),
+              [](ir::EGraph& g, const Match& m) {
+                if (!is_float(g, m[a])) const_bool(g, m, true);
+              },
+              Exact, "(x == x) = true for i32 and bool"),
+
+          // ------------------------------ reductions
+          math_rule(
+              "sum-swap", sum_(sum_(a)),
+              [](ir::EGraph& g, const Match& m) { swap_reductions(g, m, Op::SumReduce); }, Exact,
+              "sum_i(sum_j x) = sum_j(sum_i x) (f32: rounds differently)"),
+          math_rule(
+              "max-reduce-swap", maxr_(maxr_(a)),
+              [](ir::EGraph& g, const Match& m) { swap_reductions(g, m, Op::MaxReduce); }, Exact,
+              "max_i(max_j x) = max_j(max_i x)"),
+          math_rule(
+              "sum-expand", sum_(expand_(a)),
+              [](ir::EGraph& g, const Match& m) { reduce_of_expand(g, m, Op::SumReduce); }, Exact,
+              "sum over an axis expanded from 1 to n of x = n * x (f32: rounds differently)"),
+          math_rule(
+              "max-expand", maxr_(expand_(a)),
+              [](ir::EGraph& g, const Match& m) { reduce_of_expand(g, m, Op::MaxReduce); }, Exact,
+              "max over an axis expanded from 1 to n >= 1 of x = x"),
+          math_rule(
+              "sum-unit-axis", sum_(a),
+              [](ir::EGraph& g, const Match& m) { reduce_unit_axis(g, m, Op::SumReduce); }, Exact,
+              "sum over an axis of size 1 = reshape (0 + x = x)"),
+          math_rule(
+              "max-unit-axis", maxr_(a),
+              [](ir::EGraph& g, const Match& m) { reduce_unit_axis(g, m, Op::MaxReduce); }, Exact,
+              "max over an axis of size 1 = reshape (max(-inf, x) = x)"),
+      }};
+}
+
 }  // namespace luminal::rules

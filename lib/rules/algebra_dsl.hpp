@@ -3,7 +3,7 @@
 // side are built by appliers through ir/build.hpp (see the contract in ir/tensor_lang.hpp).
 #pragma once
 
-#include <cstdlib>
+#include <type_traits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -159,34 +159,59 @@ inline void merge_root(ir::EGraph& g, const Match& m, Id x) { g.merge(m.root(), 
 
 namespace luminal::rules::dsl {
 
-/// Registers one rule of a math set (a function, so no designated initializer leaves
-/// RuleInfo members unnamed).
-/// LUMINAL_SKIP_MATH_RULES="name,name,set,..." leaves those math rules (or whole math sets)
-/// unregistered: for bisecting which rule changes a compiled program.
-inline bool skipped_by_env(const char* set, const char* name) {
-  const char* env = std::getenv("LUMINAL_SKIP_MATH_RULES");
-  if (!env || !*env) return false;
-  const std::string list = std::string(",") + env + ",";
-  return list.find(std::string(",") + name + ",") != std::string::npos ||
-         list.find(std::string(",") + set + ",") != std::string::npos;
+/// The identity a pattern => pattern rule states, printed from its two sides with the
+/// variables named x, y, z, w: "(x + y) + z = x + (y + z)".
+std::string print_identity(const egraph::Pattern<L>& lhs, const egraph::Pattern<L>& rhs);
+
+/// A right side that applies only where `cond(egraph, match)` holds.
+template <PatternExpr R, class C>
+struct Guarded {
+  R rhs;
+  C cond;
+};
+template <PatternExpr R, class C>
+Guarded<R, C> rhs_if(R rhs, C cond) {
+  return {rhs, std::move(cond)};
 }
 
-inline bool add_rule(const char* set, const char* name, bool fast_math, const char* doc,
-                     std::shared_ptr<const TensorRule> r) {
-  if (skipped_by_env(set, name)) return false;
-  RuleInfo info;
-  info.name = name;
-  info.set = set;
-  info.fast_math = fast_math;
-  info.doc = doc;
-  info.rule = std::move(r);
-  Registry::global().add(std::move(info));
-  return true;
+namespace detail_rows {
+template <class T>
+struct is_guarded : std::false_type {};
+template <class R, class C>
+struct is_guarded<Guarded<R, C>> : std::true_type {};
+}  // namespace detail_rows
+
+/// One row of a math rule set: {name, lhs, rhs-or-applier, Exact|FastMath, doc}.
+///  * `rhs` a pattern: the doc is printed from the two sides; `note` (may be empty) is
+///    appended in parentheses (why it is exact, or why it is fast-math).
+///  * `rhs` = rhs_if(pattern, cond): the same, applied where the condition holds.
+///  * `rhs` an applier `void(EGraph&, const Match&)`: `note` is the doc, written by hand.
+template <PatternExpr Lhs, class Rhs>
+RuleInfo math_rule(const char* name, const Lhs& lhs, Rhs rhs, Exactness ex, std::string note) {
+  RuleInfo r;
+  r.name = name;
+  r.fast_math = ex == FastMath;
+  if constexpr (PatternExpr<Rhs> || detail_rows::is_guarded<Rhs>::value) {
+    auto spec = [&] {
+      if constexpr (PatternExpr<Rhs>)
+        return egraph::rule(name, lhs, rhs);
+      else
+        return egraph::rule(name, lhs, rhs.rhs, std::move(rhs.cond));
+    }();
+    r.doc = print_identity(spec.lhs[0], spec.rhs[0]);
+    if (!note.empty()) r.doc += " (" + note + ")";
+    r.rule = make_rule(spec);
+  } else {
+    r.doc = std::move(note);
+    r.rule = make_rule(egraph::rule(name, lhs, std::move(rhs)));
+  }
+  return r;
+}
+
+/// The same row with an example graph for the checker (RuleInfo::example).
+inline RuleInfo with_example(RuleInfo r, decltype(RuleInfo::example) example) {
+  r.example = std::move(example);
+  return r;
 }
 
 }  // namespace luminal::rules::dsl
-
-/// LUMINAL_MATH_RULE("algebra", "mul-one", /*fast_math=*/false, "x*1 = x", egraph::rule(...));
-#define LUMINAL_MATH_RULE(set, name, fast_math, doc, ...)                          \
-  [[maybe_unused]] const bool LUMINAL_RULES_CAT(luminal_math_rule_, __COUNTER__) = \
-      ::luminal::rules::dsl::add_rule(set, name, fast_math, doc, ::luminal::rules::make_rule(__VA_ARGS__))

@@ -155,46 +155,40 @@ std::shared_ptr<detail::GraphImpl> matmul_example(std::mt19937_64& rng) {
   return g.impl();
 }
 
-[[maybe_unused]] const bool recognize_registered = [] {
-  if (skipped_by_env("contraction", "matmul-recognize")) return false;
-  RuleInfo info;
-  info.name = "matmul-recognize";
-  info.set = "contraction";
-  info.doc =
-      "sum_k(mul(expand a, expand b)) = matmul(a', b') (a', b': a, b permuted/reshaped to [batch, m, k], "
-      "[batch, k, n])";
-  info.rule = make_rule(egraph::rule("matmul-recognize", sum_(mul_(a, b)), recognize_matmul));
-  info.example = matmul_example;
-  Registry::global().add(std::move(info));
-  return true;
-}();
-
 // (A.B)^T = B^T.A^T on the last two axes: the same products, summed in the same order.
-LUMINAL_MATH_RULE(
-    "contraction", "matmul-transpose", false, "transpose(a.b) = transpose(b).transpose(a) (last two axes)",
-    egraph::rule("matmul-transpose", permute_(matmul_(a, b)), [](ir::EGraph& g, const Match& m) {
-      const Id mm = g.lookup(Op::MatMul, 0u, std::vector<Id>{m[a], m[b]});
-      if (mm == egraph::kNoId) return;
-      for (const ir::AttrNode& pn : attr_nodes(g, m.root(), Op::Permute)) {
-        if (g.find(pn.kid) != g.find(mm)) continue;
-        const std::vector<int> p = attr(g, pn.payload).perm;
-        const size_t r = p.size();
-        bool swap_last = r >= 2 && p[r - 1] == static_cast<int>(r - 2) && p[r - 2] == static_cast<int>(r - 1);
-        for (size_t i = 0; i + 2 < r; ++i) swap_last = swap_last && p[i] == static_cast<int>(i);
-        if (!swap_last) continue;
-        g.merge(m.root(),
-                ir::add_plain(g, Op::MatMul, {ir::add_permute(g, m[b], p), ir::add_permute(g, m[a], p)}));
-      }
-    }));
-
-// Reassociation distributes sums over products, which changes NaN/inf results (an inf
-// times a zero sum is NaN one way, inf the other): fast-math, like "factor".
-LUMINAL_MATH_RULE("contraction", "matmul-assoc", true,
-                  "(a.b).c = a.(b.c) (f32: rounds differently; NaN/inf results differ)",
-                  egraph::rule("matmul-assoc", matmul_(matmul_(a, b), c), matmul_(a, matmul_(b, c))));
-LUMINAL_MATH_RULE("contraction", "matmul-assoc-rev", true,
-                  "a.(b.c) = (a.b).c (f32: rounds differently; NaN/inf results differ)",
-                  egraph::rule("matmul-assoc-rev", matmul_(a, matmul_(b, c)), matmul_(matmul_(a, b), c)));
+void transpose_product(ir::EGraph& g, const Match& m) {
+  const Id mm = g.lookup(Op::MatMul, 0u, std::vector<Id>{m[a], m[b]});
+  if (mm == egraph::kNoId) return;
+  for (const ir::AttrNode& pn : attr_nodes(g, m.root(), Op::Permute)) {
+    if (g.find(pn.kid) != g.find(mm)) continue;
+    const std::vector<int> p = attr(g, pn.payload).perm;
+    const size_t r = p.size();
+    bool swap_last = r >= 2 && p[r - 1] == static_cast<int>(r - 2) && p[r - 2] == static_cast<int>(r - 1);
+    for (size_t i = 0; i + 2 < r; ++i) swap_last = swap_last && p[i] == static_cast<int>(i);
+    if (!swap_last) continue;
+    g.merge(m.root(),
+            ir::add_plain(g, Op::MatMul, {ir::add_permute(g, m[b], p), ir::add_permute(g, m[a], p)}));
+  }
+}
 
 }  // namespace
+
+RuleSet contraction_rules() {
+  return {"contraction",
+          {
+              with_example(math_rule("matmul-recognize", sum_(mul_(a, b)), recognize_matmul, Exact,
+                                     "sum_k(mul(expand a, expand b)) = matmul(a', b') (a', b': a, b "
+                                     "permuted/reshaped to [batch, m, k], [batch, k, n])"),
+                           matmul_example),
+              math_rule("matmul-transpose", permute_(matmul_(a, b)), transpose_product, Exact,
+                        "transpose(a.b) = transpose(b).transpose(a) (last two axes)"),
+              // Reassociation distributes sums over products, which changes NaN/inf results (an
+              // inf times a zero sum is NaN one way, inf the other): fast-math, like "factor".
+              math_rule("matmul-assoc", matmul_(matmul_(a, b), c), matmul_(a, matmul_(b, c)), FastMath,
+                        "f32: rounds differently; NaN/inf results differ"),
+              math_rule("matmul-assoc-rev", matmul_(a, matmul_(b, c)), matmul_(matmul_(a, b), c), FastMath,
+                        "f32: rounds differently; NaN/inf results differ"),
+          }};
+}
+
 }  // namespace luminal::rules

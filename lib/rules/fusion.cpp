@@ -190,20 +190,16 @@ std::size_t gemm_tiles(EGraph& g, const PassContext& ctx) {
   return g.num_nodes() - before;
 }
 
-LUMINAL_REGISTER_RULE({.name = "fuse-producers",
-                       .set = "fusion",
-                       .fast_math = false,
-                       .doc = "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..)",
-                       .rule = {},
-                       .pass = fuse_producers,
-                       .example = {}});
-LUMINAL_REGISTER_RULE({.name = "gemm-tile-configs",
-                       .set = "fusion",
-                       .fast_math = false,
-                       .doc = "gemm kernel = the same gemm with each of the target's tile configurations",
-                       .rule = {},
-                       .pass = gemm_tiles,
-                       .example = {}});
-
 }  // namespace
+
+RuleSet fusion_rules() {
+  return {"fusion",
+          {
+              pass_rule("fuse-producers", fuse_producers, Exact,
+                        "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..)"),
+              pass_rule("gemm-tile-configs", gemm_tiles, Exact,
+                        "gemm kernel = the same gemm with each of the target's tile configurations"),
+          }};
+}
+
 }  // namespace luminal::rules

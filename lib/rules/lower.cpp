@@ -52,20 +52,17 @@ std::size_t library_gemm(EGraph& g, const PassContext& ctx) {
   return g.num_nodes() - before;
 }
 
-LUMINAL_REGISTER_RULE({.name = "lower-math-node",
-                       .set = "lower_reference",
-                       .fast_math = false,
-                       .doc = "x = kernel(body: op over slots of x's children)",
-                       .rule = {},
-                       .pass = lower_math_nodes,
-                       .example = {}});
-LUMINAL_REGISTER_RULE({.name = "library-gemm",
-                       .set = "lower_cpu",
-                       .fast_math = false,
-                       .doc = "gemm kernel = BLAS call with the same body",
-                       .rule = {},
-                       .pass = library_gemm,
-                       .example = {}});
-
 }  // namespace
+
+RuleSet lower_reference_rules() {
+  return {"lower_reference",
+          {pass_rule("lower-math-node", lower_math_nodes, Exact,
+                     "x = kernel(body: op over slots of x's children)")}};
+}
+
+RuleSet lower_cpu_rules() {
+  return {"lower_cpu",
+          {pass_rule("library-gemm", library_gemm, Exact, "gemm kernel = BLAS call with the same body")}};
+}
+
 }  // namespace luminal::rules

@@ -36,30 +36,6 @@ bool is_identity_perm(const std::vector<int>& p) {
   return true;
 }
 
-// ------------------------------------------------------------------ composing views
-
-// permute_q(permute_p(x)) = permute_r(x) with r[i] = p[q[i]].
-LUMINAL_MATH_RULE("movement", "permute-permute", false, "permute_q(permute_p x) = permute_{p[q[i]]} x",
-                  egraph::rule("permute-permute", permute_(permute_(a)), [](ir::EGraph& g, const Match& m) {
-                    for (const ir::AttrNode& outer : attr_nodes(g, m.root(), Op::Permute))
-                      for (const ir::AttrNode& inner : attr_nodes(g, g.find(outer.kid), Op::Permute)) {
-                        if (g.find(inner.kid) != g.find(m[a])) continue;
-                        const std::vector<int> p = attr(g, inner.payload).perm,
-                                               q = attr(g, outer.payload).perm;
-                        if (p.size() != q.size()) continue;
-                        std::vector<int> r(p.size());
-                        for (size_t i = 0; i < r.size(); ++i) r[i] = p[static_cast<size_t>(q[i])];
-                        g.merge(m.root(), is_identity_perm(r) ? m[a] : ir::add_permute(g, m[a], r));
-                      }
-                  }));
-
-LUMINAL_MATH_RULE("movement", "permute-identity", false, "permute by the identity = x",
-                  egraph::rule("permute-identity", permute_(a), [](ir::EGraph& g, const Match& m) {
-                    for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Permute))
-                      if (g.find(n.kid) == g.find(m[a]) && is_identity_perm(attr(g, n.payload).perm))
-                        g.merge(m.root(), m[a]);
-                  }));
-
 // Outer view of an inner view of the same kind collapses into one outer view over x:
 // reshape(reshape x) = reshape x (both row-major); expand(expand x) = expand x (a dim
 // of x is 1 or equal to the first target, which is 1 or equal to the second).
@@ -75,12 +51,6 @@ void collapse_same(ir::EGraph& g, const Match& m, Op op) {
         g.merge(m.root(), g.add(op, outer.payload, {x}));
     }
 }
-LUMINAL_MATH_RULE("movement", "reshape-reshape", false, "reshape_s(reshape_t x) = reshape_s x",
-                  egraph::rule("reshape-reshape", reshape_(reshape_(a)),
-                               [](ir::EGraph& g, const Match& m) { collapse_same(g, m, Op::Reshape); }));
-LUMINAL_MATH_RULE("movement", "expand-expand", false, "expand_s(expand_t x) = expand_s x",
-                  egraph::rule("expand-expand", expand_(expand_(a)),
-                               [](ir::EGraph& g, const Match& m) { collapse_same(g, m, Op::Expand); }));
 
 // A reshape or expand to the shape x already has.
 void identity_shape_view(ir::EGraph& g, const Match& m, Op op) {
@@ -88,96 +58,6 @@ void identity_shape_view(ir::EGraph& g, const Match& m, Op op) {
     if (g.find(n.kid) == g.find(m[a]) && same_shape(attr(g, n.payload).shape, g.data(m[a]).shape))
       g.merge(m.root(), m[a]);
 }
-LUMINAL_MATH_RULE("movement", "reshape-identity", false, "reshape of x to x's shape = x",
-                  egraph::rule("reshape-identity", reshape_(a), [](ir::EGraph& g, const Match& m) {
-                    identity_shape_view(g, m, Op::Reshape);
-                  }));
-LUMINAL_MATH_RULE("movement", "expand-identity", false, "expand of x to x's shape = x",
-                  egraph::rule("expand-identity", expand_(a),
-                               [](ir::EGraph& g, const Match& m) { identity_shape_view(g, m, Op::Expand); }));
-
-// slice(slice(x, s1, e1, t1), s2, e2, t2) on one axis: element j is x[s1 + (s2 + j*t2)*t1].
-LUMINAL_MATH_RULE("movement", "slice-slice", false,
-                  "slice(slice x) on one axis = one slice (start s1 + s2*t1, step t1*t2)",
-                  egraph::rule("slice-slice", slice_(slice_(a)), [](ir::EGraph& g, const Match& m) {
-                    for (const ir::AttrNode& outer : attr_nodes(g, m.root(), Op::Slice))
-                      for (const ir::AttrNode& inner : attr_nodes(g, g.find(outer.kid), Op::Slice)) {
-                        if (g.find(inner.kid) != g.find(m[a])) continue;
-                        const ir::Attr o = attr(g, outer.payload), in = attr(g, inner.payload);
-                        if (o.axis != in.axis) continue;
-                        const Dim n = g.data(m.root()).shape[static_cast<size_t>(o.axis)];
-                        if (n.lower_bound() < 1) continue;
-                        const Dim start = in.a + o.a * Dim(in.step);
-                        const int64_t step = in.step * o.step;
-                        const Dim end = start + (n - Dim(1)) * Dim(step) + Dim(1);
-                        g.merge(m.root(), ir::add_slice(g, m[a], o.axis, start, end, step));
-                      }
-                  }));
-
-LUMINAL_MATH_RULE("movement", "slice-identity", false, "slice(x, axis, 0, dim, 1) = x",
-                  egraph::rule("slice-identity", slice_(a), [](ir::EGraph& g, const Match& m) {
-                    for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Slice)) {
-                      if (g.find(n.kid) != g.find(m[a])) continue;
-                      const ir::Attr s = attr(g, n.payload);
-                      const std::vector<Dim> xs = g.data(m[a]).shape;
-                      if (static_cast<size_t>(s.axis) < xs.size() && s.step == 1 && cdim(s.a) == 0 &&
-                          s.b.same_as(xs[static_cast<size_t>(s.axis)]))
-                        g.merge(m.root(), m[a]);
-                    }
-                  }));
-
-LUMINAL_MATH_RULE("movement", "pad-pad", false,
-                  "pad(pad(x, lo1, hi1, v), lo2, hi2, v) on one axis = pad(x, lo1+lo2, hi1+hi2, v)",
-                  egraph::rule("pad-pad", pad_(pad_(a)), [](ir::EGraph& g, const Match& m) {
-                    for (const ir::AttrNode& outer : attr_nodes(g, m.root(), Op::Pad))
-                      for (const ir::AttrNode& inner : attr_nodes(g, g.find(outer.kid), Op::Pad)) {
-                        if (g.find(inner.kid) != g.find(m[a])) continue;
-                        const ir::Attr o = attr(g, outer.payload), in = attr(g, inner.payload);
-                        // The same fill (compared as stored: the bits of the double).
-                        if (o.axis != in.axis || std::memcmp(&o.value, &in.value, sizeof(double)) != 0)
-                          continue;
-                        g.merge(m.root(), ir::add_pad(g, m[a], o.axis, in.a + o.a, in.b + o.b, o.value));
-                      }
-                  }));
-
-LUMINAL_MATH_RULE("movement", "pad-identity", false, "pad(x, 0, 0) = x",
-                  egraph::rule("pad-identity", pad_(a), [](ir::EGraph& g, const Match& m) {
-                    for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Pad)) {
-                      const ir::Attr p = attr(g, n.payload);
-                      if (g.find(n.kid) == g.find(m[a]) && cdim(p.a) == 0 && cdim(p.b) == 0)
-                        g.merge(m.root(), m[a]);
-                    }
-                  }));
-
-LUMINAL_MATH_RULE("movement", "slice-pad-cancel", false,
-                  "slice(pad(x, lo, hi), lo, lo + n, 1) = x (n = x's dim)",
-                  egraph::rule("slice-pad-cancel", slice_(pad_(a)), [](ir::EGraph& g, const Match& m) {
-                    for (const ir::AttrNode& s : attr_nodes(g, m.root(), Op::Slice))
-                      for (const ir::AttrNode& p : attr_nodes(g, g.find(s.kid), Op::Pad)) {
-                        if (g.find(p.kid) != g.find(m[a])) continue;
-                        const ir::Attr sa = attr(g, s.payload), pa = attr(g, p.payload);
-                        if (sa.axis != pa.axis || sa.step != 1) continue;
-                        const Dim n = g.data(m[a]).shape[static_cast<size_t>(sa.axis)];
-                        if (sa.a.same_as(pa.a) && sa.b.same_as(pa.a + n)) g.merge(m.root(), m[a]);
-                      }
-                  }));
-
-// permute_p(expand_s x) = expand_{s permuted}(permute_p x).
-LUMINAL_MATH_RULE("movement", "permute-expand-swap", false,
-                  "permute_p(expand_s x) = expand_{p(s)}(permute_p x)",
-                  egraph::rule("permute-expand-swap", permute_(expand_(a)),
-                               [](ir::EGraph& g, const Match& m) {
-                                 for (const ir::AttrNode& pn : attr_nodes(g, m.root(), Op::Permute))
-                                   for (const ir::AttrNode& en : attr_nodes(g, g.find(pn.kid), Op::Expand)) {
-                                     if (g.find(en.kid) != g.find(m[a])) continue;
-                                     const std::vector<int> p = attr(g, pn.payload).perm;
-                                     const std::vector<Dim> s = attr(g, en.payload).shape;
-                                     if (p.size() != s.size()) continue;
-                                     std::vector<Dim> ps;
-                                     for (int i : p) ps.push_back(s[static_cast<size_t>(i)]);
-                                     g.merge(m.root(), ir::add_expand(g, ir::add_permute(g, m[a], p), ps));
-                                   }
-                               }));
 
 // reduce_k(permute_p x) = permute_{p'}(reduce_{p[k]} x): the same elements in the same
 // order along the reduced axis.
@@ -196,16 +76,6 @@ void reduce_through_permute(ir::EGraph& g, const Match& m, Op op) {
       g.merge(m.root(), is_identity_perm(rest) ? r : ir::add_permute(g, r, rest));
     }
 }
-LUMINAL_MATH_RULE("movement", "sum-through-permute", false, "sum_k(permute_p x) = permute_p'(sum_{p[k]} x)",
-                  egraph::rule("sum-through-permute", sum_(permute_(a)), [](ir::EGraph& g, const Match& m) {
-                    reduce_through_permute(g, m, Op::SumReduce);
-                  }));
-LUMINAL_MATH_RULE("movement", "max-through-permute", false, "max_k(permute_p x) = permute_p'(max_{p[k]} x)",
-                  egraph::rule("max-through-permute", maxr_(permute_(a)), [](ir::EGraph& g, const Match& m) {
-                    reduce_through_permute(g, m, Op::MaxReduce);
-                  }));
-
-// ------------------------------------------------------------------ views through elementwise ops
 
 constexpr Op kViews[] = {Op::Reshape, Op::Permute, Op::Expand, Op::Slice, Op::Pad};
 
@@ -258,36 +128,172 @@ void binary_through_view(ir::EGraph& g, const Match& m, Op op) {
 }
 
 template <class P>
-void register_unary(const char* name, Op op, const P& pattern) {
-  add_rule("movement", name, false,
-           "u(view x) = view(u x) for reshape, permute, expand, slice, pad (fill u(v))",
-           make_rule(egraph::rule(name, pattern,
-                                  [op](ir::EGraph& g, const Match& m) { unary_through_view(g, m, op); })));
+RuleInfo unary_through_rule(const char* name, Op op, const P& pattern) {
+  return math_rule(
+      name, pattern, [op](ir::EGraph& g, const Match& m) { unary_through_view(g, m, op); }, Exact,
+      "u(view x) = view(u x) for reshape, permute, expand, slice, pad (fill u(v))");
 }
 template <class P>
-void register_binary(const char* name, Op op, const P& pattern) {
-  add_rule("movement", name, false,
-           "b(view x, view y) = view(b(x, y)) for one view of equal-shaped x, y (pad fill b(v, v))",
-           make_rule(egraph::rule(name, pattern,
-                                  [op](ir::EGraph& g, const Match& m) { binary_through_view(g, m, op); })));
+RuleInfo binary_through_rule(const char* name, Op op, const P& pattern) {
+  return math_rule(
+      name, pattern, [op](ir::EGraph& g, const Match& m) { binary_through_view(g, m, op); }, Exact,
+      "b(view x, view y) = view(b(x, y)) for one view of equal-shaped x, y (pad fill b(v, v))");
 }
 
-[[maybe_unused]] const bool through_registered = [] {
-  register_unary("exp2-through-view", Op::Exp2, op1(Op::Exp2, a));
-  register_unary("log2-through-view", Op::Log2, op1(Op::Log2, a));
-  register_unary("sin-through-view", Op::Sin, op1(Op::Sin, a));
-  register_unary("sqrt-through-view", Op::Sqrt, op1(Op::Sqrt, a));
-  register_unary("recip-through-view", Op::Recip, op1(Op::Recip, a));
-  register_unary("neg-through-view", Op::Neg, op1(Op::Neg, a));
-  register_unary("cast-through-view", Op::Cast, op1(Op::Cast, a));
-  register_binary("add-through-view", Op::Add, op2(Op::Add, a, b));
-  register_binary("mul-through-view", Op::Mul, op2(Op::Mul, a, b));
-  register_binary("mod-through-view", Op::Mod, op2(Op::Mod, a, b));
-  register_binary("max-through-view", Op::Max, op2(Op::Max, a, b));
-  register_binary("less-than-through-view", Op::LessThan, op2(Op::LessThan, a, b));
-  register_binary("equal-through-view", Op::Equal, op2(Op::Equal, a, b));
-  return true;
-}();
-
 }  // namespace
+
+RuleSet movement_rules() {
+  return {"movement",
+          {
+              // ------------------------------ composing and cancelling views
+              // permute_q(permute_p(x)) = permute_r(x) with r[i] = p[q[i]].
+              math_rule(
+                  "permute-permute", permute_(permute_(a)),
+                  [](ir::EGraph& g, const Match& m) {
+                    for (const ir::AttrNode& outer : attr_nodes(g, m.root(), Op::Permute))
+                      for (const ir::AttrNode& inner : attr_nodes(g, g.find(outer.kid), Op::Permute)) {
+                        if (g.find(inner.kid) != g.find(m[a])) continue;
+                        const std::vector<int> p = attr(g, inner.payload).perm,
+                                               q = attr(g, outer.payload).perm;
+                        if (p.size() != q.size()) continue;
+                        std::vector<int> r(p.size());
+                        for (size_t i = 0; i < r.size(); ++i) r[i] = p[static_cast<size_t>(q[i])];
+                        g.merge(m.root(), is_identity_perm(r) ? m[a] : ir::add_permute(g, m[a], r));
+                      }
+                  },
+                  Exact, "permute_q(permute_p x) = permute_{p[q[i]]} x"),
+              math_rule(
+                  "permute-identity", permute_(a),
+                  [](ir::EGraph& g, const Match& m) {
+                    for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Permute))
+                      if (g.find(n.kid) == g.find(m[a]) && is_identity_perm(attr(g, n.payload).perm))
+                        g.merge(m.root(), m[a]);
+                  },
+                  Exact, "permute by the identity = x"),
+              math_rule(
+                  "reshape-reshape", reshape_(reshape_(a)),
+                  [](ir::EGraph& g, const Match& m) { collapse_same(g, m, Op::Reshape); }, Exact,
+                  "reshape_s(reshape_t x) = reshape_s x"),
+              math_rule(
+                  "expand-expand", expand_(expand_(a)),
+                  [](ir::EGraph& g, const Match& m) { collapse_same(g, m, Op::Expand); }, Exact,
+                  "expand_s(expand_t x) = expand_s x"),
+              math_rule(
+                  "reshape-identity", reshape_(a),
+                  [](ir::EGraph& g, const Match& m) { identity_shape_view(g, m, Op::Reshape); }, Exact,
+                  "reshape of x to x's shape = x"),
+              math_rule(
+                  "expand-identity", expand_(a),
+                  [](ir::EGraph& g, const Match& m) { identity_shape_view(g, m, Op::Expand); }, Exact,
+                  "expand of x to x's shape = x"),
+              // slice(slice(x, s1, e1, t1), s2, e2, t2) on one axis: element j is x[s1 + (s2 + j*t2)*t1].
+              math_rule(
+                  "slice-slice", slice_(slice_(a)),
+                  [](ir::EGraph& g, const Match& m) {
+                    for (const ir::AttrNode& outer : attr_nodes(g, m.root(), Op::Slice))
+                      for (const ir::AttrNode& inner : attr_nodes(g, g.find(outer.kid), Op::Slice)) {
+                        if (g.find(inner.kid) != g.find(m[a])) continue;
+                        const ir::Attr o = attr(g, outer.payload), in = attr(g, inner.payload);
+                        if (o.axis != in.axis) continue;
+                        const Dim n = g.data(m.root()).shape[static_cast<size_t>(o.axis)];
+                        if (n.lower_bound() < 1) continue;
+                        const Dim start = in.a + o.a * Dim(in.step);
+                        const int64_t step = in.step * o.step;
+                        const Dim end = start + (n - Dim(1)) * Dim(step) + Dim(1);
+                        g.merge(m.root(), ir::add_slice(g, m[a], o.axis, start, end, step));
+                      }
+                  },
+                  Exact, "slice(slice x) on one axis = one slice (start s1 + s2*t1, step t1*t2)"),
+              math_rule(
+                  "slice-identity", slice_(a),
+                  [](ir::EGraph& g, const Match& m) {
+                    for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Slice)) {
+                      if (g.find(n.kid) != g.find(m[a])) continue;
+                      const ir::Attr s = attr(g, n.payload);
+                      const std::vector<Dim> xs = g.data(m[a]).shape;
+                      if (static_cast<size_t>(s.axis) < xs.size() && s.step == 1 && cdim(s.a) == 0 &&
+                          s.b.same_as(xs[static_cast<size_t>(s.axis)]))
+                        g.merge(m.root(), m[a]);
+                    }
+                  },
+                  Exact, "slice(x, axis, 0, dim, 1) = x"),
+              math_rule(
+                  "pad-pad", pad_(pad_(a)),
+                  [](ir::EGraph& g, const Match& m) {
+                    for (const ir::AttrNode& outer : attr_nodes(g, m.root(), Op::Pad))
+                      for (const ir::AttrNode& inner : attr_nodes(g, g.find(outer.kid), Op::Pad)) {
+                        if (g.find(inner.kid) != g.find(m[a])) continue;
+                        const ir::Attr o = attr(g, outer.payload), in = attr(g, inner.payload);
+                        // The same fill (compared as stored: the bits of the double).
+                        if (o.axis != in.axis || std::memcmp(&o.value, &in.value, sizeof(double)) != 0)
+                          continue;
+                        g.merge(m.root(), ir::add_pad(g, m[a], o.axis, in.a + o.a, in.b + o.b, o.value));
+                      }
+                  },
+                  Exact, "pad(pad(x, lo1, hi1, v), lo2, hi2, v) on one axis = pad(x, lo1+lo2, hi1+hi2, v)"),
+              math_rule(
+                  "pad-identity", pad_(a),
+                  [](ir::EGraph& g, const Match& m) {
+                    for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Pad)) {
+                      const ir::Attr p = attr(g, n.payload);
+                      if (g.find(n.kid) == g.find(m[a]) && cdim(p.a) == 0 && cdim(p.b) == 0)
+                        g.merge(m.root(), m[a]);
+                    }
+                  },
+                  Exact, "pad(x, 0, 0) = x"),
+              math_rule(
+                  "slice-pad-cancel", slice_(pad_(a)),
+                  [](ir::EGraph& g, const Match& m) {
+                    for (const ir::AttrNode& s : attr_nodes(g, m.root(), Op::Slice))
+                      for (const ir::AttrNode& p : attr_nodes(g, g.find(s.kid), Op::Pad)) {
+                        if (g.find(p.kid) != g.find(m[a])) continue;
+                        const ir::Attr sa = attr(g, s.payload), pa = attr(g, p.payload);
+                        if (sa.axis != pa.axis || sa.step != 1) continue;
+                        const Dim n = g.data(m[a]).shape[static_cast<size_t>(sa.axis)];
+                        if (sa.a.same_as(pa.a) && sa.b.same_as(pa.a + n)) g.merge(m.root(), m[a]);
+                      }
+                  },
+                  Exact, "slice(pad(x, lo, hi), lo, lo + n, 1) = x (n = x's dim)"),
+              // permute_p(expand_s x) = expand_{s permuted}(permute_p x).
+              math_rule(
+                  "permute-expand-swap", permute_(expand_(a)),
+                  [](ir::EGraph& g, const Match& m) {
+                    for (const ir::AttrNode& pn : attr_nodes(g, m.root(), Op::Permute))
+                      for (const ir::AttrNode& en : attr_nodes(g, g.find(pn.kid), Op::Expand)) {
+                        if (g.find(en.kid) != g.find(m[a])) continue;
+                        const std::vector<int> p = attr(g, pn.payload).perm;
+                        const std::vector<Dim> s = attr(g, en.payload).shape;
+                        if (p.size() != s.size()) continue;
+                        std::vector<Dim> ps;
+                        for (int i : p) ps.push_back(s[static_cast<size_t>(i)]);
+                        g.merge(m.root(), ir::add_expand(g, ir::add_permute(g, m[a], p), ps));
+                      }
+                  },
+                  Exact, "permute_p(expand_s x) = expand_{p(s)}(permute_p x)"),
+              math_rule(
+                  "sum-through-permute", sum_(permute_(a)),
+                  [](ir::EGraph& g, const Match& m) { reduce_through_permute(g, m, Op::SumReduce); }, Exact,
+                  "sum_k(permute_p x) = permute_p'(sum_{p[k]} x)"),
+              math_rule(
+                  "max-through-permute", maxr_(permute_(a)),
+                  [](ir::EGraph& g, const Match& m) { reduce_through_permute(g, m, Op::MaxReduce); }, Exact,
+                  "max_k(permute_p x) = permute_p'(max_{p[k]} x)"),
+
+              // ------------------------------ views through elementwise ops
+              unary_through_rule("exp2-through-view", Op::Exp2, op1(Op::Exp2, a)),
+              unary_through_rule("log2-through-view", Op::Log2, op1(Op::Log2, a)),
+              unary_through_rule("sin-through-view", Op::Sin, op1(Op::Sin, a)),
+              unary_through_rule("sqrt-through-view", Op::Sqrt, op1(Op::Sqrt, a)),
+              unary_through_rule("recip-through-view", Op::Recip, op1(Op::Recip, a)),
+              unary_through_rule("neg-through-view", Op::Neg, op1(Op::Neg, a)),
+              unary_through_rule("cast-through-view", Op::Cast, op1(Op::Cast, a)),
+              binary_through_rule("add-through-view", Op::Add, op2(Op::Add, a, b)),
+              binary_through_rule("mul-through-view", Op::Mul, op2(Op::Mul, a, b)),
+              binary_through_rule("mod-through-view", Op::Mod, op2(Op::Mod, a, b)),
+              binary_through_rule("max-through-view", Op::Max, op2(Op::Max, a, b)),
+              binary_through_rule("less-than-through-view", Op::LessThan, op2(Op::LessThan, a, b)),
+              binary_through_rule("equal-through-view", Op::Equal, op2(Op::Equal, a, b)),
+          }};
+}
+
 }  // namespace luminal::rules

@@ -1,31 +1,28 @@
-// The rule registry: every rewrite rule of the compiler, named and registered ONCE with
-// its rule set. The compiler picks rules by set; the rule checker enumerates all of them.
+// The rule registry: every rewrite rule of the compiler, as values. Each rules file
+// exports its rule set (a function returning a RuleSet: rows built with math_rule /
+// pass_rule), and registry.cpp lists the sets explicitly -- no static initialisers, so
+// the library links statically as well as shared and rule order is the order written.
 //
-// Rule sets (DESIGN.md "Rules"):
-//   "algebra", "movement", "contraction"  math = math rules (rules helper), phase 1
+// Rule sets (docs/rules.md):
+//   "algebra", "movement", "contraction"  math rules, phase 1
 //   "lower_reference", "lower_cpu"        a kernel node beside each math node, phase 2
 //   "fusion"                              kernel nodes absorbing producers, phase 2
 //
 // CONTRACT for rule authors and for the rule checker:
-//  * A rule is EITHER an engine rule (`rule`: a pattern => pattern, or a pattern with a
-//    custom applier / condition, see include/luminal/egraph/rule.hpp and the language
-//    contract in ir/tensor_lang.hpp), OR a whole-e-graph pass (`pass`: used by lowering
-//    and fusion, which add kernel nodes beside existing nodes and never merge classes).
+//  * A rule is EITHER an engine rule (a pattern => pattern, or a pattern with a custom
+//    applier / condition, see include/luminal/egraph/rule.hpp and the language contract
+//    in ir/tensor_lang.hpp; rows from `math_rule` in rules/algebra_dsl.hpp), OR a
+//    whole-e-graph pass (`pass_rule`: used by lowering and fusion, which add kernel
+//    nodes beside existing nodes and never merge classes).
 //  * Every rule states an identity: after it runs, every node of a class computes the
 //    class's value. The checker verifies exactly that: it loads an example graph
 //    (`example`, or its own generator) with ir::load_graph, applies the rule once
 //    (apply_once below), then evaluates every node of every class with
 //    ir::node_to_graph + the reference interpreter (kernel nodes through their bodies)
 //    and compares within dtype tolerance.
-//  * `fast_math`: the identity changes NaN/inf results (x*0 = 0, x-x = 0); such rules run
+//  * `FastMath`: the identity changes NaN/inf results (x*0 = 0, x-x = 0); such rules run
 //    only with CompileOptions::fast_math, and the checker compares on finite inputs only.
-//  * Register at namespace scope in your .cpp:
-//      LUMINAL_REGISTER_RULE({.name = "mul-one", .set = "algebra", .fast_math = false,
-//                             .doc = "x*1 = x", .rule = make_rule(...), .pass = {}, .example = {}});
-//    (name every field: GCC warns about omitted ones under -Wextra)
-//    Registration runs at load time of the shared library. (With LUMINAL_BUILD_STATIC the
-//    linker may drop a rules object file nothing references: keep rule files in the
-//    default shared build, or reference them.)
+//    `Exact` rules hold on every input.
 #pragma once
 
 #include <chrono>
@@ -58,11 +55,16 @@ struct PassContext {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
+/// Whether a rule holds on every input, or only on finite ones (fast-math).
+enum class Exactness : uint8_t { Exact, FastMath };
+inline constexpr Exactness Exact = Exactness::Exact;
+inline constexpr Exactness FastMath = Exactness::FastMath;
+
 struct RuleInfo {
-  std::string name;  ///< unique, kebab-case: "mul-one", "fuse-elementwise-producer"
-  std::string set;   ///< "algebra", "movement", "contraction", "lower_reference", ...
-  bool fast_math = false;
-  std::string doc;  ///< one line: the identity, e.g. "x*1 = x"
+  std::string name;        ///< unique, kebab-case: "mul-one", "fuse-elementwise-producer"
+  std::string set;         ///< "algebra", "movement", ... (filled in from the RuleSet)
+  bool fast_math = false;  ///< Exactness::FastMath
+  std::string doc;         ///< one line: the identity, e.g. "x*1 = x"
   /// An engine rule (converted from egraph::rule(...) specs: `make_rule(spec)`).
   std::shared_ptr<const TensorRule> rule;
   /// Or a pass over the whole (rebuilt) e-graph; returns the number of nodes it added.
@@ -78,19 +80,52 @@ std::shared_ptr<const TensorRule> make_rule(const Spec& spec) {
   return std::make_shared<const TensorRule>(static_cast<TensorRule>(spec));
 }
 
+/// A pass-style rule: `pass(egraph, ctx)` returns the number of nodes it added.
+using PassFn = std::function<std::size_t(EGraph&, const PassContext&)>;
+
+/// One row of a pass rule set: {name, pass, Exact|FastMath, doc}.
+inline RuleInfo pass_rule(std::string name, PassFn pass, Exactness ex, std::string doc) {
+  RuleInfo r;
+  r.name = std::move(name);
+  r.fast_math = ex == FastMath;
+  r.doc = std::move(doc);
+  r.pass = std::move(pass);
+  return r;
+}
+
+/// A named list of rules: what each rules file exports.
+struct RuleSet {
+  std::string name;
+  std::vector<RuleInfo> rules;
+};
+
+// The rule sets, one per rules file (registry.cpp lists them).
+RuleSet algebra_rules();          // rules/algebra.cpp
+RuleSet movement_rules();         // rules/movement.cpp
+RuleSet contraction_rules();      // rules/contraction.cpp
+RuleSet lower_reference_rules();  // rules/lower.cpp
+RuleSet lower_cpu_rules();        // rules/lower.cpp
+RuleSet fusion_rules();           // rules/fusion.cpp
+
 class Registry {
  public:
-  /// The process-wide registry every LUMINAL_REGISTER_RULE adds to.
-  static Registry& global();
-  /// Adds a rule; throws InternalError on a duplicate name or a rule with neither `rule`
-  /// nor `pass` (or both).
-  void add(RuleInfo info);
+  /// Every rule set of the compiler, in the order registry.cpp lists them.
+  static const Registry& global();
+  /// Adds a set's rules; throws InternalError on a duplicate name or a rule with neither
+  /// `rule` nor `pass` (or both).
+  void add(RuleSet set);
   const std::vector<RuleInfo>& all() const { return rules_; }
-  /// Rules of one set, in registration order; fast-math ones only when `fast_math`.
-  std::vector<const RuleInfo*> set(std::string_view name, bool fast_math = true) const;
+  /// Rules of one set, in the order written; fast-math ones only when `fast_math`; rules
+  /// named in `skip` (by rule or by set name) left out.
+  std::vector<const RuleInfo*> set(std::string_view name, bool fast_math = true,
+                                   const std::vector<std::string>& skip = {}) const;
   /// The engine rules of several sets (passes skipped), ready for egraph::Runner.
-  std::vector<TensorRule> engine_rules(const std::vector<std::string>& sets, bool fast_math) const;
+  std::vector<TensorRule> engine_rules(const std::vector<std::string>& sets, bool fast_math,
+                                       const std::vector<std::string>& skip = {}) const;
   const RuleInfo* find(std::string_view name) const;
+  /// Throws CompileError naming the first entry of `skip` (CompileOptions::skip_rules)
+  /// that is neither a rule nor a set, or names the required "lower_reference" lowering.
+  void check_skippable(const std::vector<std::string>& skip) const;
 
  private:
   std::vector<RuleInfo> rules_;
@@ -99,16 +134,5 @@ class Registry {
 /// Runs one rule once on a rebuilt e-graph (one search + apply for an engine rule, one
 /// call for a pass), then rebuilds. Returns the number of effective applications.
 std::size_t apply_once(const RuleInfo& rule, EGraph& g, const PassContext& ctx = {});
-
-struct Registrar {
-  explicit Registrar(RuleInfo info) { Registry::global().add(std::move(info)); }
-};
-
-#define LUMINAL_RULES_CAT2(a, b) a##b
-#define LUMINAL_RULES_CAT(a, b) LUMINAL_RULES_CAT2(a, b)
-/// Registers a rule at load time: LUMINAL_REGISTER_RULE({.name = ..., .set = ..., ...});
-#define LUMINAL_REGISTER_RULE(...)                            \
-  static const ::luminal::rules::Registrar LUMINAL_RULES_CAT( \
-      luminal_rule_registrar_, __COUNTER__)(::luminal::rules::RuleInfo __VA_ARGS__)
 
 }  // namespace luminal::rules

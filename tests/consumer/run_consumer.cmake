@@ -1,7 +1,11 @@
 # cmake -P script: builds and runs tests/consumer/project against Luminal.
 #   MODE=find_package      install the build tree into a temporary prefix, then
 #                          find_package(Luminal CONFIG REQUIRED) from it
-#   MODE=add_subdirectory  add_subdirectory(<Luminal source>) inside the consumer
+#   MODE=add_subdirectory  add_subdirectory(<Luminal source>) inside the consumer, built
+#                          as a STATIC library (BUILD_SHARED_LIBS=OFF); that static build is
+#                          then installed and a second consumer finds it with find_package
+# So both library kinds are built, installed, found and run, at the cost of one library
+# build (the add_subdirectory one, which compiles Luminal anyway).
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
@@ -14,19 +18,31 @@ function(run)
   endif()
 endfunction()
 
-set(prefix ${WORK_DIR}/prefix)
-set(extra "")
-if(MODE STREQUAL "find_package")
-  run(${CMAKE_COMMAND} --install ${LUMINAL_BINARY_DIR} --prefix ${prefix})
+# Installs the Luminal build in `build_dir` into `prefix` and checks what was installed.
+function(install_luminal build_dir prefix)
+  run(${CMAKE_COMMAND} --install ${build_dir} --prefix ${prefix})
   # The installed tree must hold the public headers, the library and its CMake package only.
   file(GLOB_RECURSE installed RELATIVE ${prefix} ${prefix}/*)
   foreach(f IN LISTS installed)
     if(NOT f MATCHES "^include/luminal/" AND NOT f MATCHES "^lib[^/]*/libluminal\\.(so|a)" AND
        NOT f MATCHES "^lib[^/]*/cmake/Luminal/")
-      message(FATAL_ERROR "consumer (find_package): unexpected file installed: ${f}")
+      message(FATAL_ERROR "consumer (${MODE}): unexpected file installed: ${f}")
     endif()
   endforeach()
-  set(extra -DCMAKE_PREFIX_PATH=${prefix})
+endfunction()
+
+# Configures, builds and runs the consumer project in `dir` (the remaining arguments are
+# cache settings).
+function(build_and_run dir)
+  run(${CMAKE_COMMAND} -S ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/project -B ${dir} -G ${GENERATOR}
+      -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release ${ARGN})
+  run(${CMAKE_COMMAND} --build ${dir})
+  run(${dir}/consumer)
+endfunction()
+
+set(prefix ${WORK_DIR}/prefix)
+if(MODE STREQUAL "find_package")
+  install_luminal(${LUMINAL_BINARY_DIR} ${prefix})
   # Asking for a backend this build lacks must fail at configure time with a clear message.
   foreach(comp IN ITEMS CUDA HIP)
     file(READ ${prefix}/lib/cmake/Luminal/LuminalConfig.cmake config)
@@ -46,11 +62,14 @@ if(MODE STREQUAL "find_package")
       message(FATAL_ERROR "find_package(Luminal COMPONENTS ${comp}) failed without the expected message:\n${err}")
     endif()
   endforeach()
+  build_and_run(${WORK_DIR}/build -DCONSUMER_MODE=find_package -DCMAKE_PREFIX_PATH=${prefix})
 else()
-  set(extra -DLUMINAL_SOURCE_DIR=${LUMINAL_SOURCE_DIR})
+  build_and_run(${WORK_DIR}/build -DCONSUMER_MODE=add_subdirectory -DLUMINAL_SOURCE_DIR=${LUMINAL_SOURCE_DIR}
+                -DBUILD_SHARED_LIBS=OFF)
+  if(NOT EXISTS ${WORK_DIR}/build/luminal/libluminal.a)
+    message(FATAL_ERROR "consumer (add_subdirectory): BUILD_SHARED_LIBS=OFF did not build libluminal.a")
+  endif()
+  # The static library, installed and found like the shared one.
+  install_luminal(${WORK_DIR}/build ${prefix})
+  build_and_run(${WORK_DIR}/static_build -DCONSUMER_MODE=find_package -DCMAKE_PREFIX_PATH=${prefix})
 endif()
-
-run(${CMAKE_COMMAND} -S ${CMAKE_CURRENT_LIST_DIR}/project -B ${WORK_DIR}/build -G ${GENERATOR}
-    -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release -DCONSUMER_MODE=${MODE} ${extra})
-run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-run(${WORK_DIR}/build/consumer)
