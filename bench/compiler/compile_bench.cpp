@@ -1,9 +1,11 @@
 // Compile time of the compiler pipeline on the reference target (no codegen):
-//   BM_CompileDecoderBlock   one Llama-style layer, d_model 4096, 32 heads, 8 KV heads,
-//                            FFN 14336 (goal < 1 s)
+//   BM_CompileDecoderBlock/S one Llama-style layer, d_model 4096, 32 heads, 8 KV heads,
+//                            FFN 14336, over S = 1, 16, 128 tokens (goal < 1 s, at most 8
+//                            kernels, one of them the whole attention)
 //   BM_CompileModel32        32 such layers (goal < 5 s; identical layers share a search)
 //   BM_CompileMLP            linear -> gelu -> linear
-// Counters: primitive_ops, kernels, searches, blocks.
+// Counters: primitive_ops, kernels, attention (kernels of the Attention kind), searches,
+// blocks.
 #include <benchmark/benchmark.h>
 
 #include "compiler/translation_models.hpp"
@@ -17,6 +19,9 @@ test::BlockConfig big() { return test::BlockConfig::llama_4096(); }
 void report(benchmark::State& st, const compiler::CompiledProgram& p) {
   st.counters["primitive_ops"] = static_cast<double>(p.report.primitive_ops);
   st.counters["kernels"] = static_cast<double>(p.report.kernels);
+  int attention = 0;
+  for (const auto& step : p.plan->steps) attention += step.spec->kind == ir::KernelKind::Attention ? 1 : 0;
+  st.counters["attention"] = attention;
   st.counters["searches"] = static_cast<double>(p.searches);
   st.counters["blocks"] = static_cast<double>(p.blocks);
   st.counters["egraph_nodes"] = static_cast<double>(p.report.egraph_nodes);
@@ -24,12 +29,14 @@ void report(benchmark::State& st, const compiler::CompiledProgram& p) {
 
 void BM_CompileDecoderBlock(benchmark::State& st) {
   Graph g;
-  test::build_model(g, big(), 1);
+  test::BlockConfig c = big();
+  c.seq = st.range(0);
+  test::build_model(g, c, 1);
   compiler::CompiledProgram p;
   for (auto _ : st) p = compiler::compile_graph(*g.impl(), Target::reference(), {});
   report(st, p);
 }
-BENCHMARK(BM_CompileDecoderBlock)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_CompileDecoderBlock)->Arg(1)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 void BM_CompileModel32(benchmark::State& st) {
   Graph g;

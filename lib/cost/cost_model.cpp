@@ -12,6 +12,7 @@ double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   double flops = w.flops + w.transcendentals * t.transcendental_flops;
   double engine = w.engine == KernelWork::Engine::GeneratedGemm ? t.gemm_efficiency
                   : w.engine == KernelWork::Engine::LibraryGemm ? t.library_gemm_efficiency
+                  : w.engine == KernelWork::Engine::Attention   ? t.attention_efficiency
                                                                  : t.loop_efficiency;
   double tile = 1;
   if (w.tile_area > 0) {

@@ -15,7 +15,7 @@ struct KernelWork {
   double bytes_written = 0;
   double parallelism = 1e9;  // independent output elements (limits core/SM usage)
   /// Which code runs it; the target states each engine's fraction of peak.
-  enum class Engine { Loops, GeneratedGemm, LibraryGemm } engine = Engine::Loops;
+  enum class Engine { Loops, GeneratedGemm, LibraryGemm, Attention } engine = Engine::Loops;
   /// Fraction of the engine's efficiency this kernel keeps: for a generated GEMM, the
   /// share of each tile that holds real output; 1 otherwise.
   double engine_fraction = 1.0;

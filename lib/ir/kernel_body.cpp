@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ir/attention_match.hpp"
 #include "ir/build.hpp"
 #include "luminal/error.hpp"
 
@@ -51,6 +52,38 @@ bool is_gemm_reduce(const detail::GraphImpl& b, const detail::Node& n) {
 }
 
 }  // namespace
+
+bool causal_mask(const detail::GraphImpl& b, uint32_t score) {
+  // where(cond, s, -inf) in the score's epilogue with cond computed from indices only.
+  std::vector<uint32_t> todo{score};
+  std::vector<uint8_t> seen(b.nodes.size(), 0);
+  while (!todo.empty()) {
+    const uint32_t x = todo.back();
+    todo.pop_back();
+    if (seen[x]) continue;
+    seen[x] = 1;
+    const detail::Node& n = b.nodes[x];
+    if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce) continue;
+    if (n.op == PrimOp::Where) {
+      uint32_t f = n.inputs[2];
+      while (is_view(to_op(b.nodes[f].op))) f = b.nodes[f].inputs[0];
+      if (b.nodes[f].op == PrimOp::Constant && std::isinf(b.nodes[f].value) && b.nodes[f].value < 0) {
+        // the condition reads no slot
+        std::vector<uint32_t> c{n.inputs[0]};
+        bool index_only = true;
+        while (!c.empty() && index_only) {
+          const uint32_t y = c.back();
+          c.pop_back();
+          index_only = !is_slot(b.nodes[y]) && !is_reduce(to_op(b.nodes[y].op));
+          for (uint32_t k : b.nodes[y].inputs) c.push_back(k);
+        }
+        if (index_only) return true;
+      }
+    }
+    for (uint32_t k : n.inputs) todo.push_back(k);
+  }
+  return false;
+}
 
 bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id) {
   const detail::Node& n = body.nodes[id];
@@ -197,8 +230,29 @@ std::optional<KernelKind> classify(const detail::GraphImpl& b) {
   }
   bool any_gemm = false;
   for (uint32_t r : reduces) any_gemm = any_gemm || is_gemm_reduce(b, nodes[r]);
+  if (reduces.size() == 4 && match_attention(b)) return KernelKind::Attention;
   if (any_gemm) {
-    if (reduces.size() != 1 || bad_gemm[reduces[0]]) return std::nullopt;
+    // The contraction: the one reduction the root reaches along epilogue-safe edges.
+    // Every other reduction must lie inside its operands (a prologue: RMSNorm's row
+    // statistic, computed once per operand row before the tiles) and not be a second
+    // contraction; nothing but the contraction may be reached from the root directly.
+    int top = -1;
+    for (uint32_t r : reduces)
+      if (!bad_gemm[r] && is_gemm_reduce(b, nodes[r])) {
+        if (top >= 0) return std::nullopt;
+        top = static_cast<int>(r);
+      }
+    if (top < 0) return std::nullopt;
+    // Nodes reached from the root without passing through the contraction.
+    std::vector<uint8_t> outside(nodes.size(), 0);
+    outside[root] = 1;
+    for (size_t i = root + 1; i-- > 0;)
+      if (outside[i] && static_cast<int>(i) != top)
+        for (uint32_t x : nodes[i].inputs) outside[x] = 1;
+    for (uint32_t r : reduces) {
+      if (static_cast<int>(r) == top) continue;
+      if (outside[r] || is_gemm_reduce(b, nodes[r])) return std::nullopt;
+    }
     return KernelKind::Gemm;
   }
   const detail::Node& first = nodes[reduces[0]];
@@ -261,7 +315,14 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   // tile loops, not per multiply: below the broadcast that feeds the product, a prologue
   // runs over the operand's own elements, and its result makes one extra round trip.
   std::vector<uint8_t> operand_bcast(nodes.size(), 0);
-  const bool gemm = spec.kind == KernelKind::Gemm || spec.kind == KernelKind::LibraryGemm;
+  const bool attention = spec.kind == KernelKind::Attention;
+  const bool gemm = spec.kind == KernelKind::Gemm || spec.kind == KernelKind::LibraryGemm || attention;
+  // Attention: P (the softmax weights) is computed once per score inside the kernel and
+  // never stored, so its operand makes no round trip; with a causal mask only the keys
+  // a query may see are visited (kernel_ir.hpp, Attention::key_end).
+  std::optional<AttentionMatch> att = attention ? match_attention(*spec.body) : std::nullopt;
+  uint32_t p_operand = UINT32_MAX;
+  if (att) p_operand = nodes[nodes[att->out_reduce].inputs[0]].inputs[static_cast<size_t>(att->p_side)];
   if (gemm)
     for (const detail::Node& n : nodes)
       if (is_gemm_reduce(*spec.body, n))
@@ -270,7 +331,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
           const uint32_t src = nodes[e].inputs[0];
           uint32_t below = src;
           while (is_view(to_op(nodes[below].op))) below = nodes[below].inputs[0];
-          if (!is_leaf(to_op(nodes[below].op)))
+          if (!is_leaf(to_op(nodes[below].op)) && e != p_operand)
             w.bytes_read += 2 * numel[src] * static_cast<double>(dtype_size(nodes[src].dtype));
         }
   // Nodes inside a GEMM operand; there a hoisted broadcast's input is computed once too.
@@ -321,6 +382,17 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   }
   w.bytes_written = numel[root] * static_cast<double>(dtype_size(nodes[root].dtype));
   w.parallelism = std::max(1.0, numel[root]);
+  if (att && causal_mask(*spec.body, att->score)) {
+    // Bottom-right aligned causal: query i of Sq sees Sk - Sq + i + 1 keys.
+    const auto& ss = nodes[att->score].shape;
+    const double sq = ss.size() >= 2 ? numel_of({ss[ss.size() - 2]}, dims) : 1;
+    const double sk = numel_of({ss[static_cast<size_t>(att->key_axis)]}, dims);
+    if (sk >= sq && sk > 0) {
+      const double seen = ((sk - sq) + (sq + 1) / 2) / sk;
+      w.flops *= seen;
+      w.transcendentals *= seen;
+    }
+  }
   switch (spec.kind) {
     case KernelKind::Elementwise:
     case KernelKind::Reduction:
@@ -329,6 +401,9 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
       break;
     case KernelKind::LibraryGemm:
       w.engine = detail::KernelWork::Engine::LibraryGemm;
+      break;
+    case KernelKind::Attention:
+      w.engine = detail::KernelWork::Engine::Attention;
       break;
     case KernelKind::Gemm: {
       w.engine = detail::KernelWork::Engine::GeneratedGemm;

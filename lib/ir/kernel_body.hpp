@@ -47,8 +47,11 @@ class BodyBuilder {
 /// The kind of kernel that can run `body` (root = its output), or nullopt:
 ///  * Gather: a gather of two slots, nothing else;
 ///  * Elementwise: no reduction;
-///  * Gemm: exactly one reduction, a sum over mul(expand, expand), reached from the root
-///    only through elementwise ops and reshapes (an epilogue at the output index);
+///  * Attention: matmul, softmax over the keys, matmul (ir/attention_match.hpp);
+///  * Gemm: one contraction, a sum over mul(expand, expand), reached from the root only
+///    through elementwise ops and reshapes (an epilogue at the output index); other
+///    reductions only inside its operands, none of them a contraction (a prologue such
+///    as RMSNorm's row statistic, computed once per operand row);
 ///  * Reduction: reductions that all share one input shape and axis (a row kernel:
 ///    softmax, norms), reached from the root through elementwise ops, reshapes, expands.
 std::optional<KernelKind> classify(const detail::GraphImpl& body);
@@ -75,6 +78,10 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
 /// preparing the operand, and the cost model charges it that way: one predicate, so
 /// the two cannot disagree.
 bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id);
+
+/// True when the score `score` of an attention body is masked by where(cond, s, -inf)
+/// with a condition computed from indices only (a causal mask).
+bool causal_mask(const detail::GraphImpl& body, uint32_t score);
 
 /// True when the body has no arithmetic (views, constants, casts only): absorbing it
 /// never duplicates work.

@@ -118,6 +118,8 @@ const char* kind_name(KernelKind k) {
       return "library_gemm";
     case KernelKind::Gather:
       return "gather";
+    case KernelKind::Attention:
+      return "attention";
   }
   return "?";
 }

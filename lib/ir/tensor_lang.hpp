@@ -89,9 +89,12 @@ inline constexpr bool is_elementwise(Op o) {
 enum class KernelKind : uint8_t {
   Elementwise,  ///< no reduction in the body (views, elementwise ops, constants)
   Reduction,    ///< reductions over one row (softmax/norm row kernels) with prologue/epilogue
-  Gemm,         ///< sum(mul(expand a, expand b)) with prologue/epilogue; generated tiles
+  Gemm,         ///< sum(mul(expand a, expand b)) with prologue (row reductions allowed)/epilogue
   LibraryGemm,  ///< the same body, executed by a BLAS library call (CPU target)
   Gather,       ///< gather(table, ids)
+  /// matmul, masked softmax over the keys, matmul: one streaming kernel (online
+  /// softmax, ir/attention_match.hpp); S and P are never materialized
+  Attention,
 };
 const char* kind_name(KernelKind k);
 

@@ -313,6 +313,50 @@ struct Evaluator {
       }
   }
 
+  // The definition in kernel_ir.hpp, two passes over every key (no streaming, no
+  // skipping): the oracle the renderers' online-softmax loops are tested against.
+  void attention() {
+    const Attention& a = *k->attention;
+    const int64_t m = ix(a.m), n = ix(a.n), dk = ix(a.dk), dv = ix(a.dv);
+    const int64_t oq = ix(a.q.offset), ok = ix(a.k.offset), ov = ix(a.v.offset), oo = ix(a.out.offset);
+    const int64_t rq = ix(a.q.row_stride), cq = ix(a.q.col_stride), rk = ix(a.k.row_stride),
+                  ck = ix(a.k.col_stride), rv = ix(a.v.row_stride), cv = ix(a.v.col_stride),
+                  ro = ix(a.out.row_stride);
+    const float c = static_cast<float>(a.exp2_scale);
+    std::vector<float> s(static_cast<size_t>(std::max<int64_t>(n, 0)));
+    for (int64_t i = 0; i < m; ++i) {
+      vars[static_cast<size_t>(a.row_var)] = i;
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (int64_t p = 0; p < dk; ++p) dot += read(a.q.buffer, oq + i * rq + p * cq) * read(a.k.buffer, ok + j * rk + p * ck);
+        acc = static_cast<float>(dot);
+        vars[static_cast<size_t>(a.key_var)] = j;
+        const float sj = static_cast<float>(a.score.valid() ? eval(a.score) : acc);
+        if (a.key_end && j >= ix(*a.key_end) && !(std::isinf(sj) && sj < 0))
+          throw InternalError("[kernel eval] kernel '" + k->name + "': key " + std::to_string(j) +
+                              " of row " + std::to_string(i) + " is at or past key_end " +
+                              std::to_string(ix(*a.key_end)) + " but scores " + std::to_string(sj));
+        s[static_cast<size_t>(j)] = sj;
+        mx = (sj > mx || sj != sj) ? sj : mx;
+      }
+      float l = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        s[static_cast<size_t>(j)] = std::exp2((s[static_cast<size_t>(j)] - mx) * c);
+        l += s[static_cast<size_t>(j)];
+      }
+      const float r = 1.0f / l;
+      for (int64_t d = 0; d < dv; ++d) {
+        float o = 0;
+        for (int64_t j = 0; j < n; ++j)
+          o += s[static_cast<size_t>(j)] * static_cast<float>(read(a.v.buffer, ov + j * rv + d * cv));
+        acc = o * r;
+        vars[static_cast<size_t>(a.col_var)] = d;
+        write(a.out.buffer, oo + i * ro + d, a.epilogue.valid() ? eval(a.epilogue) : acc);
+      }
+    }
+  }
+
   void gather() {
     const Gather& g = *k->gather;
     const int64_t n = ix(g.count), rows = ix(g.rows), row = ix(g.row);
@@ -339,6 +383,9 @@ struct Evaluator {
             break;
           case KernelKind::Gather:
             gather();
+            break;
+          case KernelKind::Attention:
+            attention();
             break;
         }
       });

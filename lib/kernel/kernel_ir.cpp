@@ -494,6 +494,48 @@ void validate(const Program& p) {
           c.fail("GEMM tile: mc must be a multiple of mr and nc of nr");
         break;
       }
+      case KernelKind::Attention: {
+        if (!k.attention) c.fail("attention kernel without an Attention");
+        const Attention& a = *k.attention;
+        for (const auto* v : {&a.q, &a.k, &a.v, &a.out}) {
+          c.buffer(v->buffer);
+          if (p.buffers[static_cast<size_t>(v->buffer)].dtype != DType::f32)
+            c.fail("attention operands must be f32");
+          c.index(v->offset);
+          c.index(v->row_stride);
+          c.index(v->col_stride);
+        }
+        if (a.out.col_stride.as_constant() != 1) c.fail("attention output must have column stride 1");
+        for (const Index* x : {&a.m, &a.n, &a.dk, &a.dv}) {
+          c.index(*x);
+          if (Checker::uses_var(*x)) c.fail("attention sizes must not use loop variables");
+        }
+        if (!(a.exp2_scale > 0)) c.fail("attention exp2_scale must be positive");
+        std::set<int> own{a.row_var, a.key_var, a.col_var};
+        if (own.size() != 3) c.fail("attention row, key and column variables must differ");
+        for (int v : own)
+          if (c.scope.count(v)) c.fail("attention variable v" + std::to_string(v) + " shadows a loop");
+        if (a.score.valid()) {
+          Checker sc = c;
+          sc.scope.insert(a.row_var);
+          sc.scope.insert(a.key_var);
+          sc.expr(a.score, true);
+          if (a.score.dtype() != DType::f32) c.fail("attention score must be f32");
+        }
+        if (a.key_end) {
+          Checker ke = c;
+          ke.scope.insert(a.row_var);
+          ke.index(*a.key_end);
+        }
+        if (a.epilogue.valid()) {
+          Checker epi = c;
+          epi.scope.insert(a.row_var);
+          epi.scope.insert(a.col_var);
+          epi.expr(a.epilogue, true);
+          if (a.epilogue.dtype() != DType::f32) c.fail("attention epilogue must be f32");
+        }
+        break;
+      }
       case KernelKind::Gather: {
         if (!k.gather) c.fail("gather kernel without a Gather");
         if (!k.loops.empty()) c.fail("a gather kernel has no loops");
@@ -508,7 +550,7 @@ void validate(const Program& p) {
         break;
       }
     }
-    if (k.kind != KernelKind::Gemm && k.kind != KernelKind::Gather) {
+    if (k.kind != KernelKind::Gemm && k.kind != KernelKind::Gather && k.kind != KernelKind::Attention) {
       const auto& b = p.buffers[static_cast<size_t>(k.store.buffer)];
       if (b.dtype != k.store.value.dtype())
         c.fail("stores " + std::string(dtype_name(k.store.value.dtype())) + " into " +
@@ -526,7 +568,7 @@ std::string to_string(const Program& p) {
       << roles[static_cast<int>(b.role)] << "\n";
   }
   for (const auto& k : p.kernels) {
-    static const char* kinds[] = {"elementwise", "reduction", "gemm", "gather"};
+    static const char* kinds[] = {"elementwise", "reduction", "gemm", "gather", "attention"};
     s << "kernel " << k.name << " (" << kinds[static_cast<int>(k.kind)] << ")\n";
     std::string ind = "  ";
     auto loop = [&](const Loop& l) {
@@ -539,6 +581,17 @@ std::string to_string(const Program& p) {
       const Gather& g = *k.gather;
       s << ind << "b" << g.out << "[" << g.count.to_string() << " x " << g.row.to_string() << "] = rows of b"
         << g.table << "[" << g.rows.to_string() << " x " << g.row.to_string() << "] at ids b" << g.ids << "\n";
+      continue;
+    }
+    if (k.kind == KernelKind::Attention) {
+      const Attention& a = *k.attention;
+      s << ind << "b" << a.out.buffer << "[" << a.m.to_string() << " x " << a.dv.to_string()
+        << "] = attention(q b" << a.q.buffer << ", k b" << a.k.buffer << ", v b" << a.v.buffer
+        << ", keys=" << a.n.to_string() << ", depth=" << a.dk.to_string() << ") rows v" << a.row_var
+        << " keys v" << a.key_var << " cols v" << a.col_var << "\n"
+        << ind << "  score " << (a.score.valid() ? a.score.to_string() : "acc") << ", exp2 scale "
+        << a.exp2_scale << (a.key_end ? ", keys below " + a.key_end->to_string() : std::string())
+        << "\n" << ind << "  epilogue " << (a.epilogue.valid() ? a.epilogue.to_string() : "acc") << "\n";
       continue;
     }
     if (k.kind == KernelKind::Gemm) {

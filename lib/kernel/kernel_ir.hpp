@@ -9,6 +9,8 @@
 //                             store(buffer, index, epilogue(acc))      at every outer point
 //                Gemm:        C[i,j] = epilogue(sum_p A[i,p] * B[p,j]) inside the loops
 //                             (the loops are batch loops; A/B/C are strided views)
+//                Attention:   out = epilogue(softmax_j(score(Q K^T)) V), streamed over the
+//                             keys (online softmax); see struct Attention
 //   Index    = int64 expression over loop variables and symbols: + - * floordiv mod min
 //              max, comparisons, && and select (pad validity). Views fold into these.
 //   Expr     = scalar expression: const, load (with an optional validity predicate and
@@ -182,7 +184,7 @@ struct Loop {
   bool vectorize = false;  // the loop a renderer maps to SIMD lanes / threads in a warp
 };
 
-enum class KernelKind : uint8_t { Elementwise, Reduction, Gemm, Gather };
+enum class KernelKind : uint8_t { Elementwise, Reduction, Gemm, Gather, Attention };
 enum class ReduceOp : uint8_t { Sum, Max };
 
 struct Reduction {
@@ -237,6 +239,43 @@ struct Gather {
   std::string op_name = "gather";      // for the error message ("embedding")
 };
 
+/// Attention as one streaming kernel (flash attention; the compiler core finds it in the
+/// e-graph, ir/attention_match.hpp). For every point of the kernel's loops (batch loops,
+/// which the views' offsets may use) and every query row i < m:
+///
+///   s_j  = score(acc = sum_p Q[i, p] * K[j, p])          for every key j < n
+///   M    = max_j s_j  (NaN propagates);   e_j = exp2((s_j - M) * exp2_scale)
+///   out[i, d] = epilogue(acc = (sum_j e_j * V[j, d]) * (1 / sum_j e_j))     d < dv
+///
+/// `score` and `epilogue` see the loop variables row_var (i) and key_var (j) resp.
+/// col_var (d) and the batch variables. This is the softmax(Q K^T) V of the body up to
+/// rounding: a renderer streams over blocks of keys with a running max m and rescales
+/// its partial sums by exp2((m_old - m_new) * exp2_scale) (the online-softmax identity),
+/// never storing s or e. A fully masked row (every s_j = -inf) gives NaN, as the body
+/// does (0 * inf).
+///
+/// key_end (optional, an Index over row_var and the batch variables) states that every
+/// key j >= key_end has score -inf (a causal mask): such keys contribute e_j = 0, so a
+/// renderer may skip them -- except that 0 * V[j, d] is NaN when V[j, d] is inf or NaN,
+/// so out[i, d] must still become NaN when a skipped key's V[j, d] is not finite. The
+/// evaluator visits every key and throws InternalError if a key at or past key_end does
+/// not score -inf, so a wrong key_end cannot pass its tests.
+///
+/// Expressible on a GPU as one thread block per (batch point, block of query rows),
+/// K/V tiles staged through shared memory.
+struct Attention {
+  Index m, n, dk, dv;  // query rows, keys, q.k depth, value width
+  MatrixView q;        // m x dk
+  MatrixView k;        // n x dk (row: key j, column: p)
+  MatrixView v;        // n x dv
+  MatrixView out;      // m x dv, col_stride must be 1
+  int row_var = 0, key_var = 1, col_var = 2;
+  Expr score;          // over acc() (f32); invalid Expr means acc() itself
+  double exp2_scale = 1.4426950408889634;  // log2(e) for softmax; > 0
+  std::optional<Index> key_end;
+  Expr epilogue;       // over acc() (f32); invalid Expr means acc() itself
+};
+
 struct Kernel {
   std::string name;  // a C identifier, unique in the program
   KernelKind kind = KernelKind::Elementwise;
@@ -245,6 +284,7 @@ struct Kernel {
   std::optional<Reduction> reduce;  // Reduction
   std::optional<Gemm> gemm;         // Gemm
   std::optional<Gather> gather = std::nullopt;  // Gather (no loops)
+  std::optional<Attention> attention = std::nullopt;  // Attention
 };
 
 /// The message of an out-of-range id, shared by every backend and the interpreter.

@@ -89,6 +89,12 @@ std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
     if (k.kind == KernelKind::Gather) {
       reads = {k.gather->table, k.gather->ids};
       writes = {k.gather->out};
+    } else if (k.kind == KernelKind::Attention) {
+      const Attention& a = *k.attention;
+      reads = {a.q.buffer, a.k.buffer, a.v.buffer};
+      reads_of(a.score, reads);
+      reads_of(a.epilogue, reads);
+      writes = {a.out.buffer};
     } else if (k.kind == KernelKind::Gemm) {
       reads = {k.gemm->a.buffer, k.gemm->b.buffer};
       reads_of(k.gemm->epilogue, reads);

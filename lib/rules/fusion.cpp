@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <array>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +32,8 @@ namespace {
 // kCheapOnly runs first: it is also every policy's fallback when the policy's own
 // producer variant cannot be absorbed (e.g. a view over a GEMM into another GEMM).
 enum Policy { kCheapOnly, kAll, kAllNoGemmCopy, kSingleUse, kNoBroadcast, kNoReduce, kNumPolicies };
+// Math nodes per class whose kernels are fused (the representative and the next ones).
+constexpr std::size_t kMaxNodesPerClass = 8;
 
 std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   if (!g.is_clean()) g.rebuild();
@@ -87,71 +90,98 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   for (Id c : order) {
     if (todo.size() >= budget || ((++visited & 63) == 0 && std::chrono::steady_clock::now() > ctx.deadline))
       break;
-    auto direct = ir::lower_node(g, rep.best_node(c));
-    if (!direct) continue;
-    for (int p = 0; p < kNumPolicies; ++p) {
-      ir::Variant v = *direct;
-      if (v.spec->kind != ir::KernelKind::Gather) {
-        for (Id k : direct->kids) {
-          const ir::Variant* cands[2] = {nullptr, nullptr};
-          if (auto it = best[static_cast<size_t>(p)].find(k); it != best[static_cast<size_t>(p)].end())
-            cands[0] = &it->second;
-          if (auto it = best[kCheapOnly].find(k); it != best[kCheapOnly].end() && p != kCheapOnly)
-            cands[1] = &it->second;
-          for (const ir::Variant* prod : cands) {
-            if (!prod || prod->spec->kind == ir::KernelKind::Gather) continue;
-            auto pos = std::find(v.kids.begin(), v.kids.end(), k);
-            if (pos == v.kids.end()) break;
-            const auto slot = static_cast<size_t>(pos - v.kids.begin());
-            if (!ir::is_cheap(*prod->spec)) {
-              if (p == kCheapOnly) continue;
-              // A GEMM with several consumers: only kAll absorbs it (right when every
-              // consumer ends up in this kernel, as inside gelu); the others never
-              // risk computing it twice.
-              if (p != kAll && prod->spec->kind == ir::KernelKind::Gemm && uses[k] != 1) continue;
-              if (p == kSingleUse && uses[k] != 1) continue;
-              if (p == kNoBroadcast && ir::broadcast_slots(*v.spec)[slot]) continue;
-              if (p == kNoReduce && ir::count_reductions(*prod->spec) > 0) continue;
+    // Every math node of the class, the representative first: a form the algebra found
+    // (a reshape where the input program had a sum over a unit axis) fuses too.
+    std::vector<Id> members{rep.best_node(c)};
+    for (Id nd : ix.nodes(c)) {
+      if (members.size() >= kMaxNodesPerClass) break;
+      const ir::Op op = g.node(nd).op;
+      if (nd != members[0] && op != ir::Op::Kernel && op != ir::Op::Input && op != ir::Op::Param)
+        members.push_back(nd);
+    }
+    for (Id member : members) {
+      auto direct = ir::lower_node(g, member);
+      if (!direct) continue;
+      // The representative's variants under every policy propagate to consumers; the
+      // other members add their kAll variant only (bounding the pass's time).
+      const bool is_rep = member == members[0];
+      for (int p = is_rep ? 0 : kAll; p < (is_rep ? kNumPolicies : kAll + 1); ++p) {
+        ir::Variant v = *direct;
+        // Slots absorbed producers bring in are tried too (attention: P's kernel brings
+        // the score's slot, whose GEMM joins only once both are inside).
+        // A slot that failed may succeed once another is absorbed (the three-reduction
+        // half of attention is no kernel, the whole is), so a success retries them all.
+        std::vector<Id> tried;
+        int rounds = 0;
+        for (bool again = v.spec->kind != ir::KernelKind::Gather; again && rounds < 32; ++rounds) {
+          again = false;
+          const std::vector<Id> kids = v.kids;
+          for (Id k : kids) {
+            if (std::find(tried.begin(), tried.end(), k) != tried.end()) continue;
+            tried.push_back(k);
+            const ir::Variant* cands[2] = {nullptr, nullptr};
+            if (auto it = best[static_cast<size_t>(p)].find(k); it != best[static_cast<size_t>(p)].end())
+              cands[0] = &it->second;
+            if (auto it = best[kCheapOnly].find(k); it != best[kCheapOnly].end() && p != kCheapOnly)
+              cands[1] = &it->second;
+            for (const ir::Variant* prod : cands) {
+              if (!prod || prod->spec->kind == ir::KernelKind::Gather) continue;
+              auto pos = std::find(v.kids.begin(), v.kids.end(), k);
+              if (pos == v.kids.end()) break;
+              const auto slot = static_cast<size_t>(pos - v.kids.begin());
+              if (!ir::is_cheap(*prod->spec)) {
+                if (p == kCheapOnly) continue;
+                // A GEMM with several consumers: only kAll absorbs it (right when every
+                // consumer ends up in this kernel, as inside gelu); the others never
+                // risk computing it twice.
+                if (p != kAll && prod->spec->kind == ir::KernelKind::Gemm && uses[k] != 1) continue;
+                if (p == kSingleUse && uses[k] != 1) continue;
+                if (p == kNoBroadcast && ir::broadcast_slots(*v.spec)[slot]) continue;
+                if (p == kNoReduce && ir::count_reductions(*prod->spec) > 0) continue;
+              }
+              if (auto nv = ir::substitute(g, v, slot, *prod, ctx.max_body_nodes)) {
+                v = std::move(*nv);
+                again = true;
+                tried.clear();
+                break;
+              }
+              if (debug)
+                std::fprintf(stderr,
+                             "[fusion] policy %d: class %u cannot absorb class %u (%s, %d reductions)\n", p, c,
+                             k, ir::kind_name(prod->spec->kind), ir::count_reductions(*prod->spec));
             }
-            if (auto nv = ir::substitute(g, v, slot, *prod, ctx.max_body_nodes)) {
-              v = std::move(*nv);
-              break;
-            }
-            if (debug)
-              std::fprintf(stderr,
-                           "[fusion] policy %d: class %u cannot absorb class %u (%s, %d reductions)\n", p, c,
-                           k, ir::kind_name(prod->spec->kind), ir::count_reductions(*prod->spec));
           }
         }
+        if (debug) {
+          std::fprintf(stderr, "[fusion] class %u policy %d: %s, %zu nodes, slots", c, p,
+                       ir::kind_name(v.spec->kind), v.spec->body->nodes.size());
+          for (Id k : v.kids) std::fprintf(stderr, " %u", k);
+          std::fprintf(stderr, "\n");
+        }
+        if (!(*v.spec == *direct->spec)) todo.emplace_back(c, v);
+        if (is_rep) best[static_cast<size_t>(p)].emplace(c, std::move(v));
       }
-      if (debug) {
-        std::fprintf(stderr, "[fusion] class %u policy %d: %s, %zu nodes, slots", c, p,
-                     ir::kind_name(v.spec->kind), v.spec->body->nodes.size());
-        for (Id k : v.kids) std::fprintf(stderr, " %u", k);
-        std::fprintf(stderr, "\n");
-      }
-      if (!(*v.spec == *direct->spec)) todo.emplace_back(c, v);
-      best[static_cast<size_t>(p)].emplace(c, std::move(v));
-    }
-    // One producer at a time, each of its variants: the combinations the policies above
-    // do not make (a GEMM absorbing its epilogue consumer while its own prologue stays
-    // materialized, say). These do not propagate to consumers.
-    if (direct->spec->kind == ir::KernelKind::Gather) continue;
-    for (std::size_t slot = 0; slot < direct->kids.size(); ++slot) {
-      const Id k = direct->kids[slot];
-      std::vector<const ir::Variant*> seen;
-      for (int p = 0; p < kNumPolicies; ++p) {
-        auto it = best[static_cast<size_t>(p)].find(k);
-        if (it == best[static_cast<size_t>(p)].end() || it->second.spec->kind == ir::KernelKind::Gather)
-          continue;
-        const ir::Variant* prod = &it->second;
-        bool dup = false;
-        for (const ir::Variant* q : seen) dup = dup || *q->spec == *prod->spec;
-        if (dup) continue;
-        seen.push_back(prod);
-        if (prod->spec->kind == ir::KernelKind::Gemm && uses[k] != 1) continue;
-        if (auto nv = ir::substitute(g, *direct, slot, *prod, ctx.max_body_nodes))
-          todo.emplace_back(c, std::move(*nv));
+      if (!is_rep) continue;
+      // One producer at a time, each of its variants: the combinations the policies above
+      // do not make (a GEMM absorbing its epilogue consumer while its own prologue stays
+      // materialized, say). These do not propagate to consumers.
+      if (direct->spec->kind == ir::KernelKind::Gather) continue;
+      for (std::size_t slot = 0; slot < direct->kids.size(); ++slot) {
+        const Id k = direct->kids[slot];
+        std::vector<const ir::Variant*> seen;
+        for (int p = 0; p < kNumPolicies; ++p) {
+          auto it = best[static_cast<size_t>(p)].find(k);
+          if (it == best[static_cast<size_t>(p)].end() || it->second.spec->kind == ir::KernelKind::Gather)
+            continue;
+          const ir::Variant* prod = &it->second;
+          bool dup = false;
+          for (const ir::Variant* q : seen) dup = dup || *q->spec == *prod->spec;
+          if (dup) continue;
+          seen.push_back(prod);
+          if (prod->spec->kind == ir::KernelKind::Gemm && uses[k] != 1) continue;
+          if (auto nv = ir::substitute(g, *direct, slot, *prod, ctx.max_body_nodes))
+            todo.emplace_back(c, std::move(*nv));
+        }
       }
     }
   }

@@ -378,6 +378,8 @@ class KernelWriter {
         return gemm();
       case KernelKind::Gather:
         return gather();
+      case KernelKind::Attention:
+        return attention();
     }
     return {};
   }
@@ -736,6 +738,271 @@ class KernelWriter {
     } else {
       s << ind << gen_call << "\n";
     }
+    s << close << "}\n";
+    return s.str();
+  }
+
+  // Flash attention on the CPU (kernel_ir.hpp, Attention): one task per (batch point,
+  // block of kQB query rows), streaming over blocks of kKB keys. Per key block:
+  //  * the K tile is stored transposed, so q.k vectorizes over keys: 4 query rows x kKB
+  //    keys of accumulators stay in registers while the head dim is walked (FMA);
+  //  * each row's scores go through the score expression, the running max and sum are
+  //    updated (online softmax) and the row's partial output is rescaled;
+  //  * e * V is accumulated in register chunks of the value dim, walking the block's
+  //    keys (V rows are contiguous when the view allows, else strided).
+  // Keys at or past every row's key_end are never visited; their V rows are only
+  // scanned for inf/NaN (0 * inf is NaN, kernel_ir.hpp). Head dims are constants (the
+  // lowering's condition), so the per-task arrays live on the stack.
+  std::string attention() {
+    const Attention& a = *k_.attention;
+    constexpr int kQB = 64, kKB = 32;
+    const int64_t dk = *a.dk.as_constant(), dv = *a.dv.as_constant();
+    const int64_t dch = dv % 64 == 0 ? 64 : dv % 32 == 0 ? 32 : dv % 16 == 0 ? 16 : dv;  // value chunk
+    const bool v_unit = a.v.col_stride.as_constant() == int64_t{1};
+    // AVX-512 / AVX2: explicit vector accumulators (GCC keeps array accumulators in
+    // memory); rows per register tile chosen so accumulators + operands fit the file.
+    const bool simd = opt_.isa == CpuIsa::Avx512 || opt_.isa == CpuIsa::Avx2;
+    const int vw = opt_.isa == CpuIsa::Avx512 ? 16 : 8;
+    const int rb = opt_.isa == CpuIsa::Avx512 ? 4 : 2;
+    const bool simd_v = simd && v_unit && dch % vw == 0 && dch / vw <= 4;
+    const std::string V = opt_.isa == CpuIsa::Avx512 ? "__m512" : "__m256";
+    const std::string P = opt_.isa == CpuIsa::Avx512 ? "_mm512_" : "_mm256_";
+    collect(a.score);
+    collect(a.epilogue);
+    std::set<int> reads = reads_;
+    reads.insert(a.q.buffer);
+    reads.insert(a.k.buffer);
+    reads.insert(a.v.buffer);
+    std::ostringstream s;
+    if (simd) s << "#include <immintrin.h>\n";
+    s << signature() << " {\n  (void)lm_rt; (void)lm_syms;\n";
+    declare_symbols(s, "  ");
+    declare_buffers(s, "  ", reads, {a.out.buffer});
+    const std::string q = "b" + std::to_string(a.q.buffer), kb = "b" + std::to_string(a.k.buffer),
+                      v = "b" + std::to_string(a.v.buffer), o = "b" + std::to_string(a.out.buffer);
+    const std::string rv = "v" + std::to_string(a.row_var), kv = "v" + std::to_string(a.key_var),
+                      cv = "v" + std::to_string(a.col_var);
+    const std::string DK = std::to_string(dk), DV = std::to_string(dv), QB = std::to_string(kQB),
+                      KB = std::to_string(kKB), DCH = std::to_string(dch);
+    s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ";\n"
+      << "  const int64_t lm_qblocks = (lm_m + " << kQB - 1 << ") / " << kQB << ";\n";
+    std::string nb = "1";
+    for (const auto& l : k_.loops) nb += " * (" + ix(l.extent) + ")";
+    s << "  #pragma omp parallel for schedule(dynamic, 1) collapse(" << k_.loops.size() + 1 << ")"
+      << " if ((double)(" << nb << ") * (double)lm_m * (double)lm_n * " << dk << ".0 >= 131072.0)\n";
+    std::string ind = "  ", close;
+    for (const auto& l : k_.loops) {
+      s << ind << "for (int64_t v" << l.var << " = 0; v" << l.var << " < " << ix(l.extent) << "; ++v" << l.var
+        << ") {\n";
+      ind += "  ";
+      close = ind.substr(2) + "}\n" + close;
+    }
+    s << ind << "for (int64_t lm_qb = 0; lm_qb < lm_qblocks; ++lm_qb) {\n";
+    close = ind + "}\n" + close;
+    ind += "  ";
+    s << ind << "const int64_t lm_i0 = lm_qb * " << QB << ", lm_rows = lm_imin(" << QB << ", lm_m - lm_i0);\n"
+      << ind << "float lm_q[" << QB << " * " << DK << "] __attribute__((aligned(64)));\n"
+      << ind << "float lm_kt[" << DK << " * " << KB << "] __attribute__((aligned(64)));\n"
+      << ind << "float lm_s[" << QB << " * " << KB << "] __attribute__((aligned(64)));\n"
+      << ind << "float lm_o[" << QB << " * " << DV << "] __attribute__((aligned(64)));\n"
+      << ind << "float lm_mx[" << QB << "], lm_l[" << QB << "], lm_al[" << QB << "];\n"
+      << ind << "const float* lm_qp = " << q << " + " << ix(a.q.offset) << ";\n"
+      << ind << "const float* lm_kp = " << kb << " + " << ix(a.k.offset) << ";\n"
+      << ind << "const float* lm_vp = " << v << " + " << ix(a.v.offset) << ";\n"
+      << ind << "const int64_t lm_rows_padded = (lm_rows + " << rb - 1 << ") / " << rb << " * " << rb << ";\n"
+      << ind << "for (int64_t r = 0; r < lm_rows_padded; ++r) {\n"
+      << ind << "  for (int64_t p = 0; p < " << DK << "; ++p)\n"
+      << ind << "    lm_q[r * " << DK << " + p] = r < lm_rows ? lm_qp[(lm_i0 + r) * (" << ix(a.q.row_stride)
+      << ") + p * (" << ix(a.q.col_stride) << ")] : 0.0f;\n"
+      << ind << "  lm_mx[r] = -__builtin_inff(); lm_l[r] = 0.0f; lm_al[r] = 1.0f;\n"
+      << ind << "  for (int64_t d = 0; d < " << DV << "; ++d) lm_o[r * " << DV << " + d] = 0.0f;\n"
+      << ind << "}\n";
+    // The keys each group of rb rows may see (lm_ge), and the block's (lm_kend).
+    const std::string NG = std::to_string(kQB / rb);
+    s << ind << "int64_t lm_ge[" << NG << "];\n"
+      << ind << "int64_t lm_kend = 0, lm_gmin = lm_n;\n"
+      << ind << "for (int64_t g = 0; g * " << rb << " < lm_rows; ++g) {\n"
+      << ind << "  lm_ge[g] = " << (a.key_end ? "0" : "lm_n") << ";\n";
+    if (a.key_end)
+      s << ind << "  for (int64_t r = g * " << rb << "; r < lm_imin(lm_rows, (g + 1) * " << rb << "); ++r) {\n"
+        << ind << "    const int64_t " << rv << " = lm_i0 + r; (void)" << rv << ";\n"
+        << ind << "    lm_ge[g] = lm_imax(lm_ge[g], lm_imin(lm_n, " << ix(*a.key_end) << "));\n"
+        << ind << "  }\n";
+    s << ind << "  lm_kend = lm_imax(lm_kend, lm_ge[g]);\n"
+      << ind << "  lm_gmin = lm_imin(lm_gmin, lm_ge[g]);\n"
+      << ind << "}\n";
+    const std::string in2 = ind + "  ";
+    s << ind << "for (int64_t lm_j0 = 0; lm_j0 < lm_kend; lm_j0 += " << KB << ") {\n"
+      << in2 << "const int64_t lm_cols = lm_imin(" << KB << ", lm_kend - lm_j0);\n"
+      << in2 << "for (int64_t jj = 0; jj < " << KB << "; ++jj) {\n"
+      << in2 << "  const float* lm_kr = lm_kp + (lm_j0 + (jj < lm_cols ? jj : 0)) * (" << ix(a.k.row_stride) << ");\n"
+      << in2 << "  for (int64_t p = 0; p < " << DK << "; ++p) lm_kt[p * " << KB << " + jj] = lm_kr[p * ("
+      << ix(a.k.col_stride) << ")];\n"
+      << in2 << "}\n"
+      << in2 << "for (int64_t r0 = 0; r0 < lm_rows; r0 += " << rb << ") {\n";
+    const std::string in3 = in2 + "  ";
+    // A group whose rows see none of these keys: every score -inf (e = 0).
+    s << in3 << "if (lm_ge[r0 / " << rb << "] <= lm_j0) {\n"
+      << in3 << "  for (int64_t x = 0; x < " << rb * kKB << "; ++x) lm_s[r0 * " << KB << " + x] = -__builtin_inff();\n"
+      << in3 << "  continue;\n"
+      << in3 << "}\n";
+    if (simd) {
+      // rb rows x kKB keys of vector accumulators in registers, explicit FMAs.
+      for (int r = 0; r < rb; ++r)
+        for (int w = 0; w < kKB / vw; ++w) s << in3 << V << " lm_c" << r << "_" << w << " = " << P << "setzero_ps();\n";
+      s << in3 << "for (int64_t p = 0; p < " << DK << "; ++p) {\n";
+      for (int w = 0; w < kKB / vw; ++w)
+        s << in3 << "  const " << V << " lm_k" << w << " = " << P << "load_ps(lm_kt + p * " << KB << " + " << w * vw
+          << ");\n";
+      for (int r = 0; r < rb; ++r) {
+        s << in3 << "  { const " << V << " lm_qv = " << P << "set1_ps(lm_q[(r0 + " << r << ") * " << DK << " + p]);";
+        for (int w = 0; w < kKB / vw; ++w)
+          s << " lm_c" << r << "_" << w << " = " << P << "fmadd_ps(lm_qv, lm_k" << w << ", lm_c" << r << "_" << w << ");";
+        s << " }\n";
+      }
+      s << in3 << "}\n";
+      for (int r = 0; r < rb; ++r)
+        for (int w = 0; w < kKB / vw; ++w)
+          s << in3 << P << "store_ps(lm_s + (r0 + " << r << ") * " << KB << " + " << w * vw << ", lm_c" << r << "_" << w
+            << ");\n";
+    } else {
+      s << in3 << "float";
+      for (int r = 0; r < rb; ++r) s << (r ? ", " : " ") << "lm_a" << r << "[" << KB << "]";
+      s << ";\n" << in3 << "for (int jj = 0; jj < " << KB << "; ++jj) {";
+      for (int r = 0; r < rb; ++r) s << " lm_a" << r << "[jj] = 0.0f;";
+      s << " }\n"
+        << in3 << "for (int64_t p = 0; p < " << DK << "; ++p) {\n"
+        << in3 << "  const float* lm_kr = lm_kt + p * " << KB << ";\n";
+      for (int r = 0; r < rb; ++r)
+        s << in3 << "  const float lm_q" << r << " = lm_q[(r0 + " << r << ") * " << DK << " + p];\n";
+      s << in3 << "  #pragma omp simd\n" << in3 << "  for (int jj = 0; jj < " << KB << "; ++jj) {";
+      for (int r = 0; r < rb; ++r)
+        s << " lm_a" << r << "[jj] = LM_FMA(lm_q" << r << ", lm_kr[jj], lm_a" << r << "[jj]);";
+      s << " }\n" << in3 << "}\n";
+      for (int r = 0; r < rb; ++r)
+        s << in3 << "for (int jj = 0; jj < " << KB << "; ++jj) lm_s[(r0 + " << r << ") * " << KB << " + jj] = lm_a"
+          << r << "[jj];\n";
+    }
+    s << in2 << "}\n";
+    // scores, online softmax per row
+    const std::string c = float_literal(a.exp2_scale);
+    s << in2 << "for (int64_t r = 0; r < lm_rows; ++r) {\n"
+      << in2 << "  const int64_t " << rv << " = lm_i0 + r; (void)" << rv << ";\n"
+      << in2 << "  float* lm_sr = lm_s + r * " << KB << ";\n";
+    if (a.score.valid()) {
+      s << in2 << "  for (int64_t jj = 0; jj < lm_cols; ++jj) {\n"
+        << in2 << "    const int64_t " << kv << " = lm_j0 + jj; (void)" << kv << ";\n"
+        << in2 << "    const float acc = lm_sr[jj];\n";
+      std::map<const ExprNode*, std::string> memo;
+      std::string sv = value(a.score, memo, s, in2 + "    ");
+      s << in2 << "    lm_sr[jj] = " << sv << ";\n" << in2 << "  }\n";
+    }
+    s << in2 << "  float lm_bmax = -__builtin_inff();\n"
+      << in2 << "  for (int64_t jj = 0; jj < lm_cols; ++jj) lm_bmax = lm_max(lm_bmax, lm_sr[jj]);\n"
+      << in2 << "  const float lm_mold = lm_mx[r], lm_mnew = lm_max(lm_mold, lm_bmax);\n"
+      << in2 << "  const float lm_alpha = lm_mold == lm_mnew ? 1.0f : lm_exp2((lm_mold - lm_mnew) * " << c << ");\n"
+      << in2 << "  float lm_sum = 0.0f;\n"
+      << in2 << "  for (int64_t jj = 0; jj < " << KB << "; ++jj) {\n"
+      << in2 << "    const float lm_sv = jj < lm_cols ? lm_sr[jj] : -__builtin_inff();\n"
+      << in2 << "    const float lm_e = lm_sv == -__builtin_inff() ? 0.0f : lm_exp2((lm_sv - lm_mnew) * " << c << ");\n"
+      << in2 << "    lm_sr[jj] = lm_e;\n"
+      << in2 << "    lm_sum += lm_e;\n"
+      << in2 << "  }\n"
+      << in2 << "  lm_l[r] = lm_l[r] * lm_alpha + lm_sum;\n"
+      << in2 << "  lm_mx[r] = lm_mnew;\n"
+      << in2 << "  lm_al[r] = lm_alpha;\n"
+      << in2 << "}\n";
+    // o = o * alpha + e V, a value chunk at a time in registers
+    if (simd_v) {
+      const int nvec = static_cast<int>(dch) / vw;
+      s << in2 << "for (int64_t r0 = 0; r0 < lm_rows; r0 += " << rb << ") {\n"
+        << in2 << "  for (int64_t d0 = 0; d0 < " << DV << "; d0 += " << DCH << ") {\n";
+      const std::string in4 = in2 + "    ";
+      s << in4 << "const int64_t lm_gc = lm_imin(lm_cols, lm_ge[r0 / " << rb << "] - lm_j0);\n"
+        << in4 << "if (lm_gc <= 0) continue;\n";
+      for (int r = 0; r < rb; ++r) {
+        s << in4 << "const " << V << " lm_al" << r << " = " << P << "set1_ps(lm_al[r0 + " << r << "]);\n";
+        for (int w = 0; w < nvec; ++w)
+          s << in4 << V << " lm_o" << r << "_" << w << " = " << P << "mul_ps(" << P << "load_ps(lm_o + (r0 + " << r
+            << ") * " << DV << " + d0 + " << w * vw << "), lm_al" << r << ");\n";
+      }
+      s << in4 << "for (int64_t jj = 0; jj < lm_gc; ++jj) {\n"
+        << in4 << "  const float* lm_vr = lm_vp + (lm_j0 + jj) * (" << ix(a.v.row_stride) << ") + d0;\n";
+      for (int w = 0; w < nvec; ++w)
+        s << in4 << "  const " << V << " lm_w" << w << " = " << P << "loadu_ps(lm_vr + " << w * vw << ");\n";
+      for (int r = 0; r < rb; ++r) {
+        s << in4 << "  { const " << V << " lm_e = " << P << "set1_ps(lm_s[(r0 + " << r << ") * " << KB << " + jj]);";
+        for (int w = 0; w < nvec; ++w)
+          s << " lm_o" << r << "_" << w << " = " << P << "fmadd_ps(lm_e, lm_w" << w << ", lm_o" << r << "_" << w << ");";
+        s << " }\n";
+      }
+      s << in4 << "}\n";
+      for (int r = 0; r < rb; ++r)
+        for (int w = 0; w < nvec; ++w)
+          s << in4 << P << "store_ps(lm_o + (r0 + " << r << ") * " << DV << " + d0 + " << w * vw << ", lm_o" << r << "_"
+            << w << ");\n";
+      s << in2 << "  }\n" << in2 << "}\n" << ind << "}\n";
+    } else {
+      s << in2 << "for (int64_t r = 0; r < lm_rows; ++r) {\n"
+        << in2 << "  const float* lm_er = lm_s + r * " << KB << ";\n"
+        << in2 << "  const float lm_alpha = lm_al[r];\n"
+        << in2 << "  for (int64_t d0 = 0; d0 < " << DV << "; d0 += " << DCH << ") {\n"
+        << in2 << "    float* lm_or = lm_o + r * " << DV << " + d0;\n"
+        << in2 << "    float lm_t[" << DCH << "];\n"
+        << in2 << "    for (int64_t dd = 0; dd < " << DCH << "; ++dd) lm_t[dd] = lm_or[dd] * lm_alpha;\n"
+        << in2 << "    for (int64_t jj = 0; jj < lm_imin(lm_cols, lm_ge[r / " << rb << "] - lm_j0); ++jj) {\n"
+        << in2 << "      const float lm_e = lm_er[jj];\n"
+        << in2 << "      const float* lm_vr = lm_vp + (lm_j0 + jj) * (" << ix(a.v.row_stride) << ") + d0 * ("
+        << ix(a.v.col_stride) << ");\n"
+        << in2 << "      #pragma omp simd\n"
+        << in2 << "      for (int64_t dd = 0; dd < " << DCH << "; ++dd) lm_t[dd] = LM_FMA(lm_e, lm_vr["
+        << (v_unit ? std::string("dd") : "dd * (" + ix(a.v.col_stride) + ")") << "], lm_t[dd]);\n"
+        << in2 << "    }\n"
+        << in2 << "    for (int64_t dd = 0; dd < " << DCH << "; ++dd) lm_or[dd] = lm_t[dd];\n"
+        << in2 << "  }\n"
+        << in2 << "}\n"
+        << ind << "}\n";
+    }
+    // Keys a row group never visited (at or past lm_ge) contribute 0 * V: NaN where V is
+    // not finite. One vector pass finds whether any such value exists (0 * v is NaN);
+    // only then a second pass records, per column, the last key holding one.
+    s << ind << "int64_t lm_vbad[" << DV << "];\n"
+      << ind << "for (int64_t d = 0; d < " << DV << "; ++d) lm_vbad[d] = -1;\n";
+    if (a.key_end) {
+      s << ind << "{\n"
+        << ind << "  float lm_z[" << DV << "];\n"
+        << ind << "  for (int64_t d = 0; d < " << DV << "; ++d) lm_z[d] = 0.0f;\n"
+        << ind << "  for (int64_t j = lm_gmin; j < lm_n; ++j) {\n"
+        << ind << "    const float* lm_vr = lm_vp + j * (" << ix(a.v.row_stride) << ");\n"
+        << ind << "    #pragma omp simd\n"
+        << ind << "    for (int64_t d = 0; d < " << DV << "; ++d) lm_z[d] += 0.0f * lm_vr[d * (" << ix(a.v.col_stride)
+        << ")];\n"
+        << ind << "  }\n"
+        << ind << "  int lm_any = 0;\n"
+        << ind << "  for (int64_t d = 0; d < " << DV << "; ++d) lm_any |= lm_z[d] != lm_z[d];\n"
+        << ind << "  if (lm_any)\n"
+        << ind << "    for (int64_t j = lm_gmin; j < lm_n; ++j)\n"
+        << ind << "      for (int64_t d = 0; d < " << DV << "; ++d) {\n"
+        << ind << "        const float lm_x = lm_vp[j * (" << ix(a.v.row_stride) << ") + d * (" << ix(a.v.col_stride)
+        << ")];\n"
+        << ind << "        if (lm_x - lm_x != 0.0f) lm_vbad[d] = j;\n"
+        << ind << "      }\n"
+        << ind << "}\n";
+    }
+    s << ind << "float* lm_out = " << o << " + " << ix(a.out.offset) << ";\n"
+      << ind << "for (int64_t r = 0; r < lm_rows; ++r) {\n"
+      << ind << "  const int64_t " << rv << " = lm_i0 + r; (void)" << rv << ";\n"
+      << ind << "  const float lm_rl = 1.0f / lm_l[r];\n"
+      << ind << "  for (int64_t d = 0; d < " << DV << "; ++d) {\n"
+      << ind << "    const int64_t " << cv << " = d; (void)" << cv << ";\n"
+      << ind << "    const float acc = lm_o[r * " << DV << " + d] * lm_rl;\n";
+    {
+      std::map<const ExprNode*, std::string> memo;
+      std::string ev = a.epilogue.valid() ? value(a.epilogue, memo, s, ind + "    ") : "acc";
+      s << ind << "    lm_out[(lm_i0 + r) * (" << ix(a.out.row_stride) << ") + d] = lm_vbad[d] >= lm_ge[r / " << rb
+        << "] ? __builtin_nanf(\"\") : " << ev << ";\n";
+    }
+    s << ind << "  }\n" << ind << "}\n";
     s << close << "}\n";
     return s.str();
   }

@@ -1,0 +1,157 @@
+// The Attention kernel kind (kernel_ir.hpp): the C renderer's streaming loop (online
+// softmax, causal key skipping) against the IR evaluator's two-pass definition, on
+// shapes that cut the renderer's query and key blocks unevenly, with fully masked rows
+// and inf/NaN in V at masked keys; then end to end, scaled_dot_product_attention and the
+// decoder block compiled for the CPU against the interpreter.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "compiler/translation_models.hpp"
+#include "harness.hpp"
+#include "luminal/luminal.hpp"
+
+namespace k = luminal::kernel;
+namespace lm = luminal;
+using k::Index;
+
+namespace {
+
+struct Case {
+  int64_t heads, m, n, dk, dv, offset;
+  bool causal, with_key_end, poison_masked_v;
+};
+
+// Q [H, m, dk], K [H/2 (grouped), n, dk] read as head h / 2, V [n, H, dv] (a permuted
+// view), out [m, H, dv]: views that exercise every stride field.
+k::Program attention_program(const Case& c) {
+  k::Program p;
+  const int64_t kvh = (c.heads + 1) / 2;
+  p.buffers = {{"q", lm::DType::f32, Index(c.heads * c.m * c.dk), k::BufferRole::Input},
+               {"k", lm::DType::f32, Index(kvh * c.n * c.dk), k::BufferRole::Input},
+               {"v", lm::DType::f32, Index(c.n * c.heads * c.dv), k::BufferRole::Input},
+               {"out", lm::DType::f32, Index(c.m * c.heads * c.dv), k::BufferRole::Output}};
+  k::Kernel kern;
+  kern.name = "attn";
+  kern.kind = k::KernelKind::Attention;
+  const Index h = Index::var(0), i = Index::var(1), j = Index::var(2);
+  kern.loops.push_back(k::Loop{0, Index(c.heads), true, false});
+  k::Attention a;
+  a.m = c.m;
+  a.n = c.n;
+  a.dk = c.dk;
+  a.dv = c.dv;
+  a.q = {0, h * Index(c.m * c.dk), Index(c.dk), Index(1)};
+  a.k = {1, k::floordiv(h, Index(2)) * Index(c.n * c.dk), Index(c.dk), Index(1)};
+  a.v = {2, h * Index(c.dv), Index(c.heads * c.dv), Index(1)};
+  a.out = {3, h * Index(c.dv), Index(c.heads * c.dv), Index(1)};
+  a.row_var = 1;
+  a.key_var = 2;
+  a.col_var = 3;
+  k::Expr scaled = k::binary(k::BinaryOp::Mul, k::acc(), k::constant(1.0 / std::sqrt(double(c.dk))));
+  if (c.causal) {
+    k::Expr allowed = k::binary(k::BinaryOp::LessThan, k::index_value(j),
+                                k::binary(k::BinaryOp::Add, k::index_value(i),
+                                          k::constant(double(c.offset + 1), lm::DType::i32)));
+    a.score = k::where(allowed, scaled, k::constant(-std::numeric_limits<double>::infinity()));
+    if (c.with_key_end) a.key_end = i + Index(c.offset + 1);
+  } else {
+    a.score = scaled;
+  }
+  a.epilogue = k::binary(k::BinaryOp::Add, k::acc(), k::constant(0.5));
+  kern.attention = a;
+  p.kernels.push_back(kern);
+  return p;
+}
+
+void check(const Case& c) {
+  const k::Program p = attention_program(c);
+  cpu_test::HostBuffers ref = cpu_test::allocate(p, {}, 7), got = cpu_test::allocate(p, {}, 7);
+  if (c.poison_masked_v) {
+    // inf and NaN in V rows only the last queries may see: every earlier row must turn
+    // NaN in those columns (0 * inf), whether or not the renderer skipped the key.
+    for (auto* hb : {&ref, &got}) {
+      auto& v = hb->bytes[2];
+      const float vals[2] = {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+      for (int t = 0; t < 2; ++t) {
+        const int64_t row = c.n - 1 - t, col = 3 * t + 1;  // head 0, value column 1 or 4
+        std::memcpy(v.data() + 4 * (row * c.heads * c.dv + col), &vals[t], 4);
+      }
+    }
+  }
+  k::evaluate(p, ref.ptrs(), {});
+  luminal::cpu::CProgram cp = luminal::cpu::render_c(p);
+  auto lib = luminal::cpu::Jit::global().compile(cp.source);
+  auto ptrs = got.ptrs();
+  lib->function<luminal::cpu::KernelFn>(cp.entry)(ptrs.data(), nullptr, luminal::cpu::runtime_table());
+  const auto& ob = p.buffers[3];
+  int nans = 0;
+  for (int64_t e = 0; e < ob.elements.evaluate({}, {}); ++e) {
+    const double r = cpu_test::element(ob, ref.bytes[3], e), g = cpu_test::element(ob, got.bytes[3], e);
+    if (std::isnan(r) || std::isnan(g)) {
+      INFO("element " << e << ": evaluator " << r << ", generated C " << g << "\n" << k::to_string(p));
+      REQUIRE((std::isnan(r) && std::isnan(g)));
+      ++nans;
+      continue;
+    }
+    INFO("element " << e << ": evaluator " << r << ", generated C " << g << "\n" << k::to_string(p));
+    if (std::isinf(r) || std::isinf(g)) {
+      REQUIRE(r == g);
+      continue;
+    }
+    REQUIRE(std::abs(r - g) <= 2e-6 + 2e-5 * std::abs(r));
+  }
+  // Fully masked rows and poisoned columns must really have produced NaN.
+  if (c.causal && c.offset < 0) CHECK(nans > 0);
+  if (c.poison_masked_v) CHECK(nans > 0);
+}
+
+}  // namespace
+
+TEST_CASE("attention kernel: generated C matches the evaluator", "[cpu][attention]") {
+  const Case cases[] = {
+      {3, 5, 7, 8, 8, 2, true, true, false},          // smaller than one block
+      {2, 37, 70, 16, 24, 33, true, true, false},     // uneven blocks, bottom-right causal
+      {2, 40, 40, 8, 8, 0, true, true, true},         // square causal, poisoned masked V
+      {2, 40, 40, 8, 8, 0, true, false, true},        // the same without skipping
+      {2, 21, 19, 12, 4, -5, true, true, false},      // the first rows see no key: NaN
+      {4, 33, 65, 32, 16, 0, false, false, false},    // no mask
+      {1, 1, 1, 4, 4, 0, true, true, false},          // one query, one key
+  };
+  for (const Case& c : cases) {
+    INFO("heads " << c.heads << " m " << c.m << " n " << c.n << " dk " << c.dk << " dv " << c.dv << " offset "
+                  << c.offset << " causal " << c.causal << " key_end " << c.with_key_end);
+    check(c);
+  }
+}
+
+TEST_CASE("attention kernel: the evaluator rejects a key_end that cuts unmasked keys", "[cpu][attention]") {
+  Case c{2, 8, 8, 4, 4, 0, true, true, false};
+  k::Program p = attention_program(c);
+  p.kernels[0].attention->key_end = Index::var(1);  // one key short of the mask
+  cpu_test::HostBuffers hb = cpu_test::allocate(p, {}, 3);
+  CHECK_THROWS_AS(k::evaluate(p, hb.ptrs(), {}), lm::InternalError);
+}
+
+TEST_CASE("cpu: scaled_dot_product_attention runs as one generated attention kernel", "[cpu][attention][e2e]") {
+  for (bool causal : {true, false}) {
+    lm::Graph g;
+    lm::Tensor q = g.input("q", {4, 24, 16}), kk = g.input("k", {4, 40, 16}), v = g.input("v", {4, 40, 8});
+    g.output("y", lm::scaled_dot_product_attention(q, kk, v, causal));
+    auto plan = lm::compiler::compile_graph(*g.impl(), lm::Target::cpu(), {});
+    int att = 0;
+    for (const auto& st : plan.plan->steps) att += st.spec->kind == lm::ir::KernelKind::Attention ? 1 : 0;
+    CHECK(att == 1);
+    CHECK(plan.report.kernels == 1);
+    lm::Callable f = lm::compile(g, lm::Target::cpu());
+    INFO(f.report().to_string());
+    CHECK(f.report().interpreted_kernels == 0);
+    auto in = lm::test::random_inputs(*g.impl(), 11);
+    std::map<std::string, const lm::HostTensor*> ptrs;
+    for (const auto& [name, t] : in) ptrs.emplace(name, &t);
+    auto want = lm::detail::reference::run(*g.impl(), {}, ptrs);
+    CHECK(lm::test::compare_outputs(f(in), want) <= 1.0);
+  }
+}
