@@ -732,7 +732,9 @@ struct Checker {
   // Builds one random instance of the rule's left side (or a random program, or the
   // rule's example) into `inst`.
   void build(Instance& inst, int attempt, int regime) {
-    const bool use_example = rule.example && (!rule.rule || attempt % 2 == 0);
+    // Every other instance: a pass rule's example (fusion's attention, prologues) does
+    // not replace the random programs, it joins them.
+    const bool use_example = rule.example && attempt % 2 == 0;
     if (use_example) {
       auto gi = rule.example(rng.g);
       if (!gi) throw Reject{"no example"};

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <random>
 #include <array>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,8 @@
 #include "ir/build.hpp"
 #include "ir/kernel_body.hpp"
 #include "luminal/egraph/extract.hpp"
+#include "luminal/graph.hpp"
+#include "luminal/ops.hpp"
 #include "rules/registry.hpp"
 
 namespace luminal::rules {
@@ -220,13 +223,47 @@ std::size_t gemm_tiles(EGraph& g, const PassContext& ctx) {
   return g.num_nodes() - before;
 }
 
+// The forms fusion exists for, on random small shapes (the checker's random programs
+// cover the rest): attention (causal or not, grouped heads), RMSNorm into a linear's
+// prologue, a SwiGLU feed-forward.
+std::shared_ptr<detail::GraphImpl> fusion_example(std::mt19937_64& rng) {
+  auto dim = [&] { return static_cast<int64_t>(1 + rng() % 4); };
+  Graph g;
+  const int64_t s = dim(), d = dim(), h = dim();
+  switch (rng() % 3) {
+    case 0: {
+      const int64_t sk = s + static_cast<int64_t>(rng() % 3), kv = 1 + static_cast<int64_t>(rng() % 2);
+      Tensor q = g.input("q", {kv * h, s, d}), k = g.input("k", {kv, sk, d}), v = g.input("v", {kv, sk, d + 1});
+      auto rep = [&](const Tensor& t, int64_t w) {
+        return reshape(expand(reshape(t, {kv, 1, sk, w}), {kv, h, sk, w}), {kv * h, sk, w});
+      };
+      g.output("y", scaled_dot_product_attention(q, rep(k, d), rep(v, d + 1), rng() % 2 == 0));
+      break;
+    }
+    case 1:
+      g.output("y", linear(rms_norm(g.input("x", {s, d}), g.param("w", {d})), g.param("m", {h, d})));
+      break;
+    default: {
+      Tensor x = rms_norm(g.input("x", {s, d}), g.param("n", {d}));
+      g.output("y", linear(silu(linear(x, g.param("g", {h, d}))) * linear(x, g.param("u", {h, d})),
+                           g.param("o", {d, h})));
+      break;
+    }
+  }
+  return g.impl();
+}
+
 }  // namespace
 
 RuleSet fusion_rules() {
   return {"fusion",
           {
-              pass_rule("fuse-producers", fuse_producers, Exact,
-                        "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..)"),
+              [] {
+                RuleInfo r = pass_rule("fuse-producers", fuse_producers, Exact,
+                                       "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..)");
+                r.example = fusion_example;
+                return r;
+              }(),
               pass_rule("gemm-tile-configs", gemm_tiles, Exact,
                         "gemm kernel = the same gemm with each of the target's tile configurations"),
           }};
