@@ -1,6 +1,7 @@
 #include "kernel/kernel_ir.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -11,6 +12,10 @@ namespace luminal::kernel {
 // ------------------------------------------------------------------ Index
 namespace {
 int64_t floordiv_i(int64_t a, int64_t b) {
+  // b == 0 (a symbolic divisor bound to 0) and INT64_MIN / -1 would trap.
+  if (b == 0 || (b == -1 && a == std::numeric_limits<int64_t>::min()))
+    throw RuntimeError("[kernel] index division " + std::to_string(a) + " / " + std::to_string(b) +
+                       " is undefined: the dims are out of range");
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
@@ -89,12 +94,22 @@ int64_t Index::evaluate(const std::vector<int64_t>& vars, const std::map<std::st
       if (it == syms.end()) throw InternalError("[kernel] symbol '" + n.name + "' is not bound");
       return it->second;
     }
+    // Sizes and offsets of huge symbolic dims (P = 2^31, a P x P buffer in bytes) must
+    // not wrap: an overflow is the caller's dims being too large, never a wild index.
     case IndexOp::Add:
-      return arg(0) + arg(1);
     case IndexOp::Sub:
-      return arg(0) - arg(1);
-    case IndexOp::Mul:
-      return arg(0) * arg(1);
+    case IndexOp::Mul: {
+      const int64_t a = arg(0), b = arg(1);
+      int64_t r = 0;
+      const bool over = n.op == IndexOp::Add   ? __builtin_add_overflow(a, b, &r)
+                        : n.op == IndexOp::Sub ? __builtin_sub_overflow(a, b, &r)
+                                               : __builtin_mul_overflow(a, b, &r);
+      if (over)
+        throw RuntimeError("[kernel] index arithmetic overflows 64 bits (" + std::to_string(a) +
+                           (n.op == IndexOp::Add ? " + " : n.op == IndexOp::Sub ? " - " : " * ") +
+                           std::to_string(b) + "): the dims are too large");
+      return r;
+    }
     case IndexOp::FloorDiv:
       return floordiv_i(arg(0), arg(1));
     case IndexOp::Mod:
@@ -184,7 +199,13 @@ Index make_index(IndexOp op, std::vector<Index> args) {
   if (all_const) {
     const auto& a = out.node().args;
     bool div_by_zero = (op == IndexOp::FloorDiv || op == IndexOp::Mod) && *a[1].as_constant() == 0;
-    if (!div_by_zero) return Index(out.evaluate({}, {}));
+    if (!div_by_zero) {
+      try {
+        return Index(out.evaluate({}, {}));
+      } catch (const RuntimeError&) {
+        // overflows 64 bits: left unfolded; evaluating it at call time reports it
+      }
+    }
   }
   return out;
 }

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 
 #include "backends/cpu/cpu_executable.hpp"
 #include "graph/diagnostics.hpp"
@@ -16,6 +18,12 @@ namespace {
 const CallableState& state_of(const std::shared_ptr<CallableState>& s) {
   if (!s) throw RuntimeError("[call] this Callable is empty: make it with luminal::compile()");
   return *s;
+}
+
+std::string dims_text(const DimBindings& dims) {
+  std::string s;
+  for (const auto& [name, v] : dims) s += (s.empty() ? "" : ", ") + name + " = " + std::to_string(v);
+  return s.empty() ? "constant dims" : s;
 }
 
 std::string ints(const std::vector<int64_t>& s) {
@@ -73,7 +81,14 @@ std::map<std::string, HostTensor> Callable::operator()(
   std::map<std::string, const HostTensor*> tensors;
   for (const auto& [name, t] : inputs) tensors[name] = &t;
   for (const auto& [name, t] : params) tensors[name] = t.get();
-  return st.exe->run(dims, tensors);
+  try {
+    return st.exe->run(dims, tensors);
+  } catch (const std::bad_alloc&) {
+    // Sizes follow the caller's dims: running out of memory is a bad call, reported as one.
+    throw RuntimeError("[call] out of memory running the program with " + dims_text(dims));
+  } catch (const std::length_error&) {
+    throw RuntimeError("[call] a buffer size is too large running the program with " + dims_text(dims));
+  }
 }
 
 Status Callable::run(const std::map<std::string, HostTensor>& inputs,

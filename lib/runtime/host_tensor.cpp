@@ -19,18 +19,30 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return t + ")";
 }
 
-int64_t count(const std::vector<int64_t>& shape) {
+// Largest byte count a tensor may have: 2^48 bytes (256 TiB) is beyond any host's
+// address space, and keeps every later sum of sizes far from wrapping.
+constexpr int64_t kMaxBytes = int64_t{1} << 48;
+
+// Element count of `shape`, checked so that its byte size (numel * dtype size, the
+// figure every allocation and kernel uses) is representable: 2^62 f32 elements would
+// otherwise wrap to 0 bytes and a kernel would write through an empty buffer.
+int64_t count(const std::vector<int64_t>& shape, DType dtype) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw RuntimeError("[HostTensor] shape " + shape_text(shape) + " has a negative dim");
     if (__builtin_mul_overflow(n, d, &n))
-      throw RuntimeError("[HostTensor] shape " + shape_text(shape) + " is too large");
+      throw RuntimeError("[HostTensor] shape " + shape_text(shape) + " has more than 2^63 elements");
   }
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(dtype)), &bytes) || bytes > kMaxBytes)
+    throw RuntimeError("[HostTensor] shape " + shape_text(shape) + " of " + std::string(dtype_name(dtype)) +
+                       " is too large (" + std::to_string(n) + " elements; at most " +
+                       std::to_string(kMaxBytes) + " bytes)");
   return n;
 }
 
 void check_count(size_t got, const std::vector<int64_t>& shape) {
-  const int64_t n = count(shape);
+  const int64_t n = count(shape, DType::boolean);
   if (static_cast<int64_t>(got) != n)
     throw RuntimeError("[HostTensor] " + std::to_string(got) + " values do not fill shape " +
                        shape_text(shape) + " (" + std::to_string(n) + " elements)");
@@ -45,7 +57,13 @@ int32_t f32_to_i32(float v) {
 }  // namespace
 
 HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
-  bytes_.assign(static_cast<size_t>(count(shape_)) * dtype_size(dtype_), std::byte{0});
+  const size_t bytes = static_cast<size_t>(count(shape_, dtype_)) * dtype_size(dtype_);
+  try {
+    bytes_.assign(bytes, std::byte{0});
+  } catch (const std::exception&) {  // bad_alloc / length_error: the caller's size, not our bug
+    throw RuntimeError("[HostTensor] cannot allocate " + std::to_string(bytes) + " bytes for shape " +
+                       shape_text(shape_) + " of " + std::string(dtype_name(dtype_)));
+  }
 }
 
 int64_t HostTensor::numel() const {
@@ -130,7 +148,7 @@ HostTensor HostTensor::view(DType dtype, std::vector<int64_t> shape, const void*
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.bytes_.clear();
-  const int64_t n = count(t.shape_);
+  const int64_t n = count(t.shape_, dtype);
   if (data == nullptr && n > 0)
     throw RuntimeError("[HostTensor] view of a null pointer with shape " + shape_text(t.shape_));
   static const std::byte empty[8] = {};

@@ -4,7 +4,20 @@
 #include <algorithm>
 #include <string>
 
+#include "luminal/error.hpp"
+
 namespace luminal::cpu {
+
+namespace {
+// Above this (256 TiB) an arena cannot be allocated anywhere; sums below it cannot wrap.
+constexpr int64_t kMaxArenaBytes = int64_t{1} << 48;
+
+std::string binding_text(const std::map<std::string, int64_t>& syms) {
+  std::string s;
+  for (const auto& [name, v] : syms) s += (s.empty() ? "" : ", ") + name + " = " + std::to_string(v);
+  return s.empty() ? "constant dims" : s;
+}
+}  // namespace
 
 ArenaBuffers arena_buffers(const compiler::KernelPlan& p, const LoweredPlan& lowered) {
   const kernel::Program& prog = lowered.prog;
@@ -42,11 +55,21 @@ Layout plan_layout(const kernel::Program& prog, const ArenaBuffers& ab, const st
   l.elements.resize(prog.buffers.size());
   std::vector<kernel::BufferLifetime> lt;
   std::vector<size_t> ids;
+  // Every size here comes from the caller's dims: checked, so that huge dims (P = 2^31,
+  // a P x P intermediate) are a RuntimeError instead of a wrapped arena size.
+  int64_t arena_sum = 0;
   for (size_t b = 0; b < prog.buffers.size(); ++b) {
     l.elements[b] = prog.buffers[b].elements.evaluate({}, syms);
     if (!ab.in_arena[b]) continue;
     kernel::BufferLifetime x = ab.lifetimes[b];
-    x.bytes = static_cast<size_t>(l.elements[b]) * ab.dtype_bytes[b];
+    int64_t bytes = 0;
+    if (l.elements[b] < 0 || __builtin_mul_overflow(l.elements[b], static_cast<int64_t>(ab.dtype_bytes[b]), &bytes) ||
+        __builtin_add_overflow(arena_sum, bytes + static_cast<int64_t>(kArenaAlign), &arena_sum) ||
+        arena_sum > kMaxArenaBytes)
+      throw RuntimeError("[call] the intermediates of this program need more than " +
+                         std::to_string(kMaxArenaBytes) + " bytes with " + binding_text(syms) +
+                         ": the dims are too large");
+    x.bytes = static_cast<size_t>(bytes);
     lt.push_back(x);
     ids.push_back(b);
   }
