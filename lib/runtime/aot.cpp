@@ -1,11 +1,16 @@
 // Callable::save / luminal::load (see aot.hpp).
 #include "runtime/aot.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <set>
 #include <sstream>
 
 #include "backends/cpu/cpu_executable.hpp"
@@ -21,7 +26,15 @@ namespace aot {
 namespace {
 
 constexpr char kMagic[12] = "LUMINAL-AOT";
-constexpr uint32_t kVersion = 1;
+// 2: whole-file checksum trailer, CPU features.
+constexpr uint32_t kVersion = 2;
+constexpr char kEndMagic[8] = {'L', 'M', 'A', 'O', 'T', 'E', 'N', 'D'};
+constexpr size_t kTrailer = 16;  // checksum64 + kEndMagic
+#define LUMINAL_AOT_COUNT_ONE(name) +1
+constexpr auto kLastPrimOp = static_cast<detail::PrimOp>(0 LUMINAL_PRIM_OPS(LUMINAL_AOT_COUNT_ONE) - 1);
+#undef LUMINAL_AOT_COUNT_ONE
+// Nesting of dim expressions read from a file (a crafted file must not exhaust the stack).
+constexpr int kMaxDimDepth = 64;
 
 class Writer {
  public:
@@ -89,7 +102,8 @@ class Reader {
     pos_ += static_cast<size_t>(n);
     return out;
   }
-  Dim dim() {
+  Dim dim(int depth = 0) {
+    if (depth > kMaxDimDepth) throw RuntimeError("[load] " + what_ + " is corrupt (dims nested too deeply)");
     Dim out(pod<int64_t>());
     const uint32_t nt = pod<uint32_t>();
     for (uint32_t t = 0; t < nt; ++t) {
@@ -103,7 +117,7 @@ class Reader {
           const int64_t lo = pod<int64_t>(), hi = pod<int64_t>();
           atom = Dim::variable(name, lo, hi);
         } else {
-          Dim x = dim(), y = dim();
+          Dim x = dim(depth + 1), y = dim(depth + 1);
           switch (kind) {
             case detail::AtomKind::Div:
               atom = x / y;
@@ -128,14 +142,26 @@ class Reader {
     return out;
   }
   std::vector<Dim> dims() {
-    std::vector<Dim> v(pod<uint32_t>());
+    std::vector<Dim> v(count(pod<uint32_t>()));
     for (auto& d : v) d = dim();
     return v;
   }
   std::vector<uint32_t> u32s() {
-    std::vector<uint32_t> v(pod<uint32_t>());
+    std::vector<uint32_t> v(count(pod<uint32_t>(), 4));
     for (auto& x : v) x = pod<uint32_t>();
     return v;
+  }
+  // A count of items of at least `min_bytes` each: never more than the bytes left, so a
+  // corrupt count is an error, not a huge allocation.
+  size_t count(uint64_t n, size_t min_bytes = 1) {
+    if (n > (s_.size() - pos_) / min_bytes) throw RuntimeError("[load] " + what_ + " is truncated or corrupt");
+    return static_cast<size_t>(n);
+  }
+  template <class E>
+  E enum_at_most(E last) {
+    const auto v = pod<uint8_t>();
+    if (v > static_cast<uint8_t>(last)) throw RuntimeError("[load] " + what_ + " is corrupt (bad enum value)");
+    return static_cast<E>(v);
   }
   bool done() const { return pos_ == s_.size(); }
 
@@ -190,16 +216,16 @@ detail::GraphImpl read_graph(Reader& r) {
   const uint64_t nn = r.pod<uint64_t>();
   for (uint64_t i = 0; i < nn; ++i) {
     detail::Node n;
-    n.op = static_cast<detail::PrimOp>(r.pod<uint8_t>());
+    n.op = r.enum_at_most(kLastPrimOp);
     n.inputs = r.u32s();
     for (uint32_t in : n.inputs)
       if (in >= i)
         throw RuntimeError("[load] corrupt graph: node " + std::to_string(i) + " reads a later node");
     n.shape = r.dims();
-    n.dtype = static_cast<DType>(r.pod<uint8_t>());
+    n.dtype = r.enum_at_most(DType::boolean);
     n.value = r.pod<double>();
     n.axis = r.pod<int32_t>();
-    n.perm.resize(r.pod<uint32_t>());
+    n.perm.resize(r.count(r.pod<uint32_t>(), 4));
     for (int& p : n.perm) p = r.pod<int32_t>();
     n.start = r.dim();
     n.end = r.dim();
@@ -277,9 +303,9 @@ compiler::KernelPlan read_plan(Reader& r) {
   const uint32_t ns = r.pod<uint32_t>();
   for (uint32_t s = 0; s < ns; ++s) {
     auto spec = std::make_shared<ir::KernelSpec>();
-    spec->kind = static_cast<ir::KernelKind>(r.pod<uint8_t>());
+    spec->kind = r.enum_at_most(ir::KernelKind::Gather);
     spec->slots = r.pod<uint32_t>();
-    spec->launch.resize(r.pod<uint32_t>());
+    spec->launch.resize(r.count(r.pod<uint32_t>(), 8));
     for (auto& l : spec->launch) l = r.pod<int64_t>();
     spec->body = std::make_shared<const detail::GraphImpl>(read_graph(r));
     spec->finalize();
@@ -334,7 +360,50 @@ std::string read_file(const std::string& path) {
   if (!f) throw RuntimeError("[load] cannot open '" + path + "'");
   std::ostringstream ss;
   ss << f.rdbuf();
+  if (!f && !f.eof()) throw RuntimeError("[load] cannot read '" + path + "'");
   return ss.str();
+}
+
+uint64_t file_checksum(const std::string& bytes, size_t n) { return cpu::checksum64(bytes.data(), n); }
+
+std::set<std::string> words(const std::string& s) {
+  std::set<std::string> out;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) out.insert(w);
+  return out;
+}
+
+// Instruction-set flags of /proc/cpuinfo that -march=native may use. Other flags
+// (hypervisor, constant_tsc, ...) differ between machines that run the same code.
+bool is_isa_flag(const std::string& f) {
+  static const std::set<std::string> x86 = {
+      "sse", "sse2", "pni", "ssse3", "sse4_1", "sse4_2", "sse4a", "popcnt", "avx", "avx2", "fma", "fma4", "f16c",
+      "bmi1", "bmi2", "abm", "lzcnt", "movbe", "aes", "pclmulqdq", "vaes", "vpclmulqdq", "gfni", "adx",
+      "rdrand", "rdseed", "sha_ni", "xsave", "xsaveopt", "xsavec", "cx16", "clflushopt", "clwb", "prfchw",
+      "3dnowprefetch", "movdiri", "movdir64b", "serialize", "avx512f", "avx512cd", "avx512bw", "avx512dq",
+      "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2", "avx512_vnni", "avx512_bitalg",
+      "avx512_vpopcntdq", "avx512_bf16", "avx512_fp16", "avx512_vp2intersect", "avx_vnni", "avx_vnni_int8",
+      "avx_ifma", "avx_ne_convert", "amx_tile", "amx_bf16", "amx_int8", "amx_fp16"};
+  return x86.count(f) > 0;
+}
+
+// The host's flags: x86 "flags" filtered to instruction sets, or every ARM "Features".
+const std::set<std::string>& host_features() {
+  static const std::set<std::string> f = [] {
+    std::set<std::string> out;
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);) {
+      const bool x86 = line.rfind("flags", 0) == 0, arm = line.rfind("Features", 0) == 0;
+      if (!x86 && !arm) continue;
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      for (const auto& w : words(line.substr(colon + 1)))
+        if (arm || is_isa_flag(w)) out.insert(w);
+      break;
+    }
+    return out;
+  }();
+  return f;
 }
 
 }  // namespace
@@ -350,6 +419,117 @@ detail::GraphImpl deserialize_graph(const std::string& bytes) {
   return read_graph(r);
 }
 
+std::string reseal(std::string bytes) {
+  if (bytes.size() < kTrailer) throw RuntimeError("[aot] too short to hold a trailer");
+  const size_t n = bytes.size() - kTrailer;
+  const uint64_t sum = file_checksum(bytes, n);
+  std::memcpy(bytes.data() + n, &sum, 8);
+  std::memcpy(bytes.data() + n + 8, kEndMagic, 8);
+  return bytes;
+}
+
+void write_atomically(const std::string& path, const std::string& bytes) {
+  // A unique name per call (threads of one process included), created O_EXCL and
+  // without following a link, then renamed over `path`: readers never see a half-
+  // written program and concurrent saves never write into one file.
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
+                          std::to_string(salt % 1000000);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw RuntimeError("[save] cannot create '" + tmp + "': " + std::strerror(errno));
+  const char* data = bytes.data();
+  size_t left = bytes.size();
+  int err = 0;
+  while (left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+      break;
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (!err && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && !err) err = errno;
+  if (!err && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err) {
+    ::unlink(tmp.c_str());
+    throw RuntimeError("[save] cannot write '" + path + "': " + std::strerror(err));
+  }
+}
+
+std::string required_cpu_features() {
+  std::string s;
+  for (const auto& f : host_features()) s += (s.empty() ? "" : " ") + f;
+  return s;
+}
+
+std::string missing_cpu_features(const std::string& recorded) {
+  std::string s;
+  for (const auto& f : words(recorded))
+    if (!host_features().count(f)) s += (s.empty() ? "" : " ") + f;
+  return s;
+}
+
+Parsed parse(const std::string& bytes, const std::string& what) {
+  Reader r(bytes, what);
+  char magic[sizeof kMagic];
+  r.raw(magic, sizeof magic);
+  if (std::memcmp(magic, kMagic, sizeof magic) != 0)
+    throw RuntimeError("[load] " + what + " is not a saved Luminal program");
+  const uint32_t version = r.pod<uint32_t>();
+  if (version != kVersion)
+    throw RuntimeError("[load] " + what + " has format version " + std::to_string(version) +
+                       ", this build reads " + std::to_string(kVersion));
+  // Integrity first: nothing below trusts a byte the checksum has not covered.
+  const size_t header = sizeof kMagic + 4;
+  if (bytes.size() < header + kTrailer || std::memcmp(bytes.data() + bytes.size() - 8, kEndMagic, 8) != 0)
+    throw RuntimeError("[load] " + what + " is truncated (no end marker)");
+  const size_t body = bytes.size() - kTrailer;
+  uint64_t stored = 0;
+  std::memcpy(&stored, bytes.data() + body, 8);
+  if (stored != file_checksum(bytes, body))
+    throw RuntimeError("[load] " + what + " is corrupt (checksum mismatch): it was damaged after it was saved");
+  const std::string inner = bytes.substr(header, body - header);
+  Reader b(inner, what);
+  Parsed p;
+  p.state = std::make_shared<detail::CallableState>();
+  p.state->target = Target::parse(b.str());
+  const std::string arch = b.str();
+  const std::string features = b.str();
+#if defined(__x86_64__)
+  const char* host_arch = "x86_64";
+#elif defined(__aarch64__)
+  const char* host_arch = "aarch64";
+#else
+  const char* host_arch = "unknown";
+#endif
+  if (arch != host_arch)
+    throw RuntimeError("[load] " + what + " holds code for " + arch + "; this machine is " + host_arch);
+  if (const std::string missing = missing_cpu_features(features); !missing.empty())
+    throw RuntimeError("[load] " + what + " was compiled for a CPU with " + missing +
+                       "; this CPU lacks them: compile and save the program on a machine like this one");
+  p.state->graph = std::make_shared<const detail::GraphImpl>(read_graph(b));
+  p.plan = std::make_shared<const compiler::KernelPlan>(read_plan(b));
+  p.state->report = read_report(b);
+  const uint32_t np = b.pod<uint32_t>();
+  for (uint32_t i = 0; i < np; ++i) {
+    std::string name = b.str();
+    const auto dt = b.enum_at_most(DType::boolean);
+    std::vector<int64_t> shape(b.count(b.pod<uint32_t>(), 8));
+    for (auto& d : shape) d = b.pod<int64_t>();
+    const std::string data = b.str();
+    p.state->params[name] = std::make_shared<const HostTensor>(HostTensor::from_bytes(
+        dt, shape, std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size())));
+  }
+  p.source_hash = b.str();
+  p.so = b.str();
+  if (!b.done()) throw RuntimeError("[load] " + what + " is corrupt (trailing bytes)");
+  return p;
+}
+
 }  // namespace aot
 
 void Callable::save(const std::string& path) const {
@@ -359,12 +539,17 @@ void Callable::save(const std::string& path) const {
   if (!exe)
     throw RuntimeError("[save] only programs compiled for the cpu target can be saved (this one is for " +
                        st.target.to_string() + ")");
-  std::string so;
-  if (!exe->library_path().empty()) so = aot::read_file(exe->library_path());
+  const std::string so = exe->library_bytes();
   aot::Writer w;
-  w.raw(aot::kMagic, sizeof aot::kMagic);
-  w.pod<uint32_t>(aot::kVersion);
   w.str(st.target.to_string());
+#if defined(__x86_64__)
+  w.str("x86_64");
+#elif defined(__aarch64__)
+  w.str("aarch64");
+#else
+  w.str("unknown");
+#endif
+  w.str(aot::required_cpu_features());
   aot::write_graph(w, *st.graph);
   aot::write_plan(w, *exe->plan());
   aot::write_report(w, st.report);
@@ -381,71 +566,27 @@ void Callable::save(const std::string& path) const {
   }
   w.str(exe->info().source_hash);
   w.str(so);
-  // Atomic: a reader never sees a half-written program.
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(w.bytes().data(), static_cast<std::streamsize>(w.bytes().size()));
-    if (!f) throw RuntimeError("[save] cannot write '" + tmp + "'");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw RuntimeError("[save] cannot write '" + path + "'");
-  }
+  std::string file;
+  file.reserve(sizeof aot::kMagic + 4 + w.bytes().size() + aot::kTrailer);
+  file.append(aot::kMagic, sizeof aot::kMagic);
+  const uint32_t version = aot::kVersion;
+  file.append(reinterpret_cast<const char*>(&version), 4);
+  file += w.bytes();
+  file.append(aot::kTrailer, '\0');
+  file = aot::reseal(std::move(file));
+  aot::write_atomically(path, file);
 }
 
 Callable load(const std::string& path) {
-  const std::string bytes = aot::read_file(path);
-  aot::Reader r(bytes, "'" + path + "'");
-  char magic[sizeof aot::kMagic];
-  r.raw(magic, sizeof magic);
-  if (std::memcmp(magic, aot::kMagic, sizeof magic) != 0)
-    throw RuntimeError("[load] '" + path + "' is not a saved Luminal program");
-  const uint32_t version = r.pod<uint32_t>();
-  if (version != aot::kVersion)
-    throw RuntimeError("[load] '" + path + "' has format version " + std::to_string(version) +
-                       ", this build reads " + std::to_string(aot::kVersion));
-  auto state = std::make_shared<detail::CallableState>();
-  state->target = Target::parse(r.str());
-  state->graph = std::make_shared<const detail::GraphImpl>(aot::read_graph(r));
-  auto plan = std::make_shared<const compiler::KernelPlan>(aot::read_plan(r));
-  state->report = aot::read_report(r);
-  const uint32_t np = r.pod<uint32_t>();
-  for (uint32_t i = 0; i < np; ++i) {
-    std::string name = r.str();
-    const auto dt = static_cast<DType>(r.pod<uint8_t>());
-    std::vector<int64_t> shape(r.pod<uint32_t>());
-    for (auto& d : shape) d = r.pod<int64_t>();
-    const std::string data = r.str();
-    state->params[name] = std::make_shared<const HostTensor>(HostTensor::from_bytes(
-        dt, shape, std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size())));
-  }
+  aot::Parsed p = aot::parse(aot::read_file(path), "'" + path + "'");
   cpu::CpuBuildOptions bo;
-  bo.prebuilt_source_hash = r.str();
-  const std::string so = r.str();
-  // The object is dlopen'ed from a private file, removed once loaded (the mapping stays).
-  std::string so_path;
-  if (!so.empty()) {
-    so_path = (std::filesystem::temp_directory_path() /
-               ("luminal-aot-" + std::to_string(::getpid()) + "-" + bo.prebuilt_source_hash + ".so"))
-                  .string();
-    std::ofstream f(so_path, std::ios::binary | std::ios::trunc);
-    f.write(so.data(), static_cast<std::streamsize>(so.size()));
-    if (!f) throw RuntimeError("[load] cannot write a temporary file '" + so_path + "'");
-  }
-  bo.prebuilt_so_path = so.empty() ? std::string("/nonexistent") : so_path;
-  try {
-    state->exe = std::make_shared<const cpu::CpuExecutable>(plan, state->graph, bo);
-  } catch (...) {
-    std::error_code ec;
-    if (!so_path.empty()) std::filesystem::remove(so_path, ec);
-    throw;
-  }
-  std::error_code ec;
-  if (!so_path.empty()) std::filesystem::remove(so_path, ec);
-  return Callable(std::move(state));
+  bo.prebuilt_source_hash = p.source_hash;
+  if (p.so.empty())
+    bo.prebuilt_so_path = "/nonexistent";  // a program without kernels never opens it
+  else
+    bo.prebuilt_so_bytes = std::move(p.so);  // an anonymous memory file: nothing on disk
+  p.state->exe = std::make_shared<const cpu::CpuExecutable>(p.plan, p.state->graph, bo);
+  return Callable(std::move(p.state));
 }
 
 }  // namespace luminal

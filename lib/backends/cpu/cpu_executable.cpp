@@ -5,7 +5,6 @@
 // the code and runs it.
 #include "backends/cpu/cpu_executable.hpp"
 
-#include <dlfcn.h>
 
 #include <chrono>
 #include <cstdio>
@@ -58,20 +57,23 @@ void dump_source(const std::string& path, const std::string& source, const kerne
 }
 
 // The compiled code: the prebuilt object of luminal::load (checked against the source
-// it was built from), else the JIT (memory cache, disk cache, or the C compiler).
+// it was built from, and for every kernel), else the JIT (memory cache, disk cache, or
+// the C compiler; a cached object without every kernel is evicted and rebuilt).
 std::shared_ptr<const JitLibrary> load_library(const std::string& source, const std::string& source_hash,
-                                               const CpuBuildOptions& opt) {
-  if (opt.prebuilt_so_path.empty()) return jit_for(opt.cache_dir).compile(source);
+                                               const std::vector<std::string>& kernels, const CpuBuildOptions& opt) {
+  if (opt.prebuilt_so_path.empty() && opt.prebuilt_so_bytes.empty())
+    return jit_for(opt.cache_dir).compile(source, kernels);
   if (opt.prebuilt_source_hash != source_hash)
     throw CompileError("[load] the saved program's code does not match this build of Luminal (source hash " +
                        opt.prebuilt_source_hash + ", rendered " + source_hash +
                        "): recompile and save it again");
-  void* h = ::dlopen(opt.prebuilt_so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char* e = ::dlerror();
-    throw CompileError("[load] cannot load the saved code " + opt.prebuilt_so_path + ": " + (e ? e : "?"));
-  }
-  return std::make_shared<const JitLibrary>(h, opt.prebuilt_so_path);
+  auto lib = !opt.prebuilt_so_bytes.empty()
+                 ? JitLibrary::open_bytes(opt.prebuilt_so_bytes, "[load] cannot load the saved code")
+                 : JitLibrary::open(opt.prebuilt_so_path, "[load] cannot load the saved code " + opt.prebuilt_so_path);
+  for (const auto& name : kernels)
+    if (!lib->has_symbol(name))
+      throw CompileError("[load] the saved code lacks the kernel '" + name + "': the file is not this program's");
+  return lib;
 }
 
 }  // namespace
@@ -118,7 +120,7 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
     source_ = std::move(cp.source);
     info_.source_hash = hash_hex(source_);
     if (!env.dump_c.empty()) dump_source(env.dump_c, source_, prog);
-    m.lib = load_library(source_, info_.source_hash, opt);
+    m.lib = load_library(source_, info_.source_hash, cp.kernels, opt);
     for (const auto& name : cp.kernels) m.fns.push_back(m.lib->function<KernelFn>(name));
   }
   info_.jit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -144,6 +146,7 @@ CpuExecutable::~CpuExecutable() {
 }
 
 std::string CpuExecutable::library_path() const { return impl_->lib ? impl_->lib->path() : std::string(); }
+std::string CpuExecutable::library_bytes() const { return impl_->lib ? impl_->lib->bytes() : std::string(); }
 
 std::map<std::string, HostTensor> CpuExecutable::run(
     const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors) const {

@@ -43,6 +43,9 @@ struct CpuBuildOptions {
   /// Must come with the source hash it was built from; a mismatch is a CompileError.
   std::string prebuilt_so_path;
   std::string prebuilt_source_hash;
+  /// The prebuilt object's bytes instead of a path: loaded from an anonymous memory
+  /// file (JitLibrary::open_bytes), never from a name in the file system.
+  std::string prebuilt_so_bytes;
 };
 
 class CpuExecutable final : public detail::Executable {
@@ -73,6 +76,8 @@ class CpuExecutable final : public detail::Executable {
   const std::string& c_source() const { return source_; }
   /// Path of the loaded shared object (a JIT cache entry or the unpacked saved file).
   std::string library_path() const;
+  /// The loaded shared object's bytes ("" when the program has no kernels).
+  std::string library_bytes() const;
 
  private:
   struct Impl;

@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <spawn.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "luminal/error.hpp"
@@ -86,13 +90,51 @@ bool entry_is_valid(const fs::path& path, const std::string& key) {
          t.payload_checksum == checksum64(bytes.data(), payload);
 }
 
-void append_trailer(const fs::path& path, const std::string& key) {
-  std::string bytes = read_file(path);
-  Trailer t{kMagic, bytes.size(), checksum64(bytes.data(), bytes.size()), checksum64(key.data(), key.size())};
-  std::ofstream out(path, std::ios::binary | std::ios::app);
-  out.write(reinterpret_cast<const char*>(&t), sizeof t);
-  out.flush();
-  if (!out) throw CompileError("[jit] cannot write cache entry " + path.string());
+Trailer make_trailer(const std::string& payload, const std::string& key) {
+  return Trailer{kMagic, payload.size(), checksum64(payload.data(), payload.size()),
+                 checksum64(key.data(), key.size())};
+}
+
+// Writes all of `data` to `fd`; false (errno set) on any failure, short writes included.
+bool write_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (w == 0) {
+      errno = EIO;
+      return false;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Keeps every library a freshly opened object needs (its DT_NEEDED entries) loaded for
+// the rest of the process. libgomp starts worker threads that stay parked inside it
+// after a parallel region; if the generated object was the one that brought libgomp in,
+// dlclose() of the object used to unload libgomp under those threads.
+void pin_dependencies(void* handle) {
+  struct link_map* map = nullptr;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_ld) return;
+  const char* strtab = nullptr;
+  for (const ElfW(Dyn)* d = map->l_ld; d->d_tag != DT_NULL; ++d)
+    if (d->d_tag == DT_STRTAB) {
+      // glibc relocates these addresses in place; add the base where it did not.
+      ElfW(Addr) a = d->d_un.d_ptr;
+      if (a < map->l_addr) a += map->l_addr;
+      strtab = reinterpret_cast<const char*>(a);
+    }
+  if (!strtab) return;
+  for (const ElfW(Dyn)* d = map->l_ld; d->d_tag != DT_NULL; ++d) {
+    if (d->d_tag != DT_NEEDED) continue;
+    // Already loaded (it is a dependency): NOLOAD only takes a reference, NODELETE makes
+    // it permanent. The extra reference is never dropped on purpose.
+    (void)::dlopen(strtab + d->d_un.d_val, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  }
 }
 
 // ------------------------------------------------------------------ processes
@@ -200,9 +242,116 @@ const std::string& cpu_signature() {
   return sig;
 }
 
+void warn_once(const std::string& message) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mu);
+  if (said.insert(message).second) std::fprintf(stderr, "luminal: %s\n", message.c_str());
+}
+
+std::string untrusted_folder_reason(const fs::path& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return dir.string() + " cannot be read: " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return dir.string() + " is not a folder";
+  if (st.st_uid != ::geteuid())
+    return dir.string() + " is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+           std::to_string(::geteuid()) + ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return dir.string() + " is writable by " + ((st.st_mode & S_IWOTH) ? "others" : "its group") + " (mode " +
+           mode + ")";
+  }
+  return "";
+}
+
+namespace {
+
+// Why the cache entry `path` (lstat'ed, not followed) must not be loaded, "" when it may.
+std::string untrusted_entry_reason(const fs::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return path.string() + " cannot be read: " + std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return path.string() + " is not a regular file";
+  if (st.st_uid != ::geteuid())
+    return path.string() + " is owned by uid " + std::to_string(st.st_uid) + ", not by this user";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return path.string() + " is writable by group or others";
+  return "";
+}
+
+// Removes what crashed processes left: temp entries in the cache folder and scratch
+// folders of this user in the temp folder, each older than an hour (a compile takes
+// seconds, so nothing that old is in use).
+void sweep_leftovers(const fs::path& cache_dir) {
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  std::error_code ec;
+  if (!cache_dir.empty()) {
+    for (fs::directory_iterator it(cache_dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0 &&
+          it->last_write_time(ec) < old && !ec)
+        fs::remove(it->path(), ec);
+    }
+  }
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::error_code e;
+    const fs::path tmp = fs::temp_directory_path(e);
+    if (e) return;
+    const std::string prefix = "luminal-jit-";
+    for (fs::directory_iterator it(tmp, e), end; !e && it != end; it.increment(e)) {
+      const std::string name = it->path().filename().string();
+      if (name.size() != prefix.size() + 6 || name.rfind(prefix, 0) != 0) continue;  // mkdtemp's XXXXXX
+      struct stat st {};
+      if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+      std::error_code e2;
+      if (it->last_write_time(e2) < old && !e2) fs::remove_all(it->path(), e2);
+    }
+  });
+}
+
+}  // namespace
+
 // ------------------------------------------------------------------ JitLibrary
+std::shared_ptr<const JitLibrary> JitLibrary::open(const std::string& path, const std::string& what,
+                                                   std::string bytes, int fd) {
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* err = ::dlerror();
+    if (fd >= 0) ::close(fd);
+    throw CompileError(what + ": " + (err ? err : "unknown dlopen error"));
+  }
+  pin_dependencies(h);
+  auto lib = std::make_shared<JitLibrary>(h, path);
+  lib->bytes_ = std::move(bytes);
+  lib->fd_ = fd;
+  return lib;
+}
+
+std::shared_ptr<const JitLibrary> JitLibrary::open_bytes(std::string bytes, const std::string& what) {
+  // An anonymous memory file: no name anywhere, gone when the last reference is.
+  const int fd = ::memfd_create("luminal-code", MFD_CLOEXEC);
+  if (fd >= 0) {
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+    if (write_all(fd, bytes.data(), bytes.size()) && ::access(proc.c_str(), R_OK) == 0)
+      return open(proc, what, {}, fd);  // bytes readable through the descriptor
+    ::close(fd);
+  }
+  // No memfd or no /proc: a file created O_EXCL in a private folder, removed at once.
+  ScratchDir dir;
+  const fs::path file = dir.path / "code.so";
+  const int f = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (f < 0) throw RuntimeError(what + ": cannot write " + file.string() + ": " + std::strerror(errno));
+  const bool ok = write_all(f, bytes.data(), bytes.size());
+  const int err = errno;
+  ::close(f);
+  if (!ok) throw RuntimeError(what + ": cannot write " + file.string() + ": " + std::strerror(err));
+  // The folder's unique name makes the path unique while it is loaded.
+  return open(file.string(), what, std::move(bytes));
+}
+
 JitLibrary::~JitLibrary() {
   if (handle_) ::dlclose(handle_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void* JitLibrary::symbol(const std::string& name) const {
@@ -210,6 +359,20 @@ void* JitLibrary::symbol(const std::string& name) const {
   void* p = ::dlsym(handle_, name.c_str());
   if (!p) throw CompileError("[jit] symbol '" + name + "' not found in " + path_);
   return p;
+}
+
+bool JitLibrary::has_symbol(const std::string& name) const {
+  ::dlerror();
+  return ::dlsym(handle_, name.c_str()) != nullptr;
+}
+
+std::string JitLibrary::bytes() const {
+  if (!bytes_.empty()) return bytes_;
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) throw RuntimeError("[jit] the code of this program is no longer readable (" + path_ + ")");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 // ------------------------------------------------------------------ config
@@ -263,11 +426,29 @@ struct Jit::Entry {
 };
 
 Jit::Jit(JitConfig config) : config_(std::move(config)) {
-  if (!config_.cache_dir.empty()) {
-    std::error_code ec;
-    fs::create_directories(config_.cache_dir, ec);
-    if (ec || ::access(config_.cache_dir.c_str(), W_OK) != 0) config_.cache_dir.clear();
+  if (config_.cache_dir.empty()) {
+    sweep_leftovers({});
+    return;
   }
+  // The folder is created private (0700); its parents as the umask says.
+  std::error_code ec;
+  if (config_.cache_dir.has_parent_path()) fs::create_directories(config_.cache_dir.parent_path(), ec);
+  if (::mkdir(config_.cache_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    warn_once("disk cache disabled: cannot create " + config_.cache_dir.string() + ": " + std::strerror(errno));
+    config_.cache_dir.clear();
+    sweep_leftovers({});
+    return;
+  }
+  // Code in a folder that someone else can write into runs with our rights: refuse it.
+  const std::string why = untrusted_folder_reason(config_.cache_dir);
+  if (!why.empty()) {
+    warn_once("disk cache disabled: " + why);
+    config_.cache_dir.clear();
+  } else if (::access(config_.cache_dir.c_str(), W_OK) != 0) {
+    warn_once("disk cache disabled: " + config_.cache_dir.string() + " is not writable");
+    config_.cache_dir.clear();
+  }
+  sweep_leftovers(config_.cache_dir);
 }
 
 Jit::~Jit() = default;
@@ -319,7 +500,13 @@ JitStats Jit::stats() const {
   return stats_;
 }
 
-std::shared_ptr<const JitLibrary> Jit::compile(const std::string& c_source) {
+void Jit::count(uint64_t JitStats::*field) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++(stats_.*field);
+}
+
+std::shared_ptr<const JitLibrary> Jit::compile(const std::string& c_source,
+                                               const std::vector<std::string>& required_symbols) {
   const std::string key = cache_key(c_source);
   std::shared_ptr<Entry> entry;
   {
@@ -334,71 +521,123 @@ std::shared_ptr<const JitLibrary> Jit::compile(const std::string& c_source) {
     ++stats_.memory_hits;
     return entry->lib;
   }
-  entry->lib = build(key, c_source);
+  entry->lib = build(key, c_source, required_symbols);
   return entry->lib;
 }
 
-std::shared_ptr<const JitLibrary> Jit::build(const std::string& key, const std::string& src) {
-  const bool disk = !config_.cache_dir.empty();
-  if (disk && fs::exists(config_.cache_dir / (key + ".so"))) {
-    const fs::path final_path = config_.cache_dir / (key + ".so");
-    if (entry_is_valid(final_path, key)) {
-      if (void* h = ::dlopen(final_path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++stats_.disk_hits;
-        return std::make_shared<JitLibrary>(h, final_path.string());
-      }
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++stats_.corrupt_entries;
-    }
-    std::error_code ec;
-    fs::remove(final_path, ec);
+// A trusted, intact disk entry with every required symbol, or null (the entry, if any,
+// was refused, counted and removed).
+std::shared_ptr<const JitLibrary> Jit::load_entry(const std::string& key, const std::vector<std::string>& required) {
+  const fs::path path = config_.cache_dir / (key + ".so");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return nullptr;  // a miss
+  std::error_code ec;
+  if (const std::string why = untrusted_entry_reason(path); !why.empty()) {
+    // Planted or tampered with: never loaded (its constructors would run); our build
+    // is renamed over it.
+    warn_once("refusing cache entry: " + why);
+    count(&JitStats::untrusted_entries);
+    fs::remove(path, ec);
+    return nullptr;
   }
+  std::shared_ptr<const JitLibrary> lib;
+  if (entry_is_valid(path, key)) {
+    try {
+      lib = JitLibrary::open(path.string(), "[jit] cache entry " + path.string());
+    } catch (const CompileError&) {
+      lib = nullptr;
+    }
+  }
+  for (const auto& name : required)
+    if (lib && !lib->has_symbol(name)) lib = nullptr;  // loads, but is not this program: evict
+  if (!lib) {
+    count(&JitStats::corrupt_entries);
+    fs::remove(path, ec);
+    return nullptr;
+  }
+  count(&JitStats::disk_hits);
+  return lib;
+}
+
+// Copies a fresh build into the cache as <key>.so (+ trailer). False, having left
+// nothing behind, when any step fails (full disk, quota, read-only folder...).
+bool Jit::store_entry(const std::string& key, const std::string& so) {
+  const fs::path final_path = config_.cache_dir / (key + ".so");
+  const fs::path tmp = config_.cache_dir / (key + "." + unique_suffix() + ".so.tmp");
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    warn_once("cannot write to the disk cache " + config_.cache_dir.string() + " (" + std::strerror(errno) +
+              "): programs run uncached");
+    return false;
+  }
+  const Trailer t = make_trailer(so, key);
+  bool ok = write_all(fd, so.data(), so.size()) && write_all(fd, reinterpret_cast<const char*>(&t), sizeof t);
+  int err = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  std::error_code ec;
+  if (ok) {
+    fs::rename(tmp, final_path, ec);
+    if (ec) {
+      ok = false;
+      err = ec.value();
+    }
+  }
+  if (!ok) {
+    fs::remove(tmp, ec);
+    warn_once("cannot write to the disk cache " + config_.cache_dir.string() + " (" + std::strerror(err) +
+              "): programs run uncached");
+  }
+  return ok;
+}
+
+std::shared_ptr<const JitLibrary> Jit::build(const std::string& key, const std::string& src,
+                                             const std::vector<std::string>& required) {
+  const bool disk = !config_.cache_dir.empty();
+  if (disk)
+    if (auto lib = load_entry(key, required)) return lib;
 
   auto argv = split_words(config_.compiler);
   if (argv.empty())
     throw CompileError("[jit] no C compiler found: set LUMINAL_CC or put cc, gcc or clang on PATH");
+  // The compiler only ever writes into a private folder: a full or hostile cache folder
+  // cannot fail the compile, and a crash leaves nothing in the cache.
   ScratchDir scratch;
-  const fs::path dir = disk ? config_.cache_dir : scratch.path;
-  const fs::path final_path = dir / (key + ".so");
-  const std::string stem = key + "." + unique_suffix();
-  const fs::path src_path = scratch.path / (stem + ".c");
-  const fs::path tmp_so = dir / (stem + ".so.tmp");
-  const fs::path log = scratch.path / (stem + ".log");
+  const fs::path src_path = scratch.path / (key + ".c");
+  const fs::path so_path = scratch.path / (key + ".so");
+  const fs::path log = scratch.path / (key + ".log");
   {
     std::ofstream out(src_path, std::ios::binary);
     out << src;
     if (!out) throw CompileError("[jit] cannot write " + src_path.string());
   }
   argv.insert(argv.end(), config_.flags.begin(), config_.flags.end());
-  argv.insert(argv.end(), {"-o", tmp_so.string(), src_path.string()});
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.compiler_runs;
-  }
+  argv.insert(argv.end(), {"-o", so_path.string(), src_path.string()});
+  count(&JitStats::compiler_runs);
   const int rc = run_process(argv, log);
   const std::string log_text = read_file(log);
-  std::error_code ec;
-  fs::remove(log, ec);
-  if (rc != 0) {
-    fs::remove(tmp_so, ec);
+  if (rc != 0)
     throw CompileError("[jit] C compiler failed (exit " + std::to_string(rc) + "): " + join(argv) + "\n" +
                        log_text);
+  std::string so = read_file(so_path);
+  if (so.empty()) throw CompileError("[jit] the C compiler wrote no output: " + join(argv) + "\n" + log_text);
+
+  std::shared_ptr<const JitLibrary> lib;
+  if (disk && store_entry(key, so)) {
+    const fs::path final_path = config_.cache_dir / (key + ".so");
+    lib = JitLibrary::open(final_path.string(), "[jit] dlopen failed for " + final_path.string());
+  } else {
+    if (disk) count(&JitStats::cache_write_failures);
+    // Uncached: loaded from the scratch folder (its unique name plus the content key make
+    // the path unique while loaded); the folder goes when this returns, the mapping stays.
+    lib = JitLibrary::open(so_path.string(), "[jit] dlopen failed for " + so_path.string(), std::move(so));
   }
-  fs::remove(src_path, ec);
-  append_trailer(tmp_so, key);
-  fs::rename(tmp_so, final_path, ec);
-  if (ec) throw CompileError("[jit] cannot rename " + tmp_so.string() + ": " + ec.message());
-  void* h = ::dlopen(final_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char* err = ::dlerror();
-    throw CompileError("[jit] dlopen failed for " + final_path.string() + ": " +
-                       (err ? err : "unknown error"));
-  }
-  // Without a disk cache the file goes with the scratch folder; the mapping stays valid.
-  return std::make_shared<JitLibrary>(h, final_path.string());
+  for (const auto& name : required)
+    if (!lib->has_symbol(name))
+      throw CompileError("[jit] the compiled program lacks the symbol '" + name + "' (" + join(argv) + ")");
+  return lib;
 }
 
 }  // namespace luminal::cpu
