@@ -5,7 +5,6 @@
 // the code and runs it.
 #include "backends/cpu/cpu_executable.hpp"
 
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
