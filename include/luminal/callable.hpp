@@ -62,6 +62,9 @@ class Callable {
   /// The non-throwing call: `inputs` may be HostTensor::view()s of caller memory (never
   /// copied); an entry of `outputs` that already has the output's dtype and shape and is
   /// writable (e.g. a writable view) is filled in place, any other is replaced.
+  /// An output whose memory overlaps an input's (an in-place update, x = f(x)) is
+  /// computed into a fresh buffer and copied over it afterwards (one allocation); two
+  /// outputs sharing memory are an error.
   Status run(const std::map<std::string, HostTensor>& inputs,
              std::map<std::string, HostTensor>& outputs) const noexcept;
 

@@ -1,6 +1,7 @@
 // Callable: param binding and validated calls over an immutable compiled program.
 #include "luminal/callable.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -24,6 +25,31 @@ std::string dims_text(const DimBindings& dims) {
   std::string s;
   for (const auto& [name, v] : dims) s += (s.empty() ? "" : ", ") + name + " = " + std::to_string(v);
   return s.empty() ? "constant dims" : s;
+}
+
+bool overlap(const HostTensor& a, const HostTensor& b) {
+  const auto a0 = reinterpret_cast<uintptr_t>(a.data()), b0 = reinterpret_cast<uintptr_t>(b.data());
+  return a.nbytes() && b.nbytes() && a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
+// Whether an entry of `outputs` that the call would write in place shares memory with an
+// input (then true) or with another such output (RuntimeError). Allocates nothing.
+bool outputs_alias_inputs(const GraphImpl& g, const std::map<std::string, HostTensor>& inputs,
+                          const std::map<std::string, HostTensor>& outputs) {
+  bool aliased = false;
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    auto it = outputs.find(g.outputs[i].first);
+    if (it == outputs.end() || !it->second.is_writable()) continue;
+    for (const auto& [name, in] : inputs)
+      if (overlap(it->second, in)) aliased = true;
+    for (size_t j = i + 1; j < g.outputs.size(); ++j) {
+      auto other = outputs.find(g.outputs[j].first);
+      if (other != outputs.end() && other->second.is_writable() && overlap(it->second, other->second))
+        throw RuntimeError("[call] outputs '" + it->first + "' and '" + other->first +
+                           "' share memory: each output needs its own buffer");
+    }
+  }
+  return aliased;
 }
 
 std::string ints(const std::vector<int64_t>& s) {
@@ -71,7 +97,7 @@ void Callable::bind(const std::string& name, HostTensor value) {
 std::map<std::string, HostTensor> Callable::operator()(
     const std::map<std::string, HostTensor>& inputs) const {
   const CallableState& st = state_of(state_);
-  if (!st.exe) throw RuntimeError("[call] " + st.not_runnable);
+  if (!st.exe || !st.not_runnable.empty()) throw RuntimeError("[call] " + st.not_runnable);
   std::map<std::string, std::shared_ptr<const HostTensor>> params;
   {
     std::lock_guard<std::mutex> lock(st.mu);
@@ -95,7 +121,26 @@ Status Callable::run(const std::map<std::string, HostTensor>& inputs,
                      std::map<std::string, HostTensor>& outputs) const noexcept {
   try {
     const CallableState& st = state_of(state_);
-    if (!st.exe) throw RuntimeError("[call] " + st.not_runnable);
+    if (!st.exe || !st.not_runnable.empty()) throw RuntimeError("[call] " + st.not_runnable);
+    // Generated code takes its buffers as restrict pointers: an output written in place
+    // over an input's memory would read values it has already overwritten. Such a call
+    // computes into fresh tensors and copies them over afterwards (an in-place update
+    // such as x = f(x) works); two outputs sharing memory are refused.
+    if (outputs_alias_inputs(*st.graph, inputs, outputs)) {
+      std::map<std::string, HostTensor> fresh;
+      const Status s = run(inputs, fresh);
+      if (!s) return s;
+      for (auto& [name, t] : fresh) {
+        auto it = outputs.find(name);
+        if (it != outputs.end() && it->second.dtype() == t.dtype() && it->second.shape() == t.shape() &&
+            it->second.is_writable()) {
+          if (t.nbytes()) std::memcpy(it->second.mutable_data(), t.data(), t.nbytes());
+        } else {
+          outputs.insert_or_assign(name, std::move(t));
+        }
+      }
+      return {};
+    }
     // Generated code writes matching caller outputs in place: no copy, no output allocation.
     if (const auto* direct = dynamic_cast<const cpu::CpuExecutable*>(st.exe.get())) {
       // Steady state: validated in place, nothing allocated (bind() is not concurrent

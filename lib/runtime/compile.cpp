@@ -55,10 +55,12 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
   state->report = program.report;
   CompileReport& rep = state->report;
   rep.target = target.to_string();
-  if (options.compile_only) {
+  if (options.compile_only)
     state->not_runnable = "this Callable was compiled with compile_only for " + target.to_string() +
                           ": it has a report but cannot be called";
-  } else if (target.kind() == Target::Kind::cpu) {
+  if (target.kind() == Target::Kind::cpu) {
+    // compile_only generates and JIT-compiles too (the report is the real one, and a C
+    // compiler failure surfaces here); the program is kept so that it can be saved.
     // Generated C for every kernel that can be lowered; the rest on the interpreter,
     // counted and named in the report.
     cpu::CpuBuildOptions bo;
@@ -74,7 +76,7 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
       rep.stop_reason +=
           "; " + std::to_string(info.interpreted) + " kernel(s) interpreted: " + info.interpreted_why;
     state->exe = std::move(exe);
-  } else {
+  } else if (!options.compile_only) {
     state->exe = program.exe;
     if (gpu) rep.stop_reason += "; no GPU code generator yet: kernels interpreted on the host";
   }

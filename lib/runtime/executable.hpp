@@ -34,8 +34,8 @@ std::shared_ptr<const Executable> make_reference_executable(std::shared_ptr<cons
 /// What a Callable handle points at.
 struct CallableState {
   std::shared_ptr<const GraphImpl> graph;  // snapshot taken by compile()
-  std::shared_ptr<const Executable> exe;   // null: not runnable (see not_runnable)
-  std::string not_runnable;
+  std::shared_ptr<const Executable> exe;   // the program (kept by compile_only on the CPU, for save())
+  std::string not_runnable;                // non-empty: calls throw RuntimeError with this text
   CompileReport report;
   Target target = Target::reference();
 
