@@ -9,62 +9,17 @@
 
 namespace luminal::detail {
 
-std::string_view prim_name(PrimOp op) {
-  switch (op) {
-    case PrimOp::Input:
-      return "input";
-    case PrimOp::Param:
-      return "param";
-    case PrimOp::Constant:
-      return "constant";
-    case PrimOp::Iota:
-      return "iota";
-    case PrimOp::Exp2:
-      return "exp2";
-    case PrimOp::Log2:
-      return "log2";
-    case PrimOp::Sin:
-      return "sin";
-    case PrimOp::Sqrt:
-      return "sqrt";
-    case PrimOp::Recip:
-      return "recip";
-    case PrimOp::Neg:
-      return "neg";
-    case PrimOp::Add:
-      return "add";
-    case PrimOp::Mul:
-      return "mul";
-    case PrimOp::Mod:
-      return "mod";
-    case PrimOp::Max:
-      return "max";
-    case PrimOp::LessThan:
-      return "less_than";
-    case PrimOp::Equal:
-      return "equal";
-    case PrimOp::Where:
-      return "where";
-    case PrimOp::Cast:
-      return "cast";
-    case PrimOp::SumReduce:
-      return "sum_reduce";
-    case PrimOp::MaxReduce:
-      return "max_reduce";
-    case PrimOp::Gather:
-      return "gather";
-    case PrimOp::Reshape:
-      return "reshape";
-    case PrimOp::Permute:
-      return "permute";
-    case PrimOp::Expand:
-      return "expand";
-    case PrimOp::Slice:
-      return "slice";
-    case PrimOp::Pad:
-      return "pad";
-  }
-  return "?";
+std::string accepted_dtypes_text(PrimOp op) {
+  std::string names[4];
+  int n = 0;
+  const uint8_t set = op_info(op).dtypes;
+  if (set & kF32) names[n++] = "f32";
+  if (set & kI32) names[n++] = "i32";
+  if (set & kBool) names[n++] = "bool";
+  if (set & kHalf) names[n++] = "f16/bf16";
+  std::string s;
+  for (int i = 0; i < n; ++i) s += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + names[i];
+  return s;
 }
 
 bool dims_provably_equal(const Dim& a, const Dim& b) {
@@ -172,21 +127,14 @@ Tensor prim_iota(Graph& g, const Dim& len, std::string_view op, Loc loc) {
 Tensor prim_unary(PrimOp op, const Tensor& x0, std::string_view name, Loc loc) {
   Tensor x = x0;
   auto g = common_graph({&x}, name, loc);
-  switch (op) {
-    case PrimOp::Exp2:
-    case PrimOp::Log2:
-    case PrimOp::Sin:
-    case PrimOp::Sqrt:
-    case PrimOp::Recip:
-    case PrimOp::Neg:
-      break;
-    default:
-      throw InternalError("[" + std::string(name) + "] prim_unary given " + std::string(prim_name(op)));
-  }
+  if (!is_unary_math(op))
+    throw InternalError("[" + std::string(name) + "] prim_unary given " + std::string(prim_name(op)));
   const DType t = x.dtype();
-  if (t != DType::f32 && !(op == PrimOp::Neg && t == DType::i32))
-    fail<DTypeError>(
-        name, std::string(prim_name(op)) + " needs f32, got " + dt(t) + " " + shape_string(x.shape()), loc);
+  if (!accepts_dtype(op, t))
+    fail<DTypeError>(name,
+                     std::string(prim_name(op)) + " needs " + accepted_dtypes_text(op) + ", got " + dt(t) +
+                         " " + shape_string(x.shape()),
+                     loc);
   Node n;
   n.op = op;
   n.inputs = {x.node()};
@@ -204,20 +152,9 @@ Tensor prim_binary(PrimOp op, const Tensor& a0, const Tensor& b0, std::string_vi
                      std::string(prim_name(op)) + " operands differ in dtype: " + dt(ta) + " " +
                          shape_string(a.shape()) + " and " + dt(tb) + " " + shape_string(b.shape()),
                      loc);
-  bool ok = ta == DType::f32 || ta == DType::i32;
-  switch (op) {
-    case PrimOp::Add:
-    case PrimOp::Mod:
-    case PrimOp::LessThan:
-      break;
-    case PrimOp::Mul:
-    case PrimOp::Max:
-    case PrimOp::Equal:
-      ok = ok || ta == DType::boolean;
-      break;
-    default:
-      throw InternalError("[" + std::string(name) + "] prim_binary given " + std::string(prim_name(op)));
-  }
+  if (op_info(op).cls != OpClass::Binary)
+    throw InternalError("[" + std::string(name) + "] prim_binary given " + std::string(prim_name(op)));
+  const bool ok = accepts_dtype(op, ta);
   if (!ok)
     fail<DTypeError>(
         name,
@@ -228,7 +165,7 @@ Tensor prim_binary(PrimOp op, const Tensor& a0, const Tensor& b0, std::string_vi
   n.op = op;
   n.inputs = {a.node(), b.node()};
   n.shape = a.shape();
-  n.dtype = (op == PrimOp::LessThan || op == PrimOp::Equal) ? DType::boolean : ta;
+  n.dtype = result_dtype(op, ta);
   return add_node(g, std::move(n), name, loc);
 }
 
@@ -264,14 +201,15 @@ Tensor prim_cast(const Tensor& x0, DType to, std::string_view name, Loc loc) {
 Tensor prim_reduce(PrimOp op, const Tensor& x0, int axis, std::string_view name, Loc loc) {
   Tensor x = x0;
   auto g = common_graph({&x}, name, loc);
-  if (op != PrimOp::SumReduce && op != PrimOp::MaxReduce)
+  if (op_info(op).cls != OpClass::Reduction)
     throw InternalError("[" + std::string(name) + "] prim_reduce given " + std::string(prim_name(op)));
   const auto& s = x.shape();
   check_axis(axis, s.size(), s, name, loc);
-  if (x.dtype() != DType::f32 && x.dtype() != DType::i32)
-    fail<DTypeError>(
-        name, std::string(prim_name(op)) + " needs f32 or i32, got " + dt(x.dtype()) + " " + shape_string(s),
-        loc);
+  if (!accepts_dtype(op, x.dtype()))
+    fail<DTypeError>(name,
+                     std::string(prim_name(op)) + " needs " + accepted_dtypes_text(op) + ", got " +
+                         dt(x.dtype()) + " " + shape_string(s),
+                     loc);
   Node n;
   n.op = op;
   n.inputs = {x.node()};

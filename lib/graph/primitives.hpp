@@ -1,5 +1,5 @@
-// The primitive op set (DESIGN.md "Primitive ops") and the only functions that create
-// graph nodes. Every high-level op in lib/graph/ops*.cpp is a composition of these.
+// The primitive op set (docs/design.md "Primitive ops"; one row each in graph/op_table.hpp)
+// and the only functions that create graph nodes. Every high-level op in lib/graph/ops*.cpp is a composition of these.
 //
 // Contract between the graph core and the high-level ops:
 //  * Primitives do NOT broadcast and do NOT promote dtypes: binary and where operands
@@ -36,35 +36,13 @@
 #include <string_view>
 #include <vector>
 
+#include "graph/op_table.hpp"
 #include "luminal/dim.hpp"
 #include "luminal/dtype.hpp"
 #include "luminal/graph.hpp"
 #include "luminal/tensor.hpp"
 
 namespace luminal::detail {
-
-// Every primitive, in order, as X(Name): one list, from which PrimOp and the tensor
-// language's Op (lib/ir/tensor_lang.hpp, same numbering) are both generated.
-#define LUMINAL_PRIM_OPS(X)                                           \
-  /* leaves */                                                        \
-  X(Input) X(Param) X(Constant) X(Iota)                               \
-  /* unary (f32) */                                                   \
-  X(Exp2) X(Log2) X(Sin) X(Sqrt) X(Recip) X(Neg)                      \
-  /* binary (same shape, same dtype) */                               \
-  X(Add) X(Mul) X(Mod) X(Max) X(LessThan) X(Equal)                    \
-  /* others */                                                        \
-  X(Where) X(Cast) X(SumReduce) X(MaxReduce) X(Gather)                \
-  /* views: index maps, no copy */                                    \
-  X(Reshape) X(Permute) X(Expand) X(Slice) X(Pad)
-
-enum class PrimOp : uint8_t {
-#define LUMINAL_PRIM_ENUMERATOR(name) name,
-  LUMINAL_PRIM_OPS(LUMINAL_PRIM_ENUMERATOR)
-#undef LUMINAL_PRIM_ENUMERATOR
-};
-
-/// Name of a primitive as printed in dumps and reports ("exp2", "sum_reduce", ...).
-std::string_view prim_name(PrimOp op);
 
 using Loc = std::source_location;
 

@@ -97,7 +97,7 @@ bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id) {
     seen[x] = 1;
     const PrimOp o = body.nodes[x].op;
     if (o == PrimOp::SumReduce || o == PrimOp::MaxReduce || o == PrimOp::Gather) return false;
-    if (o == PrimOp::Exp2 || o == PrimOp::Log2 || o == PrimOp::Sin) return true;
+    if (detail::is_transcendental(o)) return true;
     for (uint32_t k : body.nodes[x].inputs) todo.push_back(k);
   }
   return false;
@@ -363,11 +363,6 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
       case PrimOp::Slice:
       case PrimOp::Pad:
         break;
-      case PrimOp::Exp2:
-      case PrimOp::Log2:
-      case PrimOp::Sin:
-        w.transcendentals += dom[i];
-        break;
       case PrimOp::SumReduce:
       case PrimOp::MaxReduce:
         w.flops += numel[n.inputs[0]];
@@ -375,8 +370,11 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
       case PrimOp::Gather:
         w.bytes_read += numel[i] * static_cast<double>(dtype_size(n.dtype));
         break;
-      default:
-        w.flops += dom[i];
+      default:  // elementwise: a transcendental is a call of the prelude's polynomials
+        if (detail::is_transcendental(n.op))
+          w.transcendentals += dom[i];
+        else
+          w.flops += dom[i];
         break;
     }
   }
@@ -432,7 +430,7 @@ bool is_cheap(const KernelSpec& spec) {
   for (const detail::Node& n : spec.body->nodes) {
     const Op o = to_op(n.op);
     if (is_leaf(o) || is_view(o) || o == Op::Cast) continue;
-    if (index_only && !is_reduce(o) && o != Op::Exp2 && o != Op::Log2 && o != Op::Sin) continue;
+    if (index_only && !is_reduce(o) && !detail::is_transcendental(n.op)) continue;
     return false;
   }
   return true;

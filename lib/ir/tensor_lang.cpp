@@ -237,12 +237,7 @@ ClassData TensorAnalysis::infer(Op op, const Attr& at, const std::vector<const D
       d.shape = {at.shape.at(0)};
       d.dtype = DType::i32;
       break;
-    case Op::Exp2:
-    case Op::Log2:
-    case Op::Sin:
-    case Op::Sqrt:
-    case Op::Recip:
-    case Op::Neg:
+      LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_IROP)
       need(1);
       d.shape = k[0]->shape;
       d.dtype = k[0]->dtype;

@@ -54,7 +54,7 @@ using egraph::Id;
 
 /// Ops of the tensor language: the primitives (same numbering as PrimOp), MatMul, Kernel.
 enum class Op : uint8_t {
-#define LUMINAL_PRIM_ENUMERATOR(name) name,
+#define LUMINAL_PRIM_ENUMERATOR(name, ...) name,
   LUMINAL_PRIM_OPS(LUMINAL_PRIM_ENUMERATOR)
 #undef LUMINAL_PRIM_ENUMERATOR
   /// a [..., m, k] x b [..., k, n] -> [..., m, n] (same batch dims, same dtype); means
@@ -64,6 +64,8 @@ enum class Op : uint8_t {
   /// An executable kernel (payload: Attr::kernel); children are the slot classes.
   Kernel,
 };
+/// `case` labels for every unary math op: LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_IROP)
+#define LUMINAL_CASE_IROP(e, ...) case ::luminal::ir::Op::e:
 inline constexpr std::size_t kNumOps = static_cast<std::size_t>(Op::Kernel) + 1;
 
 static_assert(static_cast<int>(Op::Pad) == static_cast<int>(PrimOp::Pad),
@@ -74,14 +76,19 @@ inline constexpr PrimOp to_prim(Op o) { return static_cast<PrimOp>(o); }
 /// Printable name ("add", "kernel", "matmul", ...).
 const char* op_name(Op o);
 
-inline constexpr bool is_unary(Op o) { return o >= Op::Exp2 && o <= Op::Neg; }
-inline constexpr bool is_binary(Op o) { return o >= Op::Add && o <= Op::Equal; }
-inline constexpr bool is_reduce(Op o) { return o == Op::SumReduce || o == Op::MaxReduce; }
-inline constexpr bool is_view(Op o) { return o >= Op::Reshape && o <= Op::Pad; }
-inline constexpr bool is_leaf(Op o) { return o <= Op::Iota; }
+// Classification, from the op table's class column (graph/op_table.hpp).
+inline constexpr bool has_class(Op o, detail::OpClass c) {
+  return is_prim(o) && detail::op_info(to_prim(o)).cls == c;
+}
+/// Unary math (not cast).
+inline constexpr bool is_unary(Op o) { return is_prim(o) && detail::is_unary_math(to_prim(o)); }
+inline constexpr bool is_binary(Op o) { return has_class(o, detail::OpClass::Binary); }
+inline constexpr bool is_reduce(Op o) { return has_class(o, detail::OpClass::Reduction); }
+inline constexpr bool is_view(Op o) { return has_class(o, detail::OpClass::View); }
+inline constexpr bool is_leaf(Op o) { return has_class(o, detail::OpClass::Leaf); }
 /// Computes each element from the elements at the same index of its operands.
 inline constexpr bool is_elementwise(Op o) {
-  return is_unary(o) || is_binary(o) || o == Op::Where || o == Op::Cast;
+  return is_prim(o) && detail::is_elementwise(detail::op_info(to_prim(o)).cls);
 }
 
 // ------------------------------------------------------------------ kernels

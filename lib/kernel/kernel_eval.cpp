@@ -1,13 +1,64 @@
 #include "kernel/kernel_eval.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "backends/reference/kernels.hpp"
+#include "kernel/op_spelling.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::kernel {
+
+namespace {
+
+// ---- what each kernel-IR binary op computes (unary ops: the reference kernels' unary_f32)
+struct EvalBinary {
+  double (*f32)(float, float);
+  double (*other)(int64_t, int64_t);  ///< i32 (wrapping) and bool
+};
+constexpr std::array<OpRow<BinaryOp, EvalBinary>, kNumBinaryOps> kEvalBinary = {{
+    {BinaryOp::Add,
+     {[](float x, float y) -> double { return x + y; },
+      [](int64_t i, int64_t j) -> double { return static_cast<int32_t>(i + j); }}},
+    {BinaryOp::Sub,
+     {[](float x, float y) -> double { return x - y; },
+      [](int64_t i, int64_t j) -> double { return static_cast<int32_t>(i - j); }}},
+    {BinaryOp::Mul,
+     {[](float x, float y) -> double { return x * y; },
+      [](int64_t i, int64_t j) -> double { return static_cast<int32_t>(i * j); }}},
+    {BinaryOp::Max,
+     {[](float x, float y) -> double { return (x > y || x != x) ? x : y; },
+      [](int64_t i, int64_t j) -> double { return static_cast<double>(std::max(i, j)); }}},
+    {BinaryOp::Min,
+     {[](float x, float y) -> double { return (x < y || x != x) ? x : y; },
+      [](int64_t i, int64_t j) -> double { return static_cast<double>(std::min(i, j)); }}},
+    {BinaryOp::Mod,
+     {[](float x, float y) -> double { return x - y * std::floor(x / y); },
+      [](int64_t i, int64_t j) -> double {
+        if (j == 0) return 0;
+        const int64_t r = i % j;
+        return static_cast<double>((r != 0 && ((r < 0) != (j < 0))) ? r + j : r);
+      }}},
+    {BinaryOp::LessThan,
+     {[](float x, float y) -> double { return x < y; },
+      [](int64_t i, int64_t j) -> double { return i < j; }}},
+    {BinaryOp::Equal,
+     {[](float x, float y) -> double { return x == y; },
+      [](int64_t i, int64_t j) -> double { return i == j; }}},
+    {BinaryOp::And,
+     {[](float x, float y) -> double { return x != 0 && y != 0; },
+      [](int64_t i, int64_t j) -> double { return i != 0 && j != 0; }}},
+    {BinaryOp::Or,
+     {[](float x, float y) -> double { return x != 0 || y != 0; },
+      [](int64_t i, int64_t j) -> double { return i != 0 || j != 0; }}},
+}};
+static_assert(covers_every_op(kEvalBinary),
+              "the kernel evaluator computes every kernel-IR binary op, in enum order");
+
+}  // namespace
 
 uint16_t f32_to_f16_bits(float f) {
   uint32_t x;
@@ -155,113 +206,15 @@ struct Evaluator {
   }
 
   static double unary_op(UnaryOp op, DType dt, double v) {
-    if (dt != DType::f32) {
-      switch (op) {
-        case UnaryOp::Neg:
-          return -v;
-        case UnaryOp::Abs:
-          return std::abs(v);
-        case UnaryOp::Relu:
-          return v < 0 ? 0 : v;
-        case UnaryOp::Not:
-          return v == 0;
-        default:
-          return v;
-      }
-    }
-    float x = static_cast<float>(v);
-    switch (op) {
-      case UnaryOp::Neg:
-        return -x;
-      case UnaryOp::Recip:
-        return 1.0f / x;
-      case UnaryOp::Sqrt:
-        return std::sqrt(x);
-      case UnaryOp::Exp2:
-        return std::exp2(x);
-      case UnaryOp::Log2:
-        return std::log2(x);
-      case UnaryOp::Sin:
-        return std::sin(x);
-      case UnaryOp::Exp:
-        return std::exp(x);
-      case UnaryOp::Log:
-        return std::log(x);
-      case UnaryOp::Cos:
-        return std::cos(x);
-      case UnaryOp::Tanh:
-        return std::tanh(x);
-      case UnaryOp::Sigmoid:
-        return 1.0f / (1.0f + std::exp(-x));
-      case UnaryOp::Erf:
-        return std::erf(x);
-      case UnaryOp::Relu:
-        return x < 0 ? 0.0f : x;
-      case UnaryOp::Abs:
-        return std::abs(x);
-      case UnaryOp::Not:
-        return x == 0;
-    }
-    return 0;
+    if (op == UnaryOp::Not) return v == 0;
+    if (dt != DType::f32) return op == UnaryOp::Neg ? -v : v;  // i32 neg: the op table's only non-f32 case
+    return detail::reference::unary_f32(*prim_of(op), static_cast<float>(v));
   }
 
   static double binary_op(BinaryOp op, DType dt, double a, double b) {
-    if (dt == DType::f32) {
-      float x = static_cast<float>(a), y = static_cast<float>(b);
-      switch (op) {
-        case BinaryOp::Add:
-          return x + y;
-        case BinaryOp::Sub:
-          return x - y;
-        case BinaryOp::Mul:
-          return x * y;
-        case BinaryOp::Div:
-          return x / y;
-        case BinaryOp::Max:
-          return (x > y || x != x) ? x : y;
-        case BinaryOp::Min:
-          return (x < y || x != x) ? x : y;
-        case BinaryOp::Mod:
-          return x - y * std::floor(x / y);
-        case BinaryOp::LessThan:
-          return x < y;
-        case BinaryOp::Equal:
-          return x == y;
-        case BinaryOp::And:
-          return x != 0 && y != 0;
-        case BinaryOp::Or:
-          return x != 0 || y != 0;
-      }
-    }
-    auto i = static_cast<int64_t>(a), j = static_cast<int64_t>(b);
-    switch (op) {
-      case BinaryOp::Add:
-        return static_cast<int32_t>(i + j);
-      case BinaryOp::Sub:
-        return static_cast<int32_t>(i - j);
-      case BinaryOp::Mul:
-        return static_cast<int32_t>(i * j);
-      case BinaryOp::Div:
-        return j == 0 ? 0 : static_cast<double>(i / j);
-      case BinaryOp::Max:
-        return std::max(i, j);
-      case BinaryOp::Min:
-        return std::min(i, j);
-      case BinaryOp::Mod: {
-        if (j == 0) return 0;
-        int64_t r = i % j;
-        return (r != 0 && ((r < 0) != (j < 0))) ? r + j : r;
-      }
-      case BinaryOp::LessThan:
-        return i < j;
-      case BinaryOp::Equal:
-        return i == j;
-      case BinaryOp::And:
-        return i != 0 && j != 0;
-      case BinaryOp::Or:
-        return i != 0 || j != 0;
-    }
-    return 0;
+    const EvalBinary& f = row_of(kEvalBinary, op).spelling;
+    if (dt == DType::f32) return f.f32(static_cast<float>(a), static_cast<float>(b));
+    return f.other(static_cast<int64_t>(a), static_cast<int64_t>(b));
   }
 
   template <class F>

@@ -265,16 +265,23 @@ Expr make_expr(ExprNode n) { return Expr(std::make_shared<const ExprNode>(std::m
 DType Expr::dtype() const { return node_->dtype; }
 ExprOp Expr::op() const { return node_->op; }
 
+std::string_view op_name(UnaryOp op) {
+  if (auto p = prim_of(op)) return detail::prim_name(*p);
+  return "not";
+}
+std::string_view op_name(BinaryOp op) {
+  static constexpr std::string_view names[] = {
+#define LUMINAL_KERNEL_BINARY_NAME(e, name) name,
+      LUMINAL_KERNEL_BINARY_OPS(LUMINAL_KERNEL_BINARY_NAME)
+#undef LUMINAL_KERNEL_BINARY_NAME
+  };
+  static_assert(std::size(names) == kNumBinaryOps);
+  return names[static_cast<int>(op)];
+}
+
 namespace {
-const char* unary_name(UnaryOp op) {
-  static const char* names[] = {"neg", "recip", "sqrt",    "exp2", "log2", "sin", "exp", "log",
-                                "cos", "tanh",  "sigmoid", "erf",  "relu", "abs", "not"};
-  return names[static_cast<int>(op)];
-}
-const char* binary_name(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "max", "min", "mod", "lt", "eq", "and", "or"};
-  return names[static_cast<int>(op)];
-}
+std::string unary_name(UnaryOp op) { return std::string(op_name(op)); }
+std::string binary_name(BinaryOp op) { return std::string(op_name(op)); }
 }  // namespace
 
 std::string Expr::to_string() const {
@@ -358,9 +365,8 @@ Expr index_value(Index i) {
 Expr unary(UnaryOp op, Expr a) {
   if (!a.valid())
     throw InternalError("[kernel] unary " + std::string(unary_name(op)) + " of an empty expression");
-  if (op == UnaryOp::Not
-          ? a.dtype() != DType::boolean
-          : (op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu && a.dtype() != DType::f32))
+  const auto prim = prim_of(op);
+  if (prim ? !detail::accepts_dtype(*prim, a.dtype()) : a.dtype() != DType::boolean)
     throw InternalError("[kernel] unary " + std::string(unary_name(op)) + " does not accept " +
                         std::string(dtype_name(a.dtype())));
   ExprNode n;
@@ -601,7 +607,8 @@ std::string to_string(const Program& p) {
     if (k.kind == KernelKind::Gather) {
       const Gather& g = *k.gather;
       s << ind << "b" << g.out << "[" << g.count.to_string() << " x " << g.row.to_string() << "] = rows of b"
-        << g.table << "[" << g.rows.to_string() << " x " << g.row.to_string() << "] at ids b" << g.ids << "\n";
+        << g.table << "[" << g.rows.to_string() << " x " << g.row.to_string() << "] at ids b" << g.ids
+        << "\n";
       continue;
     }
     if (k.kind == KernelKind::Attention) {

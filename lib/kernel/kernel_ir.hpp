@@ -28,8 +28,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "graph/op_table.hpp"
 #include "luminal/dtype.hpp"
 
 namespace luminal::kernel {
@@ -103,36 +105,73 @@ Index row_major(const std::vector<Index>& vars, const std::vector<Index>& dims);
 // ------------------------------------------------------------------ scalar expressions
 enum class ExprOp : uint8_t { Const, Load, Acc, IndexValue, Unary, Binary, Where, Cast };
 
+// Scalar ops. Each backend spells every one of them in a table whose coverage the compiler
+// checks (kernel/op_spelling.hpp): a new op here stops the build until each has a row.
+//
+// Unary: the unary math primitives of the op table (graph/op_table.hpp, same enumerators
+// and meaning: LUMINAL_PRIM_UNARY_OPS), then Not (boolean).
 enum class UnaryOp : uint8_t {
-  Neg,
-  Recip,
-  Sqrt,
-  Exp2,
-  Log2,
-  Sin,  // primitives
-  Exp,
-  Log,
-  Cos,
-  Tanh,
-  Sigmoid,
-  Erf,
-  Relu,
-  Abs,  // fused forms (prelude functions)
-  Not,  // boolean
+#define LUMINAL_KERNEL_UNARY_ENUMERATOR(e, ...) e,
+  LUMINAL_PRIM_UNARY_OPS(LUMINAL_KERNEL_UNARY_ENUMERATOR)
+#undef LUMINAL_KERNEL_UNARY_ENUMERATOR
+      Not,
 };
+inline constexpr std::size_t kNumUnaryOps = static_cast<std::size_t>(UnaryOp::Not) + 1;
+
+/// The kernel-IR op of a unary math primitive (detail::is_unary_math(p)).
+constexpr UnaryOp unary_of(detail::PrimOp p) {
+  switch (p) {
+#define LUMINAL_KERNEL_UNARY_CASE(e, ...) \
+  case detail::PrimOp::e:                 \
+    return UnaryOp::e;
+    LUMINAL_PRIM_UNARY_OPS(LUMINAL_KERNEL_UNARY_CASE)
+#undef LUMINAL_KERNEL_UNARY_CASE
+    default:
+      return UnaryOp::Not;
+  }
+}
+/// The primitive a unary op computes (every op but Not).
+constexpr std::optional<detail::PrimOp> prim_of(UnaryOp op) {
+  switch (op) {
+#define LUMINAL_KERNEL_PRIM_CASE(e, ...) \
+  case UnaryOp::e:                       \
+    return detail::PrimOp::e;
+    LUMINAL_PRIM_UNARY_OPS(LUMINAL_KERNEL_PRIM_CASE)
+#undef LUMINAL_KERNEL_PRIM_CASE
+    default:
+      return std::nullopt;
+  }
+}
+/// A call of the prelude's polynomial functions in generated code (the op table's
+/// Transcendental class): renderers stage chains of them, the cost model counts them.
+constexpr bool is_transcendental(UnaryOp op) {
+  const auto p = prim_of(op);
+  return p && detail::is_transcendental(*p);
+}
+
+// Binary: X(Enumerator, "printed name"). Mod floors (sign of the divisor, like
+// torch.remainder); LessThan and Equal produce bool; And and Or take bool.
+#define LUMINAL_KERNEL_BINARY_OPS(X) \
+  X(Add, "add")                      \
+  X(Sub, "sub")                      \
+  X(Mul, "mul")                      \
+  X(Max, "max")                      \
+  X(Min, "min")                      \
+  X(Mod, "mod")                      \
+  X(LessThan, "lt")                  \
+  X(Equal, "eq")                     \
+  X(And, "and")                      \
+  X(Or, "or")
 enum class BinaryOp : uint8_t {
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Max,
-  Min,
-  Mod,  // torch.remainder: sign of the divisor
-  LessThan,
-  Equal,  // -> boolean
-  And,
-  Or,  // boolean
+#define LUMINAL_KERNEL_BINARY_ENUMERATOR(e, name) e,
+  LUMINAL_KERNEL_BINARY_OPS(LUMINAL_KERNEL_BINARY_ENUMERATOR)
+#undef LUMINAL_KERNEL_BINARY_ENUMERATOR
 };
+inline constexpr std::size_t kNumBinaryOps = static_cast<std::size_t>(BinaryOp::Or) + 1;
+
+/// Printed names ("exp2", "not", "lt", ...).
+std::string_view op_name(UnaryOp op);
+std::string_view op_name(BinaryOp op);
 
 struct ExprNode;
 
@@ -280,9 +319,9 @@ struct Kernel {
   std::string name;  // a C identifier, unique in the program
   KernelKind kind = KernelKind::Elementwise;
   std::vector<Loop> loops;
-  Store store;                      // Elementwise, Reduction
-  std::optional<Reduction> reduce;  // Reduction
-  std::optional<Gemm> gemm;         // Gemm
+  Store store;                                  // Elementwise, Reduction
+  std::optional<Reduction> reduce;              // Reduction
+  std::optional<Gemm> gemm;                     // Gemm
   std::optional<Gather> gather = std::nullopt;  // Gather (no loops)
   std::optional<Attention> attention = std::nullopt;  // Attention
 };

@@ -99,34 +99,34 @@ void reduce_unit_axis(ir::EGraph& g, const Match& m, Op op) {
   }
 }
 
-template <class P>
-RuleInfo fold_rule(const char* name, const char* doc, const P& pattern) {
-  return math_rule(name, pattern, fold_class, Exact, doc);
+// One folding row per elementwise primitive of the op table (graph/op_table.hpp).
+std::vector<RuleInfo> fold_rules() {
+  std::vector<RuleInfo> rows;
+  for (const detail::OpInfo& info : detail::kOpTable) {
+    if (!detail::is_elementwise(info.cls)) continue;
+    const Op op = ir::to_op(info.op);
+    const std::string name = "fold-" + kebab(info.name), call = std::string(info.name);
+    switch (info.arity) {
+      case 1:
+        rows.push_back(math_rule(name, op1(op, a), fold_class, Exact, call + "(k) = constant"));
+        break;
+      case 2:
+        rows.push_back(math_rule(name, op2(op, a, b), fold_class, Exact, call + "(k1, k2) = constant"));
+        break;
+      default:
+        rows.push_back(math_rule(name, egraph::pnode<L>(op, a, b, c), fold_class, Exact,
+                                 call + "(k, x, y) = constant (k constant, or x, y the same constant)"));
+        break;
+    }
+  }
+  return rows;
 }
 
 }  // namespace
 
 RuleSet algebra_rules() {
-  return {
-      "algebra",
-      {
-          // ------------------------------ constant folding
-          fold_rule("fold-exp2", "exp2(k) = constant", op1(Op::Exp2, a)),
-          fold_rule("fold-log2", "log2(k) = constant", op1(Op::Log2, a)),
-          fold_rule("fold-sin", "sin(k) = constant", op1(Op::Sin, a)),
-          fold_rule("fold-sqrt", "sqrt(k) = constant", op1(Op::Sqrt, a)),
-          fold_rule("fold-recip", "recip(k) = constant", op1(Op::Recip, a)),
-          fold_rule("fold-neg", "neg(k) = constant", op1(Op::Neg, a)),
-          fold_rule("fold-add", "k1 + k2 = constant", op2(Op::Add, a, b)),
-          fold_rule("fold-mul", "k1 * k2 = constant", op2(Op::Mul, a, b)),
-          fold_rule("fold-mod", "k1 % k2 = constant", op2(Op::Mod, a, b)),
-          fold_rule("fold-max", "max(k1, k2) = constant", op2(Op::Max, a, b)),
-          fold_rule("fold-less-than", "k1 < k2 = constant", op2(Op::LessThan, a, b)),
-          fold_rule("fold-equal", "k1 == k2 = constant", op2(Op::Equal, a, b)),
-          fold_rule("fold-where", "where(k, x, y) = constant (k constant, or x, y the same constant)",
-                    where_(a, b, c)),
-          fold_rule("fold-cast", "cast(k) = constant", op1(Op::Cast, a)),
-
+  return {"algebra", concat(fold_rules(),  // constant folding, from the op table
+                            {
           // ------------------------------ identities
           math_rule(
               "add-zero", add_(a, b),
@@ -280,7 +280,7 @@ RuleSet algebra_rules() {
               "max-unit-axis", maxr_(a),
               [](ir::EGraph& g, const Match& m) { reduce_unit_axis(g, m, Op::MaxReduce); }, Exact,
               "max over an axis of size 1 = reshape (max(-inf, x) = x)"),
-      }};
+                            })};
 }
 
 }  // namespace luminal::rules

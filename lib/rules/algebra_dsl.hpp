@@ -187,7 +187,7 @@ struct is_guarded<Guarded<R, C>> : std::true_type {};
 ///  * `rhs` = rhs_if(pattern, cond): the same, applied where the condition holds.
 ///  * `rhs` an applier `void(EGraph&, const Match&)`: `note` is the doc, written by hand.
 template <PatternExpr Lhs, class Rhs>
-RuleInfo math_rule(const char* name, const Lhs& lhs, Rhs rhs, Exactness ex, std::string note) {
+RuleInfo math_rule(std::string name, const Lhs& lhs, Rhs rhs, Exactness ex, std::string note) {
   RuleInfo r;
   r.name = name;
   r.fast_math = ex == FastMath;
@@ -206,6 +206,20 @@ RuleInfo math_rule(const char* name, const Lhs& lhs, Rhs rhs, Exactness ex, std:
     r.rule = make_rule(egraph::rule(name, lhs, std::move(rhs)));
   }
   return r;
+}
+
+/// `a` followed by `b`: a set made of rows derived from the op table and rows written out.
+inline std::vector<RuleInfo> concat(std::vector<RuleInfo> a, std::vector<RuleInfo> b) {
+  for (RuleInfo& r : b) a.push_back(std::move(r));
+  return a;
+}
+
+/// A primitive's printed name in rule-name form: "less_than" -> "less-than".
+inline std::string kebab(std::string_view name) {
+  std::string s(name);
+  for (char& ch : s)
+    if (ch == '_') ch = '-';
+  return s;
 }
 
 /// The same row with an example graph for the checker (RuleInfo::example).

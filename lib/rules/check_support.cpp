@@ -234,24 +234,17 @@ class Builder {
         a.dtype = DType::i32;  // as ir::add_iota fills it
         return add_node(inst_, Op::Iota, a, {});
       }
-      case Op::Exp2:
-      case Op::Log2:
-      case Op::Sin:
-      case Op::Sqrt:
-      case Op::Recip:
-      case Op::Neg: {
-        need_kids(1);
-        if (w.dtype != DType::f32 && !(n.op == Op::Neg && w.dtype == DType::i32)) throw Reject{"unary dtype"};
-        return plain_node(g, n.op, {build(p, kid(0), w)});
-      }
+        LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_IROP) {
+          need_kids(1);
+          if (!detail::accepts_dtype(ir::to_prim(n.op), w.dtype)) throw Reject{"unary dtype"};
+          return plain_node(g, n.op, {build(p, kid(0), w)});
+        }
       case Op::Add:
       case Op::Mul:
       case Op::Mod:
       case Op::Max: {
         need_kids(2);
-        const bool ok = w.dtype == DType::f32 || w.dtype == DType::i32 ||
-                        (w.dtype == DType::boolean && (n.op == Op::Mul || n.op == Op::Max));
-        if (!ok) throw Reject{"binary dtype"};
+        if (!detail::accepts_dtype(ir::to_prim(n.op), w.dtype)) throw Reject{"binary dtype"};
         Id a = build(p, kid(0), w);
         Id b = build(p, kid(1), w);
         return plain_node(g, n.op, {a, b});
@@ -261,7 +254,7 @@ class Builder {
         need_kids(2);
         if (w.dtype != DType::boolean) throw Reject{"comparison dtype"};
         static const DType dts[] = {DType::f32, DType::f32, DType::i32, DType::boolean};
-        DType in = dts[rng_.below(n.op == Op::Equal ? 4 : 3)];
+        DType in = dts[rng_.below(detail::accepts_dtype(ir::to_prim(n.op), DType::boolean) ? 4 : 3)];
         Want cw{w.shape, in};
         Id a = build(p, kid(0), cw);
         Id b = build(p, kid(1), cw);
@@ -285,7 +278,7 @@ class Builder {
       case Op::SumReduce:
       case Op::MaxReduce: {
         need_kids(1);
-        if (w.dtype != DType::f32 && w.dtype != DType::i32) throw Reject{"reduce dtype"};
+        if (!detail::accepts_dtype(ir::to_prim(n.op), w.dtype)) throw Reject{"reduce dtype"};
         const int axis = rng_.below(static_cast<int>(rank) + 1);
         Shape cs = w.shape;
         cs.insert(cs.begin() + axis, rng_.dim());
@@ -529,12 +522,7 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
         return rf::constant(a.value, a.dtype);
       case Op::Iota:
         return rf::iota(cdim(a.shape.at(0)));
-      case Op::Exp2:
-      case Op::Log2:
-      case Op::Sin:
-      case Op::Sqrt:
-      case Op::Recip:
-      case Op::Neg:
+        LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_IROP)
         arity(1);
         return rf::unary(ir::to_prim(n.op), *k[0]);
       case Op::Add:
@@ -942,12 +930,13 @@ Result check_rule(const RuleInfo& rule, const Registry& registry, const Options&
 
 std::string to_string(const Result& r) {
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "%-28s %-15s %-9s instances=%3d (mixed %d, positive %d, special %d, wide %d; symbolic %d) nodes=%5d "
-                "tried=%d not-applied=%d ill-typed=%d failures=%d",
-                r.name.c_str(), r.set.c_str(), r.fast_math ? "fast-math" : "", r.instances, r.per_regime[0],
-                r.per_regime[1], r.per_regime[2], r.per_regime[3], r.symbolic, r.nodes_checked, r.attempts, r.not_applied,
-                r.rejected, r.failures);
+  std::snprintf(
+      buf, sizeof buf,
+      "%-28s %-15s %-9s instances=%3d (mixed %d, positive %d, special %d, wide %d; symbolic %d) nodes=%5d "
+      "tried=%d not-applied=%d ill-typed=%d failures=%d",
+      r.name.c_str(), r.set.c_str(), r.fast_math ? "fast-math" : "", r.instances, r.per_regime[0],
+      r.per_regime[1], r.per_regime[2], r.per_regime[3], r.symbolic, r.nodes_checked, r.attempts,
+      r.not_applied, r.rejected, r.failures);
   return buf;
 }
 

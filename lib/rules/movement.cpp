@@ -127,23 +127,36 @@ void binary_through_view(ir::EGraph& g, const Match& m, Op op) {
       }
 }
 
-template <class P>
-RuleInfo unary_through_rule(const char* name, Op op, const P& pattern) {
-  return math_rule(
-      name, pattern, [op](ir::EGraph& g, const Match& m) { unary_through_view(g, m, op); }, Exact,
-      "u(view x) = view(u x) for reshape, permute, expand, slice, pad (fill u(v))");
-}
-template <class P>
-RuleInfo binary_through_rule(const char* name, Op op, const P& pattern) {
-  return math_rule(
-      name, pattern, [op](ir::EGraph& g, const Match& m) { binary_through_view(g, m, op); }, Exact,
-      "b(view x, view y) = view(b(x, y)) for one view of equal-shaped x, y (pad fill b(v, v))");
+// One row per elementwise primitive of the op table (graph/op_table.hpp) with one operand
+// (unary math, cast), then one per binary primitive. (Where has no row: its condition
+// would need the same view as both branches.)
+std::vector<RuleInfo> through_view_rules() {
+  std::vector<RuleInfo> rows;
+  for (const detail::OpInfo& info : detail::kOpTable) {
+    if (!detail::is_elementwise(info.cls) || info.arity != 1) continue;
+    const Op op = ir::to_op(info.op);
+    rows.push_back(math_rule(
+        kebab(info.name) + "-through-view", op1(op, a),
+        [op](ir::EGraph& g, const Match& m) { unary_through_view(g, m, op); }, Exact,
+        "u(view x) = view(u x) for reshape, permute, expand, slice, pad (fill u(v))"));
+  }
+  for (const detail::OpInfo& info : detail::kOpTable) {
+    if (info.cls != detail::OpClass::Binary) continue;
+    const Op op = ir::to_op(info.op);
+    rows.push_back(math_rule(
+        kebab(info.name) + "-through-view", op2(op, a, b),
+        [op](ir::EGraph& g, const Match& m) { binary_through_view(g, m, op); }, Exact,
+        "b(view x, view y) = view(b(x, y)) for one view of equal-shaped x, y (pad fill b(v, v))"));
+  }
+  return rows;
 }
 
 }  // namespace
 
 RuleSet movement_rules() {
-  return {"movement",
+  return {
+      "movement",
+      concat(
           {
               // ------------------------------ composing and cancelling views
               // permute_q(permute_p(x)) = permute_r(x) with r[i] = p[q[i]].
@@ -279,21 +292,8 @@ RuleSet movement_rules() {
                   [](ir::EGraph& g, const Match& m) { reduce_through_permute(g, m, Op::MaxReduce); }, Exact,
                   "max_k(permute_p x) = permute_p'(max_{p[k]} x)"),
 
-              // ------------------------------ views through elementwise ops
-              unary_through_rule("exp2-through-view", Op::Exp2, op1(Op::Exp2, a)),
-              unary_through_rule("log2-through-view", Op::Log2, op1(Op::Log2, a)),
-              unary_through_rule("sin-through-view", Op::Sin, op1(Op::Sin, a)),
-              unary_through_rule("sqrt-through-view", Op::Sqrt, op1(Op::Sqrt, a)),
-              unary_through_rule("recip-through-view", Op::Recip, op1(Op::Recip, a)),
-              unary_through_rule("neg-through-view", Op::Neg, op1(Op::Neg, a)),
-              unary_through_rule("cast-through-view", Op::Cast, op1(Op::Cast, a)),
-              binary_through_rule("add-through-view", Op::Add, op2(Op::Add, a, b)),
-              binary_through_rule("mul-through-view", Op::Mul, op2(Op::Mul, a, b)),
-              binary_through_rule("mod-through-view", Op::Mod, op2(Op::Mod, a, b)),
-              binary_through_rule("max-through-view", Op::Max, op2(Op::Max, a, b)),
-              binary_through_rule("less-than-through-view", Op::LessThan, op2(Op::LessThan, a, b)),
-              binary_through_rule("equal-through-view", Op::Equal, op2(Op::Equal, a, b)),
-          }};
+          },
+          through_view_rules())};  // views through elementwise ops, from the op table
 }
 
 }  // namespace luminal::rules

@@ -2,6 +2,7 @@
 // candidate, against the evaluator's naive double-accumulated loop: edge tiles (odd M, N,
 // K), K = 0, transposed and batched views, and fused epilogues (bias + activation).
 #include "harness.hpp"
+#include "kernel/kernel_math.hpp"
 
 #include "backends/cpu/gemm_codegen.hpp"
 #include "cost/target_desc.hpp"
@@ -46,7 +47,7 @@ void add_gemm(Program& p, Case c, bool b_transposed, bool epilogue, GemmImpl imp
                            binary(BinaryOp::Mul, constant(0.044715),
                                   binary(BinaryOp::Mul, x, binary(BinaryOp::Mul, x, x)))));
     Expr gelu = binary(BinaryOp::Mul, binary(BinaryOp::Mul, constant(0.5), x),
-                       binary(BinaryOp::Add, constant(1.0), unary(UnaryOp::Tanh, u)));
+                       binary(BinaryOp::Add, constant(1.0), math::tanh(u)));
     Expr even = binary(BinaryOp::Equal, index_value(mod(Index::var(0), 2)), constant(0, DType::i32));
     g.epilogue = where(even, binary(BinaryOp::Mul, gelu, constant(0.5)), gelu);
   }
@@ -115,7 +116,7 @@ TEST_CASE("batched GEMM with symbolic M and a strided A view", "[cpu][gemm]") {
   g.c = {2, b * M * 40, 40, 1};
   g.row_var = 0;
   g.col_var = 1;
-  g.epilogue = unary(UnaryOp::Relu, binary(BinaryOp::Add, acc(), cast(index_value(b), DType::f32)));
+  g.epilogue = math::relu(binary(BinaryOp::Add, acc(), cast(index_value(b), DType::f32)));
   auto d = luminal::cpu::default_gemm_tile(luminal::cpu::host_isa());
   g.tile = {d.mr, d.nr, d.mr * 2, 16, d.nr};
   Kernel k;

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "kernel/memory_plan.hpp"
+#include "kernel/kernel_math.hpp"
 #include "luminal/error.hpp"
 
 using namespace luminal::kernel;
@@ -80,7 +81,7 @@ TEST_CASE("memory plan: lifetimes from a kernel program", "[cpu][memplan]") {
   Index i = Index::var(0);
   auto ld = [&](int b) { return load(b, luminal::DType::f32, i); };
   std::vector<Loop> L = {{0, N, true, true}};
-  p.kernels = {{"k0", KernelKind::Elementwise, L, {1, i, unary(UnaryOp::Exp, ld(0))}, {}, {}},
+  p.kernels = {{"k0", KernelKind::Elementwise, L, {1, i, math::exp(ld(0))}, {}, {}},
                {"k1", KernelKind::Elementwise, L, {2, i, binary(BinaryOp::Add, ld(1), constant(1))}, {}, {}},
                {"k2", KernelKind::Elementwise, L, {3, i, binary(BinaryOp::Mul, ld(2), ld(1))}, {}, {}},
                {"k3", KernelKind::Elementwise, L, {4, i, binary(BinaryOp::Sub, ld(3), constant(1))}, {}, {}}};

@@ -2,6 +2,7 @@
 // elementwise chains with broadcast views and symbolic dims, pad/slice/reshape index
 // arithmetic (floor div, mod, validity), reductions with epilogues, dtype casts.
 #include "harness.hpp"
+#include "kernel/kernel_math.hpp"
 
 #include "luminal/error.hpp"
 
@@ -25,9 +26,8 @@ TEST_CASE("render: elementwise chain with broadcast and a symbolic dim", "[cpu][
   Index i = Index::var(0), j = Index::var(1);
   Expr x = load(0, DType::f32, i * 37 + j);
   Expr w = load(1, DType::f32, j);
-  Expr v = binary(BinaryOp::Add, binary(BinaryOp::Mul, unary(UnaryOp::Tanh, x), w),
-                  unary(UnaryOp::Exp, unary(UnaryOp::Neg, x)));
-  v = binary(BinaryOp::Mul, unary(UnaryOp::Relu, v), unary(UnaryOp::Sigmoid, x));
+  Expr v = binary(BinaryOp::Add, binary(BinaryOp::Mul, math::tanh(x), w), math::exp(unary(UnaryOp::Neg, x)));
+  v = binary(BinaryOp::Mul, math::relu(v), math::sigmoid(x));
   Kernel k{
       "chain", KernelKind::Elementwise, {{0, B, true, false}, {1, 37, false, true}}, {2, i * 37 + j, v}, {},
       {}};
@@ -46,11 +46,11 @@ TEST_CASE("render: flat parallel simd loop", "[cpu][render]") {
   p.buffers = {buf("x", DType::f32, 1000, BufferRole::Input), buf("y", DType::f32, 1000, BufferRole::Output)};
   Index i = Index::var(0);
   Expr x = load(0, DType::f32, i);
-  Expr v = binary(BinaryOp::Add, unary(UnaryOp::Sin, x), unary(UnaryOp::Cos, x));
-  v = binary(BinaryOp::Add, v, unary(UnaryOp::Erf, x));
-  v = binary(BinaryOp::Add, v, unary(UnaryOp::Log, unary(UnaryOp::Abs, x)));
+  Expr v = binary(BinaryOp::Add, unary(UnaryOp::Sin, x), math::cos(x));
+  v = binary(BinaryOp::Add, v, math::tanh(x));
+  v = binary(BinaryOp::Add, v, math::log(math::abs(x)));
   v = binary(BinaryOp::Add, v, unary(UnaryOp::Exp2, x));
-  v = binary(BinaryOp::Add, v, unary(UnaryOp::Log2, unary(UnaryOp::Sqrt, unary(UnaryOp::Abs, x))));
+  v = binary(BinaryOp::Add, v, unary(UnaryOp::Log2, unary(UnaryOp::Sqrt, math::abs(x))));
   v = binary(BinaryOp::Mul, v, unary(UnaryOp::Recip, binary(BinaryOp::Max, x, constant(0.5))));
   v = binary(BinaryOp::Mod, v, constant(1.5));
   p.kernels = {Kernel{"flat", KernelKind::Elementwise, {{0, 1000, true, true}}, {1, i, v}, {}, {}}};
@@ -99,7 +99,7 @@ TEST_CASE("render: reductions (sum, max) with epilogues", "[cpu][render]") {
   Kernel mx{"max_k",
             KernelKind::Reduction,
             {{0, R, true, false}, {2, T, false, false}},
-            {2, i * T + q, unary(UnaryOp::Exp, acc())},
+            {2, i * T + q, math::exp(acc())},
             Reduction{ReduceOp::Max, {{1, S, false, true}}, x, DType::f32},
             {}};
   // softmax over T reading the max kernel's output: exp(x - max) / sum(exp(x - max)) done
@@ -107,15 +107,13 @@ TEST_CASE("render: reductions (sum, max) with epilogues", "[cpu][render]") {
   Index q2 = Index::var(3);
   Expr xm =
       binary(BinaryOp::Sub, load(0, DType::f32, (i * S + j) * T + q2), load(0, DType::f32, (i * S + j) * T));
-  Kernel sm{
-      "soft_k",
-      KernelKind::Reduction,
-      {{0, R, true, false}, {1, S, true, false}, {2, T, false, false}},
-      {3, (i * S + j) * T + q,
-       binary(BinaryOp::Div,
-              unary(UnaryOp::Exp, binary(BinaryOp::Sub, x, load(0, DType::f32, (i * S + j) * T))), acc())},
-      Reduction{ReduceOp::Sum, {{3, T, false, true}}, unary(UnaryOp::Exp, xm), DType::f32},
-      {}};
+  Kernel sm{"soft_k",
+            KernelKind::Reduction,
+            {{0, R, true, false}, {1, S, true, false}, {2, T, false, false}},
+            {3, (i * S + j) * T + q,
+             math::div(math::exp(binary(BinaryOp::Sub, x, load(0, DType::f32, (i * S + j) * T))), acc())},
+            Reduction{ReduceOp::Sum, {{3, T, false, true}}, math::exp(xm), DType::f32},
+            {}};
   p.kernels = {mean, mx, sm};
   std::string src = check_program(p, {}, 1e-4, 1e-6);
   CHECK(src.find("reduction(+:acc)") != std::string::npos);
@@ -203,7 +201,7 @@ TEST_CASE("render: chains of heavy calls run in stages over blocks, any length",
   p.buffers = {buf("x", DType::f32, N, BufferRole::Input), buf("y", DType::f32, N, BufferRole::Output)};
   Index i = Index::var(0);
   Expr x = load(0, DType::f32, i);
-  Expr v = binary(BinaryOp::Mul, unary(UnaryOp::Sigmoid, unary(UnaryOp::Exp, unary(UnaryOp::Sin, x))), x);
+  Expr v = binary(BinaryOp::Mul, math::sigmoid(math::exp(unary(UnaryOp::Sin, x))), x);
   p.kernels = {Kernel{"inter", KernelKind::Elementwise, {{0, N, true, true}}, {1, i, v}, {}, {}}};
   std::string src;
   for (int64_t n : {1, 3, 4, 5, 511, 512, 513, 1001, 4096}) src = check_program(p, {{"N", n}});
@@ -221,9 +219,9 @@ TEST_CASE("render: a unit loop left innermost does not take the vectorized slot"
   Index N = Index::sym("N");
   p.buffers = {buf("x", DType::f32, N, BufferRole::Input), buf("y", DType::f32, N, BufferRole::Output)};
   Index i = Index::var(0), u = Index::var(1);
-  Expr v = unary(UnaryOp::Sigmoid, load(0, DType::f32, i + u));
-  p.kernels = {Kernel{"unit", KernelKind::Elementwise, {{0, N, true, false}, {1, 1, true, true}}, {1, i + u, v}, {},
-                      {}}};
+  Expr v = math::sigmoid(load(0, DType::f32, i + u));
+  p.kernels = {Kernel{
+      "unit", KernelKind::Elementwise, {{0, N, true, false}, {1, 1, true, true}}, {1, i + u, v}, {}, {}}};
   std::string src;
   for (int64_t n : {1, 7, 100000}) src = check_program(p, {{"N", n}});
   CHECK(src.find("const int64_t v1 = 0;") != std::string::npos);
@@ -235,7 +233,8 @@ TEST_CASE("render: batched small GEMMs run one product per thread", "[cpu][rende
   // C[b] = A[b] @ B[b] for 16 products of 32x32x32: the batch loop is the parallel one
   Program p;
   const int64_t Bn = 16, n = 32;
-  p.buffers = {buf("a", DType::f32, Bn * n * n, BufferRole::Input), buf("b", DType::f32, Bn * n * n, BufferRole::Input),
+  p.buffers = {buf("a", DType::f32, Bn * n * n, BufferRole::Input),
+               buf("b", DType::f32, Bn * n * n, BufferRole::Input),
                buf("c", DType::f32, Bn * n * n, BufferRole::Output)};
   Index bv = Index::var(0);
   Gemm g;
@@ -268,22 +267,23 @@ TEST_CASE("render: the same program renders the same source wherever its nodes l
   // The same expression DAG, its nodes allocated in a different order each time.
   auto make = [](bool late_stage_first) {
     Program p;
-    p.buffers = {buf("x", DType::f32, 4096, BufferRole::Input), buf("y", DType::f32, 4096, BufferRole::Output)};
+    p.buffers = {buf("x", DType::f32, 4096, BufferRole::Input),
+                 buf("y", DType::f32, 4096, BufferRole::Output)};
     Index i = Index::var(0);
     Expr x = load(0, DType::f32, i);
     Expr s1, e1, t, g, rhs;
     if (late_stage_first) {
-      rhs = binary(BinaryOp::Mul, unary(UnaryOp::Exp, x), unary(UnaryOp::Sin, x));
+      rhs = binary(BinaryOp::Mul, math::exp(x), unary(UnaryOp::Sin, x));
       s1 = unary(UnaryOp::Sin, x);
-      e1 = unary(UnaryOp::Exp, s1);
-      t = unary(UnaryOp::Tanh, e1);
-      g = unary(UnaryOp::Sigmoid, t);
+      e1 = math::exp(s1);
+      t = math::tanh(e1);
+      g = math::sigmoid(t);
     } else {
       s1 = unary(UnaryOp::Sin, x);
-      e1 = unary(UnaryOp::Exp, s1);
-      t = unary(UnaryOp::Tanh, e1);
-      g = unary(UnaryOp::Sigmoid, t);
-      rhs = binary(BinaryOp::Mul, unary(UnaryOp::Exp, x), unary(UnaryOp::Sin, x));
+      e1 = math::exp(s1);
+      t = math::tanh(e1);
+      g = math::sigmoid(t);
+      rhs = binary(BinaryOp::Mul, math::exp(x), unary(UnaryOp::Sin, x));
     }
     Expr v = binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::Add, g, e1), t), rhs);
     p.kernels = {Kernel{"det", KernelKind::Elementwise, {{0, 4096, true, true}}, {1, i, v}, {}, {}}};

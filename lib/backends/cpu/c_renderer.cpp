@@ -1,6 +1,7 @@
 #include "backends/cpu/c_renderer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -9,6 +10,7 @@
 
 #include "backends/cpu/c_prelude.hpp"
 #include "kernel/kernel_eval.hpp"
+#include "kernel/op_spelling.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::cpu {
@@ -16,6 +18,37 @@ namespace luminal::cpu {
 using namespace luminal::kernel;
 
 namespace {
+
+// ---- how C spells each kernel-IR scalar op ("{0}", "{1}": the operands' C values)
+
+constexpr std::array<OpRow<UnaryOp, std::string_view>, kNumUnaryOps> kCUnary = {{
+    {UnaryOp::Exp2, "lm_exp2({0})"},
+    {UnaryOp::Log2, "lm_log2({0})"},
+    {UnaryOp::Sin, "lm_sin({0})"},
+    {UnaryOp::Sqrt, "lm_sqrt({0})"},
+    {UnaryOp::Recip, "1.0f / {0}"},
+    {UnaryOp::Neg, "-{0}"},
+    {UnaryOp::Not, "(uint8_t)!{0}"},
+}};
+static_assert(covers_every_op(kCUnary), "the C renderer spells every kernel-IR unary op, in enum order");
+
+struct CBinary {
+  std::string_view f32;    ///< f32 operands
+  std::string_view other;  ///< i32, bool (and f16/bf16 bits, which only cast reads)
+};
+constexpr std::array<OpRow<BinaryOp, CBinary>, kNumBinaryOps> kCBinary = {{
+    {BinaryOp::Add, {"{0} + {1}", "{0} + {1}"}},
+    {BinaryOp::Sub, {"{0} - {1}", "{0} - {1}"}},
+    {BinaryOp::Mul, {"{0} * {1}", "{0} * {1}"}},
+    {BinaryOp::Max, {"lm_max({0}, {1})", "({0} > {1} ? {0} : {1})"}},
+    {BinaryOp::Min, {"lm_min({0}, {1})", "({0} < {1} ? {0} : {1})"}},
+    {BinaryOp::Mod, {"lm_fmod_floor({0}, {1})", "({1} == 0 ? 0 : lm_imod_floor({0}, {1}))"}},
+    {BinaryOp::LessThan, {"(uint8_t)({0} < {1})", "(uint8_t)({0} < {1})"}},
+    {BinaryOp::Equal, {"(uint8_t)({0} == {1})", "(uint8_t)({0} == {1})"}},
+    {BinaryOp::And, {"(uint8_t)({0} && {1})", "(uint8_t)({0} && {1})"}},
+    {BinaryOp::Or, {"(uint8_t)({0} || {1})", "(uint8_t)({0} || {1})"}},
+}};
+static_assert(covers_every_op(kCBinary), "the C renderer spells every kernel-IR binary op, in enum order");
 
 const char* kRuntimeDecls = R"LMC(
 /* ---- kernel ABI ---- */
@@ -195,7 +228,6 @@ class KernelWriter {
   // The C expression computing node `n` from its arguments' C values `a`.
   std::string rhs_of(const ExprNode& n, const std::vector<std::string>& a) const {
     std::string rhs;
-    const bool f = n.dtype == DType::f32;
     switch (n.op) {
       case ExprOp::Load: {
         std::string ld = "b" + std::to_string(n.buffer) + "[" + ix(n.index) + "]";
@@ -212,7 +244,7 @@ class KernelWriter {
         rhs = a[0] + " ? " + a[1] + " : " + a[2];
         break;
       case ExprOp::Unary:
-        rhs = unary(n.unary, f, a[0]);
+        rhs = unary(n.unary, a[0]);
         break;
       case ExprOp::Binary:
         rhs = binary(n.binary, n.args[0].dtype(), a[0], a[1]);
@@ -223,70 +255,13 @@ class KernelWriter {
     return rhs;
   }
 
-  static std::string unary(UnaryOp op, bool f, const std::string& x) {
-    switch (op) {
-      case UnaryOp::Neg:
-        return "-" + x;
-      case UnaryOp::Recip:
-        return "1.0f / " + x;
-      case UnaryOp::Sqrt:
-        return "lm_sqrt(" + x + ")";
-      case UnaryOp::Exp2:
-        return "lm_exp2(" + x + ")";
-      case UnaryOp::Log2:
-        return "lm_log2(" + x + ")";
-      case UnaryOp::Sin:
-        return "lm_sin(" + x + ")";
-      case UnaryOp::Exp:
-        return "lm_exp(" + x + ")";
-      case UnaryOp::Log:
-        return "lm_log(" + x + ")";
-      case UnaryOp::Cos:
-        return "lm_cos(" + x + ")";
-      case UnaryOp::Tanh:
-        return "lm_tanh(" + x + ")";
-      case UnaryOp::Sigmoid:
-        return "lm_sigmoid(" + x + ")";
-      case UnaryOp::Erf:
-        return "lm_erf(" + x + ")";
-      case UnaryOp::Relu:
-        return f ? "lm_relu(" + x + ")" : "(" + x + " < 0 ? 0 : " + x + ")";
-      case UnaryOp::Abs:
-        return f ? "lm_abs(" + x + ")" : "(" + x + " < 0 ? -" + x + " : " + x + ")";
-      case UnaryOp::Not:
-        return "(uint8_t)!" + x;
-    }
-    return x;
+  static std::string unary(UnaryOp op, const std::string& x) {
+    return kernel::fill_template(kernel::row_of(kCUnary, op).spelling, {x});
   }
 
   static std::string binary(BinaryOp op, DType t, const std::string& x, const std::string& y) {
-    const bool f = t == DType::f32;
-    switch (op) {
-      case BinaryOp::Add:
-        return x + " + " + y;
-      case BinaryOp::Sub:
-        return x + " - " + y;
-      case BinaryOp::Mul:
-        return x + " * " + y;
-      case BinaryOp::Div:
-        return f ? x + " / " + y : "(" + y + " == 0 ? 0 : " + x + " / " + y + ")";
-      case BinaryOp::Max:
-        return f ? "lm_max(" + x + ", " + y + ")" : "(" + x + " > " + y + " ? " + x + " : " + y + ")";
-      case BinaryOp::Min:
-        return f ? "lm_min(" + x + ", " + y + ")" : "(" + x + " < " + y + " ? " + x + " : " + y + ")";
-      case BinaryOp::Mod:
-        return f ? "lm_fmod_floor(" + x + ", " + y + ")"
-                 : "(" + y + " == 0 ? 0 : lm_imod_floor(" + x + ", " + y + "))";
-      case BinaryOp::LessThan:
-        return "(uint8_t)(" + x + " < " + y + ")";
-      case BinaryOp::Equal:
-        return "(uint8_t)(" + x + " == " + y + ")";
-      case BinaryOp::And:
-        return "(uint8_t)(" + x + " && " + y + ")";
-      case BinaryOp::Or:
-        return "(uint8_t)(" + x + " || " + y + ")";
-    }
-    return x;
+    const CBinary& b = kernel::row_of(kCBinary, op).spelling;
+    return kernel::fill_template(t == DType::f32 ? b.f32 : b.other, {x, y});
   }
 
   // Buffers this kernel reads and writes.
@@ -346,8 +321,8 @@ class KernelWriter {
         bool simd = lastg.vectorize && i + group == ls.size() && innermost_is_body;
         std::string total = "1";
         for (size_t g = 0; g < group; ++g) total += " * (" + ix(ls[i + g].extent) + ")";
-        s << ind << "#pragma omp parallel for" << (simd ? " simd" : "") << " schedule(dynamic, lm_chunk(" << total
-          << ", " << (simd ? 64 : 1) << "))" << serial_below();
+        s << ind << "#pragma omp parallel for" << (simd ? " simd" : "") << " schedule(dynamic, lm_chunk("
+          << total << ", " << (simd ? 64 : 1) << "))" << serial_below();
         if (group > 1) s << " collapse(" << group << ")";
         s << (simd ? simd_clause : "") << "\n";
         parallel_used_ = true;
@@ -391,21 +366,7 @@ class KernelWriter {
   // True for a call of one of the prelude's polynomial functions (tens of dependent
   // vector instructions each).
   static bool heavy_node(const ExprNode& n) {
-    if (n.op != ExprOp::Unary) return false;
-    switch (n.unary) {
-      case UnaryOp::Exp2:
-      case UnaryOp::Log2:
-      case UnaryOp::Sin:
-      case UnaryOp::Exp:
-      case UnaryOp::Log:
-      case UnaryOp::Cos:
-      case UnaryOp::Tanh:
-      case UnaryOp::Sigmoid:
-      case UnaryOp::Erf:
-        return true;
-      default:
-        return false;
-    }
+    return n.op == ExprOp::Unary && kernel::is_transcendental(n.unary);
   }
 
   // Whether `i` reads loop variable `var` (any loop variable when var < 0).
@@ -520,7 +481,8 @@ class KernelWriter {
         std::string name = std::to_string(tmp_++).insert(0, 1, 't');  // not "t" + ...: GCC 12 -Wrestrict
         s << ind4 << "const " << c_type(n->dtype) << " " << name << " = " << rhs_of(*n, a) << ";\n";
         memo[n] = name;
-        if (auto it = spill.find(n); it != spill.end()) s << ind4 << it->second << "[lm_j] = " << name << ";\n";
+        if (auto it = spill.find(n); it != spill.end())
+          s << ind4 << it->second << "[lm_j] = " << name << ";\n";
       }
       if (st == last)
         s << ind4 << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << memo.at(root) << ";\n";
@@ -539,8 +501,8 @@ class KernelWriter {
     declare_symbols(s, "  ");
     declare_buffers(s, "  ", {g.table, g.ids}, {g.out});
     const std::string t = c_type(p_.buffers[static_cast<size_t>(g.out)].dtype);
-    s << "  const int64_t lm_n = " << ix(g.count) << ", lm_rows = " << ix(g.rows) << ", lm_row = " << ix(g.row)
-      << ";\n"
+    s << "  const int64_t lm_n = " << ix(g.count) << ", lm_rows = " << ix(g.rows)
+      << ", lm_row = " << ix(g.row) << ";\n"
       << "  #pragma omp parallel for schedule(static) if (lm_n * lm_row >= 65536)\n"
       << "  for (int64_t i = 0; i < lm_n; ++i) {\n"
       << "    int64_t id = b" << g.ids << "[i];\n"

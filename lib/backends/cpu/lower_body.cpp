@@ -217,8 +217,8 @@ class Lowerer {
     std::string acc_key;  // index at which acc() is the reduce node's value ("": any)
     std::map<std::string, Expr> memo;
     int next_var = 0;
-    bool hoist_broadcasts = false;  // preparing a GEMM operand (see ir::hoists_broadcast)
-    int self = -1;                  // the node this kernel computes (never loaded from itself)
+    bool hoist_broadcasts = false;   // preparing a GEMM operand (see ir::hoists_broadcast)
+    int self = -1;                   // the node this kernel computes (never loaded from itself)
     std::map<uint32_t, int> copies;  // distinct indices each computed node was inlined at
     int64_t emits = 0;               // nodes emitted into this kernel (kMaxKernelEmits)
     kernel::VarExtents extents;      // loop variable -> extent, for index simplification
@@ -382,18 +382,10 @@ class Lowerer {
         return kernel::constant(n.value, n.dtype);
       case PrimOp::Iota:
         return kernel::index_value(simp(idx.at(0)));
-      case PrimOp::Exp2:
-        return kernel::unary(UnaryOp::Exp2, kid(0));
-      case PrimOp::Log2:
-        return kernel::unary(UnaryOp::Log2, kid(0));
-      case PrimOp::Sin:
-        return kernel::unary(UnaryOp::Sin, kid(0));
-      case PrimOp::Sqrt:
-        return kernel::unary(UnaryOp::Sqrt, kid(0));
-      case PrimOp::Recip:
-        return kernel::unary(UnaryOp::Recip, kid(0));
-      case PrimOp::Neg:
-        return kernel::unary(UnaryOp::Neg, kid(0));
+#define LUMINAL_LOWER_UNARY(e, ...) case PrimOp::e:
+        LUMINAL_PRIM_UNARY_OPS(LUMINAL_LOWER_UNARY)  // unary math: the kernel-IR op of the same name
+#undef LUMINAL_LOWER_UNARY
+        return kernel::unary(kernel::unary_of(n.op), kid(0));
       case PrimOp::Add:
         return kernel::binary(BinaryOp::Add, kid(0), kid(1));
       case PrimOp::Mul:
@@ -419,8 +411,7 @@ class Lowerer {
       }
       case PrimOp::Gather:
         throw Unsupported{"gather fused with other ops (only a bare gather kernel is generated)"};
-      case PrimOp::Reshape:
-      {
+      case PrimOp::Reshape: {
         std::vector<Index> in = reshape_index(n.inputs[0], id, idx);
         for (auto& i : in) i = simp(i);
         return emit(n.inputs[0], in, valid);

@@ -83,12 +83,7 @@ std::map<std::string, HostTensor> run(const GraphImpl& g, const DimBindings& dim
       case PrimOp::Iota:
         v = iota(shape[0]);
         break;
-      case PrimOp::Exp2:
-      case PrimOp::Log2:
-      case PrimOp::Sin:
-      case PrimOp::Sqrt:
-      case PrimOp::Recip:
-      case PrimOp::Neg:
+        LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_PRIMOP)
         v = unary(n.op, dense(n, 0));
         break;
       case PrimOp::Add:

@@ -228,19 +228,12 @@ View unary(PrimOp op, const View& x) {
       return map1<int32_t, int32_t>(x, x.dtype, [](int32_t v) { return wrap_mul(v, -1); });
     throw InternalError("[reference] unary op on i32");
   }
-  switch (op) {
-    case PrimOp::Exp2:
-      return map1<float, float>(x, x.dtype, [](float v) { return std::exp2(v); });
-    case PrimOp::Log2:
-      return map1<float, float>(x, x.dtype, [](float v) { return std::log2(v); });
-    case PrimOp::Sin:
-      return map1<float, float>(x, x.dtype, [](float v) { return std::sin(v); });
-    case PrimOp::Sqrt:
-      return map1<float, float>(x, x.dtype, [](float v) { return std::sqrt(v); });
-    case PrimOp::Recip:
-      return map1<float, float>(x, x.dtype, [](float v) { return 1.0f / v; });
-    case PrimOp::Neg:
-      return map1<float, float>(x, x.dtype, [](float v) { return -v; });
+  switch (op) {  // one instantiation per op, so unary_f32's switch folds away
+#define LUMINAL_REFERENCE_UNARY(e, ...) \
+  case PrimOp::e:                       \
+    return map1<float, float>(x, x.dtype, [](float v) { return unary_f32(PrimOp::e, v); });
+    LUMINAL_PRIM_UNARY_OPS(LUMINAL_REFERENCE_UNARY)
+#undef LUMINAL_REFERENCE_UNARY
     default:
       break;
   }
@@ -369,8 +362,7 @@ View gather(const View& table0, const View& ids0, const std::string& op_name, St
   const std::byte* src = table.base + table.offset * static_cast<int64_t>(dtype_size(table.dtype));
   const int64_t n = ids.numel();
   for (int64_t i = 0; i < n; ++i) {
-    if (id[i] < 0 || id[i] >= V)
-      throw RuntimeError(kernel::gather_id_error(op_name, id[i], i, V));
+    if (id[i] < 0 || id[i] >= V) throw RuntimeError(kernel::gather_id_error(op_name, id[i], i, V));
     if (row) std::memcpy(data + static_cast<size_t>(i) * row, src + static_cast<size_t>(id[i]) * row, row);
   }
   return out;

@@ -2,12 +2,36 @@
 // (any strides); results are fresh contiguous views.
 #pragma once
 
+#include <cmath>
 #include <string>
 
 #include "backends/reference/view.hpp"
 #include "graph/primitives.hpp"
+#include "luminal/error.hpp"
 
 namespace luminal::detail::reference {
+
+/// The meaning of each f32 unary math primitive (graph/op_table.hpp), one element at a
+/// time: the interpreter maps it over views and the kernel-IR evaluator calls it, so both
+/// compute exactly this. A new unary primitive gets its case here.
+inline float unary_f32(PrimOp op, float v) {
+  switch (op) {
+    case PrimOp::Exp2:
+      return std::exp2(v);
+    case PrimOp::Log2:
+      return std::log2(v);
+    case PrimOp::Sin:
+      return std::sin(v);
+    case PrimOp::Sqrt:
+      return std::sqrt(v);
+    case PrimOp::Recip:
+      return 1.0f / v;
+    case PrimOp::Neg:
+      return -v;
+    default:
+      throw InternalError("[reference] " + std::string(prim_name(op)) + " is not a unary math op");
+  }
+}
 
 View unary(PrimOp op, const View& x);
 View binary(PrimOp op, const View& a, const View& b);
