@@ -30,9 +30,7 @@ constexpr char kMagic[12] = "LUMINAL-AOT";
 constexpr uint32_t kVersion = 2;
 constexpr char kEndMagic[8] = {'L', 'M', 'A', 'O', 'T', 'E', 'N', 'D'};
 constexpr size_t kTrailer = 16;  // checksum64 + kEndMagic
-#define LUMINAL_AOT_COUNT_ONE(name) +1
-constexpr auto kLastPrimOp = static_cast<detail::PrimOp>(0 LUMINAL_PRIM_OPS(LUMINAL_AOT_COUNT_ONE) - 1);
-#undef LUMINAL_AOT_COUNT_ONE
+constexpr auto kLastPrimOp = static_cast<detail::PrimOp>(detail::kNumPrimOps - 1);
 // Nesting of dim expressions read from a file (a crafted file must not exhaust the stack).
 constexpr int kMaxDimDepth = 64;
 
