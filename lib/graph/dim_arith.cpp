@@ -6,15 +6,19 @@
 // Anything left is an opaque atom whose operands are themselves canonical.
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <string>
 #include <numeric>
 #include <optional>
 
 #include "graph/dim_expr.hpp"
+#include "graph/int_poly.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal {
 
 using namespace detail;
+namespace poly = detail::poly;
 
 namespace {
 
@@ -91,51 +95,62 @@ Dim scale(const Dim& d, int64_t k) {
   return make_dim(checked_mul(e.constant, k), std::move(terms));
 }
 
-// True when every atom of `sub` (a multiset) occurs in `super`; `rest` gets the others.
-bool monomial_divides(const std::vector<AtomPtr>& sub, const std::vector<AtomPtr>& super,
-                      std::vector<AtomPtr>& rest) {
-  rest.clear();
-  size_t i = 0;
-  for (const AtomPtr& s : super) {
-    if (i < sub.size() && sub[i]->text == s->text) {
-      ++i;
-    } else {
-      rest.push_back(s);
+// A dim as a polynomial of the shared integer algebra (graph/int_poly.hpp), its atoms
+// keyed by their canonical text, and back.
+struct AsPoly {
+  poly::Poly p;
+  std::map<std::string, AtomPtr> atoms;
+};
+void add_to(AsPoly& out, const Dim& d) {
+  const DimExpr& e = *d.expr();
+  poly::add_term(out.p, {}, e.constant);
+  for (const Term& t : e.terms) {
+    poly::Mono m;
+    for (const AtomPtr& a : t.atoms) {
+      m.push_back(a->text);  // sorted by text already
+      out.atoms.emplace(a->text, a);
     }
+    poly::add_term(out.p, m, t.coeff);
   }
-  return i == sub.size();
+}
+Dim to_dim(const poly::Poly& p, const std::map<std::string, AtomPtr>& atoms) {
+  std::vector<Term> terms;
+  for (const auto& [m, c] : p) {
+    if (m.empty()) continue;
+    Term t;
+    for (const std::string& k : m) t.atoms.push_back(atoms.at(k));
+    t.coeff = c;
+    terms.push_back(std::move(t));
+  }
+  return make_dim(poly::constant_term(p), std::move(terms));
+}
+poly::Poly poly_of(const Dim& d, std::map<std::string, AtomPtr>& atoms) {
+  AsPoly x;
+  add_to(x, d);
+  atoms.insert(x.atoms.begin(), x.atoms.end());
+  return x.p;
+}
+
+// Overflowing coefficients are a ShapeError for dims (the algebra throws PolyOverflow).
+template <class F>
+auto checked(const char* what, F&& f) {
+  try {
+    return f();
+  } catch (const poly::PolyOverflow&) {
+    throw ShapeError(std::string("[dim] ") + what + " overflows int64");
+  }
 }
 
 // a / b when b divides a exactly as polynomials (b a single term, or a = k*b).
 std::optional<Dim> exact_quotient(const Dim& a, const Dim& b) {
-  const DimExpr& ea = *a.expr();
-  const DimExpr& eb = *b.expr();
-  if (eb.terms.empty()) return std::nullopt;  // constant divisors are handled elsewhere
-  if (eb.constant == 0 && eb.terms.size() == 1) {
-    const Term& d = eb.terms[0];
-    if (ea.constant != 0) return std::nullopt;
-    std::vector<Term> q;
-    for (const Term& t : ea.terms) {
-      Term r;
-      if (t.coeff % d.coeff != 0 || !monomial_divides(d.atoms, t.atoms, r.atoms)) return std::nullopt;
-      r.coeff = t.coeff / d.coeff;
-      q.push_back(std::move(r));
-    }
-    return make_dim(0, std::move(q));
-  }
-  // a == k * b for an integer k?
-  if (ea.terms.size() != eb.terms.size()) return std::nullopt;
-  const int64_t num = ea.terms[0].coeff, den = eb.terms[0].coeff;
-  if (num % den != 0) return std::nullopt;
-  const int64_t k = num / den;
-  if (scale(b, k).same_as(a)) return Dim(k);
-  return std::nullopt;
-}
-
-int64_t gcd_all(const DimExpr& e, int64_t g) {
-  g = std::gcd(g, e.constant);
-  for (const Term& t : e.terms) g = std::gcd(g, t.coeff);
-  return g;
+  if (b.expr()->terms.empty()) return std::nullopt;  // constant divisors are handled elsewhere
+  return checked("division", [&]() -> std::optional<Dim> {
+    std::map<std::string, AtomPtr> atoms;
+    const poly::Poly pa = poly_of(a, atoms), pb = poly_of(b, atoms);
+    auto q = poly::exact_quotient(pa, pb);
+    if (!q) return std::nullopt;
+    return to_dim(*q, atoms);
+  });
 }
 
 Dim divide_by_constant(const Dim& a, int64_t c) {
@@ -143,29 +158,26 @@ Dim divide_by_constant(const Dim& a, int64_t c) {
   if (const Atom* s = as_single_atom(a);
       s && s->kind == AtomKind::Div && s->b.is_constant() && *s->b.as_constant() > 0)
     return s->a / Dim(checked_mul(*s->b.as_constant(), c));
-  const DimExpr& e = *a.expr();
-  const int64_t g = gcd_all(e, c);
+  std::map<std::string, AtomPtr> atoms;
+  const poly::Poly pa = checked("division", [&] { return poly_of(a, atoms); });
+  // a common factor g of every coefficient and c cancels: (g*x)/(g*c) = x/c
+  const int64_t g = poly::content(pa, c);
   if (g > 1) {
-    std::vector<Term> terms = e.terms;
-    for (Term& t : terms) t.coeff /= g;
-    return divide_by_constant(make_dim(e.constant / g, std::move(terms)), c / g);
+    poly::Poly reduced;
+    for (const auto& [m, k] : pa) reduced.emplace(m, k / g);
+    return divide_by_constant(to_dim(reduced, atoms), c / g);
   }
   if (c == 1) return a;
-  // a = c*q + r with every coefficient of r not a multiple of c and 0 <= r.constant < c.
-  std::vector<Term> q, r;
-  for (const Term& t : e.terms) {
-    if (t.coeff % c == 0) {
-      Term x = t;
-      x.coeff /= c;
-      q.push_back(std::move(x));
-    } else {
-      r.push_back(t);
-    }
-  }
-  const int64_t qc = floor_div(e.constant, c), rc = floor_mod(e.constant, c);
-  const Dim qd = make_dim(qc, std::move(q));
-  if (r.empty()) return qd;
-  const Dim rd = make_dim(rc, std::move(r));
+  // a = c*q + r (the shared split, the constant floored so 0 <= r's constant < c):
+  // a/c = q + r/c, and r/c is a constant when r's bounds decide it.
+  poly::DivMod d;
+  checked("division", [&] {
+    poly::split(pa, poly::constant(c), d.q, d.r, /*floor_constant=*/true);
+    return 0;
+  });
+  const Dim qd = to_dim(d.q, atoms);
+  if (d.r.empty()) return qd;
+  const Dim rd = to_dim(d.r, atoms);
   const int64_t lo = floor_div(rd.lower_bound(), c), hi = floor_div(rd.upper_bound(), c);
   if (lo == hi) return qd + Dim(lo);
   return qd + make_atom(AtomKind::Div, rd, Dim(c));

@@ -1,6 +1,8 @@
 // Index simplification by polynomial normal form and variable ranges (see index_simplify.hpp).
 #include "kernel/index_simplify.hpp"
 
+#include "graph/int_poly.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +15,8 @@ namespace luminal::kernel {
 
 namespace {
 
+namespace poly = detail::poly;
+
 // Thrown when an index leaves what the normal form handles (overflowing coefficients,
 // too many terms, division by zero): the input index is then returned unchanged.
 struct GiveUp {};
@@ -20,73 +24,26 @@ struct GiveUp {};
 // A product of sums expands term by term; past this many terms the index is left alone.
 constexpr size_t kMaxTerms = 128;
 
-int64_t checked_mul(int64_t a, int64_t b) {
-  int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) throw GiveUp{};
-  return r;
-}
-int64_t checked_add(int64_t a, int64_t b) {
-  int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) throw GiveUp{};
-  return r;
-}
+// The polynomial algebra is graph/int_poly.hpp's, shared with the dims; here it only
+// gains the size bound.
+using poly::constant;
+using poly::divides;
+using poly::Mono;
+using poly::Poly;
+using poly::remove_sub;
 
-// d divides c exactly (INT64_MIN / -1 overflows: not taken).
-bool divides(int64_t d, int64_t c) { return d != 0 && !(d == -1 && c == INT64_MIN) && c % d == 0; }
+std::optional<int64_t> as_const(const Poly& p) { return poly::const_value(p); }
+int64_t checked_mul(int64_t a, int64_t b) { return poly::mul_checked(a, b); }
+int64_t checked_add(int64_t a, int64_t b) { return poly::add_checked(a, b); }
 
-using Mono = std::vector<std::string>;  // sorted atom keys, repeated for powers; {} = 1
-using Poly = std::map<Mono, int64_t>;   // monomial -> non-zero coefficient
-
-Poly constant(int64_t c) {
-  Poly p;
-  if (c != 0) p[{}] = c;
+const Poly& bounded(const Poly& p) {
+  if (p.size() > kMaxTerms) throw GiveUp{};
   return p;
 }
-
-std::optional<int64_t> as_const(const Poly& p) {
-  if (p.empty()) return int64_t{0};
-  if (p.size() == 1 && p.begin()->first.empty()) return p.begin()->second;
-  return std::nullopt;
-}
-
-void add_term(Poly& p, const Mono& m, int64_t c) {
-  auto [it, fresh] = p.emplace(m, c);
-  if (!fresh) {
-    it->second = checked_add(it->second, c);
-    if (it->second == 0) p.erase(it);
-  }
-  if (p.size() > kMaxTerms) throw GiveUp{};
-}
-
-Poly add(Poly a, const Poly& b, int64_t sign) {
-  for (const auto& [m, c] : b) add_term(a, m, checked_mul(c, sign));
-  return a;
-}
-
+Poly add(Poly a, const Poly& b, int64_t sign) { return bounded(poly::add(std::move(a), b, sign)); }
 Poly mul(const Poly& a, const Poly& b) {
-  Poly r;
-  for (const auto& [ma, ca] : a)
-    for (const auto& [mb, cb] : b) {
-      Mono m;
-      m.reserve(ma.size() + mb.size());
-      std::merge(ma.begin(), ma.end(), mb.begin(), mb.end(), std::back_inserter(m));
-      add_term(r, m, checked_mul(ca, cb));
-    }
-  return r;
-}
-
-// `m` with the atoms of `sub` removed (as a multiset); false when `sub` is not in `m`.
-bool remove_sub(const Mono& m, const Mono& sub, Mono& rest) {
-  rest.clear();
-  size_t j = 0;
-  for (const auto& k : m) {
-    if (j < sub.size() && k == sub[j]) {
-      ++j;
-      continue;
-    }
-    rest.push_back(k);
-  }
-  return j == sub.size();
+  if (a.size() * b.size() > kMaxTerms * kMaxTerms) throw GiveUp{};
+  return bounded(poly::mul(a, b));
 }
 
 bool is_boolean(const Index& i) {
@@ -111,6 +68,8 @@ class Simplifier {
     try {
       return build(poly(i));
     } catch (const GiveUp&) {
+      return i;
+    } catch (const poly::PolyOverflow&) {
       return i;
     }
   }
@@ -280,23 +239,16 @@ class Simplifier {
     return p;
   }
 
-  // a = q*b + r exactly, with q collecting what divides (see divmod).
+  // a = q*b + r exactly, with q collecting what divides (see divmod): the shared split
+  // for a single-monomial b, else polynomial long division.
   static void split(const Poly& a, const Poly& b, Poly& q, Poly& r) {
-    q.clear();
-    r.clear();
     if (b.size() == 1) {
-      const auto& [mb, cb] = *b.begin();
-      Mono rest;
-      for (const auto& [m, c] : a) {
-        if (divides(cb, c) && remove_sub(m, mb, rest))
-          add_term(q, rest, c / cb);
-        else
-          add_term(r, m, c);
-      }
-    } else {
-      r = a;
-      poly_divide(r, b, q);
+      poly::split(a, b, q, r);
+      return;
     }
+    q.clear();
+    r = a;
+    poly_divide(r, b, q);
   }
 
   // Multivariate division by b's leading (highest degree) monomial: moves t*b from r into
@@ -313,8 +265,9 @@ class Simplifier {
     Poly rr = r, qq;
     Mono rest;
     for (int step = 0; step < 64; ++step) {
-      auto it = std::find_if(rr.begin(), rr.end(),
-                             [&](const auto& t) { return divides(cl, t.second) && remove_sub(t.first, ml, rest); });
+      auto it = std::find_if(rr.begin(), rr.end(), [&](const auto& t) {
+        return divides(cl, t.second) && remove_sub(t.first, ml, rest);
+      });
       if (it == rr.end()) break;
       Poly t;
       t[rest] = it->second / cl;
