@@ -7,7 +7,6 @@ namespace luminal::cpu {
 
 CpuEnv CpuEnv::from_env() {
   CpuEnv e;
-  if (const char* g = std::getenv("LUMINAL_CPU_GEMM")) e.gemm_impl = g;
   if (const char* p = std::getenv("LUMINAL_CPU_PROFILE"); p && *p == '1') e.profile = true;
   if (const char* d = std::getenv("LUMINAL_DUMP_C"); d && *d) e.dump_c = d;
   return e;

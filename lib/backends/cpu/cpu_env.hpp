@@ -7,8 +7,6 @@
 namespace luminal::cpu {
 
 struct CpuEnv {
-  /// LUMINAL_CPU_GEMM=library|generated: force the GEMM implementation (measurements).
-  std::string gemm_impl;
   /// LUMINAL_CPU_PROFILE=1: per-kernel wall time summed over calls, printed at exit.
   bool profile = false;
   /// LUMINAL_DUMP_C=path: write the generated translation unit (and the kernel IR) there.

@@ -80,7 +80,7 @@ std::shared_ptr<const JitLibrary> load_library(const std::string& source, const 
 struct CpuExecutable::Impl {
   Impl(const compiler::KernelPlan& p, std::shared_ptr<const detail::GraphImpl> g, const CpuEnv& env)
       : graph(std::move(g)),
-        lowered(lower_plan(p, LowerOptions{env.gemm_impl})),
+        lowered(lower_plan(p)),
         arena(arena_buffers(p, lowered)),
         layouts(lowered.prog, arena),
         arenas(lowered.prog.buffers.size(), lowered.prog.symbols.size()),

@@ -1,4 +1,4 @@
-// The CPU target's executable: a kernel plan lowered to kernel IR (lower_body.hpp),
+// The CPU target's executable: a kernel plan lowered to kernel IR (kernel/lower/),
 // rendered as one C translation unit, JIT-compiled and dlopen'ed.
 //
 //  * Every step of the plan becomes one or more generated C kernels, called in plan order.

@@ -1,8 +1,10 @@
 // Plan -> kernel::Program (see the header).
 #include "backends/cpu/cpu_program.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "backends/cpu/gemm_codegen.hpp"
 #include "ir/tensor_lang.hpp"
 
 namespace luminal::cpu {
@@ -43,7 +45,7 @@ void add_value_buffers(const compiler::KernelPlan& p, LoweredPlan& out) {
     if (node[v]) {
       b.dtype = node[v]->dtype;
       b.elements = kernel::Index(1);
-      for (const Dim& d : node[v]->shape) b.elements = b.elements * dim_index(d, out.prog);
+      for (const Dim& d : node[v]->shape) b.elements = b.elements * kernel::lower::dim_index(d, out.prog);
     } else {
       b.elements = kernel::Index(0);  // a leaf only passed through to an output (copied from the caller)
     }
@@ -57,7 +59,28 @@ void add_value_buffers(const compiler::KernelPlan& p, LoweredPlan& out) {
 
 }  // namespace
 
-LoweredPlan lower_plan(const compiler::KernelPlan& p, const LowerOptions& opt) {
+kernel::GemmTile cpu_gemm_tile(const ir::KernelSpec& spec) {
+  // The micro tile the search chose (a TargetDesc::gemm_tiles entry: launch = {mr, nr,
+  // kc}), when this ISA's register file holds it; cache blocks stay the ISA's defaults,
+  // rounded to the tile.
+  const CpuIsa isa = host_isa();
+  const auto def = default_gemm_tile(isa);
+  kernel::GemmTile t{def.mr, def.nr, def.mc, def.kc, def.nc};
+  if (spec.launch.size() == 3) {
+    const int mr = static_cast<int>(spec.launch[0]), nr = static_cast<int>(spec.launch[1]);
+    if (micro_tile_fits(isa, mr, nr)) {
+      t.mr = mr;
+      t.nr = nr;
+      t.kc = static_cast<int>(spec.launch[2]);
+      t.mc = std::max(mr, def.mc / mr * mr);
+      t.nc = std::max(nr, def.nc / nr * nr);
+    }
+  }
+  return t;
+}
+
+LoweredPlan lower_plan(const compiler::KernelPlan& p, kernel::lower::Options opt) {
+  if (!opt.gemm_tile) opt.gemm_tile = cpu_gemm_tile;
   LoweredPlan out;
   add_value_buffers(p, out);
   for (size_t s = 0; s < p.steps.size(); ++s) {
@@ -66,13 +89,12 @@ LoweredPlan lower_plan(const compiler::KernelPlan& p, const LowerOptions& opt) {
     PlanStep ps;
     ps.k0 = static_cast<int>(out.prog.kernels.size());
     const size_t nb = out.prog.buffers.size();
-    std::string why;
-    if (!lower_spec(*st.spec, args, static_cast<int>(st.result), std::to_string(s).insert(0, 1, 'k'),
-                    out.prog, &why, opt)) {
+    if (auto failed = kernel::lower::lower_spec(*st.spec, args, static_cast<int>(st.result),
+                                                std::to_string(s).insert(0, 1, 'k'), out.prog, opt)) {
       ps.interpreted = true;
       ++out.interpreted;
       out.interpreted_why += (out.interpreted_why.empty() ? "" : "; ") + std::string("step ") +
-                             std::to_string(s) + " (" + ir::kind_name(st.spec->kind) + "): " + why;
+                             std::to_string(s) + " (" + ir::kind_name(st.spec->kind) + "): " + failed->why;
     }
     for (size_t b = nb; b < out.prog.buffers.size(); ++b) out.temp_step.push_back(static_cast<int>(s));
     ps.k1 = static_cast<int>(out.prog.kernels.size());

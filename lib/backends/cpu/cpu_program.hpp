@@ -1,6 +1,6 @@
 // A kernel plan lowered to the kernel IR: one kernel::Program whose first buffers are
 // the plan's values (buffer v = plan value v), followed by the temporaries that multi-
-// kernel steps create. Steps that cannot be lowered (reported by lower_spec) are left to
+// kernel steps create. Steps that cannot be lowered (reported by kernel::lower::lower_spec) are left to
 // the interpreter and counted.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/lower_body.hpp"
+#include "kernel/lower/lower_spec.hpp"
 #include "compiler/plan.hpp"
 #include "kernel/kernel_ir.hpp"
 
@@ -34,7 +34,12 @@ struct LoweredPlan {
   std::string interpreted_why;  ///< "step 3 (gather): ..." per such step
 };
 
-/// Buffers for every plan value, then every step lowered in plan order.
-LoweredPlan lower_plan(const compiler::KernelPlan& plan, const LowerOptions& opt);
+/// The GEMM tile of a spec on this CPU: its launch parameters {mr, nr, kc} when the ISA's
+/// registers hold that micro tile, else the ISA's default (kernel::lower::Options::gemm_tile).
+kernel::GemmTile cpu_gemm_tile(const ir::KernelSpec& spec);
+
+/// Buffers for every plan value, then every step lowered in plan order (the CPU's GEMM
+/// tiles unless `opt` gives its own).
+LoweredPlan lower_plan(const compiler::KernelPlan& plan, kernel::lower::Options opt = {});
 
 }  // namespace luminal::cpu

@@ -15,30 +15,49 @@
 //  * symbolic dims become symbols bound at call time.
 // A body that cannot be expressed (gather: the index depends on loaded data) is reported
 // so the caller runs that kernel with the interpreter.
+//
+// The lowering is the same for every backend (the CPU's C renderer, the GPU renderers):
+// what is backend-specific comes in through Options (the GEMM tile a spec's launch
+// parameters mean on that backend).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/tensor_lang.hpp"
 #include "kernel/kernel_ir.hpp"
 
-namespace luminal::cpu {
+namespace luminal::kernel::lower {
 
 /// Index expression of a symbolic dim; registers its variables in `prog.symbols`.
-kernel::Index dim_index(const Dim& d, kernel::Program& prog);
+Index dim_index(const Dim& d, Program& prog);
 
-struct LowerOptions {
-  /// "": follow the spec's kind (LibraryGemm -> library call, Gemm -> generated);
-  /// "library" / "generated": force (LUMINAL_CPU_GEMM, for measurements).
-  std::string gemm_impl;
+/// Which GEMM implementation a Gemm or LibraryGemm spec becomes.
+enum class GemmChoice : uint8_t {
+  FromSpec,   ///< the spec's kind: LibraryGemm -> library call, Gemm -> generated
+  Library,    ///< always the library call (measurements)
+  Generated,  ///< always the generated GEMM (measurements)
+};
+
+struct Options {
+  GemmChoice gemm = GemmChoice::FromSpec;
+  /// The tile of a generated GEMM from its spec (the launch parameters the search chose;
+  /// the backend knows what fits its registers). Unset: GemmTile's defaults.
+  std::function<GemmTile(const ir::KernelSpec&)> gemm_tile;
+};
+
+/// Why a spec could not be lowered (its kernel then runs on the interpreter).
+struct Failure {
+  std::string why;
 };
 
 /// Appends the kernels computing `spec` to `prog`: slot i reads buffer `args[i]`, the
 /// result is stored row-major into buffer `result`; temporaries are appended to
-/// `prog.buffers` (role Intermediate). Kernel names start with `name`. Returns false and
-/// leaves `prog` unchanged when the body cannot be lowered (`why` says why).
-bool lower_spec(const ir::KernelSpec& spec, const std::vector<int>& args, int result, const std::string& name,
-                kernel::Program& prog, std::string* why, const LowerOptions& opt = {});
+/// `prog.buffers` (role Intermediate). Kernel names start with `name`. On failure returns
+/// the reason and leaves `prog` unchanged.
+std::optional<Failure> lower_spec(const ir::KernelSpec& spec, const std::vector<int>& args, int result,
+                                  const std::string& name, Program& prog, const Options& opt = {});
 
-}  // namespace luminal::cpu
+}  // namespace luminal::kernel::lower

@@ -1,5 +1,5 @@
-// Kernel body -> kernel IR (see lower_body.hpp).
-#include "backends/cpu/lower_body.hpp"
+// Kernel body -> kernel IR (see lower_spec.hpp).
+#include "kernel/lower/lower_spec.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,14 +9,13 @@
 #include <optional>
 #include <set>
 
-#include "backends/cpu/gemm_codegen.hpp"
 #include "ir/attention_match.hpp"
 #include "ir/kernel_body.hpp"
 #include "graph/dim_expr.hpp"
 #include "kernel/index_simplify.hpp"
 #include "luminal/error.hpp"
 
-namespace luminal::cpu {
+namespace luminal::kernel::lower {
 
 using detail::Node;
 using detail::PrimOp;
@@ -166,7 +165,7 @@ bool is_computed(PrimOp op) { return ir::is_elementwise(ir::to_op(op)); }
 class Lowerer {
  public:
   Lowerer(const ir::KernelSpec& spec, const std::vector<int>& args, const std::string& name,
-          kernel::Program& prog, const LowerOptions& opt)
+          kernel::Program& prog, const Options& opt)
       : body_(*spec.body), spec_(spec), args_(args), name_(name), prog_(prog), opt_(opt) {
     shapes_.resize(body_.nodes.size());
     for (size_t i = 0; i < body_.nodes.size(); ++i) {
@@ -852,23 +851,11 @@ class Lowerer {
       g.c.row_stride = m_axis >= 0 ? out_stride(m_axis) : g.n;  // any stride when M == 1
       g.c.col_stride = Index(1);
     }
-    // The micro tile the search chose (a TargetDesc::gemm_tiles entry), when this ISA's
-    // register file holds it; cache blocks stay the ISA's defaults, rounded to the tile.
-    const auto def = default_gemm_tile(host_isa());
-    g.tile = kernel::GemmTile{def.mr, def.nr, def.mc, def.kc, def.nc};
-    if (spec_.launch.size() == 3) {
-      const int mr = static_cast<int>(spec_.launch[0]), nr = static_cast<int>(spec_.launch[1]);
-      if (micro_tile_fits(host_isa(), mr, nr)) {
-        g.tile.mr = mr;
-        g.tile.nr = nr;
-        g.tile.kc = static_cast<int>(spec_.launch[2]);
-        g.tile.mc = std::max(mr, def.mc / mr * mr);
-        g.tile.nc = std::max(nr, def.nc / nr * nr);
-      }
-    }
-    const std::string& impl = opt_.gemm_impl;
-    g.impl = impl == "library"                           ? kernel::GemmImpl::Library
-             : impl == "generated"                       ? kernel::GemmImpl::Generated
+    // The tile comes from the spec alone (the backend says what its launch parameters
+    // mean); the implementation from its kind unless the caller forces one.
+    g.tile = opt_.gemm_tile ? opt_.gemm_tile(spec_) : kernel::GemmTile{};
+    g.impl = opt_.gemm == GemmChoice::Library            ? kernel::GemmImpl::Library
+             : opt_.gemm == GemmChoice::Generated        ? kernel::GemmImpl::Generated
              : spec_.kind == ir::KernelKind::LibraryGemm ? kernel::GemmImpl::Library
                                                          : kernel::GemmImpl::Generated;
 
@@ -1186,7 +1173,8 @@ class Lowerer {
     if (!lhs || !rhs || uses_var(*rhs, jv)) return std::nullopt;
     // lhs = j + a with a free of j: check by evaluating the slope symbolically.
     auto aff = affine(*lhs, {jv});
-    if (!aff || coef_of(*aff, jv).as_constant() != int64_t{1} || !var_free(aff->base, {jv})) return std::nullopt;
+    if (!aff || coef_of(*aff, jv).as_constant() != int64_t{1} || !var_free(aff->base, {jv}))
+      return std::nullopt;
     // Small constants only: index arithmetic is int64, the mask's i32; keep far from wrap.
     for (const Index* x : {&aff->base, &*rhs}) {
       int64_t budget = 64;
@@ -1200,7 +1188,7 @@ class Lowerer {
   const std::vector<int>& args_;
   std::string name_;
   kernel::Program& prog_;
-  const LowerOptions& opt_;
+  const Options& opt_;
   std::vector<std::vector<Index>> shapes_;
   kernel::SymbolMins sym_min_;  // least value of each dim variable
   std::map<uint32_t, int> materialized_;
@@ -1212,19 +1200,18 @@ class Lowerer {
 
 }  // namespace
 
-bool lower_spec(const ir::KernelSpec& spec, const std::vector<int>& args, int result, const std::string& name,
-                kernel::Program& prog, std::string* why, const LowerOptions& opt) {
+std::optional<Failure> lower_spec(const ir::KernelSpec& spec, const std::vector<int>& args, int result,
+                                  const std::string& name, kernel::Program& prog, const Options& opt) {
   const kernel::Program backup = prog;
   try {
     Lowerer l(spec, args, name, prog, opt);
     l.lower(result);
     for (auto& k : l.kernels) prog.kernels.push_back(std::move(k));
-    return true;
+    return std::nullopt;
   } catch (const Unsupported& u) {
     prog = backup;
-    if (why) *why = u.why;
-    return false;
+    return Failure{u.why};
   }
 }
 
-}  // namespace luminal::cpu
+}  // namespace luminal::kernel::lower
