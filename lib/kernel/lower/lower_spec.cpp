@@ -13,6 +13,7 @@
 #include "ir/kernel_body.hpp"
 #include "graph/dim_expr.hpp"
 #include "kernel/index_simplify.hpp"
+#include "kernel/lower/recognize.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::kernel::lower {
@@ -137,26 +138,18 @@ Index coef_of(const Affine& a, int var) {
   return it == a.coef.end() ? Index(0) : it->second;
 }
 
-struct Unsupported {
-  std::string why;
-};
-
 // Inlining a body node re-computes it at every index it is read at. Views that read one
 // node at several indices (a balanced product tree: mul(x[:n/2], x[n/2:]) per level)
 // multiply those indices level by level, so an inlined body can grow exponentially (prod
 // over a padded symbolic axis: 4096 loads per element, and 4096^2 over two axes). A
 // computed node read at more than kMaxInlineCopies distinct indices within one kernel is
 // therefore computed once into a buffer by its own kernel and loaded from there; the
-// lowering restarts with that node marked (Rematerialize), so no kernel ever holds more
-// than that many copies of any computed node.
+// lowering starts over with that node marked (Lowerer::remat_), so no kernel ever holds
+// more than that many copies of any computed node.
 constexpr int kMaxInlineCopies = 16;
 // Safety net behind that bound: a kernel whose body expression still exceeds this many
 // node emissions is left to the interpreter rather than handed to the C compiler.
 constexpr int64_t kMaxKernelEmits = 200000;
-
-struct Rematerialize {
-  uint32_t node;
-};
 
 // Nodes whose inlined copies cost computation (not views, leaves or reductions, which
 // are loads, index arithmetic or materialized already).
@@ -179,34 +172,66 @@ class Lowerer {
     }
   }
 
-  void lower(int result) {
+  /// Lowers the body into `kernels`; the reason when it cannot be expressed.
+  std::optional<Failure> lower(int result) {
     root_ = body_.outputs.at(0).second;
     const size_t buffers0 = prog_.buffers.size();
     for (;;) {
-      try {
-        lower_once(result);
-        return;
-      } catch (const Rematerialize& r) {
-        // Start over with node r.node computed into its own buffer (see kMaxInlineCopies).
-        if (!shared_.insert(r.node).second) throw Unsupported{"internal: node rematerialized twice"};
-        kernels.clear();
-        materialized_.clear();
-        prog_.buffers.resize(buffers0);
-        counter_ = 0;
-        ctx_ = Ctx{};
-      }
+      lower_once(result);
+      if (failure_) return Failure{*failure_};
+      if (!remat_) return std::nullopt;
+      // Start over with node *remat_ computed into its own buffer (see kMaxInlineCopies).
+      const uint32_t node = *remat_;
+      remat_.reset();
+      if (!shared_.insert(node).second) return Failure{"internal: node rematerialized twice"};
+      kernels.clear();
+      materialized_.clear();
+      prog_.buffers.resize(buffers0);
+      counter_ = 0;
+      ctx_ = Ctx{};
     }
   }
 
   std::vector<kernel::Kernel> kernels;
 
  private:
+  // Each kernel kind: a recogniser (recognize.hpp: match the body, return a plan or why
+  // not) and an emitter here; a body no specialised form takes is generic loops.
   void lower_once(int result) {
     const bool gemm = spec_.kind == ir::KernelKind::Gemm || spec_.kind == ir::KernelKind::LibraryGemm;
-    if (gemm && try_gemm(result)) return;
+    if (gemm)
+      if (auto m = recognize_gemm(body_, root_); m.plan && emit_gemm(*m.plan, result)) return;
+    if (stopped()) return;
     if (spec_.kind == ir::KernelKind::Attention && try_attention(result)) return;
-    if (spec_.kind == ir::KernelKind::Gather) return lower_gather(result);
+    if (stopped()) return;
+    if (spec_.kind == ir::KernelKind::Gather) {
+      auto m = recognize_gather(body_, root_);
+      if (!m.plan) return void(unsupported(m.why, body_.nodes[root_].dtype));
+      return emit_gather(*m.plan, result);
+    }
     lower_generic(root_, result);
+  }
+
+  // ---------------------------------------------------------------- failures as values
+  // Emission that meets what cannot be expressed records why (the first reason) and
+  // carries on with a placeholder of the right dtype, so expression building stays
+  // well-typed; every kernel-producing step checks stopped() before keeping its kernel.
+  // A computed node inlined too often asks for a fresh start instead (remat_).
+  std::optional<std::string> failure_;
+  std::optional<uint32_t> remat_;
+  bool stopped() const { return failure_.has_value() || remat_.has_value(); }
+  Expr unsupported(const std::string& why, DType dt) {
+    if (!failure_) failure_ = why;
+    return kernel::constant(0, dt);
+  }
+  // After a speculative emission (a specialised kernel form): true when it failed, and the
+  // failure is forgotten -- the caller falls back to another form. A pending fresh start
+  // stays pending: the whole lowering starts over anyway.
+  bool speculation_failed() {
+    if (remat_) return true;
+    if (!failure_) return false;
+    failure_.reset();
+    return true;
   }
 
   // ---------------------------------------------------------------- per-kernel context
@@ -238,10 +263,16 @@ class Lowerer {
     return k;
   }
 
-  int slot_buffer(const Node& n) const {
-    if (n.name.size() < 2 || n.name[0] != '%') throw Unsupported{"input node '" + n.name + "' is not a slot"};
+  int slot_buffer(const Node& n) {
+    if (n.name.size() < 2 || n.name[0] != '%') {
+      unsupported("input node '" + n.name + "' is not a slot", n.dtype);
+      return 0;
+    }
     const size_t s = static_cast<size_t>(std::strtoul(n.name.c_str() + 1, nullptr, 10));
-    if (s >= args_.size()) throw Unsupported{"slot " + n.name + " without an argument"};
+    if (s >= args_.size()) {
+      unsupported("slot " + n.name + " without an argument", n.dtype);
+      return 0;
+    }
     return args_[s];
   }
 
@@ -332,27 +363,31 @@ class Lowerer {
   }
 
   Expr emit(uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid) {
+    const DType dt = body_.nodes[id].dtype;
+    if (stopped()) return kernel::constant(0, dt);
     int64_t budget = 20000;
     for (const auto& i : idx)
       if (too_large(i, budget))
-        throw Unsupported{"index expression too large (deep views over symbolic dims)"};
+        return unsupported("index expression too large (deep views over symbolic dims)", dt);
     if (valid && too_large(*valid, budget))
-      throw Unsupported{"index expression too large (deep views over symbolic dims)"};
+      return unsupported("index expression too large (deep views over symbolic dims)", dt);
     const std::string k = key(id, idx, valid);
     if (auto it = ctx_.memo.find(k); it != ctx_.memo.end()) return it->second;
     if (++ctx_.emits > kMaxKernelEmits)
-      throw Unsupported{"kernel expression too large (over " + std::to_string(kMaxKernelEmits) +
-                        " nodes inlined)"};
+      return unsupported(
+          "kernel expression too large (over " + std::to_string(kMaxKernelEmits) + " nodes inlined)", dt);
     Expr e;
     if (static_cast<int>(id) != ctx_.self && shared_.count(id)) {
       e = load_node(materialize(id), id, idx, valid);
     } else {
       if (static_cast<int>(id) != ctx_.self && is_computed(body_.nodes[id].op) &&
-          ++ctx_.copies[id] > kMaxInlineCopies)
-        throw Rematerialize{id};
+          ++ctx_.copies[id] > kMaxInlineCopies) {
+        remat_ = id;
+        return kernel::constant(0, dt);
+      }
       e = emit_raw(id, idx, valid);
     }
-    ctx_.memo.emplace(k, e);
+    if (!stopped()) ctx_.memo.emplace(k, e);
     return e;
   }
 
@@ -376,7 +411,7 @@ class Lowerer {
       case PrimOp::Input:
         return load_node(slot_buffer(n), id, idx, valid);
       case PrimOp::Param:
-        throw Unsupported{"param leaf inside a kernel body"};
+        return unsupported("param leaf inside a kernel body", n.dtype);
       case PrimOp::Constant:
         return kernel::constant(n.value, n.dtype);
       case PrimOp::Iota:
@@ -409,7 +444,7 @@ class Lowerer {
         return load_node(materialize(id), id, idx, valid);
       }
       case PrimOp::Gather:
-        throw Unsupported{"gather fused with other ops (only a bare gather kernel is generated)"};
+        return unsupported("gather fused with other ops (only a bare gather kernel is generated)", n.dtype);
       case PrimOp::Reshape: {
         std::vector<Index> in = reshape_index(n.inputs[0], id, idx);
         for (auto& i : in) i = simp(i);
@@ -454,7 +489,7 @@ class Lowerer {
         return kernel::where(cond, inner, kernel::constant(n.value, n.dtype));
       }
     }
-    throw Unsupported{"unknown primitive"};
+    return unsupported("unknown primitive", n.dtype);
   }
 
   // mod is C's truncated remainder (sign of the dividend); the IR's Mod floors (sign of
@@ -540,10 +575,9 @@ class Lowerer {
 
   // A bare gather (the only body a Gather kernel has): row copies, ids checked by the
   // host before the call.
-  void lower_gather(int result) {
-    const Node& n = body_.nodes[root_];
-    if (n.op != PrimOp::Gather) throw Unsupported{"gather kernel whose root is not a gather"};
-    const uint32_t table = n.inputs[0], ids = n.inputs[1];
+  void emit_gather(const GatherBody& m, int result) {
+    const Node& n = body_.nodes[m.gather];
+    const uint32_t table = m.table, ids = m.ids;
     kernel::Gather g;
     g.table = slot_buffer(body_.nodes[table]);
     g.ids = slot_buffer(body_.nodes[ids]);
@@ -551,7 +585,8 @@ class Lowerer {
     g.count = Index(1);
     for (const Index& d : shapes_[ids]) g.count = g.count * d;
     const auto& ts = shapes_[table];
-    if (ts.empty()) throw Unsupported{"gather from a rank-0 table"};
+    if (ts.empty()) return void(unsupported("gather from a rank-0 table", n.dtype));
+    if (stopped()) return;
     g.rows = ts[0];
     g.row = Index(1);
     for (size_t i = 1; i < ts.size(); ++i) g.row = g.row * ts[i];
@@ -608,8 +643,10 @@ class Lowerer {
     k.store.buffer = out;
     k.store.index = kernel::row_major(vars, shapes_[id]);
     k.store.value = emit(id, vars, std::nullopt);
-    k.name = kernel_name();
-    kernels.push_back(std::move(k));
+    if (!stopped()) {
+      k.name = kernel_name();
+      kernels.push_back(std::move(k));
+    }
     ctx_ = std::move(saved);
   }
 
@@ -626,7 +663,7 @@ class Lowerer {
     prog_.buffers.push_back(b);
     const int buf = static_cast<int>(prog_.buffers.size() - 1);
     lower_generic(id, buf);
-    materialized_[id] = buf;
+    if (!stopped()) materialized_[id] = buf;
     return buf;
   }
 
@@ -653,8 +690,10 @@ class Lowerer {
     k.store.buffer = buf;
     k.store.index = kernel::row_major(vars, dims);
     k.store.value = emit(node, at, std::nullopt);
-    k.name = kernel_name();
-    kernels.push_back(std::move(k));
+    if (!stopped()) {
+      k.name = kernel_name();
+      kernels.push_back(std::move(k));
+    }
     ctx_ = std::move(saved);
     return buf;
   }
@@ -668,93 +707,101 @@ class Lowerer {
   }
 
   // ---------------------------------------------------------------- GEMM
-  // Root -> (elementwise | reshape)* -> sum_reduce(mul(X, Y)) with X and Y plain f32
-  // loads at affine indices: the Gemm kind, the tail as its epilogue.
-  bool try_gemm(int result) {
-    if (body_.nodes[root_].dtype != DType::f32) return false;
-    int red = -1;
-    std::function<bool(uint32_t)> walk = [&](uint32_t id) -> bool {
-      const Node& n = body_.nodes[id];
-      if (n.op == PrimOp::SumReduce) {
-        if (red >= 0 && red != static_cast<int>(id)) return false;
-        red = static_cast<int>(id);
-        return true;
-      }
-      if (n.op == PrimOp::MaxReduce) return false;
-      if (ir::is_elementwise(ir::to_op(n.op)) || n.op == PrimOp::Reshape) {
-        for (uint32_t k : n.inputs)
-          if (!walk(k)) return false;
-      }
-      return true;
-    };
-    if (!walk(root_) || red < 0) return false;
-    // every path from the root to the reduction must be elementwise/reshape: the
-    // epilogue replaces the reduction by the accumulator at the output position
-    {
-      std::map<uint32_t, bool> reach;
-      std::function<bool(uint32_t)> reaches = [&](uint32_t id) -> bool {
-        if (static_cast<int>(id) == red) return true;
-        if (auto it = reach.find(id); it != reach.end()) return it->second;
-        bool r = false;
-        for (uint32_t k : body_.nodes[id].inputs) r = reaches(k) || r;
-        reach[id] = r;
-        return r;
-      };
-      reaches(root_);
-      for (const auto& [id, r] : reach) {
-        const Node& n = body_.nodes[id];
-        if (r && !(ir::is_elementwise(ir::to_op(n.op)) || n.op == PrimOp::Reshape)) return false;
+  // The emitter of recognize_gemm's plan: x and y (the product's operands) as strided
+  // loads at the reduction's input index, the axes sorted into m, n and batch, operands
+  // that are not strided loads copied first, the tile from the spec, the tail as the
+  // epilogue. Returns false (the body then lowers as generic loops) where the operands
+  // do not fit a GEMM.
+
+  // The product's input index: one loop variable per non-unit axis (variable i = axis i).
+  struct GemmFrame {
+    std::vector<Index> idx;  // the reduction's input index
+    const std::vector<Index>* dims = nullptr;
+    size_t rank = 0, ax = 0;  // ax: the summed axis
+    VarSet interest;          // the variables whose strides a view needs
+  };
+  struct GemmAxes {
+    int m = -1, n = -1;  // input axes (= variables); -1: absent (size 1)
+    std::vector<int> batch;
+  };
+
+  // m: read by x only, n: read by y only, batch: read by both; nullopt when two axes
+  // would be m (or n).
+  static std::optional<GemmAxes> gemm_axes(const Expr& x, const Expr& y, const GemmFrame& f) {
+    GemmAxes a;
+    for (size_t i = 0; i < f.rank; ++i) {
+      if (i == f.ax || f.idx[i].as_constant()) continue;
+      const int v = static_cast<int>(i);
+      const bool cx = expr_uses_var(x, v), cy = expr_uses_var(y, v);
+      if (cx && !cy) {
+        if (a.m >= 0) return std::nullopt;
+        a.m = v;
+      } else if (cy && !cx) {
+        if (a.n >= 0) return std::nullopt;
+        a.n = v;
+      } else {
+        a.batch.push_back(v);
       }
     }
-    const Node& rn = body_.nodes[static_cast<size_t>(red)];
-    const Node& mul = body_.nodes[rn.inputs[0]];
-    if (mul.op != PrimOp::Mul || rn.dtype != DType::f32) return false;
-    const auto& in_dims = shapes_[rn.inputs[0]];
-    const size_t rank = in_dims.size(), ax = static_cast<size_t>(rn.axis);
+    return a;
+  }
+
+  static bool plain_f32_load(const Expr& e) {
+    return e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid;
+  }
+
+  // An operand as an affine view; one that is not a plain strided load (a
+  // permuted-then-merged view, a computed prologue) is first copied into a contiguous
+  // buffer by its own kernel, over every axis but `other_axis` (the other operand's).
+  Affine gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmFrame& f) {
+    if (plain_f32_load(e))
+      if (auto a = affine(e.node().index, f.interest)) return *a;
+    std::vector<int> keep;
+    std::vector<Index> dims, at;
+    for (size_t i = 0; i < f.rank; ++i)
+      if (static_cast<int>(i) != other_axis && !f.idx[i].as_constant()) {
+        keep.push_back(static_cast<int>(i));
+        dims.push_back((*f.dims)[i]);
+        at.push_back(f.idx[i]);
+      }
+    const int buf = materialize_operand(node, keep, dims, f.rank);
+    e = kernel::load(buf, DType::f32, kernel::row_major(at, dims));
+    return *affine(e.node().index, f.interest);
+  }
+
+  bool emit_gemm(const GemmBody& plan, int result) {
+    const int red = static_cast<int>(plan.reduce);
+    const Node& rn = body_.nodes[plan.reduce];
+    const Node& mul = body_.nodes[plan.mul];
+    const auto& in_dims = shapes_[plan.mul];
+    GemmFrame f;
+    f.dims = &in_dims;
+    f.rank = in_dims.size();
+    f.ax = static_cast<size_t>(rn.axis);
+    const size_t rank = f.rank, ax = f.ax;
 
     Ctx saved = std::move(ctx_);
     ctx_ = Ctx{};
     auto restore = [&] { ctx_ = std::move(saved); };
-    std::vector<Index> idx;
     for (size_t i = 0; i < rank; ++i) {
       const bool unit = in_dims[i].as_constant() == int64_t{1};
-      idx.push_back(unit ? Index(0) : Index::var(static_cast<int>(i)));
+      f.idx.push_back(unit ? Index(0) : Index::var(static_cast<int>(i)));
       if (!unit) ctx_.extents[static_cast<int>(i)] = in_dims[i];
     }
     ctx_.next_var = static_cast<int>(rank) + 2;
-    Expr x, y;
-    try {
-      x = emit(mul.inputs[0], idx, std::nullopt);
-      y = emit(mul.inputs[1], idx, std::nullopt);
-    } catch (const Unsupported&) {
+    Expr x = emit(mul.inputs[0], f.idx, std::nullopt);
+    Expr y = emit(mul.inputs[1], f.idx, std::nullopt);
+    if (speculation_failed()) {
       restore();
       return false;
     }
-    auto plain = [](const Expr& e) {
-      return e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid;
-    };
-    int m_axis = -1, n_axis = -1;
-    std::vector<int> batch;
-    for (size_t i = 0; i < rank; ++i) {
-      if (i == ax || idx[i].as_constant()) continue;
-      const int v = static_cast<int>(i);
-      const bool cx = expr_uses_var(x, v), cy = expr_uses_var(y, v);
-      if (cx && !cy) {
-        if (m_axis >= 0) {
-          restore();
-          return false;
-        }
-        m_axis = v;
-      } else if (cy && !cx) {
-        if (n_axis >= 0) {
-          restore();
-          return false;
-        }
-        n_axis = v;
-      } else {
-        batch.push_back(v);
-      }
+    auto axes = gemm_axes(x, y, f);
+    if (!axes) {
+      restore();
+      return false;
     }
+    int m_axis = axes->m, n_axis = axes->n;
+    const std::vector<int>& batch = axes->batch;
     // output index of the reduction: rank-1 dims, row-major
     std::vector<Index> out_dims;
     std::vector<int> out_axis;  // input axis of each output axis
@@ -784,17 +831,17 @@ class Lowerer {
       restore();
       return false;
     }
-    VarSet interest{static_cast<int>(ax)};
-    if (m_axis >= 0) interest.push_back(m_axis);
-    if (n_axis >= 0) interest.push_back(n_axis);
+    f.interest = {static_cast<int>(ax)};
+    if (m_axis >= 0) f.interest.push_back(m_axis);
+    if (n_axis >= 0) f.interest.push_back(n_axis);
     // M == 1 (decode): a dot-product reduction kernel streams the other operand once,
     // where a packed GEMM would copy it first and pay a parallel region per batch (16
     // heads x 1 row in attention). Only a large operand read across its rows (x @ W with
     // W [K, N]) stays a GEMM: there a dot product would stride through memory.
     if (m_axis < 0) {
       bool strided_big = false;
-      if (plain(Y))
-        if (auto ay = affine(Y.node().index, interest)) {
+      if (plain_f32_load(Y))
+        if (auto ay = affine(Y.node().index, f.interest)) {
           auto kn =
               (in_dims[ax] * (n_axis >= 0 ? in_dims[static_cast<size_t>(n_axis)] : Index(1))).as_constant();
           strided_big = coef_of(*ay, static_cast<int>(ax)).as_constant() != int64_t{1} && kn &&
@@ -805,25 +852,8 @@ class Lowerer {
         return false;
       }
     }
-    // An operand that is not a plain strided load (a permuted-then-merged view, a
-    // computed prologue) is first copied into a contiguous buffer by its own kernel.
-    auto operand = [&](Expr& e, uint32_t node, int other_axis) {
-      if (plain(e))
-        if (auto a = affine(e.node().index, interest)) return *a;
-      std::vector<int> keep;
-      std::vector<Index> dims, at;
-      for (size_t i = 0; i < rank; ++i)
-        if (static_cast<int>(i) != other_axis && !idx[i].as_constant()) {
-          keep.push_back(static_cast<int>(i));
-          dims.push_back(in_dims[i]);
-          at.push_back(idx[i]);
-        }
-      const int buf = materialize_operand(node, keep, dims, rank);
-      e = kernel::load(buf, DType::f32, kernel::row_major(at, dims));
-      return *affine(e.node().index, interest);
-    };
-    Affine ax_ = operand(X, xin, n_axis);
-    Affine ay = operand(Y, yin, m_axis);
+    Affine ax_ = gemm_operand(X, xin, n_axis, f);
+    Affine ay = gemm_operand(Y, yin, m_axis, f);
 
     kernel::Gemm g;
     const int rv = static_cast<int>(rank), cv = static_cast<int>(rank) + 1;  // unused ids when absent
@@ -876,18 +906,21 @@ class Lowerer {
       for (int a : out_axis)
         rvars.push_back(a == m_axis   ? Index::var(g.row_var)
                         : a == n_axis ? Index::var(g.col_var)
-                                      : idx[static_cast<size_t>(a)]);
+                                      : f.idx[static_cast<size_t>(a)]);
       std::vector<Index> root_idx;
       bool same = body_.nodes[root_].shape.size() == rvars.size();
       for (size_t i = 0; same && i < rvars.size(); ++i)
         same = body_.nodes[root_].shape[i].same_as(rn.shape[i]);
       root_idx = same ? rvars : delinearize(kernel::row_major(rvars, out_dims), shapes_[root_]);
-      try {
-        g.epilogue = emit(root_, root_idx, std::nullopt);
-      } catch (const Unsupported&) {
+      g.epilogue = emit(root_, root_idx, std::nullopt);
+      if (speculation_failed()) {
         restore();
         return false;
       }
+    }
+    if (stopped()) {  // an operand copy could not be lowered: the whole body cannot
+      restore();
+      return true;
     }
     k.gemm = std::move(g);
     k.name = kernel_name();
@@ -938,13 +971,9 @@ class Lowerer {
     const int key_axis1 = out1[static_cast<size_t>(mt->key_axis)];
     if (idx1[static_cast<size_t>(key_axis1)].as_constant()) return fail();  // one key: no streaming
     const int jv = key_axis1;
-    Expr x, y;
-    try {
-      x = emit(mul1.inputs[0], idx1, std::nullopt);
-      y = emit(mul1.inputs[1], idx1, std::nullopt);
-    } catch (const Unsupported&) {
-      return fail();
-    }
+    Expr x = emit(mul1.inputs[0], idx1, std::nullopt);
+    Expr y = emit(mul1.inputs[1], idx1, std::nullopt);
+    if (speculation_failed()) return fail();
     // K is the operand indexed by the key variable; Q the one with the query axis.
     uint32_t qin = mul1.inputs[0], kin = mul1.inputs[1];
     if (expr_uses_var(x, jv) && !expr_uses_var(y, jv)) {
@@ -1016,11 +1045,8 @@ class Lowerer {
     ctx_.acc_node = static_cast<int>(mt->score_reduce);
     ctx_.acc_dtype = DType::f32;
     ctx_.acc_key = key(mt->score_reduce, sidx, std::nullopt);
-    try {
-      if (mt->score != mt->score_reduce) a.score = emit(mt->score, sidx, std::nullopt);
-    } catch (const Unsupported&) {
-      return fail();
-    }
+    if (mt->score != mt->score_reduce) a.score = emit(mt->score, sidx, std::nullopt);
+    if (speculation_failed()) return fail();
     if (a.score.valid() && expr_uses_var(a.score, pv)) return fail();
     // R2's index: the axes P reads get S's variables, the one P is broadcast along is d.
     const auto& in2 = shapes_[r2.inputs[0]];
@@ -1046,14 +1072,10 @@ class Lowerer {
     interest = {jv, dvar};
     if (iv >= 0) interest.push_back(iv);
     const uint32_t vin = mul2.inputs[static_cast<size_t>(1 - mt->p_side)];
-    Expr ve;
-    try {
-      ctx_.memo.clear();
-      ctx_.acc_node = -1;
-      ve = emit(vin, idx2, std::nullopt);
-    } catch (const Unsupported&) {
-      return fail();
-    }
+    ctx_.memo.clear();
+    ctx_.acc_node = -1;
+    Expr ve = emit(vin, idx2, std::nullopt);
+    if (speculation_failed()) return fail();
     if (iv >= 0 && expr_uses_var(ve, iv)) return fail();
     const int r2_query_axis = [&] {
       for (size_t t = 0; t < idx2.size(); ++t)
@@ -1106,11 +1128,8 @@ class Lowerer {
         same = body_.nodes[root_].shape[t].same_as(r2.shape[t]);
       std::vector<Index> root_idx =
           same ? rvars : delinearize(kernel::row_major(rvars, out_dims), shapes_[root_]);
-      try {
-        a.epilogue = emit(root_, root_idx, std::nullopt);
-      } catch (const Unsupported&) {
-        return fail();
-      }
+      a.epilogue = emit(root_, root_idx, std::nullopt);
+      if (speculation_failed()) return fail();
       if (expr_uses_var(a.epilogue, jv)) return fail();
     }
     // The renderer keeps a block's Q rows, a K tile and the partial outputs on the
@@ -1203,15 +1222,13 @@ class Lowerer {
 std::optional<Failure> lower_spec(const ir::KernelSpec& spec, const std::vector<int>& args, int result,
                                   const std::string& name, kernel::Program& prog, const Options& opt) {
   const kernel::Program backup = prog;
-  try {
-    Lowerer l(spec, args, name, prog, opt);
-    l.lower(result);
-    for (auto& k : l.kernels) prog.kernels.push_back(std::move(k));
-    return std::nullopt;
-  } catch (const Unsupported& u) {
+  Lowerer l(spec, args, name, prog, opt);
+  if (auto failed = l.lower(result)) {
     prog = backup;
-    return Failure{u.why};
+    return failed;
   }
+  for (auto& k : l.kernels) prog.kernels.push_back(std::move(k));
+  return std::nullopt;
 }
 
 }  // namespace luminal::kernel::lower

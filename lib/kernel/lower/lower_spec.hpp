@@ -16,9 +16,12 @@
 // A body that cannot be expressed (gather: the index depends on loaded data) is reported
 // so the caller runs that kernel with the interpreter.
 //
-// The lowering is the same for every backend (the CPU's C renderer, the GPU renderers):
-// what is backend-specific comes in through Options (the GEMM tile a spec's launch
-// parameters mean on that backend).
+// Each kernel kind is a recogniser (recognize.hpp: match the body, return a plan or why
+// not) and an emitter (lower_spec.cpp: the plan -> kernel IR). Nothing is thrown: what
+// cannot be expressed comes back as a Failure with its reason, and the caller runs that
+// kernel on the interpreter. The lowering is the same for every backend (the CPU's C
+// renderer, the GPU renderers): what is backend-specific comes in through Options (the
+// GEMM tile a spec's launch parameters mean on that backend).
 #pragma once
 
 #include <functional>

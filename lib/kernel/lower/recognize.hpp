@@ -1,0 +1,42 @@
+// Recognisers of the kernel kinds: each looks at a kernel body (ir::KernelSpec::body, a
+// primitive DAG over input slots) and returns a plan -- which nodes play which part -- or
+// why the body is not of that kind. They read the body only (no kernel IR is built), so
+// the CPU lowering (lower_spec.cpp, whose emitters turn a plan into kernel IR) and the GPU
+// renderers share them. A body no specialised kind takes lowers as generic loops.
+//   GEMM       recognize_gemm
+//   gather     recognize_gather
+//   attention  ir::match_attention (ir/attention_match.hpp)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "graph/graph_impl.hpp"
+
+namespace luminal::kernel::lower {
+
+/// A plan, or the reason there is none.
+template <class Plan>
+struct Recognized {
+  std::optional<Plan> plan;
+  std::string why;  ///< when !plan
+};
+
+/// root -> (elementwise | reshape)* -> sum_reduce(mul(x, y)), all f32: a contraction with
+/// its elementwise tail (the epilogue). Every path from the root to the reduction passes
+/// elementwise ops and reshapes only, so the epilogue reads the accumulator at the output
+/// position; whether x and y are strided loads is for the emitter to find out.
+struct GemmBody {
+  uint32_t reduce = 0;  ///< the sum_reduce node
+  uint32_t mul = 0;     ///< its operand, mul(x, y)
+};
+Recognized<GemmBody> recognize_gemm(const detail::GraphImpl& body, uint32_t root);
+
+/// A bare gather(table, ids): the only body a Gather kernel has.
+struct GatherBody {
+  uint32_t gather = 0, table = 0, ids = 0;
+};
+Recognized<GatherBody> recognize_gather(const detail::GraphImpl& body, uint32_t root);
+
+}  // namespace luminal::kernel::lower
