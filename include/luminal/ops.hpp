@@ -1,5 +1,5 @@
 // The high-level ops of Luminal: free functions that build graph nodes. Each one is a
-// composition of the primitive ops (DESIGN.md), written once in lib/graph/ops_*.cpp.
+// composition of the primitive ops (docs/design.md), written once in lib/graph/ops_*.cpp.
 // docs/ops.md states each op's exact semantics (dtype rules, broadcasting, edge cases).
 //
 // Conventions shared by every op:

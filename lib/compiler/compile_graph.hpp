@@ -1,4 +1,4 @@
-// The compiler pipeline (DESIGN.md "Cost model and search"):
+// The compiler pipeline (docs/design.md "From graph to kernels"):
 //   graph -> e-graph -> math rules (algebra, movement, contraction; to saturation or
 //   budget) -> lowering + fusion (kernel nodes) -> DAG-aware extraction over kernel nodes
 //   -> a kernel plan, executed on the reference target with the interpreter.

@@ -1,4 +1,4 @@
-// Translation validation (DESIGN.md "Rules"): run a compiled program and the reference
+// Translation validation (docs/design.md, docs/rules.md): run a compiled program and the reference
 // interpreter on the same random inputs and compare. For CompileOptions::validate and tests.
 #pragma once
 

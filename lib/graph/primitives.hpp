@@ -1,5 +1,6 @@
-// The primitive op set (docs/design.md "Primitive ops"; one row each in graph/op_table.hpp)
-// and the only functions that create graph nodes. Every high-level op in lib/graph/ops*.cpp is a composition of these.
+// The primitive op set (docs/design.md "Semantics"; one row each in graph/op_table.hpp)
+// and the only functions that create graph nodes. Every high-level op in lib/graph/ops*.cpp is a composition
+// of these.
 //
 // Contract between the graph core and the high-level ops:
 //  * Primitives do NOT broadcast and do NOT promote dtypes: binary and where operands

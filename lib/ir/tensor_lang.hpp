@@ -1,5 +1,4 @@
-// The tensor language of the compiler's e-graph (DESIGN.md "Fusion and kernel choice live
-// in the e-graph").
+// The tensor language of the compiler's e-graph (docs/design.md "From graph to kernels").
 //
 // Two sorts of nodes share one e-graph:
 //  * math nodes -- one op per PrimOp (same numbering, see to_op/to_prim), plus MatMul (a

@@ -1,4 +1,4 @@
-// The rule checker's machinery (DESIGN.md "Rules": "A rule is only as good as its proof").
+// The rule checker's machinery (docs/design.md: "A rule is as good as its proof").
 //
 // For one registered rule it repeatedly
 //   1. builds a small random e-graph that contains an instance of the rule's left side:

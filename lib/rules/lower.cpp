@@ -1,5 +1,5 @@
 // Lowering rules: a kernel node beside every math node, computing it from its direct
-// inputs (DESIGN.md "Fusion and kernel choice live in the e-graph"). Always complete, so
+// inputs (docs/design.md "From graph to kernels"). Always complete, so
 // every class the program needs has an executable node whatever the budgets did.
 #include <vector>
 

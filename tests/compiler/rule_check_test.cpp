@@ -1,4 +1,4 @@
-// The rule checker (DESIGN.md "Rules"): every registered rule -- algebra, movement,
+// The rule checker (docs/design.md, docs/rules.md): every registered rule -- algebra, movement,
 // contraction, lowering, fusion -- is applied to random instances of its left side (random
 // programs for pass rules) and every node of every class it touched is compared with the
 // reference interpreter (rules/check_support.hpp). A rule with no checked instance fails,
