@@ -17,6 +17,17 @@ namespace detail {
 struct CallableState;
 }
 
+/// What a GPU code generator's compiler reports for one kernel (ptxas -v, comgr): the
+/// resources that bound its occupancy. A kernel that spills is a cost-model error: the
+/// schedule asked for more registers than the architecture gives a thread.
+struct KernelResources {
+  std::string name;
+  int registers = 0;       ///< per thread
+  int shared_bytes = 0;    ///< static shared memory (LDS) per block
+  int spill_bytes = 0;     ///< spill stores + loads, bytes
+  int stack_bytes = 0;     ///< per-thread stack frame
+};
+
 struct CompileReport {
   std::string target;         // Target::to_string() of the compiled target
   int64_t kernels = 0;        // kernels in the chosen program
@@ -27,7 +38,7 @@ struct CompileReport {
   std::string stop_reason;  // why the search stopped ("saturated", "time budget", ...)
   double compile_seconds = 0;
   double estimated_seconds = 0;  // the cost model's estimate of one call
-  // Code generation (CPU target): generated kernels, plan steps that had to run on the
+  // Code generation: generated kernels (CPU: C kernels; GPU: plan kernels), plan steps that had to run on the
   // interpreter (never silently: each is counted here and named in stop_reason), the
   // arena holding every intermediate vs the sum of the intermediates' sizes.
   int64_t generated_kernels = 0;
@@ -35,6 +46,11 @@ struct CompileReport {
   int64_t arena_bytes = 0;
   int64_t intermediate_bytes = 0;
   double codegen_seconds = 0;  // lowering + rendering + C compiler (or JIT cache load)
+  // The code generator and its version: "nvrtc 13.0 cubin sm_90", "hiprtc 5.2 gfx90a",
+  // "cc gcc 12.2.0", "emulator cuda sm_90 (c++ g++ 12.2.0)", "interpreter".
+  std::string codegen;
+  // GPU targets compiled by NVRTC/hipRTC: one entry per kernel, in program order.
+  std::vector<KernelResources> kernel_resources;
   std::string to_string() const;
 };
 

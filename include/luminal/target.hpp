@@ -1,5 +1,6 @@
 // Where a compiled program runs. A value type that round-trips through a string:
-// "reference", "cpu", "cpu:avx512", "cuda", "cuda:sm_90", "cuda:1:sm_90", "hip:gfx90a".
+// "reference", "cpu", "cpu:avx512", "cuda", "cuda:sm_90", "cuda:1:sm_90", "hip:gfx90a",
+// and the emulated GPU targets "cuda:sm_90+emu", "hip:gfx90a+emu".
 #pragma once
 
 #include <cstdint>
@@ -25,9 +26,18 @@ class Target {
   static Target parse(std::string_view text);
 
   std::string to_string() const;
-  /// Whether this target can run here (reference and cpu always; a GPU needs a driver
-  /// that loads and the device).
+  /// Whether this target can run here (reference, cpu and emulated GPU targets always; a
+  /// GPU needs a driver that loads and the device).
   bool is_available() const;
+  /// Why is_available() is false ("libcuda.so.1 not found: ...", "no CUDA device 1 (0
+  /// found)"); empty when it is available.
+  std::string unavailable_reason() const;
+
+  /// The same GPU target whose generated kernels run on the host emulator: the kernel
+  /// source NVRTC/hipRTC compile, compiled for the host against an emulation header.
+  /// Available on every machine. Throws CompileError for reference and cpu.
+  Target emulated() const;
+  bool is_emulated() const { return emulated_; }
 
   Kind kind() const { return kind_; }
   int device() const { return device_; }
@@ -43,6 +53,7 @@ class Target {
   Kind kind_ = Kind::reference;
   int device_ = 0;
   std::string arch_;
+  bool emulated_ = false;
 };
 
 }  // namespace luminal

@@ -103,41 +103,111 @@ TargetDesc describe_host_cpu() {
 
 namespace {
 
-// Published figures of the GPU architectures the cost model knows. lanes: 4 warps (or
-// wavefronts) in flight per SM (CU) to hide latency.
+// Published figures of the GPU architectures the cost model knows (vendor data sheets,
+// dense tensor/matrix throughput, boost clocks). lanes: 4 warps (wavefronts) in flight
+// per SM (CU) to hide latency. Per-SM limits feed the occupancy estimate of a launch.
 struct GpuFigures {
-  std::string_view arch, name;
-  int units, lanes;
+  std::string_view arch, name, model;
+  int units, warp;
   double f32, f16, mem_bw, cache_bw, llc_mib, local_kib, launch_s;
+  int regs_per_unit, max_threads_per_unit, max_blocks_per_unit;
 };
 constexpr GpuFigures kGpus[] = {
-    {"sm_80", "cuda:sm_80", 108, 32 * 4, 19.5e12, 312e12, 2.0e12, 5.0e12, 40, 164, 4e-6},  // A100 SXM
-    {"sm_90", "cuda:sm_90", 132, 32 * 4, 67e12, 790e12, 4.8e12, 10e12, 50, 228, 3e-6},     // H100/H200 SXM
-    {"gfx90a", "hip:gfx90a", 110, 64 * 4, 47.9e12, 191e12, 1.6e12, 4.0e12, 8, 64, 5e-6},   // MI250X, one GCD
+    // A100 SXM4 80GB: 108 SMs, 19.5 TFLOP/s FP32, 312 FP16 tensor, 2.04 TB/s HBM2e, 40 MB L2,
+    // 164 KB shared per SM, 64K registers, 2048 threads, 32 blocks per SM.
+    {"sm_80", "cuda:sm_80", "A100 SXM4", 108, 32, 19.5e12, 312e12, 2.04e12, 5.0e12, 40, 164, 4e-6, 65536, 2048, 32},
+    // H100 SXM5: 132 SMs, 67 TFLOP/s FP32, 989 FP16 tensor, 3.35 TB/s HBM3, 50 MB L2,
+    // 228 KB shared per SM.
+    {"sm_90", "cuda:sm_90", "H100 SXM5", 132, 32, 67e12, 989e12, 3.35e12, 10e12, 50, 228, 3e-6, 65536, 2048, 32},
+    // B200: 148 SMs, 80 TFLOP/s FP32, 2250 FP16 tensor, 8 TB/s HBM3e, 126 MB L2.
+    {"sm_100", "cuda:sm_100", "B200", 148, 32, 80e12, 2250e12, 8.0e12, 20e12, 126, 228, 3e-6, 65536, 2048, 32},
+    // MI100: 120 CUs, 23.1 TFLOP/s FP32, 184.6 FP16 matrix, 1.23 TB/s HBM2, 8 MB L2, 64 KB LDS.
+    {"gfx908", "hip:gfx908", "MI100", 120, 64, 23.1e12, 184.6e12, 1.23e12, 3.0e12, 8, 64, 5e-6, 131072, 2560, 32},
+    // MI210 (one CDNA2 die, as each GCD of an MI250): 104 CUs, 45.3 TFLOP/s FP32 (packed),
+    // 181 FP16 matrix, 1.6 TB/s HBM2e, 8 MB L2, 64 KB LDS.
+    {"gfx90a", "hip:gfx90a", "MI210", 104, 64, 45.3e12, 181e12, 1.6e12, 4.0e12, 8, 64, 5e-6, 131072, 2560, 32},
+    // MI300X: 304 CUs, 163.4 TFLOP/s FP32 (matrix), 1307 FP16 matrix, 5.3 TB/s HBM3, 256 MB
+    // Infinity Cache, 64 KB LDS.
+    {"gfx942", "hip:gfx942", "MI300X", 304, 64, 163.4e12, 1307e12, 5.3e12, 12e12, 256, 64, 5e-6, 131072, 2560, 32},
+    // RX 6900 XT / W6800 (RDNA2, wave32): 80 CUs, 23 TFLOP/s FP32, 46 FP16 (packed), 512 GB/s,
+    // 128 MB Infinity Cache, 64 KB LDS per CU.
+    {"gfx1030", "hip:gfx1030", "RX 6900 XT", 80, 32, 23e12, 46e12, 0.512e12, 1.9e12, 128, 64, 5e-6, 65536, 2048, 32},
+    // RX 7900 XTX (RDNA3, wave32): 96 CUs, 61 TFLOP/s FP32 (dual issue), 123 FP16 WMMA, 960
+    // GB/s, 96 MB Infinity Cache.
+    {"gfx1100", "hip:gfx1100", "RX 7900 XTX", 96, 32, 61e12, 123e12, 0.96e12, 3.5e12, 96, 64, 5e-6, 65536, 2048, 32},
 };
+
+// The figures `arch` is costed with: its own row, else the newest row of its family not
+// newer than it (sm_86 -> sm_80, sm_120 -> sm_100), the nearest CDNA row for other gfx9
+// parts and the RDNA rows for gfx10/11/12. CUDA architectures before sm_80 have none.
+const GpuFigures* figures_for(std::string_view arch) {
+  for (const GpuFigures& f : kGpus)
+    if (f.arch == arch) return &f;
+  if (arch.rfind("sm_", 0) == 0) {
+    const int v = std::atoi(std::string(arch.substr(3)).c_str());
+    const GpuFigures* best = nullptr;
+    for (const GpuFigures& f : kGpus)
+      if (f.arch.rfind("sm_", 0) == 0) {
+        const int fv = std::atoi(std::string(f.arch.substr(3)).c_str());
+        if (fv <= v && (!best || fv > std::atoi(std::string(best->arch.substr(3)).c_str()))) best = &f;
+      }
+    return best;  // older than every row (sm_70, sm_75): not described
+  }
+  if (arch.rfind("gfx9", 0) == 0) return arch >= std::string_view("gfx940") ? &kGpus[5] : &kGpus[4];
+  if (arch.rfind("gfx10", 0) == 0) return &kGpus[6];
+  if (arch.rfind("gfx11", 0) == 0 || arch.rfind("gfx12", 0) == 0) return &kGpus[7];
+  return nullptr;
+}
 
 }  // namespace
 
 TargetDesc describe_gpu(std::string_view arch) {
-  for (const GpuFigures& f : kGpus) {
-    if (f.arch != arch) continue;
-    TargetDesc d;
-    d.name = std::string(f.name);
-    d.compute_units = f.units;
-    d.simd_lanes_f32 = f.lanes;
-    d.peak_flops_f32 = f.f32;
-    d.peak_flops_f16 = f.f16;
-    d.mem_bandwidth = f.mem_bw;
-    d.cache_bandwidth = f.cache_bw;
-    d.llc_bytes = f.llc_mib * 1024 * 1024;
-    d.local_bytes = f.local_kib * 1024;
-    d.launch_overhead_s = f.launch_s;
-    d.transcendental_flops = 4;  // special function units
+  const GpuFigures* f = figures_for(arch);
+  if (!f) {
+    std::string known;
+    for (const GpuFigures& g : kGpus) known += (known.empty() ? "" : ", ") + std::string(g.arch);
+    throw CompileError("[cost] unknown GPU architecture '" + std::string(arch) + "': known are " + known);
+  }
+  TargetDesc d;
+  d.name = (arch.rfind("sm_", 0) == 0 ? "cuda:" : "hip:") + std::string(arch);
+  d.model = std::string(f->model);
+  d.compute_units = f->units;
+  d.simd_lanes_f32 = f->warp * 4;
+  d.warp = f->warp;
+  d.peak_flops_f32 = f->f32;
+  d.peak_flops_f16 = f->f16;
+  d.mem_bandwidth = f->mem_bw;
+  d.cache_bandwidth = f->cache_bw;
+  d.llc_bytes = f->llc_mib * 1024 * 1024;
+  d.local_bytes = f->local_kib * 1024;
+  d.launch_overhead_s = f->launch_s;
+  d.transcendental_flops = 4;  // special function units
+  d.regs_per_unit = f->regs_per_unit;
+  d.max_threads_per_unit = f->max_threads_per_unit;
+  d.max_blocks_per_unit = f->max_blocks_per_unit;
+  return d;
+}
+
+TargetDesc describe_gpu_model(std::string_view model) {
+  // Boards that share an architecture with the table's row but differ in memory: the
+  // H200 is an H100 (sm_90) with 141 GB of HBM3e at 4.8 TB/s.
+  if (model == "H200" || model == "h200") {
+    TargetDesc d = describe_gpu("sm_90");
+    d.model = "H200 SXM";
+    d.mem_bandwidth = 4.8e12;
     return d;
   }
-  std::string known;
-  for (const GpuFigures& f : kGpus) known += (known.empty() ? "" : ", ") + std::string(f.arch);
-  throw CompileError("[cost] unknown GPU architecture '" + std::string(arch) + "': known are " + known);
+  if (model == "MI250" || model == "mi250") {
+    TargetDesc d = describe_gpu("gfx90a");  // per GCD: 110 CUs, 191.5 TFLOP/s FP16, 1.6 TB/s
+    d.model = "MI250 (one GCD)";
+    d.compute_units = 110;
+    d.peak_flops_f16 = 191.5e12;
+    d.peak_flops_f32 = 47.9e12;
+    return d;
+  }
+  for (const GpuFigures& f : kGpus)
+    if (f.model == model) return describe_gpu(f.arch);
+  throw CompileError("[cost] unknown GPU model '" + std::string(model) + "'");
 }
 
 }  // namespace luminal::detail

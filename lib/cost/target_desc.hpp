@@ -33,6 +33,13 @@ struct TargetDesc {
   // e-graph: {rows, cols, k-depth} of the register micro tile (CPU) or of a thread
   // block's output tile (GPU). The first is the default.
   std::vector<std::array<int64_t, 3>> gemm_tiles{{{64, 128, 32}, {32, 64, 16}, {16, 16, 16}}};
+  // GPUs: the board the figures are from, the warp (wavefront) width and the per-SM (CU)
+  // limits that bound how many blocks of a launch are resident at once (occupancy).
+  std::string model;
+  int warp = 1;
+  int regs_per_unit = 0;         // 32-bit registers per SM (VGPR lanes per CU)
+  int max_threads_per_unit = 0;  // resident threads per SM / CU
+  int max_blocks_per_unit = 0;   // resident blocks per SM / CU
 };
 
 /// The machine this process runs on: cores, vector width (AVX-512, AVX2 or SSE), caches
@@ -41,8 +48,13 @@ struct TargetDesc {
 /// 20 GB/s), overridable with LUMINAL_CPU_BANDWIDTH_GBS / LUMINAL_CPU_GFLOPS.
 TargetDesc describe_host_cpu();
 
-/// A GPU architecture from its published figures: "sm_80" (A100), "sm_90" (H100/H200),
-/// "gfx90a" (MI200). Throws CompileError for an architecture it does not know.
+/// A GPU architecture from its published figures: "sm_80" (A100), "sm_90" (H100),
+/// "sm_100" (B200), "gfx908" (MI100), "gfx90a" (MI210), "gfx942" (MI300X), "gfx1030"
+/// (RX 6900 XT), "gfx1100" (RX 7900 XTX); another architecture of a known family takes
+/// the nearest older row (sm_86 -> sm_80). Throws CompileError for anything else.
 TargetDesc describe_gpu(std::string_view arch);
+/// A board whose figures differ from its architecture's row: "H200" (sm_90, 4.8 TB/s),
+/// "MI250" (gfx90a, one GCD), or any row's model name ("A100 SXM4", "MI300X").
+TargetDesc describe_gpu_model(std::string_view model);
 
 }  // namespace luminal::detail

@@ -206,7 +206,12 @@ std::string CompileReport::to_string() const {
       target.c_str(), static_cast<long long>(kernels), static_cast<long long>(primitive_ops),
       static_cast<long long>(egraph_nodes), static_cast<long long>(egraph_classes),
       static_cast<long long>(iterations), stop_reason.c_str(), compile_seconds, estimated_seconds);
-  return buf;
+  std::string s = buf;
+  if (!codegen.empty()) s += "; codegen " + codegen;
+  for (const KernelResources& k : kernel_resources)
+    s += "\n  " + k.name + ": " + std::to_string(k.registers) + " registers, " + std::to_string(k.shared_bytes) +
+         " B shared, " + std::to_string(k.spill_bytes) + " B spilled" + (k.spill_bytes ? " (SPILL: cost-model error)" : "");
+  return s;
 }
 
 }  // namespace luminal

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "backends/cpu/cpu_executable.hpp"
+#include "backends/gpu/gpu_backend.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "compiler/compile_graph.hpp"
 #include "runtime/executable.hpp"
@@ -47,9 +48,10 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
 
   const bool gpu = target.kind() == Target::Kind::cuda || target.kind() == Target::Kind::hip;
   if (!target.is_available() && !options.compile_only)
-    throw RuntimeError("[compile] target " + target.to_string() +
-                       " is not available on this machine (no driver or no such device); use compile_only to "
-                       "compile without running, or another target");
+    throw RuntimeError("[compile] target " + target.to_string() + " is not available on this machine (" +
+                       target.unavailable_reason() + "); use compile_only to compile without running, " +
+                       (gpu ? "the emulated target " + target.emulated().to_string() + ", " : std::string()) +
+                       "or another target");
 
   compiler::CompiledProgram program = compiler::compile_graph(*state->graph, target, options);
   state->report = program.report;
@@ -72,13 +74,32 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
     rep.arena_bytes = info.arena_bytes;
     rep.intermediate_bytes = info.intermediate_bytes;
     rep.codegen_seconds = info.jit_seconds;
+    rep.codegen = "cc " + cpu::Jit::global().short_identity();
     if (info.interpreted > 0)
       rep.stop_reason +=
           "; " + std::to_string(info.interpreted) + " kernel(s) interpreted: " + info.interpreted_why;
     state->exe = std::move(exe);
-  } else if (!options.compile_only) {
-    state->exe = program.exe;
-    if (gpu) rep.stop_reason += "; no GPU code generator yet: kernels interpreted on the host";
+  } else if (gpu) {
+    // Generated GPU kernels: on the host emulator, or compiled for the device (NVRTC /
+    // hipRTC) -- all a machine without the device can do (compile_only).
+    gpu::GpuBuild b = gpu::build_gpu(program.plan, state->graph, target, options);
+    rep.generated_kernels = b.generated_kernels;
+    rep.interpreted_kernels = b.interpreted;
+    rep.arena_bytes = b.arena_bytes;
+    rep.intermediate_bytes = b.intermediate_bytes;
+    rep.codegen_seconds = b.seconds;
+    rep.codegen = b.codegen;
+    rep.kernel_resources = b.resources;
+    if (b.interpreted > 0)
+      rep.stop_reason += "; " + std::to_string(b.interpreted) + " kernel(s) interpreted: " + b.interpreted_why;
+    for (const KernelResources& k : b.resources)
+      if (k.spill_bytes > 0)
+        rep.stop_reason += "; kernel " + k.name + " spills " + std::to_string(k.spill_bytes) +
+                           " bytes (a cost-model error: its schedule needs more registers than a thread has)";
+    if (!options.compile_only) state->exe = std::move(b.exe);
+  } else {
+    if (!options.compile_only) state->exe = program.exe;
+    rep.codegen = "interpreter";
   }
   rep.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Callable(std::move(state));

@@ -2,16 +2,28 @@
 // never links libcuda or libamdhip64, so it starts on machines without them.
 #pragma once
 
+#include <string>
+
 namespace luminal::detail {
+
+struct DeviceProbe {
+  int count = 0;      ///< devices found
+  std::string error;  ///< why none could be counted ("" when the driver answered)
+};
+
+/// libcuda.so.1 -> cuInit -> cuDeviceGetCount, probed once per process.
+const DeviceProbe& cuda_probe();
+/// libamdhip64 -> hipGetDeviceCount, probed once per process.
+const DeviceProbe& hip_probe();
 
 /// Number of CUDA devices (0 when libcuda.so.1 does not load or cuInit fails).
 int cuda_device_count();
 /// Number of HIP devices (0 when libamdhip64.so does not load).
 int hip_device_count();
 
-/// Whether this build generates device code for CUDA / HIP. Without it a GPU target runs
-/// its kernels on the host interpreter (much slower than the CPU backend), so
-/// Target::best() does not pick it. No GPU code generator is built yet.
+/// Whether this build runs generated kernels on the device itself (not only compiles
+/// them, or runs them on the host emulator). Without it Target::best() never picks the
+/// GPU. The driver-API runtimes are not part of this build yet.
 constexpr bool has_cuda_codegen() { return false; }
 constexpr bool has_hip_codegen() { return false; }
 

@@ -89,11 +89,30 @@ Target Target::with_arch(std::string_view arch) const {
       if (!arch.empty()) check_arch("hip", arch, kHipArchs);
       break;
   }
-  return Target(kind_, device_, std::string(arch));
+  Target t(kind_, device_, std::string(arch));
+  t.emulated_ = emulated_;
+  return t;
+}
+
+Target Target::emulated() const {
+  if (kind_ != Kind::cuda && kind_ != Kind::hip)
+    throw CompileError("[target] only GPU targets have an emulated form; " + to_string() +
+                       " runs on the host already");
+  Target t = *this;
+  t.emulated_ = true;
+  return t;
 }
 
 Target Target::parse(std::string_view text) {
-  // kind[:device][:arch]
+  // kind[:device][:arch][+emu]
+  constexpr std::string_view kEmu = "+emu";
+  if (text.size() > kEmu.size() && text.substr(text.size() - kEmu.size()) == kEmu) {
+    const Target base = parse(text.substr(0, text.size() - kEmu.size()));
+    if (base.emulated_) throw CompileError("[target] '" + std::string(text) + "': +emu given twice");
+    if (base.kind_ != Kind::cuda && base.kind_ != Kind::hip)
+      throw CompileError("[target] '" + std::string(text) + "': only cuda and hip targets have an emulated (+emu) form");
+    return base.emulated();
+  }
   std::vector<std::string_view> parts;
   size_t pos = 0;
   while (true) {
@@ -143,20 +162,33 @@ std::string Target::to_string() const {
     s += ':';
     s += arch_;
   }
+  if (emulated_) s += "+emu";
   return s;
 }
 
-bool Target::is_available() const {
+bool Target::is_available() const { return unavailable_reason().empty(); }
+
+std::string Target::unavailable_reason() const {
+  if (emulated_) return "";
   switch (kind_) {
     case Kind::reference:
     case Kind::cpu:
-      return true;
+      return "";
     case Kind::cuda:
-      return detail::cuda_device_count() > device_;
-    case Kind::hip:
-      return detail::hip_device_count() > device_;
+    case Kind::hip: {
+      const bool cuda = kind_ == Kind::cuda;
+      const detail::DeviceProbe& p = cuda ? detail::cuda_probe() : detail::hip_probe();
+      if (!p.error.empty()) return p.error;
+      if (p.count <= device_)
+        return std::string(cuda ? "no CUDA device " : "no HIP device ") + std::to_string(device_) + " (" +
+               std::to_string(p.count) + " found)";
+      if (!(cuda ? detail::has_cuda_codegen() : detail::has_hip_codegen()))
+        return std::string("this build of Luminal has no ") + (cuda ? "CUDA" : "HIP") +
+               " runtime; use the emulated target (" + emulated().to_string() + ") or compile_only";
+      return "";
+    }
   }
-  return false;
+  return "unknown target kind";
 }
 
 }  // namespace luminal

@@ -13,14 +13,24 @@ TEST_CASE("GPU descriptions carry their published figures; an unknown arch is an
   const detail::TargetDesc h = detail::describe_gpu("sm_90");
   CHECK(h.name == "cuda:sm_90");
   CHECK(h.compute_units == 132);
-  CHECK(h.mem_bandwidth == Approx(4.8e12));
+  CHECK(h.model == "H100 SXM5");
+  CHECK(h.mem_bandwidth == Approx(3.35e12));
+  CHECK(h.warp == 32);
+  CHECK(detail::describe_gpu_model("H200").mem_bandwidth == Approx(4.8e12));
+  CHECK(detail::describe_gpu_model("H200").compute_units == 132);
   CHECK(detail::describe_gpu("sm_80").peak_flops_f32 == Approx(19.5e12));
+  CHECK(detail::describe_gpu("sm_86").peak_flops_f32 == Approx(19.5e12));  // nearest older row
+  CHECK(detail::describe_gpu("sm_86").name == "cuda:sm_86");
   CHECK(detail::describe_gpu("gfx90a").name == "hip:gfx90a");
+  CHECK(detail::describe_gpu("gfx90a").warp == 64);
+  CHECK(detail::describe_gpu("gfx1030").warp == 32);
+  CHECK(detail::describe_gpu("gfx942").model == "MI300X");
   try {
     detail::describe_gpu("sm_70");
     FAIL("sm_70 was accepted");
   } catch (const CompileError& e) {
-    CHECK_THAT(e.what(), Catch::Contains("sm_70") && Catch::Contains("sm_80, sm_90, gfx90a"));
+    CHECK_THAT(e.what(), Catch::Contains("sm_70") && Catch::Contains("sm_80, sm_90") &&
+                              Catch::Contains("gfx90a"));
   }
 }
 

@@ -9,87 +9,9 @@
 using namespace luminal;
 using luminal::test::validate;
 
-namespace {
-
-struct Case {
-  const char* name;
-  std::function<void(Graph&)> build;
-};
-
-std::vector<Case> cases() {
-  return {
-      {"elementwise chain",
-       [](Graph& g) {
-         Tensor x = g.input("x", {4, 6});
-         g.output("y", sigmoid(exp(x) * 0.5f + sin(x) - sqrt(abs(x) + 1.f)) / (tanh(x) + 2.f));
-       }},
-      {"gelu and silu",
-       [](Graph& g) {
-         Tensor x = g.input("x", {3, 5});
-         g.output("a", gelu(x));
-         g.output("b", silu(x) + gelu_erf(x));
-       }},
-      {"reductions over axes",
-       [](Graph& g) {
-         Tensor x = g.input("x", {3, 4, 5});
-         g.output("s", sum(x, 1));
-         g.output("m", max(x, {0, 2}));
-         g.output("mean", mean(x, -1, true) * 2.f);
-         g.output("var", var(x, 2));
-       }},
-      {"softmax / log_softmax / layer_norm",
-       [](Graph& g) {
-         Tensor x = g.input("x", {4, 7});
-         g.output("sm", softmax(x));
-         g.output("lsm", log_softmax(x, 0));
-         g.output("ln", layer_norm(x, g.param("w", {7}), g.param("b", {7})));
-       }},
-      {"matmul batched and transposed",
-       [](Graph& g) {
-         Tensor a = g.input("a", {2, 3, 4});
-         Tensor b = g.input("b", {2, 5, 4});
-         g.output("c", matmul(a, transpose(b, 1, 2)));
-         g.output("d", matmul(g.input("v", {4}), g.param("w", {4, 6})));
-       }},
-      {"movement",
-       [](Graph& g) {
-         Tensor x = g.input("x", {2, 3, 4});
-         Tensor y = concat({slice(x, 2, 1, 4), permute(pad(x, {{0, 0}, {0, 0}, {1, 1}}), {0, 1, 2})}, 2);
-         g.output("y", y * 2.f);
-         g.output("t", flatten(transpose(x, 0, 2)) + 1.f);
-         g.output("e", expand(reshape(sum(x, 2), {2, 3, 1}), {2, 3, 5}) - 1.f);
-       }},
-      {"comparisons, where, casts",
-       [](Graph& g) {
-         Tensor x = g.input("x", {5, 4});
-         Tensor y = g.input("y", {5, 4});
-         g.output("lt", less(x, y));
-         g.output("w", where(greater_equal(x, 0.f), x, y * 3.f));
-         g.output("i", argmax(x, 1));
-         g.output("h", cast(cast(x, f16) * 2.f, f32));
-       }},
-      {"embedding, cumsum, clamp",
-       [](Graph& g) {
-         Tensor t = g.param("table", {10, 4});
-         Tensor ids = g.input("ids", {3, 2}, i32);
-         g.output("e", embedding(t, ids) * 2.f);
-         g.output("c", cumsum(g.input("x", {3, 5}), 1));
-         g.output("k", clamp(g.input("z", {6}), -0.5f, 0.25f));
-       }},
-      {"conv2d and pooling",
-       [](Graph& g) {
-         Tensor x = g.input("x", {1, 2, 6, 6});
-         Tensor y = conv2d(x, g.param("w", {3, 2, 3, 3}), g.param("b", {3}), {1, 1}, {1, 1});
-         g.output("y", relu(y));
-         g.output("p", max_pool2d(x, {2, 2}));
-       }},
-  };
-}
-
-}  // namespace
 
 TEST_CASE("compiled graphs match the interpreter: a range of ops", "[compiler][translation]") {
-  for (const Case& c : cases()) {
+  for (const test::TranslationCase& c : test::translation_cases()) {
     Graph g;
     c.build(g);
     auto v = validate(g);

@@ -146,7 +146,8 @@ TEST_CASE("every op on every available target matches the reference target", "[c
   }
   auto want = lm::compile(g, lm::Target::reference())(inputs);
 
-  for (const lm::Target& t : {lm::Target::cpu(), lm::Target::best()}) {
+  for (const lm::Target& t : {lm::Target::cpu(), lm::Target::best(), lm::Target::parse("cuda:sm_90+emu"),
+                              lm::Target::parse("hip:gfx90a+emu")}) {
     if (!t.is_available()) {
       WARN("target " << t.to_string() << " not available; skipped");
       continue;

@@ -145,7 +145,24 @@ std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const l
   if (built.empty()) return results;
 
   try {
-    lm::Callable fn = lm::compile(g, target, golden_options());
+    lm::CompileOptions co = golden_options();
+    co.compile_only = options.compile_only;
+    lm::Callable fn = lm::compile(g, target, co);
+    if (options.compile_only) {
+      const lm::CompileReport& r = fn.report();
+      std::string why;
+      if (r.generated_kernels != r.kernels || r.interpreted_kernels != 0)
+        why = "generated " + std::to_string(r.generated_kernels) + " of " + std::to_string(r.kernels) +
+              " kernels, " + std::to_string(r.interpreted_kernels) + " interpreted: " + r.stop_reason;
+      for (const lm::KernelResources& k : r.kernel_resources)
+        if (k.spill_bytes > 0) why += " kernel " + k.name + " spills " + std::to_string(k.spill_bytes) + " bytes;";
+      for (size_t i : built) {
+        results[i].stop_reason = r.codegen;
+        results[i].ok = why.empty();
+        results[i].message = why;
+      }
+      return results;
+    }
     for (const auto& [name, value] : params) fn.bind(name, value);
     const std::map<std::string, lm::HostTensor> out = fn(feeds);
     for (size_t i : built) {

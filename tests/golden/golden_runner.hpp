@@ -27,9 +27,15 @@ struct CaseResult {
 /// inferred symbolically and bound from the fed tensors at call time.
 ///
 /// With `members`, the op is built through its Tensor member form (golden_ops.hpp).
+///
+/// With `compile_only`, the group is compiled with CompileOptions::compile_only (a GPU
+/// target without its device: every kernel generated and compiled by NVRTC / hipRTC)
+/// and a case passes when the report says every kernel was generated
+/// (generated_kernels == kernels, interpreted_kernels == 0) and none spills.
 struct RunOptions {
   bool symbolic = false;
   bool members = false;
+  bool compile_only = false;
 };
 std::vector<CaseResult> run_cases(const std::vector<const Case*>& cases, const luminal::Target& target,
                                   RunOptions options = {});

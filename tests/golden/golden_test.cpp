@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_module.hpp"
 #include "golden/golden_data.hpp"
 #include "golden/golden_ops.hpp"
 #include "golden/golden_runner.hpp"
@@ -40,7 +41,7 @@ std::vector<const golden::Case*> selected_cases() {
 /// Runs every selected case on `target`, one graph per op when `group_by_op` (fewer JIT
 /// compiles) or one graph per case, and fails with a per-op summary and the reasons.
 void check_target(const lm::Target& target, bool group_by_op, golden::RunOptions options = {}) {
-  if (!target.is_available()) {
+  if (!target.is_available() && !options.compile_only) {
     WARN("golden: target " << target.to_string() << " is not available here; skipped");
     return;
   }
@@ -129,6 +130,23 @@ TEST_CASE("golden: the CPU backend matches PyTorch", "[golden][cpu]") {
 TEST_CASE("golden: GPU backends match PyTorch where present", "[golden][gpu]") {
   check_target(lm::Target::cuda(), /*group_by_op=*/true);
   check_target(lm::Target::hip(), /*group_by_op=*/true);
+}
+
+TEST_CASE("golden: the GPU kernels on the host emulator match PyTorch", "[golden][emu]") {
+  // The very kernel source NVRTC compiles, run by the emulator (docs/cuda.md).
+  check_target(lm::Target::parse("cuda:sm_90+emu"), /*group_by_op=*/true);
+}
+
+TEST_CASE("golden: every kernel compiles with NVRTC for sm_80 and sm_90", "[golden][nvrtc]") {
+  // compile_only: generated and compiled to CUBIN, none interpreted, none spilling. The
+  // golden groups are one graph each, so one NVRTC program per group.
+  std::string why;
+  if (!lm::cuda::nvrtc_available(&why)) {
+    WARN("golden: NVRTC is not available here (" << why << "); skipped");
+    return;
+  }
+  for (const char* arch : {"cuda:sm_80", "cuda:sm_90"})
+    check_target(lm::Target::parse(arch), /*group_by_op=*/true, {.compile_only = true});
 }
 
 TEST_CASE("golden: the reference interpreter matches PyTorch with symbolic input dims",

@@ -61,7 +61,7 @@ void dump_source(const std::string& path, const std::string& source, const kerne
 std::shared_ptr<const JitLibrary> load_library(const std::string& source, const std::string& source_hash,
                                                const std::vector<std::string>& kernels, const CpuBuildOptions& opt) {
   if (opt.prebuilt_so_path.empty() && opt.prebuilt_so_bytes.empty())
-    return jit_for(opt.cache_dir).compile(source, kernels);
+    return (opt.jit ? *opt.jit : jit_for(opt.cache_dir)).compile(source, kernels);
   if (opt.prebuilt_source_hash != source_hash)
     throw CompileError("[load] the saved program's code does not match this build of Luminal (source hash " +
                        opt.prebuilt_source_hash + ", rendered " + source_hash +
@@ -115,7 +115,7 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
   info_.interpreted = m.lowered.interpreted;
   info_.interpreted_why = m.lowered.interpreted_why;
   if (!prog.kernels.empty()) {
-    CProgram cp = render_c(prog);
+    CProgram cp = opt.render ? opt.render(prog) : render_c(prog);
     source_ = std::move(cp.source);
     info_.source_hash = hash_hex(source_);
     if (!env.dump_c.empty()) dump_source(env.dump_c, source_, prog);

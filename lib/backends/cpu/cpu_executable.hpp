@@ -16,11 +16,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backends/cpu/c_renderer.hpp"
 #include "backends/cpu/jit.hpp"
 #include "compiler/plan.hpp"
 #include "runtime/executable.hpp"
@@ -46,6 +48,12 @@ struct CpuBuildOptions {
   /// The prebuilt object's bytes instead of a path: loaded from an anonymous memory
   /// file (JitLibrary::open_bytes), never from a name in the file system.
   std::string prebuilt_so_bytes;
+  /// Another code generator behind the same executable (the GPU emulator, which runs the
+  /// GPU kernel source on the host): renders the lowered program into one translation
+  /// unit whose entries have the KernelFn ABI, one per kernel in program order, compiled
+  /// by `jit`. Unset: render_c and the C JIT.
+  std::function<CProgram(const kernel::Program&)> render;
+  Jit* jit = nullptr;
 };
 
 class CpuExecutable final : public detail::Executable {

@@ -311,6 +311,37 @@ void sweep_leftovers(const fs::path& cache_dir) {
 
 }  // namespace
 
+void write_cache_entry(const fs::path& path, const std::string& key, const std::string& payload) {
+  const fs::path tmp = path.string() + "." + unique_suffix() + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw CompileError("[jit] cannot write cache entry " + tmp.string() + ": " + std::strerror(errno));
+  const Trailer t = make_trailer(payload, key);
+  bool ok = write_all(fd, payload.data(), payload.size()) &&
+            write_all(fd, reinterpret_cast<const char*>(&t), sizeof t);
+  ok = ::close(fd) == 0 && ok;
+  std::error_code ec;
+  if (ok) fs::rename(tmp, path, ec);
+  if (!ok || ec) {
+    fs::remove(tmp, ec);
+    throw CompileError("[jit] cannot write cache entry " + path.string());
+  }
+}
+
+bool read_cache_entry(const fs::path& path, const std::string& key, std::string& payload) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return false;  // a miss
+  if (const std::string why = untrusted_entry_reason(path); !why.empty()) {
+    warn_once("refusing cache entry: " + why);
+    std::error_code ec;
+    fs::remove(path, ec);
+    return false;
+  }
+  if (!entry_is_valid(path, key)) return false;
+  payload = read_file(path);
+  payload.resize(payload.size() - sizeof(Trailer));
+  return true;
+}
+
 // ------------------------------------------------------------------ JitLibrary
 std::shared_ptr<const JitLibrary> JitLibrary::open(const std::string& path, const std::string& what,
                                                    std::string bytes, int fd) {
@@ -480,6 +511,28 @@ std::string Jit::compiler_identity() const {
   std::string id = config_.compiler + "\n" + out;
   cache.emplace(config_.compiler, id);
   return id;
+}
+
+std::string Jit::short_identity() const {
+  std::string id;
+  try {
+    id = compiler_identity();
+  } catch (const CompileError&) {
+    return config_.compiler;
+  }
+  // compiler_identity() is "<command>\n<--version output>"
+  const size_t nl = id.find('\n');
+  std::string first = nl == std::string::npos ? id : id.substr(nl + 1);
+  first = first.substr(0, first.find('\n'));
+  // "gcc (Debian 12.2.0-14) 12.2.0" -> gcc 12.2.0; "Debian clang version 14.0.6" -> clang 14.0.6
+  std::istringstream words(first);
+  std::vector<std::string> w;
+  for (std::string x; words >> x;) w.push_back(x);
+  if (w.empty()) return config_.compiler;
+  std::string name = w.front();
+  for (size_t i = 1; i < w.size(); ++i)
+    if (w[i] == "version") name = w[i - 1];
+  return name + " " + w.back();
 }
 
 std::string Jit::cache_key(const std::string& src) const {

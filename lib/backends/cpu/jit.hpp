@@ -127,6 +127,9 @@ class Jit {
   /// "gcc (Debian 12.2.0-14) 12.2.0": first line of `compiler --version`, cached per
   /// process and compiler command. Throws CompileError when the compiler cannot run.
   std::string compiler_identity() const;
+  /// "gcc 12.2.0", "clang 14.0.6": the compiler and its version from `--version`'s first
+  /// line (CompileReport::codegen); the command alone when it does not run.
+  std::string short_identity() const;
 
   /// The process-wide instance (configured from the environment on first use).
   static Jit& global();
@@ -145,6 +148,13 @@ class Jit {
   std::unordered_map<std::string, std::shared_ptr<Entry>> entries_;
   JitStats stats_;
 };
+
+/// Cache entries of other code generators (NVRTC and hipRTC modules) in the format of
+/// the JIT's own: the payload followed by the checksummed trailer for `key`. write
+/// goes to a unique temp file renamed over `path` (readers never see half a file);
+/// read returns false for a missing, truncated or corrupt entry.
+void write_cache_entry(const std::filesystem::path& path, const std::string& key, const std::string& payload);
+bool read_cache_entry(const std::filesystem::path& path, const std::string& key, std::string& payload);
 
 /// 128-bit content hash as 32 hex digits (two independent 64-bit mixes).
 std::string hash_hex(const std::string& data);

@@ -1,0 +1,382 @@
+#include "backends/gpu/emu_header.hpp"
+
+namespace luminal::gpu {
+
+namespace {
+
+const char* kRuntime = R"LMEMU(
+/* ---- Luminal GPU emulation header (host C++17) ---- */
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+struct dim3 {
+  unsigned int x, y, z;
+};
+
+namespace lm_emu {
+
+enum { kReady = 0, kBlockWait = 1, kWarpWait = 2, kDone = 3 };
+
+struct Fiber {
+  void* sp;
+  dim3 tid;
+  unsigned int linear;
+  int state;
+#if !defined(__x86_64__)
+  ucontext_t ctx;
+#endif
+};
+
+typedef void (*Body)(void*);
+
+struct Block {
+  Fiber* fibers;
+  unsigned int n;
+  int fibered;
+  void* sched_sp;
+#if !defined(__x86_64__)
+  ucontext_t sched_ctx;
+#endif
+  Body body;
+  void* arg;
+  uint32_t* xchg;     /* one word per thread: shuffles */
+  uint32_t* frags;    /* 6 words per thread: mma fragments */
+  char* stacks;
+  size_t stack_bytes;
+  const char* kernel;
+};
+
+static thread_local Block* cur_block;
+static thread_local Fiber* cur;
+static thread_local dim3 block_idx, block_dim, grid_dim;
+
+#if defined(__x86_64__)
+/* Saves the callee-saved registers on the current stack, stores the stack pointer in
+   *save, switches to `to` and restores the registers saved there. */
+extern "C" __attribute__((visibility("hidden"))) void lm_emu_switch(void** save, void* to);
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    ".globl lm_emu_switch\n"
+    ".hidden lm_emu_switch\n"
+    ".type lm_emu_switch,@function\n"
+    "lm_emu_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size lm_emu_switch, .-lm_emu_switch\n");
+#endif
+
+static void to_scheduler() {
+#if defined(__x86_64__)
+  lm_emu_switch(&cur->sp, cur_block->sched_sp);
+#else
+  swapcontext(&cur->ctx, &cur_block->sched_ctx);
+#endif
+}
+
+static void entry() {
+  Block* b = cur_block;
+  b->body(b->arg);
+  cur->state = kDone;
+  to_scheduler();
+  __builtin_trap(); /* a finished fiber is never resumed */
+}
+
+static void wait(int kind) {
+  if (!cur_block->fibered) {
+    fprintf(stderr, "[luminal emulator] kernel %s uses a barrier or warp operation but was launched as barrier-free\n",
+            cur_block->kernel);
+    abort();
+  }
+  cur->state = kind;
+  to_scheduler();
+}
+
+static void run_block(Block* b) {
+  const unsigned int n = b->n;
+  if (!b->fibered) {
+    Fiber f;
+    f.state = kReady;
+    unsigned int i = 0;
+    for (unsigned int z = 0; z < block_dim.z; ++z)
+      for (unsigned int y = 0; y < block_dim.y; ++y)
+        for (unsigned int x = 0; x < block_dim.x; ++x) {
+          f.tid.x = x; f.tid.y = y; f.tid.z = z;
+          f.linear = i++;
+          cur = &f;
+          b->body(b->arg);
+        }
+    return;
+  }
+  for (unsigned int i = 0; i < n; ++i) {
+    Fiber* f = &b->fibers[i];
+    f->linear = i;
+    f->tid.x = i % block_dim.x;
+    f->tid.y = (i / block_dim.x) % block_dim.y;
+    f->tid.z = i / (block_dim.x * block_dim.y);
+    f->state = kReady;
+    char* top = b->stacks + (size_t)(i + 1) * b->stack_bytes;
+#if defined(__x86_64__)
+    void** sp = (void**)(top - 64); /* 6 registers, then the "return address" entry() */
+    for (int r = 0; r < 8; ++r) sp[r] = 0;
+    sp[6] = (void*)&entry;
+    f->sp = sp;
+#else
+    getcontext(&f->ctx);
+    f->ctx.uc_stack.ss_sp = top - b->stack_bytes + 4096;
+    f->ctx.uc_stack.ss_size = b->stack_bytes - 4096;
+    f->ctx.uc_link = 0;
+    makecontext(&f->ctx, entry, 0);
+#endif
+  }
+  for (;;) {
+    for (unsigned int i = 0; i < n; ++i) {
+      Fiber* f = &b->fibers[i];
+      if (f->state != kReady) continue;
+      cur = f;
+#if defined(__x86_64__)
+      lm_emu_switch(&b->sched_sp, f->sp);
+#else
+      swapcontext(&b->sched_ctx, &f->ctx);
+#endif
+    }
+    unsigned int live = 0;
+    for (unsigned int i = 0; i < n; ++i) live += b->fibers[i].state != kDone;
+    if (live == 0) return;
+    int released = 0;
+    for (unsigned int w0 = 0; w0 < n; w0 += LM_WARP) {
+      const unsigned int w1 = w0 + LM_WARP < n ? w0 + LM_WARP : n;
+      int all = 1, any = 0;
+      for (unsigned int i = w0; i < w1 && all; ++i) {
+        const int s = b->fibers[i].state;
+        if (s == kDone) continue;
+        if (s != kWarpWait) all = 0;
+        any = 1;
+      }
+      if (all && any) {
+        for (unsigned int i = w0; i < w1; ++i)
+          if (b->fibers[i].state == kWarpWait) b->fibers[i].state = kReady;
+        released = 1;
+      }
+    }
+    if (!released) {
+      int all = 1;
+      for (unsigned int i = 0; i < n && all; ++i) {
+        const int s = b->fibers[i].state;
+        if (s != kDone && s != kBlockWait) all = 0;
+      }
+      if (all) {
+        for (unsigned int i = 0; i < n; ++i)
+          if (b->fibers[i].state == kBlockWait) b->fibers[i].state = kReady;
+        released = 1;
+      }
+    }
+    if (!released) {
+      fprintf(stderr,
+              "[luminal emulator] kernel %s, block (%u, %u, %u): threads wait at different barriers "
+              "(a barrier or warp operation in divergent control flow)\n",
+              b->kernel, block_idx.x, block_idx.y, block_idx.z);
+      abort();
+    }
+  }
+}
+
+struct Launch {
+  dim3 grid, block;
+  int fibered;
+  const char* kernel;
+  Body body;
+  void* arg;
+  uint64_t next; /* next block to run (atomic) */
+};
+
+static void* worker(void* p) {
+  Launch* L = (Launch*)p;
+  Block b;
+  memset(&b, 0, sizeof b);
+  b.n = L->block.x * L->block.y * L->block.z;
+  b.fibered = L->fibered;
+  b.body = L->body;
+  b.arg = L->arg;
+  b.kernel = L->kernel;
+  size_t map_bytes = 0;
+  if (b.fibered) {
+    b.fibers = (Fiber*)calloc(b.n, sizeof(Fiber));
+    b.xchg = (uint32_t*)calloc(b.n, sizeof(uint32_t));
+    b.frags = (uint32_t*)calloc((size_t)b.n * 6, sizeof(uint32_t));
+    b.stack_bytes = 64 * 1024;
+    map_bytes = (size_t)b.n * b.stack_bytes;
+    b.stacks = (char*)mmap(0, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (b.stacks == (char*)MAP_FAILED || !b.fibers || !b.xchg || !b.frags) {
+      fprintf(stderr, "[luminal emulator] cannot allocate fiber stacks for kernel %s\n", b.kernel);
+      abort();
+    }
+    for (unsigned int i = 0; i < b.n; ++i) /* a guard page below each stack */
+      mprotect(b.stacks + (size_t)i * b.stack_bytes, 4096, PROT_NONE);
+  }
+  cur_block = &b;
+  block_dim = L->block;
+  grid_dim = L->grid;
+  const uint64_t total = (uint64_t)L->grid.x * L->grid.y * L->grid.z;
+  for (;;) {
+    const uint64_t i = __atomic_fetch_add(&L->next, 1, __ATOMIC_RELAXED);
+    if (i >= total) break;
+    block_idx.x = (unsigned int)(i % L->grid.x);
+    block_idx.y = (unsigned int)((i / L->grid.x) % L->grid.y);
+    block_idx.z = (unsigned int)(i / ((uint64_t)L->grid.x * L->grid.y));
+    run_block(&b);
+  }
+  cur_block = 0;
+  cur = 0;
+  if (b.fibered) {
+    munmap(b.stacks, map_bytes);
+    free(b.fibers);
+    free(b.xchg);
+    free(b.frags);
+  }
+  return 0;
+}
+
+static int workers() {
+  const char* e = getenv("LUMINAL_EMU_THREADS");
+  int n = e && *e ? atoi(e) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (n < 256 ? n : 256) : 1;
+}
+
+/* Runs `body` as every thread of every block of the grid. */
+template <class F>
+static void launch(dim3 grid, dim3 block, int fibered, const char* kernel, F& f) {
+  const uint64_t blocks = (uint64_t)grid.x * grid.y * grid.z;
+  const uint64_t threads = (uint64_t)block.x * block.y * block.z;
+  if (blocks == 0 || threads == 0) return;
+  Launch L;
+  L.grid = grid;
+  L.block = block;
+  L.fibered = fibered;
+  L.kernel = kernel;
+  L.body = [](void* p) { (*(F*)p)(); };
+  L.arg = &f;
+  L.next = 0;
+  uint64_t n = (uint64_t)workers();
+  if (n > blocks) n = blocks;
+  if (blocks * threads < 8192) n = 1; /* not worth a thread */
+  pthread_t tids[256];
+  uint64_t started = 0;
+  for (uint64_t i = 1; i < n; ++i)
+    if (pthread_create(&tids[started], 0, worker, &L) == 0) ++started;
+  worker(&L);
+  for (uint64_t i = 0; i < started; ++i) pthread_join(tids[i], 0);
+}
+
+}  // namespace lm_emu
+
+#define threadIdx (lm_emu::cur->tid)
+#define blockIdx (lm_emu::block_idx)
+#define blockDim (lm_emu::block_dim)
+#define gridDim (lm_emu::grid_dim)
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __shared__ static thread_local
+#define LM_INLINE static inline __attribute__((always_inline))
+#define LM_DEVICE static inline
+/* the device computes every FMA of the math prelude as one rounding: so does the host */
+#define LM_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
+
+/* ---- host definitions of the device helpers (gpu_prelude.hpp has the layouts) ---- */
+LM_DEVICE void lm_sync() { lm_emu::wait(lm_emu::kBlockWait); }
+
+LM_DEVICE uint32_t lm_emu_exchange(uint32_t v, int m) {
+  lm_emu::Block* b = lm_emu::cur_block;
+  const unsigned int me = lm_emu::cur->linear;
+  b->xchg[me] = v;
+  lm_emu::wait(lm_emu::kWarpWait);
+  const uint32_t r = b->xchg[(me / LM_WARP) * LM_WARP + ((me % LM_WARP) ^ (unsigned int)m)];
+  lm_emu::wait(lm_emu::kWarpWait);
+  return r;
+}
+LM_DEVICE float lm_shfl_xor_f32(float v, int m) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  u = lm_emu_exchange(u, m);
+  memcpy(&v, &u, 4);
+  return v;
+}
+LM_DEVICE int32_t lm_shfl_xor_i32(int32_t v, int m) { return (int32_t)lm_emu_exchange((uint32_t)v, m); }
+
+LM_DEVICE void lm_atomic_add_f32(float* p, float v) {
+  uint32_t* u = (uint32_t*)p;
+  uint32_t old = __atomic_load_n(u, __ATOMIC_RELAXED), upd;
+  do {
+    float f;
+    memcpy(&f, &old, 4);
+    f = f + v;
+    memcpy(&upd, &f, 4);
+  } while (!__atomic_compare_exchange_n(u, &old, upd, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+)LMEMU";
+
+// The warp-wide product, by the layout in gpu_prelude.hpp: every lane posts its
+// fragments, then computes its own four outputs from the warp's A and B, products exact
+// (f16 x f16 fits in f32), sums in k order in f32.
+const char* kMma = R"LMEMU(
+LM_DEVICE float lm_emu_mma_in(uint16_t h, int bf16) { return bf16 ? lm_bf16_to_f32(h) : lm_f16_to_f32(h); }
+LM_DEVICE void lm_emu_mma(float* d, const uint32_t* a, const uint32_t* b, const float* c, int bf16) {
+  lm_emu::Block* bk = lm_emu::cur_block;
+  const unsigned int me = lm_emu::cur->linear, lane = me % 32, w0 = me - lane;
+  uint32_t* mine = bk->frags + (size_t)me * 6;
+  for (int i = 0; i < 4; ++i) mine[i] = a[i];
+  mine[4] = b[0];
+  mine[5] = b[1];
+  lm_emu::wait(lm_emu::kWarpWait);
+  const unsigned int g = lane / 4, t = lane % 4;
+  float out[4];
+  for (int i = 0; i < 4; ++i) {
+    const unsigned int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+    float s = c[i];
+    for (unsigned int k = 0; k < 16; ++k) {
+      const uint32_t* fa = bk->frags + (size_t)(w0 + (row % 8) * 4 + (k % 8) / 2) * 6;
+      const uint32_t wa = fa[(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
+      const uint32_t* fb = bk->frags + (size_t)(w0 + col * 4 + (k % 8) / 2) * 6;
+      const uint32_t wb = fb[4 + (k >= 8 ? 1 : 0)];
+      const float x = lm_emu_mma_in((uint16_t)((k & 1) ? wa >> 16 : wa & 0xffffu), bf16);
+      const float y = lm_emu_mma_in((uint16_t)((k & 1) ? wb >> 16 : wb & 0xffffu), bf16);
+      s = s + x * y;
+    }
+    out[i] = s;
+  }
+  lm_emu::wait(lm_emu::kWarpWait);
+  for (int i = 0; i < 4; ++i) d[i] = out[i];
+}
+LM_DEVICE void lm_mma_m16n8k16_f16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  lm_emu_mma(d, a, b, c, 0);
+}
+LM_DEVICE void lm_mma_m16n8k16_bf16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  lm_emu_mma(d, a, b, c, 1);
+}
+)LMEMU";
+
+}  // namespace
+
+std::string emulation_header(const GpuArch& arch) {
+  return "#define LM_WARP " + std::to_string(arch.warp) + "\n" + kRuntime;
+}
+
+std::string emulation_mma_helpers() { return kMma; }
+
+}  // namespace luminal::gpu

@@ -1,0 +1,34 @@
+// One GPU architecture as the renderer and the emulator see it: the dialect (CUDA or
+// HIP), the warp (wavefront) width, whether tensor-core helpers exist, and the per-block
+// limits a schedule must respect. The cost model's throughput figures live in
+// lib/cost/target_desc (one table for every GPU).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "luminal/target.hpp"
+
+namespace luminal::gpu {
+
+enum class Dialect : uint8_t { Cuda, Hip };
+
+struct GpuArch {
+  Dialect dialect = Dialect::Cuda;
+  std::string arch = "sm_90";  ///< "sm_80", "sm_90", "gfx90a", "gfx1030"
+  int warp = 32;               ///< 32 on NVIDIA and RDNA, 64 on CDNA (gfx9xx)
+  int sm_version = 90;         ///< CUDA compute capability x 10; 0 on HIP
+  /// mma.sync m16n8k16 (f16/bf16 in, f32 accumulate): sm_80 and later.
+  bool mma_m16n8k16 = true;
+  int max_static_shared = 48 * 1024;  ///< static __shared__ / LDS bytes per block
+  int max_threads_per_block = 1024;
+};
+
+/// The architecture of a CUDA or HIP target (its arch, or the default sm_90 / gfx90a).
+/// Throws CompileError for other kinds.
+GpuArch arch_for(const Target& t);
+
+/// "cuda" / "hip".
+const char* dialect_name(Dialect d);
+
+}  // namespace luminal::gpu

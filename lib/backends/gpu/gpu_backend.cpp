@@ -1,0 +1,124 @@
+#include "backends/gpu/gpu_backend.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "backends/cpu/cpu_executable.hpp"
+#include "backends/cpu/jit.hpp"
+#include "backends/cuda/cuda_module.hpp"
+#include "backends/gpu/gpu_program.hpp"
+#include "backends/gpu/gpu_renderer.hpp"
+#include "luminal/error.hpp"
+
+namespace luminal::gpu {
+
+namespace {
+
+// The host C++ compiler for emulation TUs: LUMINAL_CXX, else c++, g++, clang++.
+bool on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (!path) return false;
+  std::string all = path;
+  size_t b = 0;
+  while (b <= all.size()) {
+    size_t e = all.find(':', b);
+    if (e == std::string::npos) e = all.size();
+    const std::string dir = all.substr(b, e - b);
+    if (!dir.empty() && std::ifstream(dir + "/" + name).good()) return true;
+    b = e + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+cpu::Jit& emulator_jit(const std::string& cache_dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<cpu::Jit>> jits;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& j = jits[cache_dir];
+  if (!j) {
+    cpu::JitConfig c = cpu::JitConfig::from_env();
+    if (!cache_dir.empty()) c.cache_dir = cache_dir;
+    c.compiler.clear();
+    if (const char* cxx = std::getenv("LUMINAL_CXX"); cxx && *cxx) {
+      c.compiler = cxx;
+    } else {
+      for (const char* name : {"c++", "g++", "clang++"})
+        if (on_path(name)) {
+          c.compiler = name;
+          break;
+        }
+    }
+    // -ffp-contract=off: a*b+c rounds twice, as on the device (NVRTC --fmad=false); the
+    // prelude's explicit FMAs are one instruction with -march=native.
+    c.flags = {"-x", "c++", "-std=gnu++17", "-O1", "-march=native", "-ffp-contract=off", "-fno-math-errno",
+               "-fPIC", "-shared", "-pthread", "-w"};
+    j = std::make_unique<cpu::Jit>(c);
+  }
+  return *j;
+}
+
+GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan, std::shared_ptr<const detail::GraphImpl> graph,
+                   const Target& target, const CompileOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const GpuArch arch = arch_for(target);
+  GpuBuild out;
+  if (target.is_emulated()) {
+    cpu::Jit& jit = emulator_jit(options.cache_dir);
+    cpu::CpuBuildOptions bo;
+    bo.cache_dir = options.cache_dir;
+    bo.jit = &jit;
+    const ScheduleOf schedule = plan_schedules(*plan);
+    std::string* device_source = &out.source;
+    bo.render = [arch, schedule, device_source](const kernel::Program& prog) {
+      const GpuSource src = render_gpu(prog, arch, schedule);
+      *device_source = src.device_source();
+      cpu::CProgram cp;
+      cp.source = emulation_source(src, prog, arch);
+      for (const auto& l : src.launches) cp.kernels.push_back(l.name + "_emu");
+      return cp;
+    };
+    auto exe = std::make_shared<const cpu::CpuExecutable>(plan, graph, bo);
+    const cpu::CpuBuildInfo& info = exe->info();
+    out.generated_kernels = info.generated_kernels;
+    out.interpreted = info.interpreted;
+    out.interpreted_why = info.interpreted_why;
+    out.arena_bytes = info.arena_bytes;
+    out.intermediate_bytes = info.intermediate_bytes;
+    out.codegen = std::string("emulator ") + dialect_name(arch.dialect) + " " + arch.arch + " (" +
+                  jit.short_identity() + ")";
+    out.exe = std::move(exe);
+    // Counted per plan kernel (as CompileReport::kernels): the steps whose code was generated.
+    out.generated_kernels = static_cast<int64_t>(plan->steps.size()) - out.interpreted;
+  } else {
+    LoweredPlan lp = lower_plan(*plan);
+    out.interpreted = lp.interpreted;
+    out.interpreted_why = lp.interpreted_why;
+    out.generated_kernels = static_cast<int64_t>(plan->steps.size()) - lp.interpreted;
+    const GpuSource src = render_gpu(lp.prog, arch, plan_schedules(*plan));
+    out.source = src.device_source();
+    if (const char* dump = std::getenv("LUMINAL_DUMP_GPU"); dump && *dump) std::ofstream(dump) << out.source;
+    if (arch.dialect == Dialect::Cuda) {
+      if (!lp.prog.kernels.empty()) {
+        cuda::CudaModule m = cuda::compile_module(out.source, arch.arch, /*cubin=*/true, options.cache_dir);
+        out.codegen = m.codegen;
+        // ptxas reports entries in its own order: list them in program order.
+        for (const auto& l : src.launches)
+          for (const auto& r : m.resources)
+            if (r.name == l.name) out.resources.push_back(r);
+      } else {
+        out.codegen = "nvrtc (no kernels) " + arch.arch;
+      }
+    } else {
+      throw CompileError("[hip] compiling for " + arch.arch + " needs hipRTC, which this build does not load yet");
+    }
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace luminal::gpu

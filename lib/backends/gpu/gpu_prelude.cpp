@@ -1,0 +1,162 @@
+#include "backends/gpu/gpu_prelude.hpp"
+
+#include <sstream>
+
+#include "backends/cpu/c_prelude.hpp"
+
+namespace luminal::gpu {
+
+namespace {
+
+// Types and the C prelude's compiler builtins, spelled for NVRTC (which declares neither
+// <stdint.h> nor GCC's __builtin_* math).
+const char* kCudaPart = R"LMCU(
+/* ---- Luminal device prelude: CUDA ---- */
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#define LM_INLINE static __device__ __forceinline__
+#define LM_DEVICE static __device__ __forceinline__
+#define LM_FMA(a, b, c) __fmaf_rn((a), (b), (c))
+LM_DEVICE void lm_copy4(uint32_t* d, const float* s) { *d = __float_as_uint(*s); }
+LM_DEVICE void lm_copy4(float* d, const uint32_t* s) { *d = __uint_as_float(*s); }
+#define __builtin_memcpy(d, s, n) lm_copy4((d), (s))
+#define __builtin_sqrtf(x) __fsqrt_rn(x)
+#define __builtin_floorf(x) floorf(x)
+#define __builtin_inff() __int_as_float(0x7f800000)
+#define __builtin_nanf(s) __int_as_float(0x7fc00000)
+LM_DEVICE void lm_sync() { __syncthreads(); }
+LM_DEVICE float lm_shfl_xor_f32(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+LM_DEVICE int32_t lm_shfl_xor_i32(int32_t v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+LM_DEVICE void lm_atomic_add_f32(float* p, float v) { atomicAdd(p, v); }
+)LMCU";
+
+const char* kCudaMma = R"LMCU(
+LM_DEVICE void lm_mma_m16n8k16_f16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+                 "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+LM_DEVICE void lm_mma_m16n8k16_bf16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+                 "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+)LMCU";
+
+// hipRTC pre-includes hip_runtime.h (fixed-width integer types, warpSize, the
+// __shfl_xor overloads); a wavefront is 64 lanes on CDNA and 32 on RDNA.
+const char* kHipPart = R"LMHIP(
+/* ---- Luminal device prelude: HIP ---- */
+#define LM_INLINE static __device__ __forceinline__
+#define LM_DEVICE static __device__ __forceinline__
+#define LM_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
+LM_DEVICE void lm_sync() { __syncthreads(); }
+LM_DEVICE float lm_shfl_xor_f32(float v, int m) { return __shfl_xor(v, m, LM_WARP); }
+LM_DEVICE int32_t lm_shfl_xor_i32(int32_t v, int m) { return __shfl_xor(v, m, LM_WARP); }
+LM_DEVICE void lm_atomic_add_f32(float* p, float v) { atomicAdd(p, v); }
+)LMHIP";
+
+// Integer helpers and reductions: the same text on the device and in the emulator.
+const char* kCommon = R"LMCM(
+/* ---- index arithmetic (int64, floor semantics as Python) ---- */
+LM_INLINE int64_t lm_fdiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+LM_INLINE int64_t lm_fmod_i(int64_t a, int64_t b) { return a - lm_fdiv(a, b) * b; }
+LM_INLINE int64_t lm_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+LM_INLINE int64_t lm_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+/* ---- i32 values: two's complement wrap-around like PyTorch, never signed-overflow UB ---- */
+LM_INLINE int32_t lm_iadd(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+LM_INLINE int32_t lm_isub(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
+LM_INLINE int32_t lm_imul(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
+LM_INLINE int32_t lm_ineg(int32_t a) { return (int32_t)(0u - (uint32_t)a); }
+LM_INLINE int32_t lm_idiv(int32_t a, int32_t b) { return b == 0 ? 0 : b == -1 ? lm_ineg(a) : a / b; }
+LM_INLINE int32_t lm_imod(int32_t a, int32_t b) { return (b == 0 || b == -1) ? 0 : lm_imod_floor(a, b); }
+/* f32 -> i32: truncate, NaN -> 0, saturate (a plain conversion is undefined out of range) */
+LM_INLINE int32_t lm_f2i(float x) {
+  return x != x ? 0 : x >= 2147483648.0f ? 2147483647 : x <= -2147483648.0f ? (-2147483647 - 1) : (int32_t)x;
+}
+/* ---- warp and block reductions (helpers only; every thread of the block calls the
+   block forms, every lane of the warp the warp forms) ---- */
+LM_DEVICE float lm_warp_sum_f32(float v) {
+  for (int m = LM_WARP / 2; m > 0; m >>= 1) v = v + lm_shfl_xor_f32(v, m);
+  return v;
+}
+LM_DEVICE float lm_warp_max_f32(float v) {
+  for (int m = LM_WARP / 2; m > 0; m >>= 1) v = lm_max(v, lm_shfl_xor_f32(v, m));
+  return v;
+}
+LM_DEVICE int32_t lm_warp_sum_i32(int32_t v) {
+  for (int m = LM_WARP / 2; m > 0; m >>= 1) v = lm_iadd(v, lm_shfl_xor_i32(v, m));
+  return v;
+}
+LM_DEVICE int32_t lm_warp_max_i32(int32_t v) {
+  for (int m = LM_WARP / 2; m > 0; m >>= 1) {
+    int32_t o = lm_shfl_xor_i32(v, m);
+    v = o > v ? o : v;
+  }
+  return v;
+}
+/* Block-wide: every warp reduces, lane 0 writes its partial to sh[warp]; after the
+   barrier every warp reduces all partials (blockDim.x / LM_WARP <= LM_WARP), so every
+   thread holds the same result; the second barrier lets the caller reuse sh. */
+#define LM_BLOCK_REDUCE(NAME, T, WARP_OP, IDENT)                              \
+  LM_DEVICE T NAME(T v, T* sh) {                                              \
+    v = WARP_OP(v);                                                           \
+    const unsigned int w = threadIdx.x / LM_WARP, l = threadIdx.x % LM_WARP; \
+    if (l == 0) sh[w] = v;                                                    \
+    lm_sync();                                                                \
+    T r = l < blockDim.x / LM_WARP ? sh[l] : (IDENT);                         \
+    r = WARP_OP(r);                                                           \
+    lm_sync();                                                                \
+    return r;                                                                 \
+  }
+LM_BLOCK_REDUCE(lm_block_sum_f32, float, lm_warp_sum_f32, 0.0f)
+LM_BLOCK_REDUCE(lm_block_max_f32, float, lm_warp_max_f32, lm_u2f(0xff800000u))
+LM_BLOCK_REDUCE(lm_block_sum_i32, int32_t, lm_warp_sum_i32, 0)
+LM_BLOCK_REDUCE(lm_block_max_i32, int32_t, lm_warp_max_i32, (-2147483647 - 1))
+/* ---- end of prelude ---- */
+)LMCM";
+
+// The C prelude without its preprocessor lines (includes, the inline/FMA macros): each
+// dialect defines LM_INLINE and LM_FMA itself. Its constants (#define LM_MAGIC) stay.
+std::string c_math() {
+  std::istringstream in(cpu::c_prelude());
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    const bool drop = line.rfind("#include", 0) == 0 || line.rfind("#if", 0) == 0 ||
+                      line.rfind("#else", 0) == 0 || line.rfind("#endif", 0) == 0 ||
+                      line.rfind("#define LM_INLINE", 0) == 0 || line.rfind("#define LM_RESTRICT", 0) == 0 ||
+                      line.rfind("#define LM_FMA", 0) == 0;
+    if (!drop) out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string device_prelude(const GpuArch& arch) {
+  std::string s = "#define LM_WARP " + std::to_string(arch.warp) + "\n";
+  if (arch.dialect == Dialect::Cuda) {
+    s += kCudaPart;
+    if (arch.mma_m16n8k16) s += kCudaMma;
+  } else {
+    s += kHipPart;
+  }
+  return s;
+}
+
+std::string common_device_code() {
+  static const std::string s = c_math() + kCommon;
+  return s;
+}
+
+}  // namespace luminal::gpu

@@ -1,0 +1,36 @@
+// The code every generated GPU source starts with, in two parts:
+//  * the dialect part (device_prelude): integer types, qualifiers, and the device
+//    definitions of our helpers -- lm_sync (block barrier), lm_shfl_xor_f32/_i32 (warp
+//    butterfly exchange, full mask), lm_mma_m16n8k16_f16/_bf16 (tensor-core product),
+//    lm_atomic_add_f32. The emulation header (emu_header.hpp) defines the same helpers for
+//    the host. Generated kernels use warp, tensor-core and barrier operations ONLY through
+//    these helpers, and only in uniform control flow (every thread of the block, or of
+//    the warp, reaches the same helper call), so the emulator can run them exactly;
+//  * the common part (common_device_code): the CPU backend's C prelude math (our own
+//    branch-free polynomials, so host and device compute the same bits; with --fmad=false
+//    neither side contracts a*b+c), integer helpers whose i32 arithmetic wraps like
+//    PyTorch's (no signed-overflow UB), and warp/block reductions built on the helpers.
+// Nothing is #included: any NVRTC from 11.8 on, and hipRTC, compile it as it is.
+//
+// Lane layouts (the one documented layout of each helper):
+//  * lm_shfl_xor_*(v, m): lane l receives v of lane (l ^ m) of its own warp; warps are
+//    LM_WARP consecutive linear thread ids.
+//  * lm_mma_m16n8k16_*(d, a, b, c): D(16x8) = A(16x16) B(16x8) + C in f32, per warp of 32;
+//    g = lane / 4, t = lane % 4; register halves: low 16 bits = the lower index.
+//      a[0] = A[g][2t..2t+1]     a[1] = A[g+8][2t..2t+1]
+//      a[2] = A[g][2t+8..2t+9]   a[3] = A[g+8][2t+8..2t+9]
+//      b[0] = B[2t..2t+1][g]     b[1] = B[2t+8..2t+9][g]
+//      c[i], d[i] = C/D[g + 8*(i/2)][2t + i%2]
+//    (PTX ISA, "mma.m16n8k16" fragment layouts for .f16/.bf16 A, B and .f32 C, D.)
+#pragma once
+
+#include <string>
+
+#include "backends/gpu/gpu_arch.hpp"
+
+namespace luminal::gpu {
+
+std::string device_prelude(const GpuArch& arch);
+std::string common_device_code();
+
+}  // namespace luminal::gpu

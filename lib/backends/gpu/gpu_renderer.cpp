@@ -1,0 +1,656 @@
+#include "backends/gpu/gpu_renderer.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "backends/gpu/emu_header.hpp"
+#include "backends/gpu/gpu_prelude.hpp"
+#include "kernel/kernel_eval.hpp"
+#include "luminal/error.hpp"
+
+namespace luminal::gpu {
+
+using namespace luminal::kernel;
+
+namespace {
+
+constexpr int kThreads = 256;  // threads per block of every schedule (a multiple of 64)
+
+std::string c_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "float";
+    case DType::f16:
+    case DType::bf16:
+      return "uint16_t";
+    case DType::i32:
+      return "int32_t";
+    case DType::boolean:
+      return "uint8_t";
+  }
+  return "void";
+}
+
+std::string float_literal(double v) {
+  const float f = static_cast<float>(v);
+  if (std::isnan(f)) return "lm_u2f(0x7fc00000u)";
+  if (std::isinf(f)) return f > 0 ? "lm_u2f(0x7f800000u)" : "lm_u2f(0xff800000u)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(f));
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  s += "f";
+  return std::signbit(f) ? "(" + s + ")" : s;
+}
+
+std::string literal(double v, DType t) {
+  switch (t) {
+    case DType::f32:
+      return float_literal(v);
+    case DType::f16:
+      return "((uint16_t)" + std::to_string(f32_to_f16_bits(static_cast<float>(v))) + "u)";
+    case DType::bf16:
+      return "((uint16_t)" + std::to_string(f32_to_bf16_bits(static_cast<float>(v))) + "u)";
+    case DType::i32: {
+      const auto i = static_cast<int64_t>(v);
+      if (i == INT32_MIN) return "(-2147483647 - 1)";
+      return i < 0 ? "(" + std::to_string(i) + ")" : std::to_string(i);
+    }
+    case DType::boolean:
+      return v != 0 ? "((uint8_t)1)" : "((uint8_t)0)";
+  }
+  return "0";
+}
+
+std::string convert(const std::string& x, DType from, DType to) {
+  if (from == to) return x;
+  auto as_f32 = [&]() -> std::string {
+    switch (from) {
+      case DType::f16:
+        return "lm_f16_to_f32(" + x + ")";
+      case DType::bf16:
+        return "lm_bf16_to_f32(" + x + ")";
+      case DType::f32:
+        return x;
+      default:
+        return "((float)" + x + ")";
+    }
+  };
+  switch (to) {
+    case DType::f32:
+      return as_f32();
+    case DType::f16:
+      return "lm_f32_to_f16(" + as_f32() + ")";
+    case DType::bf16:
+      return "lm_f32_to_bf16(" + as_f32() + ")";
+    case DType::i32:
+      return is_float(from) ? "lm_f2i(" + as_f32() + ")" : "((int32_t)" + x + ")";
+    case DType::boolean:
+      return is_float(from) ? "((uint8_t)(" + as_f32() + " != 0.0f))" : "((uint8_t)(" + x + " != 0))";
+  }
+  return x;
+}
+
+std::string index_expr(const Index& i, const std::map<std::string, int>& sym_ids) {
+  const auto& n = i.node();
+  auto a = [&](int j) { return index_expr(n.args[static_cast<size_t>(j)], sym_ids); };
+  auto bin = [&](const char* op) {
+    std::string s = "(";
+    s.append(a(0)).append(" ").append(op).append(" ").append(a(1)).append(")");
+    return s;
+  };
+  auto simple_div = [&] {
+    auto d = n.args[1].as_constant();
+    return n.args[0].non_negative() && d && *d > 0;
+  };
+  switch (n.op) {
+    case IndexOp::Const:
+      return n.value < 0 ? "((int64_t)(" + std::to_string(n.value) + "))" : "((int64_t)" + std::to_string(n.value) + ")";
+    case IndexOp::Var:
+      return "v" + std::to_string(n.value);
+    case IndexOp::Sym: {
+      auto it = sym_ids.find(n.name);
+      if (it == sym_ids.end()) throw InternalError("[gpu] symbol '" + n.name + "' is not declared by the program");
+      return "s" + std::to_string(it->second);
+    }
+    case IndexOp::Add:
+      return bin("+");
+    case IndexOp::Sub:
+      return bin("-");
+    case IndexOp::Mul:
+      return bin("*");
+    case IndexOp::FloorDiv:
+      return simple_div() ? bin("/") : "lm_fdiv(" + a(0) + ", " + a(1) + ")";
+    case IndexOp::Mod:
+      return simple_div() ? bin("%") : "lm_fmod_i(" + a(0) + ", " + a(1) + ")";
+    case IndexOp::Min:
+      return "lm_imin(" + a(0) + ", " + a(1) + ")";
+    case IndexOp::Max:
+      return "lm_imax(" + a(0) + ", " + a(1) + ")";
+    case IndexOp::Lt:
+      return "(int64_t)" + bin("<");
+    case IndexOp::Le:
+      return "(int64_t)" + bin("<=");
+    case IndexOp::Eq:
+      return "(int64_t)" + bin("==");
+    case IndexOp::And:
+      return "(int64_t)" + bin("&&");
+    case IndexOp::Select:
+      return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+  }
+  return "0";
+}
+
+Index ceil_div(const Index& a, int64_t b) { return floordiv(a + Index(b - 1), Index(b)); }
+
+Index product(const std::vector<Loop>& loops) {
+  Index n(1);
+  for (const auto& l : loops) n = n * l.extent;
+  return n;
+}
+
+// One kernel's source.
+class Writer {
+ public:
+  Writer(const Program& p, const Kernel& k, const GpuArch& arch, std::vector<int64_t> launch)
+      : p_(p), k_(k), arch_(arch), launch_(std::move(launch)) {
+    for (size_t i = 0; i < p.symbols.size(); ++i) sym_ids_[p.symbols[i]] = static_cast<int>(i);
+  }
+
+  std::string render(LaunchShape& shape) {
+    shape.name = k_.name;
+    collect_buffers();
+    shape.buffers.assign(touched_.begin(), touched_.end());
+    std::ostringstream body;
+    switch (k_.kind) {
+      case KernelKind::Elementwise:
+        elementwise(body, shape);
+        break;
+      case KernelKind::Reduction:
+        reduction(body, shape);
+        break;
+      case KernelKind::Gemm:
+        gemm(body, shape);
+        break;
+      case KernelKind::Gather:
+        gather(body, shape);
+        break;
+    }
+    std::ostringstream s;
+    s << "/* " << k_.name << ": " << shape.schedule << " */\n";
+    s << "extern \"C\" __global__ void __launch_bounds__(" << shape.block[0] * shape.block[1] * shape.block[2]
+      << ", " << shape.min_blocks << ") " << k_.name << "(";
+    bool first = true;
+    for (int b : touched_) {
+      const std::string t = c_type(p_.buffers[static_cast<size_t>(b)].dtype);
+      const bool w = writes_.count(b) > 0, both = w && reads_.count(b) > 0;
+      s << (first ? "" : ", ") << (w ? "" : "const ") << t << "* " << (both ? "" : "__restrict__ ") << "b" << b;
+      first = false;
+    }
+    for (size_t i = 0; i < p_.symbols.size(); ++i) {
+      s << (first ? "" : ", ") << "int64_t s" << i;
+      first = false;
+    }
+    s << ") {\n";
+    for (size_t i = 0; i < p_.symbols.size(); ++i) s << "  (void)s" << i << ";\n";
+    s << body.str() << "}\n\n";
+    return s.str();
+  }
+
+ private:
+  std::string ix(const Index& i) const { return index_expr(i, sym_ids_); }
+
+  void collect(const Expr& e) {
+    if (!e.valid()) return;
+    if (e.op() == ExprOp::Load) reads_.insert(e.node().buffer);
+    for (const auto& a : e.node().args) collect(a);
+  }
+  void collect_buffers() {
+    switch (k_.kind) {
+      case KernelKind::Elementwise:
+      case KernelKind::Reduction:
+        collect(k_.store.value);
+        if (k_.reduce) collect(k_.reduce->value);
+        writes_.insert(k_.store.buffer);
+        break;
+      case KernelKind::Gemm:
+        reads_.insert(k_.gemm->a.buffer);
+        reads_.insert(k_.gemm->b.buffer);
+        collect(k_.gemm->epilogue);
+        writes_.insert(k_.gemm->c.buffer);
+        break;
+      case KernelKind::Gather:
+        reads_.insert(k_.gather->table);
+        reads_.insert(k_.gather->ids);
+        writes_.insert(k_.gather->out);
+        break;
+    }
+    touched_ = reads_;
+    touched_.insert(writes_.begin(), writes_.end());
+  }
+
+  // SSA temporaries for `e`, memoized per node; returns the value's C expression.
+  std::string value(const Expr& e, std::map<const ExprNode*, std::string>& memo, std::ostringstream& out,
+                    const std::string& ind) {
+    const ExprNode& n = e.node();
+    if (n.op == ExprOp::Const) return literal(n.constant, n.dtype);
+    if (n.op == ExprOp::Acc) return "acc";
+    if (auto it = memo.find(&n); it != memo.end()) return it->second;
+    std::vector<std::string> a;
+    for (const auto& arg : n.args) a.push_back(value(arg, memo, out, ind));
+    std::string name = "t" + std::to_string(tmp_++);
+    out << ind << "const " << c_type(n.dtype) << " " << name << " = " << rhs_of(n, a) << ";\n";
+    memo[&n] = name;
+    return name;
+  }
+
+  std::string rhs_of(const ExprNode& n, const std::vector<std::string>& a) const {
+    switch (n.op) {
+      case ExprOp::Load: {
+        // A padded load never touches memory outside its validity predicate.
+        const std::string ld = "b" + std::to_string(n.buffer) + "[" + ix(n.index) + "]";
+        if (!n.valid) return ld;
+        return "(" + ix(*n.valid) + ") ? " + ld + " : " + literal(n.fill, n.dtype);
+      }
+      case ExprOp::IndexValue:
+        return "(int32_t)" + ix(n.index);
+      case ExprOp::Cast:
+        return convert(a[0], n.args[0].dtype(), n.dtype);
+      case ExprOp::Where:
+        return a[0] + " ? " + a[1] + " : " + a[2];
+      case ExprOp::Unary:
+        return unary(n.unary, n.dtype, a[0]);
+      case ExprOp::Binary:
+        return binary(n.binary, n.args[0].dtype(), a[0], a[1]);
+      default:
+        return "0";
+    }
+  }
+
+  static std::string unary(UnaryOp op, DType t, const std::string& x) {
+    const bool f = t == DType::f32;
+    switch (op) {
+      case UnaryOp::Neg:
+        return f ? "-" + x : t == DType::i32 ? "lm_ineg(" + x + ")" : "-" + x;
+      case UnaryOp::Recip:
+        return "1.0f / " + x;
+      case UnaryOp::Sqrt:
+        return "lm_sqrt(" + x + ")";
+      case UnaryOp::Exp2:
+        return "lm_exp2(" + x + ")";
+      case UnaryOp::Log2:
+        return "lm_log2(" + x + ")";
+      case UnaryOp::Sin:
+        return "lm_sin(" + x + ")";
+      case UnaryOp::Exp:
+        return "lm_exp(" + x + ")";
+      case UnaryOp::Log:
+        return "lm_log(" + x + ")";
+      case UnaryOp::Cos:
+        return "lm_cos(" + x + ")";
+      case UnaryOp::Tanh:
+        return "lm_tanh(" + x + ")";
+      case UnaryOp::Sigmoid:
+        return "lm_sigmoid(" + x + ")";
+      case UnaryOp::Erf:
+        return "lm_erf(" + x + ")";
+      case UnaryOp::Relu:
+        return f ? "lm_relu(" + x + ")" : "(" + x + " < 0 ? 0 : " + x + ")";
+      case UnaryOp::Abs:
+        return f ? "lm_abs(" + x + ")" : t == DType::i32 ? "(" + x + " < 0 ? lm_ineg(" + x + ") : " + x + ")" : x;
+      case UnaryOp::Not:
+        return "(uint8_t)!" + x;
+    }
+    return x;
+  }
+
+  static std::string binary(BinaryOp op, DType t, const std::string& x, const std::string& y) {
+    const bool f = t == DType::f32;
+    const bool i = t == DType::i32;
+    switch (op) {
+      case BinaryOp::Add:
+        return i ? "lm_iadd(" + x + ", " + y + ")" : x + " + " + y;
+      case BinaryOp::Sub:
+        return i ? "lm_isub(" + x + ", " + y + ")" : x + " - " + y;
+      case BinaryOp::Mul:
+        return i ? "lm_imul(" + x + ", " + y + ")" : x + " * " + y;
+      case BinaryOp::Div:
+        return f ? x + " / " + y : i ? "lm_idiv(" + x + ", " + y + ")" : "(" + y + " == 0 ? 0 : " + x + " / " + y + ")";
+      case BinaryOp::Max:
+        return f ? "lm_max(" + x + ", " + y + ")" : "(" + x + " > " + y + " ? " + x + " : " + y + ")";
+      case BinaryOp::Min:
+        return f ? "lm_min(" + x + ", " + y + ")" : "(" + x + " < " + y + " ? " + x + " : " + y + ")";
+      case BinaryOp::Mod:
+        return f ? "lm_fmod_floor(" + x + ", " + y + ")" : "lm_imod(" + x + ", " + y + ")";
+      case BinaryOp::LessThan:
+        return "(uint8_t)(" + x + " < " + y + ")";
+      case BinaryOp::Equal:
+        return "(uint8_t)(" + x + " == " + y + ")";
+      case BinaryOp::And:
+        return "(uint8_t)(" + x + " && " + y + ")";
+      case BinaryOp::Or:
+        return "(uint8_t)(" + x + " || " + y + ")";
+    }
+    return x;
+  }
+
+  // Declares the loop variables of `loops` from the linear position `lin` (innermost
+  // fastest), as `const int64_t v<id>`.
+  void delinearize(std::ostringstream& s, const std::string& ind, const std::vector<Loop>& loops,
+                   const std::string& lin) {
+    if (loops.empty()) return;
+    if (loops.size() == 1) {
+      s << ind << "const int64_t v" << loops[0].var << " = " << lin << ";\n";
+      return;
+    }
+    const std::string r = "lm_r" + std::to_string(tmp_++);
+    s << ind << "int64_t " << r << " = " << lin << ";\n";
+    for (size_t i = loops.size(); i-- > 0;) {
+      if (i == 0) {
+        s << ind << "const int64_t v" << loops[i].var << " = " << r << ";\n";
+        break;
+      }
+      const std::string e = ix(loops[i].extent);
+      s << ind << "const int64_t v" << loops[i].var << " = " << r << " % " << e << ";\n";
+      s << ind << r << " /= " << e << ";\n";
+    }
+  }
+
+  void store(std::ostringstream& s, const std::string& ind) {
+    std::map<const ExprNode*, std::string> memo;
+    const std::string v = value(k_.store.value, memo, s, ind);
+    s << ind << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << v << ";\n";
+  }
+
+  static Index capped(const Index& blocks, int64_t cap) { return kernel::min(blocks, Index(cap)); }
+
+  // ---------------------------------------------------------------- elementwise
+  void elementwise(std::ostringstream& s, LaunchShape& shape) {
+    const Index n = product(k_.loops);
+    shape.schedule = "elementwise, a thread per element";
+    shape.grid[0] = capped(ceil_div(n, kThreads), int64_t{1} << 20);
+    s << "  const int64_t lm_n = " << ix(n) << ";\n";
+    s << "  for (int64_t lm_i = (int64_t)blockIdx.x * " << kThreads << " + threadIdx.x; lm_i < lm_n; lm_i += "
+      << "(int64_t)gridDim.x * " << kThreads << ") {\n";
+    delinearize(s, "    ", k_.loops, "lm_i");
+    store(s, "    ");
+    s << "  }\n";
+  }
+
+  // ---------------------------------------------------------------- gather
+  void gather(std::ostringstream& s, LaunchShape& shape) {
+    const Gather& g = *k_.gather;
+    const Index n = g.count * g.row;
+    shape.schedule = "gather, a thread per element";
+    shape.grid[0] = capped(ceil_div(n, kThreads), int64_t{1} << 20);
+    s << "  const int64_t lm_n = " << ix(n) << ", lm_row = " << ix(g.row) << ", lm_rows = " << ix(g.rows) << ";\n";
+    s << "  for (int64_t lm_i = (int64_t)blockIdx.x * " << kThreads << " + threadIdx.x; lm_i < lm_n; lm_i += "
+      << "(int64_t)gridDim.x * " << kThreads << ") {\n";
+    s << "    const int64_t i = lm_i / lm_row, j = lm_i % lm_row;\n";
+    s << "    int64_t id = b" << g.ids << "[i];\n";
+    s << "    id = id < 0 ? 0 : id >= lm_rows ? lm_rows - 1 : id; /* checked on the host before the launch */\n";
+    s << "    b" << g.out << "[lm_i] = b" << g.table << "[id * lm_row + j];\n";
+    s << "  }\n";
+  }
+
+  // ---------------------------------------------------------------- reduction
+  void reduction(std::ostringstream& s, LaunchShape& shape) {
+    const Reduction& r = *k_.reduce;
+    const Index rows = product(k_.loops), len = product(r.loops);
+    const bool f = r.acc_dtype == DType::f32;
+    const bool sum = r.op == ReduceOp::Sum;
+    const std::string at = f ? "float" : "int32_t";
+    const std::string ident = sum ? (f ? "0.0f" : "0") : (f ? "lm_u2f(0xff800000u)" : "(-2147483647 - 1)");
+    const std::string suffix = std::string(sum ? "sum" : "max") + (f ? "_f32" : "_i32");
+    auto combine = [&](const std::string& a, const std::string& v) {
+      if (sum) return f ? a + " + " + v : "lm_iadd(" + a + ", " + v + ")";
+      return f ? "lm_max(" + a + ", " + v + ")" : "(" + v + " > " + a + " ? " + v + " : " + a + ")";
+    };
+    // Which threads share a row: the search's alternative when it made one, else by length.
+    std::string per = "warp";
+    const auto c = len.as_constant();
+    if (c && *c <= 16)
+      per = "thread";
+    else if (c && *c > 2048)
+      per = "block";
+    if (launch_.size() == 1) per = launch_[0] == 1 ? "thread" : launch_[0] == 2 ? "block" : "warp";
+    const int warp = arch_.warp;
+    s << "  const int64_t lm_rows = " << ix(rows) << ", lm_len = " << ix(len) << ";\n";
+    auto accumulate = [&](const std::string& ind, const std::string& start, const std::string& step) {
+      s << ind << at << " lm_acc = " << ident << ";\n";
+      s << ind << "for (int64_t lm_j = " << start << "; lm_j < lm_len; lm_j += " << step << ") {\n";
+      delinearize(s, ind + "  ", r.loops, "lm_j");
+      std::map<const ExprNode*, std::string> memo;
+      std::string v = value(r.value, memo, s, ind + "  ");
+      if (r.value.dtype() != r.acc_dtype) v = convert(v, r.value.dtype(), r.acc_dtype);
+      s << ind << "  lm_acc = " << combine("lm_acc", v) << ";\n";
+      s << ind << "}\n";
+    };
+    auto finish = [&](const std::string& ind) {
+      s << ind << "const " << at << " acc = lm_acc;\n";
+      store(s, ind);
+    };
+    if (per == "thread") {
+      shape.schedule = "reduction, a row per thread";
+      shape.grid[0] = capped(ceil_div(rows, kThreads), int64_t{1} << 20);
+      s << "  for (int64_t lm_row = (int64_t)blockIdx.x * " << kThreads
+        << " + threadIdx.x; lm_row < lm_rows; lm_row += (int64_t)gridDim.x * " << kThreads << ") {\n";
+      delinearize(s, "    ", k_.loops, "lm_row");
+      accumulate("    ", "0", "1");
+      finish("    ");
+      s << "  }\n";
+      return;
+    }
+    shape.sync = true;
+    if (per == "warp") {
+      const int rows_per_block = kThreads / warp;
+      shape.schedule = "reduction, a row per warp (" + std::to_string(warp) + " lanes, shuffle tree)";
+      shape.grid[0] = capped(ceil_div(rows, rows_per_block), int64_t{1} << 20);
+      s << "  const unsigned int lm_lane = threadIdx.x % LM_WARP;\n";
+      s << "  /* the row is the same for every lane of a warp: warp operations stay uniform */\n";
+      s << "  for (int64_t lm_row = (int64_t)blockIdx.x * " << rows_per_block
+        << " + threadIdx.x / LM_WARP; lm_row < lm_rows; lm_row += (int64_t)gridDim.x * " << rows_per_block
+        << ") {\n";
+      delinearize(s, "    ", k_.loops, "lm_row");
+      accumulate("    ", "lm_lane", "LM_WARP");
+      s << "    lm_acc = lm_warp_" << suffix << "(lm_acc);\n";
+      s << "    if (lm_lane == 0) {\n";
+      finish("      ");
+      s << "    }\n  }\n";
+      return;
+    }
+    shape.schedule = "reduction, a row per block (" + std::to_string(kThreads) + " threads, shuffles + shared)";
+    shape.grid[0] = capped(rows, int64_t{1} << 20);
+    shape.static_shared = (kThreads / warp) * 4;
+    s << "  __shared__ " << at << " lm_part[" << kThreads / warp << "];\n";
+    s << "  /* the row is the same for every thread of the block: barriers stay uniform */\n";
+    s << "  for (int64_t lm_row = blockIdx.x; lm_row < lm_rows; lm_row += gridDim.x) {\n";
+    delinearize(s, "    ", k_.loops, "lm_row");
+    accumulate("    ", "threadIdx.x", std::to_string(kThreads));
+    s << "    lm_acc = lm_block_" << suffix << "(lm_acc, lm_part);\n";
+    s << "    if (threadIdx.x == 0) {\n";
+    finish("      ");
+    s << "    }\n  }\n";
+  }
+
+  // ---------------------------------------------------------------- GEMM
+  void gemm(std::ostringstream& s, LaunchShape& shape) {
+    const Gemm& g = *k_.gemm;
+    int64_t bm = 64, bn = 64, bk = 16;
+    if (launch_.size() == 3) {
+      bm = launch_[0];
+      bn = launch_[1];
+      bk = launch_[2];
+    }
+    // 16 x 16 threads, each a (bm/16) x (bn/16) micro tile.
+    bm = std::max<int64_t>(16, bm / 16 * 16);
+    bn = std::max<int64_t>(16, bn / 16 * 16);
+    bk = std::max<int64_t>(1, bk);
+    while ((bm + bn) * bk * 4 > arch_.max_static_shared) bk = std::max<int64_t>(1, bk / 2);
+    const int64_t tm = bm / 16, tn = bn / 16;
+    const Index batches = product(k_.loops);
+    shape.sync = true;
+    // tm x tn accumulators + the a/b fragments + addressing: one block per SM leaves 255
+    // registers per thread, two leave 128.
+    shape.min_blocks = tm * tn > 16 ? 1 : 2;
+    shape.static_shared = static_cast<int>((bm + bn) * bk * 4);
+    shape.schedule = "gemm, shared-memory tiles " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
+                     std::to_string(bk) + ", " + std::to_string(tm) + "x" + std::to_string(tn) +
+                     " per thread, f32 FMA";
+    shape.grid[0] = ceil_div(g.n, bn);
+    shape.grid[1] = capped(ceil_div(g.m, bm), 65535);
+    shape.grid[2] = capped(batches, 65535);
+    const bool a_k_contig = g.a.col_stride.as_constant() == int64_t{1};
+    const bool b_n_contig = g.b.col_stride.as_constant() == int64_t{1};
+    s << "  __shared__ float lm_as[" << bk * bm << "];  /* [k][m] */\n";
+    s << "  __shared__ float lm_bs[" << bk * bn << "];  /* [k][n] */\n";
+    s << "  const int64_t lm_m = " << ix(g.m) << ", lm_n = " << ix(g.n) << ", lm_k = " << ix(g.k)
+      << ", lm_batches = " << ix(batches) << ";\n";
+    s << "  const int lm_tx = threadIdx.x % 16, lm_ty = threadIdx.x / 16;\n";
+    s << "  /* every loop bound below depends on block indices only: barriers stay uniform */\n";
+    s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
+    delinearize(s, "    ", k_.loops, "lm_b");
+    s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
+      << ", lm_ca = " << ix(g.a.col_stride) << ";\n";
+    s << "    const int64_t lm_ob = " << ix(g.b.offset) << ", lm_rb = " << ix(g.b.row_stride)
+      << ", lm_cb = " << ix(g.b.col_stride) << ";\n";
+    s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
+    s << "    for (int64_t lm_ti = blockIdx.y; lm_ti * " << bm << " < lm_m; lm_ti += gridDim.y) {\n";
+    s << "      const int64_t lm_i0 = lm_ti * " << bm << ", lm_j0 = (int64_t)blockIdx.x * " << bn << ";\n";
+    s << "      float lm_c[" << tm << "][" << tn << "];\n";
+    s << "#pragma unroll\n";
+    s << "      for (int i = 0; i < " << tm << "; ++i)\n";
+    s << "#pragma unroll\n";
+    s << "        for (int j = 0; j < " << tn << "; ++j) lm_c[i][j] = 0.0f;\n";
+    s << "      for (int64_t lm_k0 = 0; lm_k0 < lm_k; lm_k0 += " << bk << ") {\n";
+    // Loads: consecutive threads read consecutive addresses of whichever side is contiguous.
+    s << "        for (int lm_e = threadIdx.x; lm_e < " << bm * bk << "; lm_e += " << kThreads << ") {\n";
+    if (a_k_contig)
+      s << "          const int r = lm_e / " << bk << ", kk = lm_e % " << bk << ";\n";
+    else
+      s << "          const int r = lm_e % " << bm << ", kk = lm_e / " << bm << ";\n";
+    s << "          const int64_t gi = lm_i0 + r, gk = lm_k0 + kk;\n";
+    s << "          lm_as[kk * " << bm << " + r] = (gi < lm_m && gk < lm_k) ? b" << g.a.buffer
+      << "[lm_oa + gi * lm_ra + gk * lm_ca] : 0.0f;\n";
+    s << "        }\n";
+    s << "        for (int lm_e = threadIdx.x; lm_e < " << bn * bk << "; lm_e += " << kThreads << ") {\n";
+    if (b_n_contig)
+      s << "          const int c = lm_e % " << bn << ", kk = lm_e / " << bn << ";\n";
+    else
+      s << "          const int c = lm_e / " << bk << ", kk = lm_e % " << bk << ";\n";
+    s << "          const int64_t gj = lm_j0 + c, gk = lm_k0 + kk;\n";
+    s << "          lm_bs[kk * " << bn << " + c] = (gj < lm_n && gk < lm_k) ? b" << g.b.buffer
+      << "[lm_ob + gk * lm_rb + gj * lm_cb] : 0.0f;\n";
+    s << "        }\n";
+    s << "        lm_sync();\n";
+    s << "#pragma unroll 4\n";
+    s << "        for (int kk = 0; kk < " << bk << "; ++kk) {\n";
+    s << "          float a[" << tm << "], b[" << tn << "];\n";
+    s << "#pragma unroll\n";
+    s << "          for (int i = 0; i < " << tm << "; ++i) a[i] = lm_as[kk * " << bm << " + lm_ty + 16 * i];\n";
+    s << "#pragma unroll\n";
+    s << "          for (int j = 0; j < " << tn << "; ++j) b[j] = lm_bs[kk * " << bn << " + lm_tx + 16 * j];\n";
+    s << "#pragma unroll\n";
+    s << "          for (int i = 0; i < " << tm << "; ++i)\n";
+    s << "#pragma unroll\n";
+    s << "            for (int j = 0; j < " << tn << "; ++j) lm_c[i][j] = LM_FMA(a[i], b[j], lm_c[i][j]);\n";
+    s << "        }\n";
+    s << "        lm_sync();\n";
+    s << "      }\n";
+    epilogue(s, "      ", "lm_c[i][j]", "lm_i0 + lm_ty + 16 * i", "lm_j0 + lm_tx + 16 * j", tm, tn);
+    s << "    }\n  }\n";
+  }
+
+  void epilogue(std::ostringstream& s, const std::string& ind, const std::string& reg, const std::string& row,
+                const std::string& col, int64_t tm, int64_t tn) {
+    const Gemm& g = *k_.gemm;
+    s << "#pragma unroll\n" << ind << "for (int i = 0; i < " << tm << "; ++i)\n";
+    s << "#pragma unroll\n" << ind << "  for (int j = 0; j < " << tn << "; ++j) {\n";
+    s << ind << "    const int64_t v" << g.row_var << " = " << row << ", v" << g.col_var << " = " << col << ";\n";
+    s << ind << "    if (v" << g.row_var << " >= lm_m || v" << g.col_var << " >= lm_n) continue;\n";
+    s << ind << "    const float acc = " << reg << ";\n";
+    std::string v = "acc";
+    const std::string in = ind + "    ";
+    if (g.epilogue.valid()) {
+      std::map<const ExprNode*, std::string> memo;
+      v = value(g.epilogue, memo, s, in);
+      const DType cd = p_.buffers[static_cast<size_t>(g.c.buffer)].dtype;
+      if (g.epilogue.dtype() != cd) v = convert(v, g.epilogue.dtype(), cd);
+    }
+    s << in << "b" << g.c.buffer << "[lm_oc + v" << g.row_var << " * lm_rc + v" << g.col_var << "] = " << v
+      << ";\n";
+    s << ind << "  }\n";
+  }
+
+  const Program& p_;
+  const Kernel& k_;
+  const GpuArch& arch_;
+  std::vector<int64_t> launch_;
+  std::map<std::string, int> sym_ids_;
+  std::set<int> reads_, writes_, touched_;
+  int tmp_ = 0;
+};
+
+}  // namespace
+
+std::string render_index(const Index& i, const Program& p) {
+  std::map<std::string, int> ids;
+  for (size_t k = 0; k < p.symbols.size(); ++k) ids[p.symbols[k]] = static_cast<int>(k);
+  return index_expr(i, ids);
+}
+
+GpuSource render_gpu(const Program& p, const GpuArch& arch, const ScheduleOf& schedule) {
+  validate(p);
+  GpuSource out;
+  out.prelude = device_prelude(arch) + common_device_code();
+  std::ostringstream ks;
+  ks << "/* ---- generated kernels (" << dialect_name(arch.dialect) << ", " << arch.arch << ", warp "
+     << arch.warp << ") ---- */\n";
+  for (const Kernel& k : p.kernels) {
+    LaunchShape shape;
+    shape.grid[1] = Index(1);
+    shape.grid[2] = Index(1);
+    Writer w(p, k, arch, schedule ? schedule(k) : std::vector<int64_t>{});
+    ks << w.render(shape);
+    out.launches.push_back(std::move(shape));
+  }
+  out.kernels = ks.str();
+  return out;
+}
+
+std::string emulation_source(const GpuSource& src, const Program& p, const GpuArch& arch) {
+  std::ostringstream s;
+  s << emulation_header(arch) << common_device_code();
+  if (arch.mma_m16n8k16) s << emulation_mma_helpers();
+  s << src.kernels;
+  s << "/* ---- host entries (CPU kernel ABI) ---- */\n";
+  for (const LaunchShape& l : src.launches) {
+    s << "extern \"C\" void " << l.name << "_emu(void* const* lm_bufs, const int64_t* lm_syms, const void* lm_rt) {\n";
+    s << "  (void)lm_rt;\n";
+    for (size_t i = 0; i < p.symbols.size(); ++i) s << "  const int64_t s" << i << " = lm_syms[" << i << "];\n";
+    s << "  const int64_t lm_g[3] = {" << render_index(l.grid[0], p) << ", " << render_index(l.grid[1], p) << ", "
+      << render_index(l.grid[2], p) << "};\n";
+    s << "  if (lm_g[0] <= 0 || lm_g[1] <= 0 || lm_g[2] <= 0) return;\n";
+    s << "  const dim3 lm_grid = {(unsigned int)lm_g[0], (unsigned int)lm_g[1], (unsigned int)lm_g[2]};\n";
+    s << "  const dim3 lm_block = {" << l.block[0] << "u, " << l.block[1] << "u, " << l.block[2] << "u};\n";
+    s << "  auto lm_body = [&]() { " << l.name << "(";
+    bool first = true;
+    for (int b : l.buffers) {
+      s << (first ? "" : ", ") << "(" << c_type(p.buffers[static_cast<size_t>(b)].dtype) << "*)lm_bufs[" << b << "]";
+      first = false;
+    }
+    for (size_t i = 0; i < p.symbols.size(); ++i) {
+      s << (first ? "" : ", ") << "s" << i;
+      first = false;
+    }
+    s << "); };\n";
+    s << "  lm_emu::launch(lm_grid, lm_block, " << (l.sync ? 1 : 0) << ", \"" << l.name << "\", lm_body);\n";
+    s << "}\n";
+  }
+  return s.str();
+}
+
+}  // namespace luminal::gpu

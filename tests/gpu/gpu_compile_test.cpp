@@ -1,0 +1,123 @@
+// compile_only for GPU targets without a GPU: every kernel of the translation-validation
+// graphs and of the decoder block (test size and Llama-3-8B size) generated and compiled
+// by NVRTC to CUBIN for sm_80 and sm_90, none interpreted, none spilling; the module
+// cache; the report. (The golden groups: tests/golden, "[nvrtc]".)
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "backends/cuda/cuda_module.hpp"
+#include "backends/cuda/nvrtc.hpp"
+#include "compiler/translation_models.hpp"
+
+using namespace luminal;
+
+namespace {
+
+bool have_nvrtc() {
+  std::string why;
+  if (cuda::nvrtc_available(&why)) return true;
+  WARN("NVRTC is not available here (" << why << "); skipped");
+  return false;
+}
+
+void check_compiled(const Graph& g, const char* target, const std::string& name) {
+  CompileOptions o;
+  o.compile_only = true;
+  Callable f = compile(g, Target::parse(target), o);
+  const CompileReport& r = f.report();
+  INFO(name << " for " << target << ": " << r.to_string());
+  CHECK(r.generated_kernels == r.kernels);
+  CHECK(r.interpreted_kernels == 0);
+  CHECK(r.codegen.rfind("nvrtc ", 0) == 0);
+  CHECK(r.codegen.find(std::string("cubin ") + (std::string(target).substr(5))) != std::string::npos);
+  CHECK(r.kernel_resources.size() >= static_cast<size_t>(r.kernels));
+  for (const KernelResources& k : r.kernel_resources) {
+    INFO(k.name << ": " << k.registers << " registers, " << k.shared_bytes << " B shared");
+    CHECK(k.registers > 0);
+    CHECK(k.registers <= 255);
+    CHECK(k.spill_bytes == 0);  // a spill is a cost-model error
+  }
+  // A compile_only Callable has a report but cannot run.
+  std::map<std::string, HostTensor> none;
+  CHECK_THROWS_AS(f(none), RuntimeError);
+}
+
+}  // namespace
+
+TEST_CASE("NVRTC compiles every kernel of the translation graphs for sm_80 and sm_90", "[gpu][nvrtc]") {
+  if (!have_nvrtc()) return;
+  for (const char* t : {"cuda:sm_80", "cuda:sm_90"}) {
+    for (const auto& c : test::translation_cases()) {
+      Graph g;
+      c.build(g);
+      check_compiled(g, t, c.name);
+    }
+    Graph mlp;
+    test::build_mlp(mlp, 4, 16, 32);
+    check_compiled(mlp, t, "mlp");
+    Graph block;
+    test::build_model(block, test::BlockConfig{}, 1);
+    check_compiled(block, t, "decoder block");
+  }
+}
+
+TEST_CASE("NVRTC compiles the Llama-3-8B-sized decoder block for sm_80 and sm_90", "[gpu][nvrtc]") {
+  if (!have_nvrtc()) return;
+  Graph g;
+  test::build_model(g, test::BlockConfig::llama_4096(), 1);
+  for (const char* t : {"cuda:sm_80", "cuda:sm_90"}) check_compiled(g, t, "llama-4096 block");
+}
+
+TEST_CASE("NVRTC modules are cached in memory and on disk", "[gpu][nvrtc][cache]") {
+  if (!have_nvrtc()) return;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "luminal-gpu-cache-test";
+  std::filesystem::remove_all(dir);
+  const std::string src = "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = 2.0f * x[threadIdx.x]; }\n";
+  cuda::CudaModule a = cuda::compile_module(src + "// cache test " + dir.string() + "\n", "sm_90", true, dir.string());
+  CHECK(a.from == cuda::CudaModule::From::Compiler);
+  CHECK(a.image.size() > 0);
+  REQUIRE(a.resources.size() == 1);
+  CHECK(a.resources[0].name == "k");
+  cuda::CudaModule b = cuda::compile_module(src + "// cache test " + dir.string() + "\n", "sm_90", true, dir.string());
+  CHECK(b.from == cuda::CudaModule::From::Memory);
+  CHECK(b.image == a.image);
+  size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) entries += e.path().extension() == ".cubin";
+  CHECK(entries == 1);
+  // A corrupt entry is rebuilt, not loaded.
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::FILE* f = std::fopen(e.path().c_str(), "r+b");
+    std::fseek(f, 100, SEEK_SET);
+    std::fputc('X', f);
+    std::fclose(f);
+  }
+  CHECK_THROWS_AS(cuda::compile_module("this is not CUDA", "sm_90", true, dir.string()), CompileError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("ptxas -v logs parse into kernel resources", "[gpu][nvrtc]") {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'k1_0' for 'sm_90'\n"
+      "ptxas info    : Function properties for k1_0\n"
+      "ptxas         .     8 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 24576 bytes smem, 368 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'k0_0' for 'sm_90'\n"
+      "ptxas info    : Function properties for k0_0\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 10 registers, used 0 barriers, 368 bytes cmem[0]\n";
+  auto r = cuda::parse_ptxas_log(log);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].name == "k1_0");
+  CHECK(r[0].registers == 255);
+  CHECK(r[0].shared_bytes == 24576);
+  CHECK(r[0].spill_bytes == 28);
+  CHECK(r[0].stack_bytes == 8);
+  CHECK(r[1].name == "k0_0");
+  CHECK(r[1].registers == 10);
+  CHECK(r[1].shared_bytes == 0);
+  CHECK(r[1].spill_bytes == 0);
+}
