@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "backends/cpu/cpu_executable.hpp"
+#include "backends/cpu/cpu_program.hpp"
 #include "backends/cpu/jit.hpp"
 #include "backends/cuda/cuda_module.hpp"
 #include "backends/gpu/gpu_program.hpp"
@@ -95,7 +96,7 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan, std::shared
     // Counted per plan kernel (as CompileReport::kernels): the steps whose code was generated.
     out.generated_kernels = static_cast<int64_t>(plan->steps.size()) - out.interpreted;
   } else {
-    LoweredPlan lp = lower_plan(*plan);
+    cpu::LoweredPlan lp = cpu::lower_plan(*plan, {});
     out.interpreted = lp.interpreted;
     out.interpreted_why = lp.interpreted_why;
     out.generated_kernels = static_cast<int64_t>(plan->steps.size()) - lp.interpreted;
