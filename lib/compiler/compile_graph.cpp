@@ -218,6 +218,7 @@ SearchSettings settings_for(const Target& target, const CompileOptions& options,
   s.ctx.library_gemm = target.kind() == Target::Kind::cpu;
   s.pass_sets = {"lower_reference", "fusion"};
   if (target.kind() == Target::Kind::cpu) s.pass_sets.push_back("lower_cpu");
+  if (target.kind() == Target::Kind::cuda || target.kind() == Target::Kind::hip) s.pass_sets.push_back("schedule_gpu");
   return s;
 }
 

@@ -1,11 +1,14 @@
 #include "cost/cost_model.hpp"
 
+#include "cost/gpu_cost.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 namespace luminal::detail {
 
 double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
+  if (t.warp > 1) return gpu_kernel_seconds(t, w);
   // Too little independent work leaves cores (SMs) idle: scale the usable peak down.
   double lanes = static_cast<double>(t.compute_units) * t.simd_lanes_f32;
   double occupancy = std::clamp(w.parallelism / lanes, 1.0 / lanes, 1.0);

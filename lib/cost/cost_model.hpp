@@ -3,6 +3,9 @@
 // model, not a pass order, decides. See docs/cost-model.md.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "cost/target_desc.hpp"
 
 namespace luminal::detail {
@@ -22,6 +25,12 @@ struct KernelWork {
   /// A generated GEMM's tile area (rows x cols): smaller tiles than the target's largest
   /// reuse each loaded value less. 0: not a tiled GEMM.
   double tile_area = 0;
+  // The shape facts a GPU launch is costed with (cost/gpu_cost.hpp):
+  double gemm_m = 0, gemm_n = 0, gemm_k = 0;  // a GEMM's product (per batch point)
+  double batches = 1;                         // batch points of a GEMM
+  double rows = 0, row_length = 0;            // a reduction's rows and elements per row
+  std::vector<int64_t> launch;                // the kernel node's launch alternative
+  bool half_operands = false;                 // a GEMM whose operands are f16/bf16 values
 };
 
 /// Estimated seconds for one execution of a kernel on `t`.

@@ -185,6 +185,9 @@ TargetDesc describe_gpu(std::string_view arch) {
   d.regs_per_unit = f->regs_per_unit;
   d.max_threads_per_unit = f->max_threads_per_unit;
   d.max_blocks_per_unit = f->max_blocks_per_unit;
+  // Thread-block tiles come from the schedule_gpu rules (the same candidates for every
+  // GPU; the GPU cost model ranks them), not from the description.
+  d.gemm_tiles.clear();
   return d;
 }
 

@@ -391,6 +391,28 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
       w.transcendentals *= seen;
     }
   }
+  // Shape facts for GPU launch costing (cost/gpu_cost.hpp).
+  w.launch = spec.launch;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const detail::Node& n = nodes[i];
+    if (n.op != PrimOp::SumReduce && n.op != PrimOp::MaxReduce) continue;
+    const double in = numel[n.inputs[0]], out = std::max(1.0, numel[i]);
+    if (gemm && is_gemm_reduce(*spec.body, n)) {
+      w.gemm_k = in / out;
+      // f16/bf16 operands (cast to f32 right before the product) can feed tensor cores.
+      bool half = true;
+      for (uint32_t e : nodes[n.inputs[0]].inputs) {
+        uint32_t x = e;
+        while (is_view(to_op(nodes[x].op))) x = nodes[x].inputs[0];
+        half = half && nodes[x].op == PrimOp::Cast &&
+               (nodes[nodes[x].inputs[0]].dtype == DType::f16 || nodes[nodes[x].inputs[0]].dtype == DType::bf16);
+      }
+      w.half_operands = half;
+    } else if (w.rows == 0) {
+      w.rows = out;
+      w.row_length = in / out;
+    }
+  }
   switch (spec.kind) {
     case KernelKind::Elementwise:
     case KernelKind::Reduction:
@@ -405,15 +427,18 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
       break;
     case KernelKind::Gemm: {
       w.engine = detail::KernelWork::Engine::GeneratedGemm;
+      const auto& out = nodes[root].shape;
+      double m = out.size() >= 2 ? numel_of({out[out.size() - 2]}, dims) : 1;
+      double n = out.empty() ? 1 : numel_of({out.back()}, dims);
+      w.gemm_m = m;
+      w.gemm_n = n;
+      w.batches = std::max(1.0, numel[root] / std::max(1.0, m * n));
       if (spec.launch.size() < 2) {  // no tile chosen yet: assume half the tile is wasted
         w.engine_fraction = 0.5;
         break;
       }
       // Utilization of the tiles: the fraction of each tile that holds real output (the
       // cost model adds how much a smaller tile loses in reuse).
-      const auto& out = nodes[root].shape;
-      double m = out.size() >= 2 ? numel_of({out[out.size() - 2]}, dims) : 1;
-      double n = out.empty() ? 1 : numel_of({out.back()}, dims);
       double tm = static_cast<double>(spec.launch[0]), tn = static_cast<double>(spec.launch[1]);
       w.engine_fraction = (m / (std::ceil(m / tm) * tm)) * (n / (std::ceil(n / tn) * tn));
       w.tile_area = tm * tn;

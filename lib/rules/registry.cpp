@@ -25,6 +25,7 @@ const Registry& Registry::global() {
     reg.add(lower_reference_rules());
     reg.add(lower_cpu_rules());
     reg.add(fusion_rules());
+    reg.add(schedule_gpu_rules());
     return reg;
   }();
   return r;

@@ -7,6 +7,7 @@
 //   "algebra", "movement", "contraction"  math rules, phase 1
 //   "lower_reference", "lower_cpu"        a kernel node beside each math node, phase 2
 //   "fusion"                              kernel nodes absorbing producers, phase 2
+//   "schedule_gpu"                        GPU launch alternatives (CUDA, HIP), phase 2
 //
 // CONTRACT for rule authors and for the rule checker:
 //  * A rule is EITHER an engine rule (a pattern => pattern, or a pattern with a custom
@@ -106,6 +107,7 @@ RuleSet contraction_rules();      // rules/contraction.cpp
 RuleSet lower_reference_rules();  // rules/lower.cpp
 RuleSet lower_cpu_rules();        // rules/lower.cpp
 RuleSet fusion_rules();           // rules/fusion.cpp
+RuleSet schedule_gpu_rules();     // rules/schedule_gpu.cpp
 
 class Registry {
  public:

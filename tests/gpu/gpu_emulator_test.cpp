@@ -262,3 +262,41 @@ TEST_CASE("translation validation on the emulated GPU targets", "[gpu][emu][tran
   test::build_model(stack, c, 4);
   check(stack, Target::parse("cuda:sm_90+emu"), "stack of 4 blocks");
 }
+
+TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batches", "[gpu][emu][attention]") {
+  // out[b, i, d] = softmax_j(where(j <= i + n - m, q.k * scale, -inf)) V, over B batches.
+  for (auto [m, n, dk, dv] : {std::array<int64_t, 4>{5, 7, 4, 3}, {3, 600, 16, 300}, {1, 1, 2, 2}}) {
+    const int64_t B = 2;
+    k::Program p;
+    p.buffers.push_back(buf("q", DType::f32, B * m * dk, k::BufferRole::Input));
+    p.buffers.push_back(buf("k", DType::f32, B * n * dk, k::BufferRole::Input));
+    p.buffers.push_back(buf("v", DType::f32, B * n * dv, k::BufferRole::Input));
+    p.buffers.push_back(buf("o", DType::f32, B * m * dv, k::BufferRole::Output));
+    k::Kernel kk;
+    kk.name = "att";
+    kk.kind = k::KernelKind::Attention;
+    kk.loops.push_back(loop(0, B));
+    k::Attention a;
+    a.m = m;
+    a.n = n;
+    a.dk = dk;
+    a.dv = dv;
+    const k::Index b = k::Index::var(0);
+    a.q = {0, b * (m * dk), dk, 1};
+    a.k = {1, b * (n * dk), dk, 1};
+    a.v = {2, b * (n * dv), 1, n};  // V transposed in memory
+    a.out = {3, b * (m * dv), dv, 1};
+    a.row_var = 1;
+    a.key_var = 2;
+    a.col_var = 3;
+    const k::Index i = k::Index::var(1), j = k::Index::var(2);
+    a.score = k::where(k::binary(k::BinaryOp::LessThan, k::index_value(j), k::index_value(i + (n - m + 1))),
+                       k::binary(k::BinaryOp::Mul, k::acc(), k::constant(0.5)), k::constant(-INFINITY));
+    a.key_end = i + (n - m + 1);
+    a.epilogue = k::binary(k::BinaryOp::Add, k::acc(), k::constant(1.0));
+    kk.attention = a;
+    p.kernels.push_back(kk);
+    INFO("m " << m << " n " << n << " dk " << dk << " dv " << dv);
+    for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) check_emulated(p, {}, arch_of(t), {}, 1e-4, 1e-5);
+  }
+}

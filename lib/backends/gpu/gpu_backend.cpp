@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_program.hpp"
 #include "backends/cpu/jit.hpp"
 #include "backends/cuda/cuda_module.hpp"
+#include "backends/hip/hip_module.hpp"
 #include "backends/gpu/gpu_program.hpp"
 #include "backends/gpu/gpu_renderer.hpp"
 #include "luminal/error.hpp"
@@ -114,8 +115,14 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan, std::shared
       } else {
         out.codegen = "nvrtc (no kernels) " + arch.arch;
       }
+    } else if (!lp.prog.kernels.empty()) {
+      hip::HipModule m = hip::compile_module(out.source, arch.arch, options.cache_dir);
+      out.codegen = m.codegen;
+      for (const auto& l : src.launches)
+        for (const auto& r : m.resources)
+          if (r.name == l.name) out.resources.push_back(r);
     } else {
-      throw CompileError("[hip] compiling for " + arch.arch + " needs hipRTC, which this build does not load yet");
+      out.codegen = "hiprtc (no kernels) " + arch.arch;
     }
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

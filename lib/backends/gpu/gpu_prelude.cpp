@@ -54,6 +54,11 @@ LM_DEVICE void lm_mma_m16n8k16_bf16(float* d, const uint32_t* a, const uint32_t*
 // __shfl_xor overloads); a wavefront is 64 lanes on CDNA and 32 on RDNA.
 const char* kHipPart = R"LMHIP(
 /* ---- Luminal device prelude: HIP ---- */
+/* hipRTC 5.2 declares the 32- and 64-bit integer types only; repeating a typedef with
+   the same type is legal C++, so these hold whichever hipRTC compiles them */
+typedef unsigned short uint16_t;
+typedef unsigned char uint8_t;
+typedef signed char int8_t;
 #define LM_INLINE static __device__ __forceinline__
 #define LM_DEVICE static __device__ __forceinline__
 #define LM_FMA(a, b, c) __builtin_fmaf((a), (b), (c))

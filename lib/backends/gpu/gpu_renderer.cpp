@@ -178,6 +178,9 @@ class Writer {
       case KernelKind::Gather:
         gather(body, shape);
         break;
+      case KernelKind::Attention:
+        attention(body, shape);
+        break;
     }
     std::ostringstream s;
     s << "/* " << k_.name << ": " << shape.schedule << " */\n";
@@ -226,6 +229,12 @@ class Writer {
         reads_.insert(k_.gather->table);
         reads_.insert(k_.gather->ids);
         writes_.insert(k_.gather->out);
+        break;
+      case KernelKind::Attention:
+        for (int b : {k_.attention->q.buffer, k_.attention->k.buffer, k_.attention->v.buffer}) reads_.insert(b);
+        collect(k_.attention->score);
+        collect(k_.attention->epilogue);
+        writes_.insert(k_.attention->out.buffer);
         break;
     }
     touched_ = reads_;
@@ -562,6 +571,99 @@ class Writer {
     s << "      }\n";
     epilogue(s, "      ", "lm_c[i][j]", "lm_i0 + lm_ty + 16 * i", "lm_j0 + lm_tx + 16 * j", tm, tn);
     s << "    }\n  }\n";
+  }
+
+  // ---------------------------------------------------------------- attention
+  // One block per (batch point, query row), streaming the keys in chunks of one key per
+  // thread with the online softmax: the chunk's scores reduce to a running max m (NaN
+  // propagates), partial sums rescale by exp2((m_old - m_new) c), the chunk's weights go
+  // through shared memory to the threads that own the output columns. Every key is
+  // visited (key_end is only an optimization, and visiting keeps 0 * inf = NaN). A row
+  // whose keys are all masked ends with l = 0 and yields NaN, as the body does.
+  void attention(std::ostringstream& s, LaunchShape& shape) {
+    const Attention& a = *k_.attention;
+    const Index batches = product(k_.loops);
+    shape.sync = true;
+    shape.schedule = "attention, a block per query row, keys streamed " + std::to_string(kThreads) +
+                     " at a time (online softmax)";
+    shape.grid[0] = capped(batches * a.m, int64_t{1} << 20);
+    shape.static_shared = (kThreads + kThreads / arch_.warp) * 4;
+    shape.min_blocks = 2;  // the score expression and the online-softmax state: up to 128 registers
+    auto ld = [&](const MatrixView& v, const std::string& idx) {
+      const DType dt = p_.buffers[static_cast<size_t>(v.buffer)].dtype;
+      // Built with append: GCC 12 warns falsely (-Wrestrict) on operator+ chains here.
+      std::string x = "b";
+      x.append(std::to_string(v.buffer)).append("[").append(idx).append("]");
+      return convert(x, dt, DType::f32);
+    };
+    s << "  __shared__ float lm_e[" << kThreads << "];\n";
+    s << "  __shared__ float lm_part[" << kThreads / arch_.warp << "];\n";
+    s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ", lm_dk = " << ix(a.dk)
+      << ", lm_dv = " << ix(a.dv) << ", lm_batches = " << ix(batches) << ";\n";
+    s << "  const float lm_c = " << float_literal(a.exp2_scale) << ";\n";
+    s << "  const float lm_ninf = lm_u2f(0xff800000u);\n";
+    s << "  /* the row is the same for every thread of the block: barriers stay uniform */\n";
+    s << "  for (int64_t lm_t = blockIdx.x; lm_t < lm_batches * lm_m; lm_t += gridDim.x) {\n";
+    s << "    const int64_t v" << a.row_var << " = lm_t % lm_m;\n";
+    delinearize(s, "    ", k_.loops, "lm_t / lm_m");
+    const std::string i = "v" + std::to_string(a.row_var), j = "v" + std::to_string(a.key_var),
+                      d = "v" + std::to_string(a.col_var);
+    s << "    const int64_t lm_oq = " << ix(a.q.offset) << ", lm_rq = " << ix(a.q.row_stride)
+      << ", lm_cq = " << ix(a.q.col_stride) << ";\n";
+    s << "    const int64_t lm_ok = " << ix(a.k.offset) << ", lm_rk = " << ix(a.k.row_stride)
+      << ", lm_ck = " << ix(a.k.col_stride) << ";\n";
+    s << "    const int64_t lm_ov = " << ix(a.v.offset) << ", lm_rv = " << ix(a.v.row_stride)
+      << ", lm_cv = " << ix(a.v.col_stride) << ";\n";
+    s << "    const int64_t lm_oo = " << ix(a.out.offset) << ", lm_ro = " << ix(a.out.row_stride) << ";\n";
+    s << "    for (int64_t lm_d0 = 0; lm_d0 < lm_dv; lm_d0 += " << kThreads << ") {\n";
+    s << "      const int64_t " << d << " = lm_d0 + threadIdx.x;\n";
+    s << "      float lm_mx = lm_ninf, lm_l = 0.0f, lm_o = 0.0f;\n";
+    s << "      for (int64_t lm_j0 = 0; lm_j0 < lm_n; lm_j0 += " << kThreads << ") {\n";
+    s << "        const int64_t " << j << " = lm_j0 + threadIdx.x;\n";
+    s << "        float lm_s = lm_ninf;\n";
+    s << "        if (" << j << " < lm_n) {\n";
+    s << "          float lm_dot = 0.0f;\n";
+    s << "          for (int64_t lm_p = 0; lm_p < lm_dk; ++lm_p)\n";
+    s << "            lm_dot = LM_FMA(" << ld(a.q, "lm_oq + " + i + " * lm_rq + lm_p * lm_cq") << ", "
+      << ld(a.k, "lm_ok + " + j + " * lm_rk + lm_p * lm_ck") << ", lm_dot);\n";
+    s << "          const float acc = lm_dot;\n";
+    if (a.score.valid()) {
+      std::map<const ExprNode*, std::string> memo;
+      const std::string v = value(a.score, memo, s, "          ");
+      s << "          lm_s = " << v << ";\n";
+    } else {
+      s << "          lm_s = acc;\n";
+    }
+    s << "        }\n";
+    s << "        const float lm_cmax = lm_block_max_f32(lm_s, lm_part);\n";
+    s << "        const float lm_new = lm_max(lm_mx, lm_cmax);\n";
+    s << "        const float lm_alpha = lm_mx == lm_new ? 1.0f : lm_exp2((lm_mx - lm_new) * lm_c);\n";
+    s << "        const float lm_ej = " << j << " < lm_n ? (lm_new == lm_ninf ? 0.0f : lm_exp2((lm_s - lm_new) * lm_c)) : 0.0f;\n";
+    s << "        lm_l = lm_l * lm_alpha + lm_block_sum_f32(lm_ej, lm_part);\n";
+    s << "        lm_e[threadIdx.x] = lm_ej;\n";
+    s << "        lm_sync();\n";
+    s << "        if (" << d << " < lm_dv) {\n";
+    s << "          float lm_sum = 0.0f;\n";
+    s << "          const int64_t lm_nj = lm_n - lm_j0 < " << kThreads << " ? lm_n - lm_j0 : " << kThreads << ";\n";
+    s << "          for (int64_t lm_q = 0; lm_q < lm_nj; ++lm_q)\n";
+    s << "            lm_sum = LM_FMA(lm_e[lm_q], " << ld(a.v, "lm_ov + (lm_j0 + lm_q) * lm_rv + " + d + " * lm_cv")
+      << ", lm_sum);\n";
+    s << "          lm_o = lm_o * lm_alpha + lm_sum;\n";
+    s << "        }\n";
+    s << "        lm_sync();\n";
+    s << "        lm_mx = lm_new;\n";
+    s << "      }\n";
+    s << "      if (" << d << " < lm_dv) {\n";
+    s << "        const float acc = lm_o * (1.0f / lm_l);\n";
+    std::string v = "acc";
+    if (a.epilogue.valid()) {
+      std::map<const ExprNode*, std::string> memo;
+      v = value(a.epilogue, memo, s, "        ");
+      const DType od = p_.buffers[static_cast<size_t>(a.out.buffer)].dtype;
+      if (a.epilogue.dtype() != od) v = convert(v, a.epilogue.dtype(), od);
+    }
+    s << "        b" << a.out.buffer << "[lm_oo + " << i << " * lm_ro + " << d << "] = " << v << ";\n";
+    s << "      }\n    }\n  }\n";
   }
 
   void epilogue(std::ostringstream& s, const std::string& ind, const std::string& reg, const std::string& row,

@@ -1,0 +1,37 @@
+// The GPU cost of a kernel launch (docs/cost-model.md, "GPU launches"): the roofline of
+// cost_model.hpp refined by what decides GPU run time beyond bytes and FLOPs --
+//  * occupancy: blocks resident per SM (CU) from registers, shared memory (LDS), threads
+//    and the block limit; a schedule that does not fit at all costs +inf;
+//  * waves: the grid's blocks over SMs x resident blocks, the last wave partly idle;
+//  * latency hiding: fewer than 8 resident warps per SM leave the pipelines waiting;
+//  * coalescing: a row per thread over long rows reads one element per memory sector;
+//  * tensor cores: f16/bf16 GEMM operands on an architecture with them run at the f16
+//    peak, everything else at the f32 peak;
+//  * one launch overhead per kernel.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cost/cost_model.hpp"
+#include "cost/target_desc.hpp"
+
+namespace luminal::detail {
+
+/// Resources of one block of a schedule, estimated before any compiler sees it.
+struct GpuBlock {
+  int threads = 256;
+  int registers = 32;  // per thread
+  int shared_bytes = 0;
+};
+
+/// Blocks of `b` resident on one SM (CU) of `t`; 0 when one block does not fit.
+int resident_blocks(const TargetDesc& t, const GpuBlock& b);
+
+/// The block a generated GEMM tile {bm, bn, bk} needs: 256 threads, (bm*bn/256)
+/// accumulators + fragments + addressing per thread, (bm + bn) * bk f32 of shared tiles.
+GpuBlock gemm_block(int64_t bm, int64_t bn, int64_t bk);
+
+double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w);
+
+}  // namespace luminal::detail

@@ -1,0 +1,85 @@
+// GPU launch schedules as alternatives in the e-graph (the "schedule_gpu" set, run for
+// CUDA and HIP targets after fusion). A kernel node's launch parameters do not change
+// what it computes, so each rule states an identity: "this kernel = the same kernel
+// launched another way". Which launch runs is the cost model's choice
+// (cost/gpu_cost.hpp: occupancy from registers and shared memory against the SM's
+// limits, waves over the SMs, coalescing, tensor cores, launch overhead) -- so one rule
+// set serves an H100 and an MI210, and the search picks per target.
+//
+//  * gpu-gemm-tiles: every generated GEMM with each thread-block tile {bm, bn, bk} of
+//    kGemmTiles (256 threads, a (bm/16) x (bn/16) micro tile each; the renderer keeps
+//    bk within the architecture's static shared memory);
+//  * gpu-row-mapping: every reduction (row) kernel with a row per thread {1}, per block
+//    {2} or per warp {3} (gpu/gpu_renderer.hpp).
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "ir/build.hpp"
+#include "ir/kernel_body.hpp"
+#include "rules/registry.hpp"
+
+namespace luminal::rules {
+using egraph::Id;
+namespace {
+
+constexpr std::array<std::array<int64_t, 3>, 7> kGemmTiles{{
+    {128, 128, 32},
+    {128, 64, 32},
+    {64, 128, 32},
+    {64, 64, 32},
+    {32, 64, 32},
+    {32, 32, 32},
+    {16, 16, 16},
+}};
+
+// Adds, for every kernel node of `kind` without a launch, the same kernel with each of
+// `launches`.
+template <class Launches>
+std::size_t add_launches(EGraph& g, const PassContext& ctx, ir::KernelKind kind, const Launches& launches) {
+  if (!g.is_clean()) g.rebuild();
+  std::vector<std::pair<Id, ir::Variant>> todo;
+  const auto& ix = g.index();
+  for (Id cls : ix.classes_with(ir::Op::Kernel))
+    for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
+      const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
+      if (spec.kind != kind || !spec.launch.empty()) continue;
+      for (const auto& l : launches) {
+        auto s = std::make_shared<ir::KernelSpec>(spec);
+        s->launch.assign(l.begin(), l.end());
+        s->finalize();
+        auto k = g.node(nd).kids;
+        todo.emplace_back(cls, ir::Variant{s, std::vector<Id>(k.begin(), k.end())});
+      }
+    }
+  const std::size_t before = g.num_nodes();
+  for (auto& [cls, v] : todo) {
+    if (g.num_nodes() >= ctx.node_limit) break;
+    g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+  }
+  g.rebuild();
+  return g.num_nodes() - before;
+}
+
+std::size_t gpu_gemm_tiles(EGraph& g, const PassContext& ctx) {
+  return add_launches(g, ctx, ir::KernelKind::Gemm, kGemmTiles);
+}
+
+std::size_t gpu_row_mapping(EGraph& g, const PassContext& ctx) {
+  constexpr std::array<std::array<int64_t, 1>, 3> kMappings{{{1}, {2}, {3}}};
+  return add_launches(g, ctx, ir::KernelKind::Reduction, kMappings);
+}
+
+}  // namespace
+
+RuleSet schedule_gpu_rules() {
+  return {"schedule_gpu",
+          {
+              pass_rule("gpu-gemm-tiles", gpu_gemm_tiles, Exact,
+                        "gemm kernel = the same gemm launched with each thread-block tile"),
+              pass_rule("gpu-row-mapping", gpu_row_mapping, Exact,
+                        "row kernel = the same kernel with a row per thread, per warp or per block"),
+          }};
+}
+
+}  // namespace luminal::rules
