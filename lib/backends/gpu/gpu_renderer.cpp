@@ -1,5 +1,6 @@
 #include "backends/gpu/gpu_renderer.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -9,6 +10,7 @@
 #include "backends/gpu/emu_header.hpp"
 #include "backends/gpu/gpu_prelude.hpp"
 #include "kernel/kernel_eval.hpp"
+#include "kernel/op_spelling.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::gpu {
@@ -18,6 +20,40 @@ using namespace luminal::kernel;
 namespace {
 
 constexpr int kThreads = 256;  // threads per block of every schedule (a multiple of 64)
+
+// ---- how the GPU renderer spells each kernel-IR scalar op ("{0}", "{1}": operands).
+// i32 arithmetic goes through the wrapping helpers (gpu_prelude.hpp): no signed-overflow
+// UB, the two's complement results PyTorch gives.
+struct GpuUnary {
+  std::string_view f32, i32, other;
+};
+constexpr std::array<OpRow<UnaryOp, GpuUnary>, kNumUnaryOps> kGpuUnary = {{
+    {UnaryOp::Exp2, {"lm_exp2({0})", "lm_exp2({0})", "lm_exp2({0})"}},
+    {UnaryOp::Log2, {"lm_log2({0})", "lm_log2({0})", "lm_log2({0})"}},
+    {UnaryOp::Sin, {"lm_sin({0})", "lm_sin({0})", "lm_sin({0})"}},
+    {UnaryOp::Sqrt, {"lm_sqrt({0})", "lm_sqrt({0})", "lm_sqrt({0})"}},
+    {UnaryOp::Recip, {"1.0f / {0}", "1.0f / {0}", "1.0f / {0}"}},
+    {UnaryOp::Neg, {"-{0}", "lm_ineg({0})", "-{0}"}},
+    {UnaryOp::Not, {"(uint8_t)!{0}", "(uint8_t)!{0}", "(uint8_t)!{0}"}},
+}};
+static_assert(covers_every_op(kGpuUnary), "the GPU renderer spells every kernel-IR unary op, in enum order");
+
+struct GpuBinary {
+  std::string_view f32, i32, other;  // other: bool (f16/bf16 bits are only read by casts)
+};
+constexpr std::array<OpRow<BinaryOp, GpuBinary>, kNumBinaryOps> kGpuBinary = {{
+    {BinaryOp::Add, {"{0} + {1}", "lm_iadd({0}, {1})", "{0} + {1}"}},
+    {BinaryOp::Sub, {"{0} - {1}", "lm_isub({0}, {1})", "{0} - {1}"}},
+    {BinaryOp::Mul, {"{0} * {1}", "lm_imul({0}, {1})", "{0} * {1}"}},
+    {BinaryOp::Max, {"lm_max({0}, {1})", "({0} > {1} ? {0} : {1})", "({0} > {1} ? {0} : {1})"}},
+    {BinaryOp::Min, {"lm_min({0}, {1})", "({0} < {1} ? {0} : {1})", "({0} < {1} ? {0} : {1})"}},
+    {BinaryOp::Mod, {"lm_fmod_floor({0}, {1})", "lm_imod({0}, {1})", "lm_imod({0}, {1})"}},
+    {BinaryOp::LessThan, {"(uint8_t)({0} < {1})", "(uint8_t)({0} < {1})", "(uint8_t)({0} < {1})"}},
+    {BinaryOp::Equal, {"(uint8_t)({0} == {1})", "(uint8_t)({0} == {1})", "(uint8_t)({0} == {1})"}},
+    {BinaryOp::And, {"(uint8_t)({0} && {1})", "(uint8_t)({0} && {1})", "(uint8_t)({0} && {1})"}},
+    {BinaryOp::Or, {"(uint8_t)({0} || {1})", "(uint8_t)({0} || {1})", "(uint8_t)({0} || {1})"}},
+}};
+static_assert(covers_every_op(kGpuBinary), "the GPU renderer spells every kernel-IR binary op, in enum order");
 
 std::string c_type(DType t) {
   switch (t) {
@@ -280,70 +316,13 @@ class Writer {
   }
 
   static std::string unary(UnaryOp op, DType t, const std::string& x) {
-    const bool f = t == DType::f32;
-    switch (op) {
-      case UnaryOp::Neg:
-        return f ? "-" + x : t == DType::i32 ? "lm_ineg(" + x + ")" : "-" + x;
-      case UnaryOp::Recip:
-        return "1.0f / " + x;
-      case UnaryOp::Sqrt:
-        return "lm_sqrt(" + x + ")";
-      case UnaryOp::Exp2:
-        return "lm_exp2(" + x + ")";
-      case UnaryOp::Log2:
-        return "lm_log2(" + x + ")";
-      case UnaryOp::Sin:
-        return "lm_sin(" + x + ")";
-      case UnaryOp::Exp:
-        return "lm_exp(" + x + ")";
-      case UnaryOp::Log:
-        return "lm_log(" + x + ")";
-      case UnaryOp::Cos:
-        return "lm_cos(" + x + ")";
-      case UnaryOp::Tanh:
-        return "lm_tanh(" + x + ")";
-      case UnaryOp::Sigmoid:
-        return "lm_sigmoid(" + x + ")";
-      case UnaryOp::Erf:
-        return "lm_erf(" + x + ")";
-      case UnaryOp::Relu:
-        return f ? "lm_relu(" + x + ")" : "(" + x + " < 0 ? 0 : " + x + ")";
-      case UnaryOp::Abs:
-        return f ? "lm_abs(" + x + ")" : t == DType::i32 ? "(" + x + " < 0 ? lm_ineg(" + x + ") : " + x + ")" : x;
-      case UnaryOp::Not:
-        return "(uint8_t)!" + x;
-    }
-    return x;
+    const GpuUnary& u = row_of(kGpuUnary, op).spelling;
+    return fill_template(t == DType::f32 ? u.f32 : t == DType::i32 ? u.i32 : u.other, {x});
   }
 
   static std::string binary(BinaryOp op, DType t, const std::string& x, const std::string& y) {
-    const bool f = t == DType::f32;
-    const bool i = t == DType::i32;
-    switch (op) {
-      case BinaryOp::Add:
-        return i ? "lm_iadd(" + x + ", " + y + ")" : x + " + " + y;
-      case BinaryOp::Sub:
-        return i ? "lm_isub(" + x + ", " + y + ")" : x + " - " + y;
-      case BinaryOp::Mul:
-        return i ? "lm_imul(" + x + ", " + y + ")" : x + " * " + y;
-      case BinaryOp::Div:
-        return f ? x + " / " + y : i ? "lm_idiv(" + x + ", " + y + ")" : "(" + y + " == 0 ? 0 : " + x + " / " + y + ")";
-      case BinaryOp::Max:
-        return f ? "lm_max(" + x + ", " + y + ")" : "(" + x + " > " + y + " ? " + x + " : " + y + ")";
-      case BinaryOp::Min:
-        return f ? "lm_min(" + x + ", " + y + ")" : "(" + x + " < " + y + " ? " + x + " : " + y + ")";
-      case BinaryOp::Mod:
-        return f ? "lm_fmod_floor(" + x + ", " + y + ")" : "lm_imod(" + x + ", " + y + ")";
-      case BinaryOp::LessThan:
-        return "(uint8_t)(" + x + " < " + y + ")";
-      case BinaryOp::Equal:
-        return "(uint8_t)(" + x + " == " + y + ")";
-      case BinaryOp::And:
-        return "(uint8_t)(" + x + " && " + y + ")";
-      case BinaryOp::Or:
-        return "(uint8_t)(" + x + " || " + y + ")";
-    }
-    return x;
+    const GpuBinary& b = row_of(kGpuBinary, op).spelling;
+    return fill_template(t == DType::f32 ? b.f32 : t == DType::i32 ? b.i32 : b.other, {x, y});
   }
 
   // Declares the loop variables of `loops` from the linear position `lin` (innermost
