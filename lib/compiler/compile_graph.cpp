@@ -207,6 +207,8 @@ SearchSettings settings_for(const Target& target, const CompileOptions& options,
   switch (target.kind()) {
     case Target::Kind::cuda:
       s.ctx.target = detail::describe_gpu(target.arch().empty() ? "sm_90" : target.arch());
+      // LUMINAL_GPU_MODEL=H200: a board whose figures differ from its architecture's row.
+      if (const char* m = std::getenv("LUMINAL_GPU_MODEL"); m && *m) s.ctx.target = detail::describe_gpu_model(m);
       break;
     case Target::Kind::hip:
       s.ctx.target = detail::describe_gpu(target.arch().empty() ? "gfx90a" : target.arch());

@@ -54,7 +54,8 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const double smem_bound = std::min(1.0, tm * tn / (tm + tn) / 4.0);
     const double fill = (w.gemm_m / (std::ceil(w.gemm_m / bm) * bm)) * (w.gemm_n / (std::ceil(w.gemm_n / bn) * bn));
     efficiency = t.gemm_efficiency * fill * smem_bound;
-    if (w.half_operands && t.peak_flops_f16 > t.peak_flops_f32) peak = t.peak_flops_f16;
+    // The generated GEMM computes in f32 FMAs (the kernel IR's GEMM operands are f32):
+    // no tensor-core peak for it, whatever its operands held.
     const double memory_s = std::max(bytes / t.mem_bandwidth, reread / t.cache_bandwidth);
     const int resident = resident_blocks(t, block);
     if (resident == 0) return inf;

@@ -34,11 +34,19 @@ bool decode(const std::string& payload, DeviceModule& m) {
 
 }  // namespace
 
+namespace {
+std::mutex mu;
+std::map<std::string, DeviceModule> memory;
+}  // namespace
+
+void clear_module_memory_cache() {
+  std::lock_guard<std::mutex> lock(mu);
+  memory.clear();
+}
+
 DeviceModule cached_module(const std::string& key_material, const std::string& ext, const std::string& cache_dir,
                            const std::function<DeviceModule()>& compile) {
   const std::string key = cpu::hash_hex(key_material);
-  static std::mutex mu;
-  static std::map<std::string, DeviceModule> memory;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = memory.find(key); it != memory.end()) {

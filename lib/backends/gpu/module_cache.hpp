@@ -24,4 +24,7 @@ struct DeviceModule {
 DeviceModule cached_module(const std::string& key_material, const std::string& ext, const std::string& cache_dir,
                            const std::function<DeviceModule()>& compile);
 
+/// Forgets the in-memory modules (benchmarks of a cold or disk-cached compile).
+void clear_module_memory_cache();
+
 }  // namespace luminal::gpu
