@@ -122,6 +122,19 @@ struct Evaluator {
     return i;
   }
 
+  // Element i of buffer b as a number (f16/bf16 decoded; read() keeps their bits).
+  double value(int b, int64_t i) const {
+    const double x = read(b, i);
+    switch (p.buffers[static_cast<size_t>(b)].dtype) {
+      case DType::f16:
+        return f16_bits_to_f32(static_cast<uint16_t>(x));
+      case DType::bf16:
+        return bf16_bits_to_f32(static_cast<uint16_t>(x));
+      default:
+        return x;
+    }
+  }
+
   double read(int b, int64_t i) const {
     i = checked(b, i);
     void* base = bufs[static_cast<size_t>(b)];
@@ -258,7 +271,7 @@ struct Evaluator {
       for (int64_t j = 0; j < n; ++j) {
         double s = 0;
         for (int64_t q = 0; q < kk; ++q)
-          s += read(g.a.buffer, oa + i * ra + q * ca) * read(g.b.buffer, ob + q * rb + j * cb);
+          s += value(g.a.buffer, oa + i * ra + q * ca) * value(g.b.buffer, ob + q * rb + j * cb);
         acc = static_cast<float>(s);
         vars[static_cast<size_t>(g.row_var)] = i;
         vars[static_cast<size_t>(g.col_var)] = j;

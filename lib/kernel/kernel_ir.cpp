@@ -498,10 +498,13 @@ void validate(const Program& p) {
       case KernelKind::Gemm: {
         if (!k.gemm) c.fail("gemm kernel without a Gemm");
         const Gemm& g = *k.gemm;
+        for (const auto* v : {&g.a, &g.b, &g.c}) c.buffer(v->buffer);
+        const DType da = p.buffers[static_cast<size_t>(g.a.buffer)].dtype;
+        if (da != p.buffers[static_cast<size_t>(g.b.buffer)].dtype ||
+            !(da == DType::f32 || da == DType::f16 || da == DType::bf16))
+          c.fail("GEMM operands must both be f32, f16 or bf16");
+        if (p.buffers[static_cast<size_t>(g.c.buffer)].dtype != DType::f32) c.fail("GEMM output must be f32");
         for (const auto* v : {&g.a, &g.b, &g.c}) {
-          c.buffer(v->buffer);
-          if (p.buffers[static_cast<size_t>(v->buffer)].dtype != DType::f32)
-            c.fail("GEMM operands must be f32");
           c.index(v->offset);
           c.index(v->row_stride);
           c.index(v->col_stride);

@@ -257,6 +257,9 @@ struct GemmTile {
 
 struct Gemm {
   Index m, n, k;
+  // A and B are f32, or both f16 or both bf16 (products summed in f32: tensor cores on a
+  // GPU; only the GPU renderer takes half operands, the CPU lowering widens them first).
+  // C is f32.
   MatrixView a;                  // m x k
   MatrixView b;                  // k x n
   MatrixView c;                  // m x n, col_stride must be 1

@@ -10,6 +10,7 @@
 
 #include "backends/cuda/cuda_module.hpp"
 #include "backends/cuda/nvrtc.hpp"
+#include "backends/gpu/gpu_renderer.hpp"
 #include "backends/hip/hip_module.hpp"
 #include "backends/hip/hiprtc.hpp"
 #include "compiler/translation_models.hpp"
@@ -217,7 +218,10 @@ std::vector<int64_t> chosen_gemm_tile(const char* target, int64_t m, int64_t k, 
 
 std::string tile_string(const std::vector<int64_t>& t) {
   std::string s;
-  for (int64_t x : t) s += (s.empty() ? "" : "x") + std::to_string(x);
+  for (int64_t x : t) {
+    if (!s.empty()) s.push_back('x');
+    s.append(std::to_string(x));
+  }
   return s.empty() ? "(none)" : s;
 }
 
@@ -238,4 +242,39 @@ TEST_CASE("the same schedule rules pick different GEMM tiles for sm_90 and gfx90
     differ += a != b;
   }
   CHECK(differ > 0);
+}
+
+TEST_CASE("tensor-core GEMM kernels compile with NVRTC for sm_80 and sm_90 without spills", "[gpu][nvrtc][mma]") {
+  if (!have_nvrtc()) return;
+  namespace k = luminal::kernel;
+  k::Program p;
+  const int64_t M = 4096, N = 4096, K = 4096;
+  p.buffers = {{"a", DType::f16, M * K, k::BufferRole::Input},
+               {"b", DType::f16, K * N, k::BufferRole::Input},
+               {"c", DType::f32, M * N, k::BufferRole::Output}};
+  k::Kernel kk;
+  kk.name = "mm";
+  kk.kind = k::KernelKind::Gemm;
+  k::Gemm g;
+  g.m = M;
+  g.n = N;
+  g.k = K;
+  g.a = {0, 0, K, 1};
+  g.b = {1, 0, N, 1};
+  g.c = {2, 0, N, 1};
+  g.row_var = 0;
+  g.col_var = 1;
+  kk.gemm = g;
+  p.kernels.push_back(kk);
+  for (auto [target, arch] : {std::pair<const char*, const char*>{"cuda:sm_80", "sm_80"}, {"cuda:sm_90", "sm_90"}})
+    for (const auto& tile : std::vector<std::vector<int64_t>>{{128, 128, 32}, {128, 64, 32}, {64, 64, 32}}) {
+      const gpu::GpuSource src =
+          gpu::render_gpu(p, gpu::arch_for(Target::parse(target)), [&](const k::Kernel&) { return tile; });
+      REQUIRE(src.kernels.find("tensor cores") != std::string::npos);
+      cuda::CudaModule m = cuda::compile_module(src.device_source(), arch, true);
+      REQUIRE(m.resources.size() == 1);
+      INFO(arch << " tile " << tile[0] << "x" << tile[1] << ": " << m.resources[0].registers << " registers");
+      CHECK(m.resources[0].spill_bytes == 0);
+      CHECK(m.resources[0].shared_bytes == (tile[0] + tile[1]) * 64);
+    }
 }

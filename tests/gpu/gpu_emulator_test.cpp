@@ -300,3 +300,36 @@ TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batc
     for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) check_emulated(p, {}, arch_of(t), {}, 1e-4, 1e-5);
   }
 }
+
+TEST_CASE("emulated tensor-core GEMMs: f16 and bf16 operands, every tile, edges, batches", "[gpu][emu][mma]") {
+  for (DType dt : {DType::f16, DType::bf16}) {
+    const int64_t M = 37, N = 45, K = 29, B = 2;
+    k::Program p;
+    p.buffers.push_back(buf("a", dt, B * M * K, k::BufferRole::Input));
+    p.buffers.push_back(buf("b", dt, K * N, k::BufferRole::Input));
+    p.buffers.push_back(buf("c", DType::f32, B * M * N, k::BufferRole::Output));
+    k::Kernel kk;
+    kk.name = "mm";
+    kk.kind = k::KernelKind::Gemm;
+    kk.loops.push_back(loop(0, B));
+    k::Gemm g;
+    g.m = M;
+    g.n = N;
+    g.k = K;
+    g.a = {0, k::Index::var(0) * (M * K), K, 1};
+    g.b = {1, 0, 1, K};  // B stored transposed (n-major)
+    g.c = {2, k::Index::var(0) * (M * N), N, 1};
+    g.row_var = 1;
+    g.col_var = 2;
+    g.epilogue = k::binary(k::BinaryOp::Mul, k::acc(), k::constant(0.25));
+    kk.gemm = g;
+    p.kernels.push_back(kk);
+    for (const auto& tile : std::vector<std::vector<int64_t>>{{128, 128, 32}, {64, 64, 32}, {32, 32, 32}, {16, 16, 16}}) {
+      INFO((dt == DType::f16 ? "f16" : "bf16") << " tile " << tile[0]);
+      const std::string src = check_emulated(p, {}, arch_of("cuda:sm_90+emu"), tile, 1e-4, 1e-4);
+      CHECK((src.find("gemm, tensor cores (mma.sync") != std::string::npos) == (tile[0] >= 32));
+      // The same program without tensor cores (HIP here) converts and uses f32 FMAs.
+      check_emulated(p, {}, arch_of("hip:gfx90a+emu"), tile, 1e-4, 1e-4);
+    }
+  }
+}

@@ -601,6 +601,9 @@ class KernelWriter {
 
   std::string gemm() {
     const Gemm& g = *k_.gemm;
+    // The C GEMM drivers read f32 operands; half operands are the GPU renderer's.
+    if (p_.buffers[static_cast<size_t>(g.a.buffer)].dtype != DType::f32)
+      throw InternalError("[cpu] kernel " + k_.name + ": the C renderer takes f32 GEMM operands only");
     const GemmTile& t = g.tile;
     check_micro_tile(opt_.isa, t.mr, t.nr);
     gemm_configs_.insert({t.mr, t.nr});

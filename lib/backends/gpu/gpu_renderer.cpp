@@ -473,6 +473,9 @@ class Writer {
       bn = launch_[1];
       bk = launch_[2];
     }
+    const DType dt = p_.buffers[static_cast<size_t>(g.a.buffer)].dtype;
+    if (dt != DType::f32 && arch_.dialect == Dialect::Cuda && arch_.mma_m16n8k16 && bm % 32 == 0 && bn % 32 == 0)
+      return gemm_mma(s, shape, bm, bn, dt);
     // 16 x 16 threads, each a (bm/16) x (bn/16) micro tile.
     bm = std::max<int64_t>(16, bm / 16 * 16);
     bn = std::max<int64_t>(16, bn / 16 * 16);
@@ -521,8 +524,8 @@ class Writer {
     else
       s << "          const int r = lm_e % " << bm << ", kk = lm_e / " << bm << ";\n";
     s << "          const int64_t gi = lm_i0 + r, gk = lm_k0 + kk;\n";
-    s << "          lm_as[kk * " << bm << " + r] = (gi < lm_m && gk < lm_k) ? b" << g.a.buffer
-      << "[lm_oa + gi * lm_ra + gk * lm_ca] : 0.0f;\n";
+    s << "          lm_as[kk * " << bm << " + r] = (gi < lm_m && gk < lm_k) ? "
+      << operand(g.a.buffer, "lm_oa + gi * lm_ra + gk * lm_ca") << " : 0.0f;\n";
     s << "        }\n";
     s << "        for (int lm_e = threadIdx.x; lm_e < " << bn * bk << "; lm_e += " << kThreads << ") {\n";
     if (b_n_contig)
@@ -530,8 +533,8 @@ class Writer {
     else
       s << "          const int c = lm_e / " << bk << ", kk = lm_e % " << bk << ";\n";
     s << "          const int64_t gj = lm_j0 + c, gk = lm_k0 + kk;\n";
-    s << "          lm_bs[kk * " << bn << " + c] = (gj < lm_n && gk < lm_k) ? b" << g.b.buffer
-      << "[lm_ob + gk * lm_rb + gj * lm_cb] : 0.0f;\n";
+    s << "          lm_bs[kk * " << bn << " + c] = (gj < lm_n && gk < lm_k) ? "
+      << operand(g.b.buffer, "lm_ob + gk * lm_rb + gj * lm_cb") << " : 0.0f;\n";
     s << "        }\n";
     s << "        lm_sync();\n";
     s << "#pragma unroll 4\n";
@@ -643,6 +646,119 @@ class Writer {
     }
     s << "        b" << a.out.buffer << "[lm_oo + " << i << " * lm_ro + " << d << "] = " << v << ";\n";
     s << "      }\n    }\n  }\n";
+  }
+
+  // A GEMM operand element as f32 (half operands decoded).
+  std::string operand(int buffer, const std::string& idx) const {
+    std::string x = "b";
+    x.append(std::to_string(buffer)).append("[").append(idx).append("]");
+    return convert(x, p_.buffers[static_cast<size_t>(buffer)].dtype, DType::f32);
+  }
+
+  // f16/bf16 operands on sm_80+: 8 warps (2 x 4) per block, each a (bm/2) x (bn/4) warp
+  // tile of m16n8k16 tensor-core products through lm_mma_m16n8k16_* (the lane layout in
+  // gpu_prelude.hpp). The shared tiles hold k-pairs as 32-bit words -- A as [m][k/2],
+  // B as [n][k/2] -- so every fragment register is one aligned word; BK is 32 (two k16
+  // steps per tile). Out-of-range rows, columns and k are zero-filled.
+  void gemm_mma(std::ostringstream& s, LaunchShape& shape, int64_t bm, int64_t bn, DType dt) {
+    const Gemm& g = *k_.gemm;
+    const int64_t mt = bm / 2 / 16, nt = bn / 4 / 8, words = 16;  // BK = 32 halves = 16 words
+    const Index batches = product(k_.loops);
+    const std::string mma = dt == DType::bf16 ? "lm_mma_m16n8k16_bf16" : "lm_mma_m16n8k16_f16";
+    shape.sync = true;
+    shape.static_shared = static_cast<int>((bm + bn) * words * 4);
+    shape.min_blocks = mt * nt > 4 ? 1 : 2;
+    shape.schedule = "gemm, tensor cores (mma.sync m16n8k16 " + std::string(dt == DType::bf16 ? "bf16" : "f16") +
+                     "), tiles " + std::to_string(bm) + "x" + std::to_string(bn) + "x32, 8 warps of " +
+                     std::to_string(mt) + "x" + std::to_string(nt) + " mma tiles";
+    shape.grid[0] = ceil_div(g.n, bn);
+    shape.grid[1] = capped(ceil_div(g.m, bm), 65535);
+    shape.grid[2] = capped(batches, 65535);
+    auto half = [&](int buffer, const std::string& idx) {
+      std::string x = "(uint32_t)b";
+      return x.append(std::to_string(buffer)).append("[").append(idx).append("]");
+    };
+    s << "  __shared__ uint32_t lm_a2[" << bm * words << "];  /* [m][k/2]: k pairs */\n";
+    s << "  __shared__ uint32_t lm_b2[" << bn * words << "];  /* [n][k/2] */\n";
+    s << "  const int64_t lm_m = " << ix(g.m) << ", lm_n = " << ix(g.n) << ", lm_k = " << ix(g.k)
+      << ", lm_batches = " << ix(batches) << ";\n";
+    s << "  const unsigned int lm_w = threadIdx.x / 32, lm_lane = threadIdx.x % 32, lm_g = lm_lane / 4, lm_t = lm_lane % 4;\n";
+    s << "  const int lm_wm = (lm_w / 4) * " << bm / 2 << ", lm_wn = (lm_w % 4) * " << bn / 4 << ";\n";
+    s << "  /* loop bounds depend on block indices only: barriers and mma stay uniform */\n";
+    s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
+    delinearize(s, "    ", k_.loops, "lm_b");
+    s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
+      << ", lm_ca = " << ix(g.a.col_stride) << ";\n";
+    s << "    const int64_t lm_ob = " << ix(g.b.offset) << ", lm_rb = " << ix(g.b.row_stride)
+      << ", lm_cb = " << ix(g.b.col_stride) << ";\n";
+    s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
+    s << "    for (int64_t lm_ti = blockIdx.y; lm_ti * " << bm << " < lm_m; lm_ti += gridDim.y) {\n";
+    s << "      const int64_t lm_i0 = lm_ti * " << bm << ", lm_j0 = (int64_t)blockIdx.x * " << bn << ";\n";
+    s << "      float lm_c[" << mt << "][" << nt << "][4];\n";
+    s << "      for (int i = 0; i < " << mt << "; ++i)\n";
+    s << "        for (int j = 0; j < " << nt << "; ++j)\n";
+    s << "          for (int r = 0; r < 4; ++r) lm_c[i][j][r] = 0.0f;\n";
+    s << "      for (int64_t lm_k0 = 0; lm_k0 < lm_k; lm_k0 += 32) {\n";
+    s << "        for (int lm_e = threadIdx.x; lm_e < " << bm * words << "; lm_e += " << kThreads << ") {\n";
+    s << "          const int64_t gi = lm_i0 + lm_e / " << words << ", gk = lm_k0 + 2 * (lm_e % " << words << ");\n";
+    s << "          const uint32_t lo = (gi < lm_m && gk < lm_k) ? " << half(g.a.buffer, "lm_oa + gi * lm_ra + gk * lm_ca")
+      << " : 0u;\n";
+    s << "          const uint32_t hi = (gi < lm_m && gk + 1 < lm_k) ? "
+      << half(g.a.buffer, "lm_oa + gi * lm_ra + (gk + 1) * lm_ca") << " : 0u;\n";
+    s << "          lm_a2[lm_e] = lo | (hi << 16);\n";
+    s << "        }\n";
+    s << "        for (int lm_e = threadIdx.x; lm_e < " << bn * words << "; lm_e += " << kThreads << ") {\n";
+    s << "          const int64_t gj = lm_j0 + lm_e / " << words << ", gk = lm_k0 + 2 * (lm_e % " << words << ");\n";
+    s << "          const uint32_t lo = (gj < lm_n && gk < lm_k) ? " << half(g.b.buffer, "lm_ob + gk * lm_rb + gj * lm_cb")
+      << " : 0u;\n";
+    s << "          const uint32_t hi = (gj < lm_n && gk + 1 < lm_k) ? "
+      << half(g.b.buffer, "lm_ob + (gk + 1) * lm_rb + gj * lm_cb") << " : 0u;\n";
+    s << "          lm_b2[lm_e] = lo | (hi << 16);\n";
+    s << "        }\n";
+    s << "        lm_sync();\n";
+    s << "        for (int kk = 0; kk < 2; ++kk) {\n";
+    s << "          uint32_t a[" << mt << "][4], b[" << nt << "][2];\n";
+    s << "#pragma unroll\n";
+    s << "          for (int i = 0; i < " << mt << "; ++i) {\n";
+    s << "            const int r0 = lm_wm + i * 16 + lm_g;\n";
+    s << "            a[i][0] = lm_a2[r0 * " << words << " + kk * 8 + lm_t];\n";
+    s << "            a[i][1] = lm_a2[(r0 + 8) * " << words << " + kk * 8 + lm_t];\n";
+    s << "            a[i][2] = lm_a2[r0 * " << words << " + kk * 8 + lm_t + 4];\n";
+    s << "            a[i][3] = lm_a2[(r0 + 8) * " << words << " + kk * 8 + lm_t + 4];\n";
+    s << "          }\n";
+    s << "#pragma unroll\n";
+    s << "          for (int j = 0; j < " << nt << "; ++j) {\n";
+    s << "            const int c0 = lm_wn + j * 8 + lm_g;\n";
+    s << "            b[j][0] = lm_b2[c0 * " << words << " + kk * 8 + lm_t];\n";
+    s << "            b[j][1] = lm_b2[c0 * " << words << " + kk * 8 + lm_t + 4];\n";
+    s << "          }\n";
+    s << "#pragma unroll\n";
+    s << "          for (int i = 0; i < " << mt << "; ++i)\n";
+    s << "#pragma unroll\n";
+    s << "            for (int j = 0; j < " << nt << "; ++j) " << mma << "(lm_c[i][j], a[i], b[j], lm_c[i][j]);\n";
+    s << "        }\n";
+    s << "        lm_sync();\n";
+    s << "      }\n";
+    s << "#pragma unroll\n";
+    s << "      for (int i = 0; i < " << mt << "; ++i)\n";
+    s << "#pragma unroll\n";
+    s << "        for (int j = 0; j < " << nt << "; ++j)\n";
+    s << "#pragma unroll\n";
+    s << "          for (int r = 0; r < 4; ++r) {\n";
+    s << "            const int64_t v" << g.row_var << " = lm_i0 + lm_wm + i * 16 + lm_g + 8 * (r / 2), v" << g.col_var
+      << " = lm_j0 + lm_wn + j * 8 + 2 * lm_t + r % 2;\n";
+    s << "            if (v" << g.row_var << " >= lm_m || v" << g.col_var << " >= lm_n) continue;\n";
+    s << "            const float acc = lm_c[i][j][r];\n";
+    std::string v = "acc";
+    if (g.epilogue.valid()) {
+      std::map<const ExprNode*, std::string> memo;
+      v = value(g.epilogue, memo, s, "            ");
+      const DType cd = p_.buffers[static_cast<size_t>(g.c.buffer)].dtype;
+      if (g.epilogue.dtype() != cd) v = convert(v, g.epilogue.dtype(), cd);
+    }
+    s << "            b" << g.c.buffer << "[lm_oc + v" << g.row_var << " * lm_rc + v" << g.col_var << "] = " << v
+      << ";\n";
+    s << "          }\n    }\n  }\n";
   }
 
   void epilogue(std::ostringstream& s, const std::string& ind, const std::string& reg, const std::string& row,
