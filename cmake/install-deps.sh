@@ -7,7 +7,9 @@ pkgs=(cmake ninja-build g++ gcc pkg-config libfmt-dev catch2 libbenchmark-dev
       libopenblas-dev nlohmann-json3-dev
       # HIP backend: hipRTC (in libamdhip64), its builtin headers, comgr's device libraries.
       # dlopen'ed at run time, never linked; compile_only for AMD GPUs needs them.
-      hipcc libamdhip64-dev libhiprtc-builtins5 rocm-device-libs)
+      hipcc libamdhip64-dev libhiprtc-builtins5 rocm-device-libs
+      # Test-only: the exact ILP extraction the heuristic is measured against.
+      libglpk-dev coinor-cbc)
 [[ "${1:-}" == "--dev" ]] && pkgs+=(python3-torch graphviz)
 
 missing=()

@@ -195,7 +195,10 @@ bool same_block(const Block& a, const Block& b) {
   return true;
 }
 
-SearchSettings settings_for(const Target& target, const CompileOptions& options, Clock::time_point start) {
+}  // namespace
+
+// (declared in search.hpp: the ILP tests search with the same settings)
+SearchSettings make_search_settings(const Target& target, const CompileOptions& options, Clock::time_point start) {
   SearchSettings s;
   s.options = options;
   s.deadline = start + std::chrono::duration_cast<Clock::duration>(
@@ -224,12 +227,10 @@ SearchSettings settings_for(const Target& target, const CompileOptions& options,
   return s;
 }
 
-}  // namespace
-
 CompiledProgram compile_graph(const GraphImpl& g, const Target& target, const CompileOptions& options) {
   const auto t0 = Clock::now();
   CompiledProgram out;
-  SearchSettings settings = settings_for(target, options, t0);
+  SearchSettings settings = make_search_settings(target, options, t0);
   const std::vector<uint32_t> live = detail::live_nodes(g);
   std::vector<uint32_t> seq;
   for (uint32_t id : live)

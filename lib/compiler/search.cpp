@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <unordered_map>
 
+#include "cost/target_desc.hpp"
 #include "ir/build.hpp"
 #include "ir/kernel_body.hpp"
 #include "luminal/egraph/extract.hpp"
@@ -32,14 +34,16 @@ ir::DimGuess guess_dims(const detail::GraphImpl& g) {
 
 }  // namespace
 
-SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& s) {
-  SearchResult res;
-  ir::EGraph g;
+std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, const SearchSettings& s) {
+  auto out = std::make_unique<SaturatedGraph>();
+  SaturatedGraph& res = *out;
+  ir::EGraph& g = res.g;
   ir::Loaded loaded = ir::load_graph(g, graph);
+  res.outputs = loaded.outputs;
   g.rebuild();
   const CompileOptions& o = s.options;
   const auto node_limit = static_cast<std::size_t>(std::max<int64_t>(o.node_limit, 1));
-  std::vector<std::string> stops;
+  std::vector<std::string>& stops = res.stops;
 
   // ---- phase 1: math rules to saturation or budget
   {
@@ -118,28 +122,45 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
                              skipped.c_str()));
   }
 
+  for (const auto& [name, cls] : loaded.outputs) res.roots.push_back(cls);
+  return out;
+}
+
+KernelCost::KernelCost(const ir::EGraph& g, const detail::GraphImpl& graph, const detail::TargetDesc& target)
+    : g_(&g), target_(target), dims_(guess_dims(graph)) {}
+
+double KernelCost::operator()(const ir::NodeView& v) const {
+  if (v.op == ir::Op::Input || v.op == ir::Op::Param) return 0.0;
+  if (v.op != ir::Op::Kernel) return egraph::kInfiniteCost;
+  auto it = memo_.find(v.payload);
+  if (it != memo_.end()) return it->second;
+  const auto& spec = *g_->analysis().attrs().get(v.payload).kernel;
+  double c = detail::kernel_seconds(target_, ir::kernel_work(*g_, spec, {}, dims_));
+  memo_.emplace(v.payload, c);
+  return c;
+}
+
+egraph::DagOptions extraction_options() {
+  egraph::DagOptions dopt;
+  dopt.exact_class_limit = 24;
+  dopt.exact_step_limit = 200000;
+  dopt.improve_rounds = 4;
+  return dopt;
+}
+
+SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& s) {
+  std::unique_ptr<SaturatedGraph> sat = saturate_graph(graph, s);
+  ir::EGraph& g = sat->g;
+  SearchResult res;
+  res.iterations = sat->iterations;
+  res.phases = sat->phases;
+  const std::vector<std::string>& stops = sat->stops;
   // ---- phase 3: DAG-aware extraction over kernel nodes
   {
     auto t0 = Clock::now();
-    const ir::DimGuess dims = guess_dims(graph);
-    std::unordered_map<uint32_t, double> cost_of_payload;
-    auto node_cost = [&](const ir::NodeView& v) -> double {
-      if (v.op == ir::Op::Input || v.op == ir::Op::Param) return 0.0;
-      if (v.op != ir::Op::Kernel) return egraph::kInfiniteCost;
-      auto it = cost_of_payload.find(v.payload);
-      if (it != cost_of_payload.end()) return it->second;
-      const auto& spec = *g.analysis().attrs().get(v.payload).kernel;
-      double c = detail::kernel_seconds(s.ctx.target, ir::kernel_work(g, spec, {}, dims));
-      cost_of_payload.emplace(v.payload, c);
-      return c;
-    };
-    egraph::DagOptions dopt;
-    dopt.exact_class_limit = 24;
-    dopt.exact_step_limit = 200000;
-    dopt.improve_rounds = 4;
-    egraph::DagExtractor<ir::TensorLang, ir::TensorAnalysis, decltype(node_cost)> ex(g, node_cost, dopt);
-    std::vector<ir::Id> roots;
-    for (const auto& [name, cls] : loaded.outputs) roots.push_back(cls);
+    KernelCost node_cost(g, graph, s.ctx.target);
+    egraph::DagExtractor<ir::TensorLang, ir::TensorAnalysis, KernelCost> ex(g, node_cost, extraction_options());
+    const std::vector<ir::Id>& roots = sat->roots;
     auto result = ex.extract(roots);
     res.est_seconds = result.cost;
     // ---- the plan: one value per used class, producers first (post-order walk)
@@ -178,8 +199,8 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
       }
     };
     for (ir::Id r : roots) visit(r);
-    for (std::size_t r = 0; r < loaded.outputs.size(); ++r)
-      p.outputs.emplace_back(loaded.outputs[r].first, val.at(g.find(roots[r])));
+    for (std::size_t r = 0; r < sat->outputs.size(); ++r)
+      p.outputs.emplace_back(sat->outputs[r].first, val.at(g.find(roots[r])));
     res.phases.push_back(fmt("extract: %zu kernels, estimated %.4g s per call, %s, %.4f s", p.steps.size(),
                              result.cost, result.optimal ? "optimal" : "heuristic", since(t0)));
   }

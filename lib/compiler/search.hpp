@@ -3,10 +3,15 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
 #include "compiler/plan.hpp"
+#include "ir/kernel_body.hpp"
+#include "luminal/egraph/extract.hpp"
+#include "luminal/target.hpp"
 #include "graph/graph_impl.hpp"
 #include "luminal/compile.hpp"
 #include "rules/registry.hpp"
@@ -30,5 +35,40 @@ struct SearchResult {
 };
 
 SearchResult search_graph(const detail::GraphImpl& g, const SearchSettings& s);
+
+/// The settings compile() searches with for `target` (cost model, library GEMM, pass sets),
+/// with the time budget counted from `start`.
+SearchSettings make_search_settings(const Target& target, const CompileOptions& options,
+                                    std::chrono::steady_clock::time_point start);
+
+/// Phases 1 and 2 of one search: the e-graph after the math rules, lowering and fusion,
+/// ready for extraction (what search_graph extracts from; tests extract it other ways).
+struct SaturatedGraph {
+  ir::EGraph g;
+  std::vector<std::pair<std::string, ir::Id>> outputs;  ///< the graph's outputs' classes
+  std::vector<ir::Id> roots;                            ///< the same classes, in order
+  int64_t iterations = 0;
+  std::vector<std::string> stops;   ///< limits hit, per phase
+  std::vector<std::string> phases;  ///< report lines
+};
+std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& g, const SearchSettings& s);
+
+/// The extractor's node cost: the roofline seconds of a kernel node on the target (dims
+/// guessed from the graph's declared ranges), 0 for Input/Param leaves, +infinity for
+/// math nodes. Memoized per payload.
+class KernelCost {
+ public:
+  KernelCost(const ir::EGraph& g, const detail::GraphImpl& graph, const detail::TargetDesc& target);
+  double operator()(const ir::NodeView& v) const;
+
+ private:
+  const ir::EGraph* g_;
+  detail::TargetDesc target_;
+  ir::DimGuess dims_;
+  mutable std::unordered_map<uint32_t, double> memo_;
+};
+
+/// The DAG extractor's settings the compiler uses.
+egraph::DagOptions extraction_options();
 
 }  // namespace luminal::compiler

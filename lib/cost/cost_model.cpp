@@ -30,6 +30,21 @@ double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   double bytes = w.bytes_read + w.bytes_written;
   double bw = bytes <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth;
   double memory_s = bytes / bw;
+  if (bytes > t.llc_bytes && !w.read_buffers.empty()) {
+    // Too much traffic to stay in cache as a whole: the buffers that fit by themselves
+    // (activations beside weights) still come from cache, the rest from memory.
+    memory_s = 0;
+    double listed = 0;
+    for (double b : w.read_buffers) {
+      memory_s += b / (b <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth);
+      listed += b;
+    }
+    memory_s += std::max(w.bytes_read - listed, 0.0) / t.mem_bandwidth;
+    memory_s += w.bytes_written / (w.bytes_written <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth);
+  }
+  // A kernel's scratch stays in cache when it fits, even beside a stream of weights.
+  if (w.bytes_scratch > 0)
+    memory_s += w.bytes_scratch / (w.bytes_scratch <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth);
   return std::max(compute_s, memory_s) + t.launch_overhead_s;
 }
 

@@ -16,6 +16,14 @@ struct KernelWork {
   double transcendentals = 0;  // exp/log/sin/tanh... evaluations
   double bytes_read = 0;       // from buffers the kernel reads (each element once)
   double bytes_written = 0;
+  /// Bytes of each buffer read (the slots; their sum is bytes_read). A buffer that fits
+  /// in the last-level cache streams at cache speed even when the kernel's total traffic
+  /// does not fit (a GEMM's activations beside a stream of weights: they were just
+  /// written by the producer). Empty: bytes_read is judged as a whole.
+  std::vector<double> read_buffers;
+  /// Round trips through the kernel's own scratch (a GEMM prologue's packed operand, a
+  /// hoisted broadcast): cache-resident when it fits, whatever the kernel's other traffic.
+  double bytes_scratch = 0;
   double parallelism = 1e9;  // independent output elements (limits core/SM usage)
   /// Which code runs it; the target states each engine's fraction of peak.
   enum class Engine { Loops, GeneratedGemm, LibraryGemm, Attention } engine = Engine::Loops;

@@ -324,15 +324,18 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   uint32_t p_operand = UINT32_MAX;
   if (att) p_operand = nodes[nodes[att->out_reduce].inputs[0]].inputs[static_cast<size_t>(att->p_side)];
   if (gemm)
-    for (const detail::Node& n : nodes)
-      if (is_gemm_reduce(*spec.body, n))
-        for (uint32_t e : nodes[n.inputs[0]].inputs) {
+    for (size_t ni = 0; ni < nodes.size(); ++ni)
+      if (is_gemm_reduce(*spec.body, nodes[ni]) || (att && (ni == att->score_reduce || ni == att->out_reduce)))
+        for (uint32_t e : nodes[nodes[ni].inputs[0]].inputs) {
           operand_bcast[e] = 1;
           const uint32_t src = nodes[e].inputs[0];
           uint32_t below = src;
           while (is_view(to_op(nodes[below].op))) below = nodes[below].inputs[0];
-          if (!is_leaf(to_op(nodes[below].op)) && e != p_operand)
-            w.bytes_read += 2 * numel[src] * static_cast<double>(dtype_size(nodes[src].dtype));
+          // Attention stages Q and K through their expressions (a prologue computed
+          // while staging) and never stores P: only a computed V makes a round trip.
+          const bool staged = att && (ni == att->score_reduce || e == p_operand);
+          if (!is_leaf(to_op(nodes[below].op)) && !staged)
+            w.bytes_scratch += 2 * numel[src] * static_cast<double>(dtype_size(nodes[src].dtype));
         }
   // Nodes inside a GEMM operand; there a hoisted broadcast's input is computed once too.
   std::vector<uint8_t> in_operand(nodes.size(), 0);
@@ -343,7 +346,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     if (in_operand[i] && hoists_broadcast(*spec.body, static_cast<uint32_t>(i))) {
       once = true;
       const uint32_t x = n.inputs[0];
-      if (dom[x] == 0) w.bytes_read += 2 * numel[x] * static_cast<double>(dtype_size(nodes[x].dtype));
+      if (dom[x] == 0) w.bytes_scratch += 2 * numel[x] * static_cast<double>(dtype_size(nodes[x].dtype));
     }
     for (uint32_t x : n.inputs) {
       dom[x] = std::max(dom[x], once ? numel[x] : dom[i]);
@@ -351,7 +354,9 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     }
     switch (n.op) {
       case PrimOp::Input: {
-        w.bytes_read += numel[i] * static_cast<double>(dtype_size(n.dtype));
+        const double b = numel[i] * static_cast<double>(dtype_size(n.dtype));
+        w.bytes_read += b;
+        w.read_buffers.push_back(b);
         break;
       }
       case PrimOp::Param:

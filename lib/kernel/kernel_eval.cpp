@@ -284,10 +284,18 @@ struct Evaluator {
   void attention() {
     const Attention& a = *k->attention;
     const int64_t m = ix(a.m), n = ix(a.n), dk = ix(a.dk), dv = ix(a.dv);
-    const int64_t oq = ix(a.q.offset), ok = ix(a.k.offset), ov = ix(a.v.offset), oo = ix(a.out.offset);
-    const int64_t rq = ix(a.q.row_stride), cq = ix(a.q.col_stride), rk = ix(a.k.row_stride),
-                  ck = ix(a.k.col_stride), rv = ix(a.v.row_stride), cv = ix(a.v.col_stride),
-                  ro = ix(a.out.row_stride);
+    const int64_t ov = ix(a.v.offset), oo = ix(a.out.offset);
+    const int64_t rv = ix(a.v.row_stride), cv = ix(a.v.col_stride), ro = ix(a.out.row_stride);
+    auto q_at = [&](int64_t i, int64_t p) {
+      vars[static_cast<size_t>(a.row_var)] = i;
+      vars[static_cast<size_t>(a.depth_var)] = p;
+      return static_cast<float>(eval(a.q));
+    };
+    auto k_at = [&](int64_t j, int64_t p) {
+      vars[static_cast<size_t>(a.key_var)] = j;
+      vars[static_cast<size_t>(a.depth_var)] = p;
+      return static_cast<float>(eval(a.k));
+    };
     const float c = static_cast<float>(a.exp2_scale);
     std::vector<float> s(static_cast<size_t>(std::max<int64_t>(n, 0)));
     for (int64_t i = 0; i < m; ++i) {
@@ -295,8 +303,9 @@ struct Evaluator {
       float mx = -INFINITY;
       for (int64_t j = 0; j < n; ++j) {
         double dot = 0;
-        for (int64_t p = 0; p < dk; ++p) dot += read(a.q.buffer, oq + i * rq + p * cq) * read(a.k.buffer, ok + j * rk + p * ck);
+        for (int64_t p = 0; p < dk; ++p) dot += static_cast<double>(q_at(i, p)) * static_cast<double>(k_at(j, p));
         acc = static_cast<float>(dot);
+        vars[static_cast<size_t>(a.row_var)] = i;
         vars[static_cast<size_t>(a.key_var)] = j;
         const float sj = static_cast<float>(a.score.valid() ? eval(a.score) : acc);
         if (a.key_end && j >= ix(*a.key_end) && !(std::isinf(sj) && sj < 0))

@@ -527,7 +527,7 @@ void validate(const Program& p) {
       case KernelKind::Attention: {
         if (!k.attention) c.fail("attention kernel without an Attention");
         const Attention& a = *k.attention;
-        for (const auto* v : {&a.q, &a.k, &a.v, &a.out}) {
+        for (const auto* v : {&a.v, &a.out}) {
           c.buffer(v->buffer);
           if (p.buffers[static_cast<size_t>(v->buffer)].dtype != DType::f32)
             c.fail("attention operands must be f32");
@@ -541,10 +541,21 @@ void validate(const Program& p) {
           if (Checker::uses_var(*x)) c.fail("attention sizes must not use loop variables");
         }
         if (!(a.exp2_scale > 0)) c.fail("attention exp2_scale must be positive");
-        std::set<int> own{a.row_var, a.key_var, a.col_var};
-        if (own.size() != 3) c.fail("attention row, key and column variables must differ");
+        std::set<int> own{a.row_var, a.key_var, a.col_var, a.depth_var};
+        if (own.size() != 4) c.fail("attention row, key, column and depth variables must differ");
         for (int v : own)
           if (c.scope.count(v)) c.fail("attention variable v" + std::to_string(v) + " shadows a loop");
+        {
+          Checker qc = c;
+          qc.scope.insert(a.row_var);
+          qc.scope.insert(a.depth_var);
+          qc.expr(a.q, false);
+          Checker kc = c;
+          kc.scope.insert(a.key_var);
+          kc.scope.insert(a.depth_var);
+          kc.expr(a.k, false);
+          if (a.q.dtype() != DType::f32 || a.k.dtype() != DType::f32) c.fail("attention q and k must be f32");
+        }
         if (a.score.valid()) {
           Checker sc = c;
           sc.scope.insert(a.row_var);
@@ -617,9 +628,11 @@ std::string to_string(const Program& p) {
     if (k.kind == KernelKind::Attention) {
       const Attention& a = *k.attention;
       s << ind << "b" << a.out.buffer << "[" << a.m.to_string() << " x " << a.dv.to_string()
-        << "] = attention(q b" << a.q.buffer << ", k b" << a.k.buffer << ", v b" << a.v.buffer
-        << ", keys=" << a.n.to_string() << ", depth=" << a.dk.to_string() << ") rows v" << a.row_var
-        << " keys v" << a.key_var << " cols v" << a.col_var << "\n"
+        << "] = attention(v b" << a.v.buffer << ", keys=" << a.n.to_string() << ", depth=" << a.dk.to_string()
+        << ") rows v" << a.row_var << " keys v" << a.key_var << " cols v" << a.col_var << " depth v"
+        << a.depth_var << "\n"
+        << ind << "  q " << a.q.to_string() << "\n"
+        << ind << "  k " << a.k.to_string() << "\n"
         << ind << "  score " << (a.score.valid() ? a.score.to_string() : "acc") << ", exp2 scale "
         << a.exp2_scale << (a.key_end ? ", keys below " + a.key_end->to_string() : std::string())
         << "\n" << ind << "  epilogue " << (a.epilogue.valid() ? a.epilogue.to_string() : "acc") << "\n";

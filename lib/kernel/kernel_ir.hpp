@@ -282,19 +282,21 @@ struct Gather {
 };
 
 /// Attention as one streaming kernel (flash attention; the compiler core finds it in the
-/// e-graph, ir/attention_match.hpp). For every point of the kernel's loops (batch loops,
-/// which the views' offsets may use) and every query row i < m:
+/// e-graph, ir/attention_match.hpp). For every point of the kernel's loops (batch loops)
+/// and every query row i < m:
 ///
-///   s_j  = score(acc = sum_p Q[i, p] * K[j, p])          for every key j < n
+///   s_j  = score(acc = sum_p q(i, p) * k(j, p))           for every key j < n
 ///   M    = max_j s_j  (NaN propagates);   e_j = exp2((s_j - M) * exp2_scale)
 ///   out[i, d] = epilogue(acc = (sum_j e_j * V[j, d]) * (1 / sum_j e_j))     d < dv
 ///
-/// `score` and `epilogue` see the loop variables row_var (i) and key_var (j) resp.
-/// col_var (d) and the batch variables. This is the softmax(Q K^T) V of the body up to
-/// rounding: a renderer streams over blocks of keys with a running max m and rescales
-/// its partial sums by exp2((m_old - m_new) * exp2_scale) (the online-softmax identity),
-/// never storing s or e. A fully masked row (every s_j = -inf) gives NaN, as the body
-/// does (0 * inf).
+/// q and k are expressions over row_var (i) resp. key_var (j), depth_var (p) and the
+/// batch variables: a prologue (RoPE) is computed while the kernel stages its Q rows and
+/// K tiles, never stored. `score` sees row_var, key_var and the batch variables; the
+/// epilogue row_var, col_var (d) and the batch variables. This is softmax(Q K^T) V of the
+/// body up to rounding: a renderer streams over blocks of keys with a running max m and
+/// rescales its partial sums by exp2((m_old - m_new) * exp2_scale) (the online-softmax
+/// identity), never storing s or e. A fully masked row (every s_j = -inf) gives NaN, as
+/// the body does (0 * inf).
 ///
 /// key_end (optional, an Index over row_var and the batch variables) states that every
 /// key j >= key_end has score -inf (a causal mask): such keys contribute e_j = 0, so a
@@ -303,15 +305,16 @@ struct Gather {
 /// evaluator visits every key and throws InternalError if a key at or past key_end does
 /// not score -inf, so a wrong key_end cannot pass its tests.
 ///
-/// Expressible on a GPU as one thread block per (batch point, block of query rows),
-/// K/V tiles staged through shared memory.
+/// Expressible on a GPU as one thread block per (batch point, block of query rows), Q
+/// rows and K/V tiles staged through shared memory (the q/k expressions evaluated while
+/// staging).
 struct Attention {
   Index m, n, dk, dv;  // query rows, keys, q.k depth, value width
-  MatrixView q;        // m x dk
-  MatrixView k;        // n x dk (row: key j, column: p)
+  Expr q;              // f32, over row_var, depth_var (and batch variables)
+  Expr k;              // f32, over key_var, depth_var (and batch variables)
   MatrixView v;        // n x dv
   MatrixView out;      // m x dv, col_stride must be 1
-  int row_var = 0, key_var = 1, col_var = 2;
+  int row_var = 0, key_var = 1, col_var = 2, depth_var = 3;
   Expr score;          // over acc() (f32); invalid Expr means acc() itself
   double exp2_scale = 1.4426950408889634;  // log2(e) for softmax; > 0
   std::optional<Index> key_end;

@@ -91,7 +91,9 @@ std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
       writes = {k.gather->out};
     } else if (k.kind == KernelKind::Attention) {
       const Attention& a = *k.attention;
-      reads = {a.q.buffer, a.k.buffer, a.v.buffer};
+      reads = {a.v.buffer};
+      reads_of(a.q, reads);
+      reads_of(a.k, reads);
       reads_of(a.score, reads);
       reads_of(a.epilogue, reads);
       writes = {a.out.buffer};

@@ -24,8 +24,8 @@ struct Case {
   bool causal, with_key_end, poison_masked_v;
 };
 
-// Q [H, m, dk], K [H/2 (grouped), n, dk] read as head h / 2, V [n, H, dv] (a permuted
-// view), out [m, H, dv]: views that exercise every stride field.
+// Q [H, m, dk], K [H/2 (grouped), n, dk] read as head h / 2 through a prologue, V
+// [n, H, dv] (a permuted view), out [m, H, dv].
 k::Program attention_program(const Case& c) {
   k::Program p;
   const int64_t kvh = (c.heads + 1) / 2;
@@ -43,13 +43,20 @@ k::Program attention_program(const Case& c) {
   a.n = c.n;
   a.dk = c.dk;
   a.dv = c.dv;
-  a.q = {0, h * Index(c.m * c.dk), Index(c.dk), Index(1)};
-  a.k = {1, k::floordiv(h, Index(2)) * Index(c.n * c.dk), Index(c.dk), Index(1)};
+  const Index p4 = Index::var(4);
+  a.q = k::load(0, lm::DType::f32, h * Index(c.m * c.dk) + i * Index(c.dk) + p4);
+  // K through a prologue (x * 0.5 + 1), as RoPE is staged with the tile.
+  a.k = k::binary(k::BinaryOp::Add,
+                  k::binary(k::BinaryOp::Mul,
+                            k::load(1, lm::DType::f32, k::floordiv(h, Index(2)) * Index(c.n * c.dk) + j * Index(c.dk) + p4),
+                            k::constant(0.5)),
+                  k::constant(1.0));
   a.v = {2, h * Index(c.dv), Index(c.heads * c.dv), Index(1)};
   a.out = {3, h * Index(c.dv), Index(c.heads * c.dv), Index(1)};
   a.row_var = 1;
   a.key_var = 2;
   a.col_var = 3;
+  a.depth_var = 4;
   k::Expr scaled = k::binary(k::BinaryOp::Mul, k::acc(), k::constant(1.0 / std::sqrt(double(c.dk))));
   if (c.causal) {
     k::Expr allowed = k::binary(k::BinaryOp::LessThan, k::index_value(j),

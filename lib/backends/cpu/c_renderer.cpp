@@ -734,19 +734,18 @@ class KernelWriter {
     const std::string P = opt_.isa == CpuIsa::Avx512 ? "_mm512_" : "_mm256_";
     collect(a.score);
     collect(a.epilogue);
+    collect(a.q);
+    collect(a.k);
     std::set<int> reads = reads_;
-    reads.insert(a.q.buffer);
-    reads.insert(a.k.buffer);
     reads.insert(a.v.buffer);
     std::ostringstream s;
     if (simd) s << "#include <immintrin.h>\n";
     s << signature() << " {\n  (void)lm_rt; (void)lm_syms;\n";
     declare_symbols(s, "  ");
     declare_buffers(s, "  ", reads, {a.out.buffer});
-    const std::string q = "b" + std::to_string(a.q.buffer), kb = "b" + std::to_string(a.k.buffer),
-                      v = "b" + std::to_string(a.v.buffer), o = "b" + std::to_string(a.out.buffer);
+    const std::string v = "b" + std::to_string(a.v.buffer), o = "b" + std::to_string(a.out.buffer);
     const std::string rv = "v" + std::to_string(a.row_var), kv = "v" + std::to_string(a.key_var),
-                      cv = "v" + std::to_string(a.col_var);
+                      cv = "v" + std::to_string(a.col_var), pv = "v" + std::to_string(a.depth_var);
     const std::string DK = std::to_string(dk), DV = std::to_string(dv), QB = std::to_string(kQB),
                       KB = std::to_string(kKB), DCH = std::to_string(dch);
     s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ";\n"
@@ -771,14 +770,22 @@ class KernelWriter {
       << ind << "float lm_s[" << QB << " * " << KB << "] __attribute__((aligned(64)));\n"
       << ind << "float lm_o[" << QB << " * " << DV << "] __attribute__((aligned(64)));\n"
       << ind << "float lm_mx[" << QB << "], lm_l[" << QB << "], lm_al[" << QB << "];\n"
-      << ind << "const float* lm_qp = " << q << " + " << ix(a.q.offset) << ";\n"
-      << ind << "const float* lm_kp = " << kb << " + " << ix(a.k.offset) << ";\n"
       << ind << "const float* lm_vp = " << v << " + " << ix(a.v.offset) << ";\n"
       << ind << "const int64_t lm_rows_padded = (lm_rows + " << rb - 1 << ") / " << rb << " * " << rb << ";\n"
+      // Q rows staged through the q expression (a RoPE prologue computed here).
+      << ind << "for (int64_t r = 0; r < lm_rows; ++r) {\n"
+      << ind << "  const int64_t " << rv << " = lm_i0 + r; (void)" << rv << ";\n"
+      << ind << "  for (int64_t " << pv << " = 0; " << pv << " < " << DK << "; ++" << pv << ") {\n";
+    {
+      std::map<const ExprNode*, std::string> memo;
+      std::string qv = value(a.q, memo, s, ind + "    ");
+      s << ind << "    lm_q[r * " << DK << " + " << pv << "] = " << qv << ";\n";
+    }
+    s << ind << "  }\n"
+      << ind << "}\n"
+      << ind << "for (int64_t r = lm_rows; r < lm_rows_padded; ++r)\n"
+      << ind << "  for (int64_t p = 0; p < " << DK << "; ++p) lm_q[r * " << DK << " + p] = 0.0f;\n"
       << ind << "for (int64_t r = 0; r < lm_rows_padded; ++r) {\n"
-      << ind << "  for (int64_t p = 0; p < " << DK << "; ++p)\n"
-      << ind << "    lm_q[r * " << DK << " + p] = r < lm_rows ? lm_qp[(lm_i0 + r) * (" << ix(a.q.row_stride)
-      << ") + p * (" << ix(a.q.col_stride) << ")] : 0.0f;\n"
       << ind << "  lm_mx[r] = -__builtin_inff(); lm_l[r] = 0.0f; lm_al[r] = 1.0f;\n"
       << ind << "  for (int64_t d = 0; d < " << DV << "; ++d) lm_o[r * " << DV << " + d] = 0.0f;\n"
       << ind << "}\n";
@@ -799,10 +806,17 @@ class KernelWriter {
     const std::string in2 = ind + "  ";
     s << ind << "for (int64_t lm_j0 = 0; lm_j0 < lm_kend; lm_j0 += " << KB << ") {\n"
       << in2 << "const int64_t lm_cols = lm_imin(" << KB << ", lm_kend - lm_j0);\n"
+      // The K tile, transposed, through the k expression (past the last key: a copy of
+      // the block's first, whose scores are never read).
       << in2 << "for (int64_t jj = 0; jj < " << KB << "; ++jj) {\n"
-      << in2 << "  const float* lm_kr = lm_kp + (lm_j0 + (jj < lm_cols ? jj : 0)) * (" << ix(a.k.row_stride) << ");\n"
-      << in2 << "  for (int64_t p = 0; p < " << DK << "; ++p) lm_kt[p * " << KB << " + jj] = lm_kr[p * ("
-      << ix(a.k.col_stride) << ")];\n"
+      << in2 << "  const int64_t " << kv << " = lm_j0 + (jj < lm_cols ? jj : 0); (void)" << kv << ";\n"
+      << in2 << "  for (int64_t " << pv << " = 0; " << pv << " < " << DK << "; ++" << pv << ") {\n";
+    {
+      std::map<const ExprNode*, std::string> memo;
+      std::string kval = value(a.k, memo, s, in2 + "    ");
+      s << in2 << "    lm_kt[" << pv << " * " << KB << " + jj] = " << kval << ";\n";
+    }
+    s << in2 << "  }\n"
       << in2 << "}\n"
       << in2 << "for (int64_t r0 = 0; r0 < lm_rows; r0 += " << rb << ") {\n";
     const std::string in3 = in2 + "  ";
