@@ -281,9 +281,10 @@ TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batc
     a.n = n;
     a.dk = dk;
     a.dv = dv;
-    const k::Index b = k::Index::var(0);
-    a.q = {0, b * (m * dk), dk, 1};
-    a.k = {1, b * (n * dk), dk, 1};
+    const k::Index b = k::Index::var(0), pd = k::Index::var(4);
+    a.q = k::load(0, DType::f32, b * (m * dk) + k::Index::var(1) * dk + pd);
+    a.k = k::load(1, DType::f32, b * (n * dk) + k::Index::var(2) * dk + pd);
+    a.depth_var = 4;
     a.v = {2, b * (n * dv), 1, n};  // V transposed in memory
     a.out = {3, b * (m * dv), dv, 1};
     a.row_var = 1;

@@ -267,7 +267,9 @@ class Writer {
         writes_.insert(k_.gather->out);
         break;
       case KernelKind::Attention:
-        for (int b : {k_.attention->q.buffer, k_.attention->k.buffer, k_.attention->v.buffer}) reads_.insert(b);
+        reads_.insert(k_.attention->v.buffer);
+        collect(k_.attention->q);
+        collect(k_.attention->k);
         collect(k_.attention->score);
         collect(k_.attention->epilogue);
         writes_.insert(k_.attention->out.buffer);
@@ -590,10 +592,6 @@ class Writer {
     delinearize(s, "    ", k_.loops, "lm_t / lm_m");
     const std::string i = "v" + std::to_string(a.row_var), j = "v" + std::to_string(a.key_var),
                       d = "v" + std::to_string(a.col_var);
-    s << "    const int64_t lm_oq = " << ix(a.q.offset) << ", lm_rq = " << ix(a.q.row_stride)
-      << ", lm_cq = " << ix(a.q.col_stride) << ";\n";
-    s << "    const int64_t lm_ok = " << ix(a.k.offset) << ", lm_rk = " << ix(a.k.row_stride)
-      << ", lm_ck = " << ix(a.k.col_stride) << ";\n";
     s << "    const int64_t lm_ov = " << ix(a.v.offset) << ", lm_rv = " << ix(a.v.row_stride)
       << ", lm_cv = " << ix(a.v.col_stride) << ";\n";
     s << "    const int64_t lm_oo = " << ix(a.out.offset) << ", lm_ro = " << ix(a.out.row_stride) << ";\n";
@@ -605,9 +603,17 @@ class Writer {
     s << "        float lm_s = lm_ninf;\n";
     s << "        if (" << j << " < lm_n) {\n";
     s << "          float lm_dot = 0.0f;\n";
-    s << "          for (int64_t lm_p = 0; lm_p < lm_dk; ++lm_p)\n";
-    s << "            lm_dot = LM_FMA(" << ld(a.q, "lm_oq + " + i + " * lm_rq + lm_p * lm_cq") << ", "
-      << ld(a.k, "lm_ok + " + j + " * lm_rk + lm_p * lm_ck") << ", lm_dot);\n";
+    // q and k are expressions over the row / key and depth variables (a RoPE prologue
+    // is computed here, kernel_ir.hpp).
+    const std::string p = "v" + std::to_string(a.depth_var);
+    s << "          for (int64_t " << p << " = 0; " << p << " < lm_dk; ++" << p << ") {\n";
+    {
+      std::map<const ExprNode*, std::string> memo;
+      const std::string qv = value(a.q, memo, s, "            ");
+      const std::string kv = value(a.k, memo, s, "            ");
+      s << "            lm_dot = LM_FMA(" << qv << ", " << kv << ", lm_dot);\n";
+    }
+    s << "          }\n";
     s << "          const float acc = lm_dot;\n";
     if (a.score.valid()) {
       std::map<const ExprNode*, std::string> memo;
