@@ -15,6 +15,7 @@
 
 #include "backends/cpu/c_renderer.hpp"
 #include "backends/cpu/jit.hpp"
+#include "backends/cpu/kernel_call.hpp"
 #include "kernel/kernel_ir.hpp"
 
 namespace cpu_bench {
@@ -22,8 +23,9 @@ namespace cpu_bench {
 struct Compiled {
   std::shared_ptr<const luminal::cpu::JitLibrary> lib;
   luminal::cpu::KernelFn entry = nullptr;
-  void run(std::vector<void*>& bufs, const std::vector<int64_t>& syms = {}) const {
-    entry(bufs.data(), syms.data(), luminal::cpu::runtime_table());
+  /// Runs on `threads` threads of the shared pool (0: all of them).
+  void run(std::vector<void*>& bufs, const std::vector<int64_t>& syms = {}, int threads = 0) const {
+    luminal::cpu::run_generated(entry, bufs.data(), syms.data(), threads);
   }
 };
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "luminal/host_tensor.hpp"
+#include "luminal/serving.hpp"
 #include "luminal/target.hpp"
 
 namespace luminal {
@@ -54,10 +55,19 @@ struct CompileReport {
   std::string to_string() const;
 };
 
+/// Why a call did not complete (Status::code).
+enum class StatusCode {
+  ok,
+  error,              ///< a bad call or a failure: the message says which (RuntimeError...)
+  cancelled,          ///< its CallOptions::cancel token was cancelled (CancelledError)
+  deadline_exceeded,  ///< its CallOptions::deadline passed (DeadlineExceededError)
+};
+
 /// What Callable::run reports instead of throwing.
 struct Status {
   bool ok = true;
   std::string message;  // the message the equivalent throwing call would carry
+  StatusCode code = StatusCode::ok;
   explicit operator bool() const { return ok; }
 };
 
@@ -67,9 +77,12 @@ class Callable {
   Callable() = default;
   explicit Callable(std::shared_ptr<detail::CallableState> state) : state_(std::move(state)) {}
 
-  /// Binds the param `name` (validated: known param, dtype, shape). Not to be called
-  /// while another thread calls this Callable.
+  /// Binds the param `name` (validated: known param, dtype, shape). Safe while other
+  /// threads call this Callable (a live weight swap): calls that start afterwards see the
+  /// new value, calls already running finish with the old one (kept alive until they end).
   void bind(const std::string& name, HostTensor value);
+  /// Binds several params at once: a call sees either all of the new values or none.
+  void bind(const std::map<std::string, HostTensor>& params);
   /// Runs the program. Validates the inputs (unknown or missing names, rank, dims,
   /// dims outside their range, dtype, unbound params, the graph's guards) and throws
   /// RuntimeError on a bad call; the Callable stays usable.
@@ -83,6 +96,18 @@ class Callable {
   /// outputs sharing memory are an error.
   Status run(const std::map<std::string, HostTensor>& inputs,
              std::map<std::string, HostTensor>& outputs) const noexcept;
+  /// The same with per-call options: threads, a deadline, a cancel token (serving.hpp).
+  Status run(const std::map<std::string, HostTensor>& inputs, std::map<std::string, HostTensor>& outputs,
+             const CallOptions& options) const noexcept;
+  /// operator() with per-call options; a stopped call throws CancelledError or
+  /// DeadlineExceededError.
+  std::map<std::string, HostTensor> operator()(const std::map<std::string, HostTensor>& inputs,
+                                               const CallOptions& options) const;
+
+  /// Bytes of scratch memory this Callable holds for its calls (in use and idle).
+  int64_t memory_held() const;
+  /// Frees the scratch memory no call is using now.
+  void trim_memory() const;
 
   /// Writes the compiled program (graph, kernel plan, compiled code, bound params) to
   /// `path`; luminal::load() runs it without a C compiler. CPU target only.

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "luminal/callable.hpp"
 #include "luminal/graph.hpp"
+#include "luminal/serving.hpp"
 #include "luminal/target.hpp"
 
 namespace luminal {
@@ -32,6 +34,19 @@ struct CompileOptions {
   /// search: for bisecting which rule changes a compiled program. An unknown name, or the
   /// required lowering ("lower_reference"), is a CompileError.
   std::vector<std::string> skip_rules;
+
+  // Serving (docs/serving.md). None of these changes the compiled program.
+  /// Threads of each call, the caller included, unless the call says otherwise
+  /// (CallOptions::threads); 0: all of the pool's workers plus the caller.
+  int threads = 0;
+  /// The workers calls borrow; null: ThreadPool::shared().
+  std::shared_ptr<ThreadPool> thread_pool;
+  /// Cap on the scratch memory (arenas) the Callable keeps for its calls, all concurrent
+  /// calls together; 0: none. A call that would exceed it waits for another call's
+  /// scratch (until its deadline); a call that alone needs more is a RuntimeError.
+  int64_t max_arena_bytes = 0;
+  /// Scratch unused this long is freed (by the next call, or by an idle pool worker).
+  double arena_idle_seconds = 10;
 };
 
 Callable compile(const Graph& graph, Target target, CompileOptions options = {});

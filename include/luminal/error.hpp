@@ -40,6 +40,20 @@ class RuntimeError : public Error {
   using Error::Error;
 };
 
+/// A call stopped before its end because its CallOptions::cancel token was cancelled.
+/// Its outputs hold unspecified values; the Callable stays usable.
+class CancelledError : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+
+/// A call stopped before its end because its CallOptions::deadline passed. Its outputs
+/// hold unspecified values; the Callable stays usable.
+class DeadlineExceededError : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+
 /// A bug in Luminal itself: an invariant that should never break did.
 class InternalError : public Error {
  public:

@@ -9,5 +9,6 @@
 #include "luminal/graph.hpp"
 #include "luminal/host_tensor.hpp"
 #include "luminal/ops.hpp"
+#include "luminal/serving.hpp"
 #include "luminal/target.hpp"
 #include "luminal/tensor.hpp"

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_executable.hpp"
 #include "graph/diagnostics.hpp"
+#include "runtime/call_control.hpp"
 #include "runtime/executable.hpp"
 
 namespace luminal {
@@ -92,22 +93,48 @@ void Callable::bind(const std::string& name, HostTensor value) {
   auto p = std::make_shared<const HostTensor>(std::move(value));
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->params[name] = std::move(p);
+  // Published as a new snapshot: calls running now keep theirs (and the old tensor).
+  state_->published = std::make_shared<const CallableState::ParamMap>(state_->params);
 }
 
-std::map<std::string, HostTensor> Callable::operator()(
-    const std::map<std::string, HostTensor>& inputs) const {
+void Callable::bind(const std::map<std::string, HostTensor>& params) {
+  // Each one validated and staged on a scratch Callable sharing nothing, then published
+  // together: a call sees all of the new values or none.
   const CallableState& st = state_of(state_);
+  auto staging = std::make_shared<CallableState>();
+  staging->graph = st.graph;
+  Callable scratch(staging);
+  for (const auto& [name, value] : params) scratch.bind(name, value);
+  std::lock_guard<std::mutex> lock(state_->mu);
+  for (auto& [name, t] : staging->params) state_->params[name] = std::move(t);
+  state_->published = std::make_shared<const CallableState::ParamMap>(state_->params);
+}
+
+namespace {
+
+// Status of a failed call, with the code of the exception that stopped it.
+Status failed(const std::exception& e) {
+  Status s{false, e.what(), StatusCode::error};
+  if (dynamic_cast<const CancelledError*>(&e)) s.code = StatusCode::cancelled;
+  if (dynamic_cast<const DeadlineExceededError*>(&e)) s.code = StatusCode::deadline_exceeded;
+  return s;
+}
+
+std::map<std::string, HostTensor> call(const CallableState& st, const std::map<std::string, HostTensor>& inputs,
+                                       const CallControl& ctl) {
   if (!st.exe || !st.not_runnable.empty()) throw RuntimeError("[call] " + st.not_runnable);
-  std::map<std::string, std::shared_ptr<const HostTensor>> params;
-  {
-    std::lock_guard<std::mutex> lock(st.mu);
-    params = st.params;  // a snapshot: bind() may replace entries meanwhile
-  }
-  const DimBindings dims = validate_call(*st.graph, inputs, params);
+  const std::shared_ptr<const CallableState::ParamMap> params = st.params_for_call();
+  const DimBindings dims = validate_call(*st.graph, inputs, *params);
   std::map<std::string, const HostTensor*> tensors;
   for (const auto& [name, t] : inputs) tensors[name] = &t;
-  for (const auto& [name, t] : params) tensors[name] = t.get();
+  for (const auto& [name, t] : *params) tensors[name] = t.get();
   try {
+    if (const auto* cpu = dynamic_cast<const cpu::CpuExecutable*>(st.exe.get())) {
+      std::map<std::string, HostTensor> out;
+      cpu->run_into(dims, tensors, out, ctl);
+      return out;
+    }
+    ctl.check("before the call started");
     return st.exe->run(dims, tensors);
   } catch (const std::bad_alloc&) {
     // Sizes follow the caller's dims: running out of memory is a bad call, reported as one.
@@ -117,8 +144,25 @@ std::map<std::string, HostTensor> Callable::operator()(
   }
 }
 
+}  // namespace
+
+std::map<std::string, HostTensor> Callable::operator()(
+    const std::map<std::string, HostTensor>& inputs) const {
+  return call(state_of(state_), inputs, CallControl{});
+}
+
+std::map<std::string, HostTensor> Callable::operator()(const std::map<std::string, HostTensor>& inputs,
+                                                       const CallOptions& options) const {
+  return call(state_of(state_), inputs, CallControl(options));
+}
+
 Status Callable::run(const std::map<std::string, HostTensor>& inputs,
                      std::map<std::string, HostTensor>& outputs) const noexcept {
+  return run(inputs, outputs, CallOptions{});
+}
+
+Status Callable::run(const std::map<std::string, HostTensor>& inputs,
+                     std::map<std::string, HostTensor>& outputs, const CallOptions& options) const noexcept {
   try {
     const CallableState& st = state_of(state_);
     if (!st.exe || !st.not_runnable.empty()) throw RuntimeError("[call] " + st.not_runnable);
@@ -128,7 +172,7 @@ Status Callable::run(const std::map<std::string, HostTensor>& inputs,
     // such as x = f(x) works); two outputs sharing memory are refused.
     if (outputs_alias_inputs(*st.graph, inputs, outputs)) {
       std::map<std::string, HostTensor> fresh;
-      const Status s = run(inputs, fresh);
+      const Status s = run(inputs, fresh, options);
       if (!s) return s;
       for (auto& [name, t] : fresh) {
         auto it = outputs.find(name);
@@ -141,24 +185,20 @@ Status Callable::run(const std::map<std::string, HostTensor>& inputs,
       }
       return {};
     }
+    const CallControl ctl(options);
     // Generated code writes matching caller outputs in place: no copy, no output allocation.
     if (const auto* direct = dynamic_cast<const cpu::CpuExecutable*>(st.exe.get())) {
-      // Steady state: validated in place, nothing allocated (bind() is not concurrent
-      // with calls, so the params are read without a snapshot).
-      if (direct->try_run_fast(inputs, st.params, outputs)) return {};
-      std::map<std::string, std::shared_ptr<const HostTensor>> params;
-      {
-        std::lock_guard<std::mutex> lock(st.mu);
-        params = st.params;
-      }
-      const DimBindings dims = validate_call(*st.graph, inputs, params);
+      // Steady state: validated in place, nothing allocated.
+      const std::shared_ptr<const CallableState::ParamMap> params = st.params_for_call();
+      if (direct->try_run_fast(inputs, *params, outputs, ctl)) return {};
+      const DimBindings dims = validate_call(*st.graph, inputs, *params);
       std::map<std::string, const HostTensor*> tensors;
       for (const auto& [name, t] : inputs) tensors[name] = &t;
-      for (const auto& [name, t] : params) tensors[name] = t.get();
-      direct->run_into(dims, tensors, outputs);
+      for (const auto& [name, t] : *params) tensors[name] = t.get();
+      direct->run_into(dims, tensors, outputs, ctl);
       return {};
     }
-    std::map<std::string, HostTensor> result = (*this)(inputs);
+    std::map<std::string, HostTensor> result = call(st, inputs, ctl);
     for (auto& [name, t] : result) {
       auto it = outputs.find(name);
       if (it != outputs.end() && it->second.dtype() == t.dtype() && it->second.shape() == t.shape() &&
@@ -170,10 +210,20 @@ Status Callable::run(const std::map<std::string, HostTensor>& inputs,
     }
     return {};
   } catch (const std::exception& e) {
-    return Status{false, e.what()};
+    return failed(e);
   } catch (...) {
-    return Status{false, "[call] unknown exception"};
+    return Status{false, "[call] unknown exception", StatusCode::error};
   }
+}
+
+int64_t Callable::memory_held() const {
+  const auto* cpu = dynamic_cast<const cpu::CpuExecutable*>(state_of(state_).exe.get());
+  return cpu ? static_cast<int64_t>(cpu->memory_held()) : 0;
+}
+
+void Callable::trim_memory() const {
+  if (const auto* cpu = dynamic_cast<const cpu::CpuExecutable*>(state_of(state_).exe.get()))
+    cpu->trim_memory();
 }
 
 const CompileReport& Callable::report() const { return state_of(state_).report; }

@@ -67,6 +67,12 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
     // counted and named in the report.
     cpu::CpuBuildOptions bo;
     bo.cache_dir = options.cache_dir;
+    if (options.thread_pool) bo.pool = options.thread_pool->impl();
+    bo.threads = options.threads;
+    bo.arena_limits.max_bytes =
+        options.max_arena_bytes > 0 ? static_cast<size_t>(options.max_arena_bytes) : 0;
+    bo.arena_limits.idle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(options.arena_idle_seconds > 0 ? options.arena_idle_seconds : 0));
     auto exe = std::make_shared<const cpu::CpuExecutable>(program.plan, state->graph, bo);
     const cpu::CpuBuildInfo& info = exe->info();
     rep.generated_kernels = info.generated_kernels;

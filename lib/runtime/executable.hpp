@@ -39,8 +39,19 @@ struct CallableState {
   CompileReport report;
   Target target = Target::reference();
 
-  mutable std::mutex mu;  // guards params
-  std::map<std::string, std::shared_ptr<const HostTensor>> params;
+  using ParamMap = std::map<std::string, std::shared_ptr<const HostTensor>>;
+  mutable std::mutex mu;  // guards params and published
+  ParamMap params;        // the bound params (bind() and load() write it)
+  /// What calls read: an immutable copy of `params`, replaced (never changed) by bind(),
+  /// so a running call keeps the weights it started with while bind() swaps them.
+  mutable std::shared_ptr<const ParamMap> published;
+
+  /// The params a call starts with (one lock, one reference count).
+  std::shared_ptr<const ParamMap> params_for_call() const {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!published) published = std::make_shared<const ParamMap>(params);
+    return published;
+  }
 };
 
 /// Validates a call (see Callable::operator()) and returns the dim bindings.

@@ -1,6 +1,7 @@
 // The generated packed GEMM (AVX-512, AVX2 and generic micro-kernels) and the BLAS library
 // candidate, against the evaluator's naive double-accumulated loop: edge tiles (odd M, N,
 // K), K = 0, transposed and batched views, and fused epilogues (bias + activation).
+#include "backends/cpu/kernel_call.hpp"
 #include "harness.hpp"
 #include "kernel/kernel_math.hpp"
 
@@ -147,14 +148,14 @@ TEST_CASE("compiled programs run concurrently from several threads", "[cpu][gemm
   auto fn = lib->function<luminal::cpu::KernelFn>(c.entry);
   auto serial = cpu_test::allocate(p, {}, 11);
   auto sp = serial.ptrs();
-  fn(sp.data(), nullptr, luminal::cpu::runtime_table());
+  fn(sp.data(), nullptr, luminal::cpu::runtime_table(), nullptr);  // no call context: one thread
   std::vector<cpu_test::HostBuffers> mine;
   for (int t = 0; t < 4; ++t) mine.push_back(cpu_test::allocate(p, {}, 11));
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       auto ptrs = mine[static_cast<size_t>(t)].ptrs();
-      for (int rep = 0; rep < 5; ++rep) fn(ptrs.data(), nullptr, luminal::cpu::runtime_table());
+      for (int rep = 0; rep < 5; ++rep) luminal::cpu::run_generated(fn, ptrs.data(), nullptr);
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) CHECK(mine[static_cast<size_t>(t)].bytes == serial.bytes);

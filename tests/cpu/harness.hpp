@@ -15,6 +15,7 @@
 
 #include "backends/cpu/c_renderer.hpp"
 #include "backends/cpu/jit.hpp"
+#include "backends/cpu/kernel_call.hpp"
 #include "kernel/kernel_eval.hpp"
 #include "kernel/kernel_ir.hpp"
 
@@ -112,7 +113,7 @@ inline std::string check_program(const k::Program& p, const std::map<std::string
   std::vector<int64_t> sv;
   for (const auto& s : p.symbols) sv.push_back(syms.at(s));
   auto ptrs = got.ptrs();
-  lib->function<luminal::cpu::KernelFn>(c.entry)(ptrs.data(), sv.data(), luminal::cpu::runtime_table());
+  luminal::cpu::run_generated(lib->function<luminal::cpu::KernelFn>(c.entry), ptrs.data(), sv.data());
   for (size_t bi = 0; bi < p.buffers.size(); ++bi) {
     const auto& b = p.buffers[bi];
     if (b.role == k::BufferRole::Input || b.role == k::BufferRole::Param) continue;

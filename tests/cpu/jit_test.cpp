@@ -166,7 +166,9 @@ TEST_CASE("jit is thread-safe: concurrent compiles of one source run the compile
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) CHECK(results[t] == t + 1);
   CHECK(jit.stats().compiler_runs == 1);
-  CHECK(jit.stats().memory_hits == 3);
+  // A library is unloaded when its last user drops it: a later thread may load it again
+  // from the disk cache instead of finding it in memory.
+  CHECK(jit.stats().memory_hits + jit.stats().disk_hits == 3);
 }
 
 TEST_CASE("jit without a disk cache compiles in a private folder it removes", "[cpu][jit]") {

@@ -34,7 +34,10 @@ TEST_CASE("render: elementwise chain with broadcast and a symbolic dim", "[cpu][
   p.kernels = {k};
   std::string src;
   for (int64_t b : {1, 5, 64}) src = check_program(p, {{"B", b}});
-  CHECK(src.find("#pragma omp parallel for schedule(dynamic, lm_chunk(") != std::string::npos);
+  // The B loop is the kernel's parallel range, handed to the call's threads in chunks.
+  CHECK(src.find("lm_rt->parallel_for(lm_cx, lm_total, lm_chunk(lm_rt, lm_cx, lm_total, 1), chain_task") !=
+        std::string::npos);
+  CHECK(src.find("for (int64_t v0 = lm_lo; v0 < lm_hi; ++v0)") != std::string::npos);
   CHECK(src.find("#pragma omp simd") != std::string::npos);
   CHECK(src.find("restrict") != std::string::npos);
   // The shared load x is read once per point (SSA temporaries).
@@ -55,7 +58,9 @@ TEST_CASE("render: flat parallel simd loop", "[cpu][render]") {
   v = binary(BinaryOp::Mod, v, constant(1.5));
   p.kernels = {Kernel{"flat", KernelKind::Elementwise, {{0, 1000, true, true}}, {1, i, v}, {}, {}}};
   std::string src = check_program(p, {}, 3e-5, 3e-6);
-  CHECK(src.find("#pragma omp parallel for simd schedule(dynamic, lm_chunk(") != std::string::npos);
+  // one loop both parallel and vectorized: chunks of whole vectors, a simd loop over each
+  CHECK(src.find("lm_chunk(lm_rt, lm_cx, lm_total, 64)") != std::string::npos);
+  CHECK(src.find("#pragma omp simd\n  for (int64_t v0 = lm_lo; v0 < lm_hi; ++v0)") != std::string::npos);
 }
 
 TEST_CASE("render: pad, slice and reshape index arithmetic", "[cpu][render]") {
@@ -118,7 +123,9 @@ TEST_CASE("render: reductions (sum, max) with epilogues", "[cpu][render]") {
   std::string src = check_program(p, {}, 1e-4, 1e-6);
   CHECK(src.find("reduction(+:acc)") != std::string::npos);
   CHECK(src.find("reduction(max:acc)") != std::string::npos);
-  CHECK(src.find("collapse(2)") != std::string::npos);
+  // soft_k's two parallel loops are one range, decomposed once per row
+  CHECK(src.find("for (int64_t lm_i = lm_lo; lm_i < lm_hi;)") != std::string::npos);
+  CHECK(src.find("const int64_t lm_s = lm_r % (33); lm_r /= (33);") != std::string::npos);
 }
 
 TEST_CASE("render: dtype casts, comparisons, where, integer ops", "[cpu][render]") {
@@ -225,8 +232,8 @@ TEST_CASE("render: a unit loop left innermost does not take the vectorized slot"
   std::string src;
   for (int64_t n : {1, 7, 100000}) src = check_program(p, {{"N", n}});
   CHECK(src.find("const int64_t v1 = 0;") != std::string::npos);
-  CHECK(src.find("#pragma omp parallel for simd schedule(dynamic, lm_chunk(1 * (s0), 64)) if (") !=
-        std::string::npos);
+  CHECK(src.find("const int64_t lm_total = 1 * (s0);") != std::string::npos);
+  CHECK(src.find("lm_chunk(lm_rt, lm_cx, lm_total, 64)") != std::string::npos);
 }
 
 TEST_CASE("render: batched small GEMMs run one product per thread", "[cpu][render]") {
@@ -257,7 +264,8 @@ TEST_CASE("render: batched small GEMMs run one product per thread", "[cpu][rende
   luminal::cpu::RenderOptions opt;
   opt.isa = luminal::cpu::host_isa();
   std::string src = check_program(p, {}, 1e-4, 5e-4, 7, opt);
-  CHECK(src.find("#pragma omp parallel for schedule(dynamic, 1) if (lm_batch >= 2") != std::string::npos);
+  CHECK(src.find("if (lm_batch >= 2 && lm_work * (double)lm_batch >= 262144.0") != std::string::npos);
+  CHECK(src.find("lm_rt->parallel_for(lm_cx, lm_batch, 1, bgemm_task") != std::string::npos);
 }
 
 TEST_CASE("render: the same program renders the same source wherever its nodes live", "[cpu][render]") {

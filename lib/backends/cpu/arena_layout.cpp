@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string>
 
+#include "backends/cpu/gemm_codegen.hpp"
+#include "backends/cpu/kernel_deps.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::cpu {
@@ -17,6 +19,38 @@ std::string binding_text(const std::map<std::string, int64_t>& syms) {
   for (const auto& [name, v] : syms) s += (s.empty() ? "" : ", ") + name + " = " + std::to_string(v);
   return s.empty() ? "constant dims" : s;
 }
+
+bool uses_loop_var(const kernel::Index& i) {
+  if (i.node().op == kernel::IndexOp::Var) return true;
+  for (const auto& a : i.node().args)
+    if (uses_loop_var(a)) return true;
+  return false;
+}
+
+// The largest packing scratch one thread needs for the program's GEMMs under `syms`.
+size_t gemm_scratch(const kernel::Program& prog, const std::map<std::string, int64_t>& syms) {
+  int64_t most = 0;
+  for (const auto& k : prog.kernels) {
+    if (!k.gemm) continue;
+    const kernel::Gemm& g = *k.gemm;
+    const kernel::GemmTile& t = g.tile;
+    int64_t need = 0;
+    if (uses_loop_var(g.m) || uses_loop_var(g.n) || uses_loop_var(g.k)) {
+      need = (int64_t{t.kc} * t.mc * 4 + 63) / 64 * 64 + (int64_t{t.kc} * t.nc * 4 + 63) / 64 * 64;
+    } else {
+      // A stride that varies with the batch is never 1 for sure: the packed path.
+      auto stride = [&](const kernel::Index& i) {
+        return uses_loop_var(i) ? int64_t{-1} : i.evaluate({}, syms);
+      };
+      need = gemm_scratch_bytes(g.m.evaluate({}, syms), g.n.evaluate({}, syms), g.k.evaluate({}, syms),
+                                stride(g.a.col_stride), stride(g.b.row_stride), stride(g.b.col_stride), t.mr,
+                                t.nr, t.mc, t.nc, t.kc);
+    }
+    most = std::max(most, need);
+  }
+  return static_cast<size_t>(most + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+}
+
 }  // namespace
 
 ArenaBuffers arena_buffers(const compiler::KernelPlan& p, const LoweredPlan& lowered) {
@@ -47,7 +81,8 @@ ArenaBuffers arena_buffers(const compiler::KernelPlan& p, const LoweredPlan& low
   return ab;
 }
 
-Layout plan_layout(const kernel::Program& prog, const ArenaBuffers& ab, const std::vector<int64_t>& symbols) {
+Layout plan_layout(const kernel::Program& prog, const ArenaBuffers& ab,
+                   const std::vector<KernelAccess>& access, const std::vector<int64_t>& symbols) {
   std::map<std::string, int64_t> syms;
   for (size_t i = 0; i < prog.symbols.size(); ++i) syms[prog.symbols[i]] = symbols[i];
   Layout l;
@@ -79,8 +114,16 @@ Layout plan_layout(const kernel::Program& prog, const ArenaBuffers& ab, const st
       l.gather_dims[k] = {g->count.evaluate({}, syms), g->rows.evaluate({}, syms)};
   kernel::MemoryPlan mp = kernel::plan_memory(lt, kArenaAlign);
   for (size_t i = 0; i < ids.size(); ++i) l.offset[ids[i]] = mp.offsets[i];
-  l.arena_bytes = mp.arena_bytes;
+  l.arena_bytes = (mp.arena_bytes + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
   l.total_bytes = mp.total_bytes;
+  l.scratch_per_thread = gemm_scratch(prog, syms);
+  std::vector<BufferSpan> span(prog.buffers.size());
+  for (size_t b = 0; b < span.size(); ++b)
+    span[b] = l.offset[b] == kNotInArena
+                  ? BufferSpan{false, b, b + 1}
+                  : BufferSpan{true, l.offset[b],
+                               l.offset[b] + static_cast<size_t>(l.elements[b]) * ab.dtype_bytes[b]};
+  l.wait_before = wait_before(access, span);
   return l;
 }
 
@@ -97,7 +140,7 @@ std::shared_ptr<const Layout> LayoutCache::get(const std::vector<int64_t>& symbo
       if (i->second.last_use < oldest->second.last_use) oldest = i;
     layouts_.erase(oldest);
   }
-  auto l = std::make_shared<const Layout>(plan_layout(prog_, ab_, symbols));
+  auto l = std::make_shared<const Layout>(plan_layout(prog_, ab_, access_, symbols));
   layouts_.emplace(symbols, Entry{l, ++clock_});
   return l;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_program.hpp"
+#include "backends/cpu/kernel_deps.hpp"
 #include "kernel/memory_plan.hpp"
 
 namespace luminal::cpu {
@@ -39,10 +40,22 @@ struct Layout {
   size_t arena_bytes = 0;
   size_t total_bytes = 0;                           // the intermediates' sum (no reuse)
   std::vector<std::array<int64_t, 2>> gather_dims;  // per kernel: a Gather's {count, rows}
+  /// Scratch each thread of a call needs (the generated GEMMs' packing buffers), a
+  /// multiple of kArenaAlign; the call's arena holds one such region per thread after
+  /// the intermediates.
+  size_t scratch_per_thread = 0;
+  /// Per kernel: wait for the unfinished kernels before it (kernel_deps.hpp).
+  std::vector<uint8_t> wait_before;
+
+  /// Arena bytes of a call on `threads` threads.
+  size_t call_bytes(int threads) const {
+    return arena_bytes + static_cast<size_t>(threads) * scratch_per_thread;
+  }
 };
 
-/// `symbols[i]` is the value of prog.symbols[i].
-Layout plan_layout(const kernel::Program& prog, const ArenaBuffers& ab, const std::vector<int64_t>& symbols);
+/// `symbols[i]` is the value of prog.symbols[i]; `access` is kernel_accesses(prog).
+Layout plan_layout(const kernel::Program& prog, const ArenaBuffers& ab,
+                   const std::vector<KernelAccess>& access, const std::vector<int64_t>& symbols);
 
 /// Layouts per binding, least recently used evicted beyond a bound: a server seeing every
 /// (batch, sequence) pair must not grow without limit. Calls hold a shared_ptr, so an
@@ -50,7 +63,8 @@ Layout plan_layout(const kernel::Program& prog, const ArenaBuffers& ab, const st
 class LayoutCache {
  public:
   static constexpr size_t kMaxLayouts = 256;
-  LayoutCache(const kernel::Program& prog, const ArenaBuffers& ab) : prog_(prog), ab_(ab) {}
+  LayoutCache(const kernel::Program& prog, const ArenaBuffers& ab)
+      : prog_(prog), ab_(ab), access_(kernel_accesses(prog)) {}
   std::shared_ptr<const Layout> get(const std::vector<int64_t>& symbols) const;
 
  private:
@@ -60,6 +74,7 @@ class LayoutCache {
   };
   const kernel::Program& prog_;
   const ArenaBuffers& ab_;
+  const std::vector<KernelAccess> access_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, Entry> layouts_;
   mutable uint64_t clock_ = 0;

@@ -51,22 +51,29 @@ constexpr std::array<OpRow<BinaryOp, CBinary>, kNumBinaryOps> kCBinary = {{
 static_assert(covers_every_op(kCBinary), "the C renderer spells every kernel-IR binary op, in enum order");
 
 const char* kRuntimeDecls = R"LMC(
-/* ---- kernel ABI ---- */
-#include <omp.h>
-/* Chunk size of a dynamically scheduled parallel loop of n iterations: about 8 chunks
-   per thread (a multiple of `align`). On a shared machine the OS takes a core away for
-   milliseconds at a time; with static halves the other thread then waits at the join,
-   with chunks it takes over the descheduled thread's remaining share. */
-LM_INLINE int64_t lm_chunk(int64_t n, int64_t align) {
-  const int64_t parts = 8 * (int64_t)omp_get_max_threads();
+/* ---- kernel ABI: the host's services and the call's threads (no OpenMP runtime) ---- */
+typedef void (*lm_task_fn)(void* env, int64_t lo, int64_t hi, int tid);
+typedef struct lm_runtime {
+  void (*sgemm)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+  int (*threads)(void* cx);
+  void (*parallel_for)(void* cx, int64_t n, int64_t chunk, lm_task_fn fn, const void* env,
+                       int64_t env_bytes, int nowait);
+  void* (*scratch)(void* cx, int tid, int64_t bytes);
+  void (*barrier)(void* cx);
+} lm_runtime;
+/* What a kernel's task (its parallel loop, outlined) needs: the kernel's arguments. */
+typedef struct { void* const* lm_bufs; const int64_t* lm_syms; const lm_runtime* lm_rt; void* lm_cx; } lm_kargs;
+/* Chunk size of a parallel loop of n iterations: about 8 chunks per thread (a multiple
+   of `align`). On a shared machine the OS takes a core away for milliseconds at a time;
+   with static halves the other thread then waits at the end, with chunks it takes over
+   the descheduled thread's remaining share. */
+LM_INLINE int64_t lm_chunk(const lm_runtime* rt, void* cx, int64_t n, int64_t align) {
+  const int64_t parts = 8 * (int64_t)rt->threads(cx);
   int64_t c = (n + parts - 1) / parts;
   c = (c + align - 1) / align * align;
   return c > 0 ? c : 1;
 }
-typedef struct lm_runtime {
-  void (*sgemm)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
-} lm_runtime;
 /* integer floor division / modulo (Python semantics) for index expressions */
 LM_INLINE int64_t lm_fdiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -288,13 +295,13 @@ class KernelWriter {
     }
   }
 
-  // ` if (...)` clause of a kernel's parallel loop: kernels of fewer than 32768 loop
+  // Whether a kernel's parallel loop is worth the team: kernels of fewer than 32768 loop
   // iterations in all (a decode step's norms, RoPE, softmax: a few thousand elements,
-  // microseconds of work) run on the calling thread. A parallel region costs a fork and a
-  // join, and on a shared machine the join can wait a scheduler slice for a descheduled
-  // worker; a decode step had ~25 regions, most of them this small. Empty when an extent
-  // depends on a loop variable.
-  std::string serial_below() const {
+  // microseconds of work) run on the calling thread. A parallel loop costs a hand-off to
+  // the workers and a wait at the next dependent kernel, and on a shared machine that wait
+  // can be a scheduler slice for a descheduled worker. "1" when an extent depends on a
+  // loop variable.
+  std::string worth_parallel() const {
     std::string w = "1";
     auto add = [&](const std::vector<Loop>& ls) {
       for (const auto& l : ls) {
@@ -303,44 +310,105 @@ class KernelWriter {
       }
       return true;
     };
-    if (!add(k_.loops) || (k_.reduce && !add(k_.reduce->loops))) return {};
-    return " if (" + w + " >= 32768.0)";
+    if (!add(k_.loops) || (k_.reduce && !add(k_.reduce->loops))) return "1";
+    return "(" + w + " >= 32768.0)";
   }
 
-  // Opens the loops [0, n) of `ls`; returns the closing braces.
+  // The leading loops of `ls` that form the kernel's parallel range (the outlined task's
+  // [lm_lo, lm_hi), over their collapsed iteration space): consecutive parallel loops from
+  // the first, with extents free of loop variables. 0: the kernel runs serially (a
+  // parallel loop inside a serial one would cost a hand-off per outer iteration).
+  static size_t task_group(const std::vector<Loop>& ls) {
+    size_t g = 0;
+    while (g < ls.size() && ls[g].parallel && !uses_var(ls[g].extent)) ++g;
+    return g;
+  }
+
+  // "1 * (e0) * (e1)": iterations of the first `g` loops of `ls` ("" when g == 0).
+  std::string group_total(const std::vector<Loop>& ls, size_t g) const {
+    if (g == 0) return {};
+    std::string t = "1";
+    for (size_t i = 0; i < g; ++i) t += " * (" + ix(ls[i].extent) + ")";
+    return t;
+  }
+
+  // Opens the loops of `ls`; returns the closing braces. The first `group` loops iterate
+  // the task's range [lm_lo, lm_hi) of their collapsed space: one loop over the range, or,
+  // for several, rows of the innermost one (the outer indices decomposed once per row, so
+  // the row loop stays a plain, vectorizable loop).
   std::string open_loops(std::ostringstream& s, const std::vector<Loop>& ls, std::string& ind,
-                         bool innermost_is_body, bool allow_parallel, const std::string& simd_clause = "") {
+                         bool innermost_is_body, size_t group, const std::string& simd_clause = "") {
     std::string close;
+    auto open = [&](const std::string& header) {
+      s << ind << header << " {\n";
+      ind += "  ";
+      close = ind.substr(2) + "}\n" + close;
+    };
+    // Only the innermost loop of a body gets `omp simd` (a hint, -fopenmp-simd: no
+    // OpenMP runtime): simd regions cannot nest, and a reduction's own loops carry theirs.
+    auto simd = [&](size_t i) {
+      if (ls[i].vectorize && i + 1 == ls.size() && innermost_is_body)
+        s << ind << "#pragma omp simd" << simd_clause << "\n";
+    };
+    // not "v" + to_string: GCC 12 warns falsely (-Wrestrict) on that form
+    auto var = [&](size_t i) { return std::to_string(ls[i].var).insert(0, 1, 'v'); };
     size_t i = 0;
-    while (i < ls.size()) {
-      const Loop& l = ls[i];
-      size_t group = 1;
-      if (allow_parallel && l.parallel && !parallel_used_) {
-        while (i + group < ls.size() && ls[i + group].parallel) ++group;
-        const Loop& lastg = ls[i + group - 1];
-        bool simd = lastg.vectorize && i + group == ls.size() && innermost_is_body;
-        std::string total = "1";
-        for (size_t g = 0; g < group; ++g) total += " * (" + ix(ls[i + g].extent) + ")";
-        s << ind << "#pragma omp parallel for" << (simd ? " simd" : "") << " schedule(dynamic, lm_chunk("
-          << total << ", " << (simd ? 64 : 1) << "))" << serial_below();
-        if (group > 1) s << " collapse(" << group << ")";
-        s << (simd ? simd_clause : "") << "\n";
-        parallel_used_ = true;
-      } else if (l.vectorize && i + 1 == ls.size() && innermost_is_body) {
-        // Only the innermost loop of a body gets `omp simd`: simd regions cannot nest,
-        // and a reduction's own loops carry theirs.
-        s << ind << "#pragma omp simd" << (i + 1 == ls.size() ? simd_clause : "") << "\n";
+    if (group == 1) {
+      simd(0);
+      open("for (int64_t " + var(0) + " = lm_lo; " + var(0) + " < lm_hi; ++" + var(0) + ")");
+      i = 1;
+    } else if (group > 1) {
+      const std::string e = "(" + ix(ls[group - 1].extent) + ")";
+      open("for (int64_t lm_i = lm_lo; lm_i < lm_hi;)");
+      s << ind << "int64_t lm_r = lm_i;\n"
+        << ind << "const int64_t lm_s = lm_r % " << e << "; lm_r /= " << e << ";\n";
+      for (size_t j = group - 1; j-- > 1;) {
+        const std::string ej = "(" + ix(ls[j].extent) + ")";
+        s << ind << "const int64_t " << var(j) << " = lm_r % " << ej << "; lm_r /= " << ej << ";\n";
       }
-      for (size_t g = 0; g < group; ++g) {
-        const Loop& lg = ls[i + g];
-        s << ind << "for (int64_t v" << lg.var << " = 0; v" << lg.var << " < " << ix(lg.extent) << "; ++v"
-          << lg.var << ") {\n";
-        ind += "  ";
-        close = ind.substr(2) + "}\n" + close;
-      }
-      i += group;
+      s << ind << "const int64_t " << var(0) << " = lm_r;\n"
+        << ind << "const int64_t lm_e = lm_hi - lm_i < " << e << " - lm_s ? lm_s + (lm_hi - lm_i) : " << e
+        << ";\n"
+        << ind << "lm_i += lm_e - lm_s;\n";
+      simd(group - 1);
+      open("for (int64_t " + var(group - 1) + " = lm_s; " + var(group - 1) + " < lm_e; ++" + var(group - 1) +
+           ")");
+      i = group;
+    }
+    for (; i < ls.size(); ++i) {
+      simd(i);
+      open("for (int64_t " + var(i) + " = 0; " + var(i) + " < " + ix(ls[i].extent) + "; ++" + var(i) + ")");
     }
     return close;
+  }
+
+  // The kernel function around `body` (declarations and loops). With a parallel range
+  // (`total` non-empty) the body becomes the kernel's task, called over [0, total) by the
+  // call's team when `cond` holds, else inline; `align`: chunk multiple.
+  std::string finish(const std::string& body, const std::string& total, int align, std::string cond = {}) {
+    std::ostringstream s;
+    if (total.empty()) {
+      s << signature() << " {\n  (void)lm_rt; (void)lm_syms; (void)lm_cx;\n" << body << "}\n";
+      return s.str();
+    }
+    if (cond.empty()) cond = worth_parallel();
+    const std::string task = k_.name + "_task";
+    s << "static void " << task << "(void* lm_env, int64_t lm_lo, int64_t lm_hi, int lm_tid) {\n"
+      << "  const lm_kargs* lm_ka = (const lm_kargs*)lm_env;\n"
+      << "  void* const* lm_bufs = lm_ka->lm_bufs; const int64_t* lm_syms = lm_ka->lm_syms;\n"
+      << "  (void)lm_bufs; (void)lm_syms; (void)lm_tid;\n"
+      << body << "}\n";
+    s << signature() << " {\n  (void)lm_syms;\n";
+    declare_symbols(s, "  ");
+    s << "  const int64_t lm_total = " << total << ";\n"
+      << "  const lm_kargs lm_ka = {lm_bufs, lm_syms, lm_rt, lm_cx};\n"
+      << "  if (" << cond << ")\n"
+      << "    lm_rt->parallel_for(lm_cx, lm_total, lm_chunk(lm_rt, lm_cx, lm_total, " << align << "), "
+      << task << ", &lm_ka, sizeof lm_ka, 1);\n"
+      << "  else if (lm_total > 0)\n"
+      << "    " << task << "((void*)&lm_ka, 0, lm_total, 0);\n"
+      << "}\n";
+    return s.str();
   }
 
   std::string render() {
@@ -360,7 +428,8 @@ class KernelWriter {
   }
 
   std::string signature() const {
-    return "void " + k_.name + "(void* const* lm_bufs, const int64_t* lm_syms, const lm_runtime* lm_rt)";
+    return "void " + k_.name +
+           "(void* const* lm_bufs, const int64_t* lm_syms, const lm_runtime* lm_rt, void* lm_cx)";
   }
 
   // True for a call of one of the prelude's polynomial functions (tens of dependent
@@ -444,17 +513,20 @@ class KernelWriter {
       }
     std::vector<Loop> outer(loops_.begin(), loops_.end() - 1);
     const Loop& in = loops_.back();
-    std::string close = open_loops(s, outer, ind, false, true);
+    // The parallel range: the outer loops' leading parallel group, else (no outer loop)
+    // the blocks of the inner loop.
+    const size_t g = task_group(outer);
+    const bool block_range = outer.empty() && in.parallel && !uses_var(in.extent);
+    std::string close = open_loops(s, outer, ind, false, g);
     const std::string v = "v" + std::to_string(in.var);
     s << ind << "{\n";
     std::string ind2 = ind + "  ";
     s << ind2 << "const int64_t lm_n = " << ix(in.extent) << ";\n";
-    if (in.parallel && !parallel_used_) {
-      s << ind2 << "#pragma omp parallel for schedule(dynamic, lm_chunk((lm_n + " << kStageBlock - 1 << ") / "
-        << kStageBlock << ", 1))" << serial_below() << "\n";
-      parallel_used_ = true;
-    }
-    s << ind2 << "for (int64_t lm_b = 0; lm_b < lm_n; lm_b += " << kStageBlock << ") {\n";
+    if (block_range)
+      s << ind2 << "for (int64_t lm_b = lm_lo * " << kStageBlock << "; lm_b < lm_n && lm_b < lm_hi * "
+        << kStageBlock << "; lm_b += " << kStageBlock << ") {\n";
+    else
+      s << ind2 << "for (int64_t lm_b = 0; lm_b < lm_n; lm_b += " << kStageBlock << ") {\n";
     const std::string ind3 = ind2 + "  ", ind4 = ind3 + "  ";
     s << ind3 << "const int64_t lm_len = lm_n - lm_b < " << kStageBlock << " ? lm_n - lm_b : " << kStageBlock
       << ";\n";
@@ -488,8 +560,13 @@ class KernelWriter {
         s << ind4 << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << memo.at(root) << ";\n";
       s << ind3 << "}\n";
     }
-    s << ind2 << "}\n" << ind << "}\n" << close << "}\n";
-    return s.str();
+    s << ind2 << "}\n" << ind << "}\n" << close;
+    const std::string total = g > 0 ? group_total(outer, g)
+                              : block_range
+                                  ? "((" + ix(in.extent) + ") + " + std::to_string(kStageBlock - 1) + ") / " +
+                                        std::to_string(kStageBlock)
+                                  : std::string();
+    return finish(s.str(), total, 1);
   }
 
   // Row copies; the host has checked every id before the call (CpuExecutable), the
@@ -497,22 +574,20 @@ class KernelWriter {
   std::string gather() {
     const Gather& g = *k_.gather;
     std::ostringstream s;
-    s << signature() << " {\n  (void)lm_rt; (void)lm_syms;\n";
     declare_symbols(s, "  ");
     declare_buffers(s, "  ", {g.table, g.ids}, {g.out});
     const std::string t = c_type(p_.buffers[static_cast<size_t>(g.out)].dtype);
-    s << "  const int64_t lm_n = " << ix(g.count) << ", lm_rows = " << ix(g.rows)
-      << ", lm_row = " << ix(g.row) << ";\n"
-      << "  #pragma omp parallel for schedule(static) if (lm_n * lm_row >= 65536)\n"
-      << "  for (int64_t i = 0; i < lm_n; ++i) {\n"
+    s << "  const int64_t lm_rows = " << ix(g.rows) << ", lm_row = " << ix(g.row) << ";\n"
+      << "  for (int64_t i = lm_lo; i < lm_hi; ++i) {\n"
       << "    int64_t id = b" << g.ids << "[i];\n"
       << "    if (id < 0 || id >= lm_rows) id = 0;\n"
       << "    const " << t << "* restrict src = b" << g.table << " + id * lm_row;\n"
       << "    " << t << "* restrict dst = b" << g.out << " + i * lm_row;\n"
       << "    #pragma omp simd\n"
       << "    for (int64_t j = 0; j < lm_row; ++j) dst[j] = src[j];\n"
-      << "  }\n}\n";
-    return s.str();
+      << "  }\n";
+    return finish(s.str(), ix(g.count), 1,
+                  "(double)(" + ix(g.count) + ") * (double)(" + ix(g.row) + ") >= 65536.0");
   }
 
   // The loops of an elementwise kernel without those of constant extent 1 (their
@@ -545,7 +620,6 @@ class KernelWriter {
   std::string elementwise() {
     collect(k_.store.value);
     std::ostringstream s;
-    s << signature() << " {\n  (void)lm_rt; (void)lm_syms;\n";
     declare_symbols(s, "  ");
     declare_buffers(s, "  ", reads_, {k_.store.buffer});
     std::string ind = "  ";
@@ -555,11 +629,13 @@ class KernelWriter {
       auto n = loops_.back().extent.as_constant();
       if (heavy_depth(k_.store.value, depth) >= 2 && (!n || *n >= 64)) return staged_elementwise(s, ind);
     }
-    std::string close = open_loops(s, loops_, ind, true, true);
+    const size_t g = task_group(loops_);
+    std::string close = open_loops(s, loops_, ind, true, g);
     std::map<const ExprNode*, std::string> memo;
     std::string v = value(k_.store.value, memo, s, ind);
-    s << ind << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << v << ";\n" << close << "}\n";
-    return s.str();
+    s << ind << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << v << ";\n" << close;
+    const bool simd_range = g > 0 && g == loops_.size() && loops_.back().vectorize;
+    return finish(s.str(), group_total(loops_, g), simd_range ? 64 : 1);
   }
 
   std::string reduction() {
@@ -567,11 +643,11 @@ class KernelWriter {
     collect(k_.store.value);
     collect(r.value);
     std::ostringstream s;
-    s << signature() << " {\n  (void)lm_rt; (void)lm_syms;\n";
     declare_symbols(s, "  ");
     declare_buffers(s, "  ", reads_, {k_.store.buffer});
     std::string ind = "  ";
-    std::string close = open_loops(s, k_.loops, ind, false, true);
+    const size_t g = task_group(k_.loops);
+    std::string close = open_loops(s, k_.loops, ind, false, g);
     const bool is_sum = r.op == ReduceOp::Sum;
     const std::string at = c_type(r.acc_dtype);
     std::string init = is_sum ? literal(0, r.acc_dtype)
@@ -581,7 +657,7 @@ class KernelWriter {
     {
       std::string rind = ind;
       std::string clause = is_sum ? " reduction(+:acc)" : " reduction(max:acc)";
-      std::string rclose = open_loops(s, r.loops, rind, true, false, clause);
+      std::string rclose = open_loops(s, r.loops, rind, true, 0, clause);
       std::map<const ExprNode*, std::string> memo;
       std::string v = value(r.value, memo, s, rind);
       if (r.value.dtype() != r.acc_dtype) v = convert(v, r.value.dtype(), r.acc_dtype);
@@ -595,8 +671,8 @@ class KernelWriter {
     }
     std::map<const ExprNode*, std::string> memo;
     std::string v = value(k_.store.value, memo, s, ind);
-    s << ind << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << v << ";\n" << close << "}\n";
-    return s.str();
+    s << ind << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << v << ";\n" << close;
+    return finish(s.str(), group_total(k_.loops, g), 1);
   }
 
   std::string gemm() {
@@ -608,17 +684,23 @@ class KernelWriter {
     check_micro_tile(opt_.isa, t.mr, t.nr);
     gemm_configs_.insert({t.mr, t.nr});
     const std::string fn = gemm_function_name(opt_.isa, t.mr, t.nr);
+    // The epilogue's context (buffers, symbols, batch loop variables) is copied by the
+    // driver into its job, so it must fit LM_EPI_CTX_MAX (gemm_codegen.hpp).
+    if (16 + 8 * k_.loops.size() > static_cast<size_t>(kGemmEpiContextMax))
+      throw InternalError("[cpu] GEMM kernel " + k_.name + ": too many batch loops (" +
+                          std::to_string(k_.loops.size()) + ") for the epilogue context");
     std::ostringstream s;
     const bool has_epi = g.epilogue.valid() && g.epilogue.op() != ExprOp::Acc;
+    const std::string ctx = k_.name + "_ctx";
     // Context carrying what the epilogue needs: buffers, symbols, batch loop variables.
     s << "typedef struct { void* const* lm_bufs; const int64_t* lm_syms;";
     for (const auto& l : k_.loops) s << " int64_t v" << l.var << ";";
-    s << " } " << k_.name << "_ctx;\n";
+    s << " } " << ctx << ";\n";
     if (has_epi) {
       collect(g.epilogue);
       s << "static void " << k_.name
         << "_epi(void* lm_ctx, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {\n"
-        << "  const " << k_.name << "_ctx* lm_cx = (const " << k_.name << "_ctx*)lm_ctx;\n"
+        << "  const " << ctx << "* lm_cx = (const " << ctx << "*)lm_ctx;\n"
         << "  void* const* lm_bufs = lm_cx->lm_bufs; const int64_t* lm_syms = lm_cx->lm_syms; (void)lm_bufs; "
            "(void)lm_syms;\n";
       declare_symbols(s, "  ");
@@ -636,56 +718,42 @@ class KernelWriter {
       std::map<const ExprNode*, std::string> memo;
       std::string v = value(g.epilogue, memo, s, "      ");
       s << "      c[lm_r * ldc + lm_c] = " << v << ";\n    }\n  }\n}\n";
-    }
-    s << signature() << " {\n  (void)lm_rt; (void)lm_syms;\n";
-    declare_symbols(s, "  ");
-    s << "  const float* A = (const float*)lm_bufs[" << g.a.buffer << "];\n"
-      << "  const float* B = (const float*)lm_bufs[" << g.b.buffer << "];\n"
-      << "  float* C = (float*)lm_bufs[" << g.c.buffer << "];\n";
-    std::string ind = "  ";
-    // Batch loops: many small products (attention's per-head 128x128x128) run one per
-    // thread, each single-threaded inside (the driver sees omp_in_parallel): parallel
-    // inside each one, two threads split a tiny problem and meet at a join 2x per head.
-    // Large products keep the batch loop serial and parallelize inside.
-    std::string close;
-    if (!k_.loops.empty() && g.impl == GemmImpl::Generated && !uses_var(g.m) && !uses_var(g.n) &&
-        !uses_var(g.k)) {
-      std::string nb = "1";
-      bool ok = true;
-      for (const auto& l : k_.loops) {
-        // each product must write its own part of C (else the batch loop is a race)
-        ok &= !uses_var(l.extent) && uses_var(g.c.offset, l.var);
-        nb += " * (" + ix(l.extent) + ")";
-      }
-      if (ok) {
-        s << ind << "const int64_t lm_batch = " << nb << ";\n"
-          << ind << "const double lm_work = (double)(" << ix(g.m) << ") * (double)(" << ix(g.n)
-          << ") * (double)(" << ix(g.k) << ");\n"
-          << ind << "#pragma omp parallel for schedule(dynamic, 1)"
-          << (k_.loops.size() > 1 ? " collapse(" + std::to_string(k_.loops.size()) + ")" : std::string())
-          << " if (lm_batch >= 2 && lm_work * (double)lm_batch >= 262144.0 && lm_work <= 16777216.0)\n";
+      if (g.impl == GemmImpl::Library) {
+        // The library call's epilogue, in blocks of 8 rows on the call's threads.
+        s << "typedef struct { " << ctx << " cx; float* c; int64_t ldc, M, N; } " << k_.name << "_lepi_env;\n"
+          << "static void " << k_.name << "_lepi(void* lm_env, int64_t lm_lo, int64_t lm_hi, int lm_tid) {\n"
+          << "  " << k_.name << "_lepi_env* e = (" << k_.name << "_lepi_env*)lm_env; (void)lm_tid;\n"
+          << "  for (int64_t lm_k = lm_lo; lm_k < lm_hi; ++lm_k) {\n"
+          << "    const int64_t i = lm_k * 8;\n"
+          << "    " << k_.name
+          << "_epi(&e->cx, e->c + i * e->ldc, e->ldc, i, 0, e->M - i < 8 ? e->M - i : 8, e->N);\n"
+          << "  }\n}\n";
       }
     }
-    for (const auto& l : k_.loops) {
-      s << ind << "for (int64_t v" << l.var << " = 0; v" << l.var << " < " << ix(l.extent) << "; ++v" << l.var
-        << ") {\n";
-      ind += "  ";
-      close = ind.substr(2) + "}\n" + close;
-    }
-    s << ind << "const int64_t M = " << ix(g.m) << ", N = " << ix(g.n) << ", K = " << ix(g.k) << ";\n"
-      << ind << "const float* a = A + " << ix(g.a.offset) << "; const int64_t rsa = " << ix(g.a.row_stride)
-      << ", csa = " << ix(g.a.col_stride) << ";\n"
-      << ind << "const float* b = B + " << ix(g.b.offset) << "; const int64_t rsb = " << ix(g.b.row_stride)
-      << ", csb = " << ix(g.b.col_stride) << ";\n"
-      << ind << "float* c = C + " << ix(g.c.offset) << "; const int64_t ldc = " << ix(g.c.row_stride) << ";\n"
-      << ind << k_.name << "_ctx cx = {lm_bufs, lm_syms";
-    for (const auto& l : k_.loops) s << ", v" << l.var;
-    s << "}; (void)cx;\n";
-    const std::string epi = has_epi ? k_.name + "_epi" : "(lm_epi_fn)0";
-    std::string gen_call = fn + "(M, N, K, a, rsa, csa, b, rsb, csb, c, ldc, " + std::to_string(t.mc) + ", " +
-                           std::to_string(t.nc) + ", " + std::to_string(t.kc) + ", " + epi + ", &cx);";
-    if (g.impl == GemmImpl::Library) {
-      s << ind << "int ta, tb; int64_t lda, ldb;\n"
+    // One product at the current batch variables, run by member `tid` ("-1": the caller,
+    // which may hand the product's tasks to the team); `tail`: nothing follows it in the
+    // kernel, so the product's tasks need not be waited for here.
+    auto product = [&](std::ostringstream& o, const std::string& ind, const std::string& tid, bool tail) {
+      o << ind << "const int64_t M = " << ix(g.m) << ", N = " << ix(g.n) << ", K = " << ix(g.k) << ";\n"
+        << ind << "const float* a = A + " << ix(g.a.offset) << "; const int64_t rsa = " << ix(g.a.row_stride)
+        << ", csa = " << ix(g.a.col_stride) << ";\n"
+        << ind << "const float* b = B + " << ix(g.b.offset) << "; const int64_t rsb = " << ix(g.b.row_stride)
+        << ", csb = " << ix(g.b.col_stride) << ";\n"
+        << ind << "float* c = C + " << ix(g.c.offset) << "; const int64_t ldc = " << ix(g.c.row_stride)
+        << ";\n"
+        << ind << ctx << " cx = {lm_bufs, lm_syms";
+      for (const auto& l : k_.loops) o << ", v" << l.var;
+      o << "}; (void)cx;\n";
+      const std::string epi = has_epi ? k_.name + "_epi" : "(lm_epi_fn)0";
+      const std::string gen_call = fn + "(M, N, K, a, rsa, csa, b, rsb, csb, c, ldc, " +
+                                   std::to_string(t.mc) + ", " + std::to_string(t.nc) + ", " +
+                                   std::to_string(t.kc) + ", " + epi + ", &cx, sizeof cx, lm_rt, lm_cx, " +
+                                   tid + ", " + (tail ? "1" : "0") + ");";
+      if (g.impl != GemmImpl::Library) {
+        o << ind << gen_call << "\n";
+        return;
+      }
+      o << ind << "int ta, tb; int64_t lda, ldb;\n"
         << ind
         << "if (lm_rt && lm_rt->sgemm && M > 0 && N > 0 && K > 0 && M < 2147483647 && N < 2147483647 && K < "
            "2147483647\n"
@@ -696,13 +764,65 @@ class KernelWriter {
         << "  lm_rt->sgemm(101, ta, tb, (int)M, (int)N, (int)K, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, "
            "(int)ldc);\n";
       if (has_epi)
-        s << ind << "  #pragma omp parallel for schedule(static)\n"
-          << ind << "  for (int64_t i = 0; i < M; i += 8) " << epi
-          << "(&cx, c + i * ldc, ldc, i, 0, M - i < 8 ? M - i : 8, N);\n";
-      s << ind << "} else {\n" << ind << "  " << gen_call << "\n" << ind << "}\n";
-    } else {
-      s << ind << gen_call << "\n";
+        o << ind << "  " << k_.name << "_lepi_env lm_le = {cx, c, ldc, M, N};\n"
+          << ind << "  const int64_t lm_nb = (M + 7) / 8;\n"
+          << ind << "  lm_rt->parallel_for(lm_cx, lm_nb, lm_chunk(lm_rt, lm_cx, lm_nb, 1), " << k_.name
+          << "_lepi, &lm_le, sizeof lm_le, " << (tail ? 1 : 0) << ");\n";
+      o << ind << "} else {\n" << ind << "  " << gen_call << "\n" << ind << "}\n";
+    };
+    auto declare_matrices = [&](std::ostringstream& o) {
+      o << "  const float* A = (const float*)lm_bufs[" << g.a.buffer << "];\n"
+        << "  const float* B = (const float*)lm_bufs[" << g.b.buffer << "];\n"
+        << "  float* C = (float*)lm_bufs[" << g.c.buffer << "];\n"
+        << "  (void)A; (void)B; (void)C;\n";
+    };
+    // Batch loops: many small products (attention's per-head 128x128x128) run one per
+    // thread, each single-threaded inside: split over two threads, a tiny product costs
+    // a hand-off and a wait per head. Large products keep the batch loop serial and
+    // parallelize inside.
+    bool batch_range = !k_.loops.empty() && g.impl == GemmImpl::Generated && !uses_var(g.m) &&
+                       !uses_var(g.n) && !uses_var(g.k);
+    std::string nb = "1";
+    for (const auto& l : k_.loops) {
+      // each product must write its own part of C (else the batch loop is a race)
+      batch_range = batch_range && !uses_var(l.extent) && uses_var(g.c.offset, l.var);
+      nb += " * (" + ix(l.extent) + ")";
     }
+    if (batch_range) {
+      s << "static void " << k_.name << "_task(void* lm_env, int64_t lm_lo, int64_t lm_hi, int lm_tid) {\n"
+        << "  const lm_kargs* lm_ka = (const lm_kargs*)lm_env;\n"
+        << "  void* const* lm_bufs = lm_ka->lm_bufs; const int64_t* lm_syms = lm_ka->lm_syms;\n"
+        << "  const lm_runtime* lm_rt = lm_ka->lm_rt; void* lm_cx = lm_ka->lm_cx;\n";
+      declare_symbols(s, "  ");
+      declare_matrices(s);
+      s << "  for (int64_t lm_i = lm_lo; lm_i < lm_hi; ++lm_i) {\n    int64_t lm_r = lm_i;\n";
+      for (size_t j = k_.loops.size(); j-- > 0;) {
+        const std::string e = "(" + ix(k_.loops[j].extent) + ")";
+        s << "    const int64_t v" << k_.loops[j].var << " = lm_r % " << e << "; lm_r /= " << e << ";\n";
+      }
+      product(s, "    ", "lm_tid", false);
+      s << "  }\n}\n";
+    }
+    s << signature() << " {\n  (void)lm_rt; (void)lm_syms; (void)lm_cx;\n";
+    declare_symbols(s, "  ");
+    declare_matrices(s);
+    if (batch_range) {
+      s << "  const int64_t lm_batch = " << nb << ";\n"
+        << "  const double lm_work = (double)(" << ix(g.m) << ") * (double)(" << ix(g.n) << ") * (double)("
+        << ix(g.k) << ");\n"
+        << "  if (lm_batch >= 2 && lm_work * (double)lm_batch >= 262144.0 && lm_work <= 16777216.0) {\n"
+        << "    const lm_kargs lm_ka = {lm_bufs, lm_syms, lm_rt, lm_cx};\n"
+        << "    lm_rt->parallel_for(lm_cx, lm_batch, 1, " << k_.name << "_task, &lm_ka, sizeof lm_ka, 1);\n"
+        << "    return;\n  }\n";
+    }
+    std::string ind = "  ", close;
+    for (const auto& l : k_.loops) {
+      s << ind << "for (int64_t v" << l.var << " = 0; v" << l.var << " < " << ix(l.extent) << "; ++v" << l.var
+        << ") {\n";
+      ind += "  ";
+      close = ind.substr(2) + "}\n" + close;
+    }
+    product(s, ind, "-1", k_.loops.empty());
     s << close << "}\n";
     return s.str();
   }
@@ -740,7 +860,12 @@ class KernelWriter {
     reads.insert(a.v.buffer);
     std::ostringstream s;
     if (simd) s << "#include <immintrin.h>\n";
-    s << signature() << " {\n  (void)lm_rt; (void)lm_syms;\n";
+    // The kernel's task: a range of (batch point, query block) pairs.
+    const std::string task = k_.name + "_task";
+    s << "static void " << task << "(void* lm_env, int64_t lm_lo, int64_t lm_hi, int lm_tid) {\n"
+      << "  const lm_kargs* lm_ka = (const lm_kargs*)lm_env;\n"
+      << "  void* const* lm_bufs = lm_ka->lm_bufs; const int64_t* lm_syms = lm_ka->lm_syms;\n"
+      << "  (void)lm_bufs; (void)lm_syms; (void)lm_tid;\n";
     declare_symbols(s, "  ");
     declare_buffers(s, "  ", reads, {a.out.buffer});
     const std::string v = "b" + std::to_string(a.v.buffer), o = "b" + std::to_string(a.out.buffer);
@@ -752,18 +877,14 @@ class KernelWriter {
       << "  const int64_t lm_qblocks = (lm_m + " << kQB - 1 << ") / " << kQB << ";\n";
     std::string nb = "1";
     for (const auto& l : k_.loops) nb += " * (" + ix(l.extent) + ")";
-    s << "  #pragma omp parallel for schedule(dynamic, 1) collapse(" << k_.loops.size() + 1 << ")"
-      << " if ((double)(" << nb << ") * (double)lm_m * (double)lm_n * " << dk << ".0 >= 131072.0)\n";
-    std::string ind = "  ", close;
-    for (const auto& l : k_.loops) {
-      s << ind << "for (int64_t v" << l.var << " = 0; v" << l.var << " < " << ix(l.extent) << "; ++v" << l.var
-        << ") {\n";
-      ind += "  ";
-      close = ind.substr(2) + "}\n" + close;
+    s << "  for (int64_t lm_task_i = lm_lo; lm_task_i < lm_hi; ++lm_task_i) {\n"
+      << "    int64_t lm_r = lm_task_i;\n"
+      << "    const int64_t lm_qb = lm_r % lm_qblocks; lm_r /= lm_qblocks;\n";
+    for (size_t j = k_.loops.size(); j-- > 0;) {
+      const std::string e = "(" + ix(k_.loops[j].extent) + ")";
+      s << "    const int64_t v" << k_.loops[j].var << " = lm_r % " << e << "; lm_r /= " << e << ";\n";
     }
-    s << ind << "for (int64_t lm_qb = 0; lm_qb < lm_qblocks; ++lm_qb) {\n";
-    close = ind + "}\n" + close;
-    ind += "  ";
+    std::string ind = "    ", close = "  }\n";
     s << ind << "const int64_t lm_i0 = lm_qb * " << QB << ", lm_rows = lm_imin(" << QB << ", lm_m - lm_i0);\n"
       << ind << "float lm_q[" << QB << " * " << DK << "] __attribute__((aligned(64)));\n"
       << ind << "float lm_kt[" << DK << " * " << KB << "] __attribute__((aligned(64)));\n"
@@ -983,6 +1104,16 @@ class KernelWriter {
     }
     s << ind << "  }\n" << ind << "}\n";
     s << close << "}\n";
+    s << signature() << " {\n  (void)lm_syms;\n";
+    declare_symbols(s, "  ");
+    s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ";\n"
+      << "  const int64_t lm_total = (" << nb << ") * ((lm_m + " << kQB - 1 << ") / " << kQB << ");\n"
+      << "  const lm_kargs lm_ka = {lm_bufs, lm_syms, lm_rt, lm_cx};\n"
+      << "  if ((double)(" << nb << ") * (double)lm_m * (double)lm_n * " << dk << ".0 >= 131072.0)\n"
+      << "    lm_rt->parallel_for(lm_cx, lm_total, 1, " << task << ", &lm_ka, sizeof lm_ka, 1);\n"
+      << "  else if (lm_total > 0)\n"
+      << "    " << task << "((void*)&lm_ka, 0, lm_total, 0);\n"
+      << "}\n";
     return s.str();
   }
 
@@ -995,7 +1126,6 @@ class KernelWriter {
   std::map<std::string, int> sym_ids_;
   std::set<int> reads_;
   int tmp_ = 0;
-  bool parallel_used_ = false;
   std::vector<Loop> loops_;  // elementwise: the loops rendered (see drop_unit_loops)
   std::set<std::pair<int, int>> gemm_configs_;
 };
@@ -1017,10 +1147,13 @@ CProgram render_c(const Program& p, const RenderOptions& opt) {
   s << c_prelude() << kRuntimeDecls;
   for (const auto& [mr, nr] : configs) s << gemm_source(opt.isa, mr, nr);
   s << body.str();
+  // The entry runs every kernel in order, waiting for each (the executable calls the
+  // kernels itself and waits only where a kernel depends on unfinished work).
   s << "\nvoid " << out.entry
-    << "(void* const* lm_bufs, const int64_t* lm_syms, const lm_runtime* lm_rt) {\n";
-  for (const auto& k : p.kernels) s << "  " << k.name << "(lm_bufs, lm_syms, lm_rt);\n";
-  s << "  (void)lm_bufs; (void)lm_syms; (void)lm_rt;\n}\n";
+    << "(void* const* lm_bufs, const int64_t* lm_syms, const lm_runtime* lm_rt, void* lm_cx) {\n";
+  for (const auto& k : p.kernels)
+    s << "  " << k.name << "(lm_bufs, lm_syms, lm_rt, lm_cx);\n  lm_rt->barrier(lm_cx);\n";
+  s << "  (void)lm_bufs; (void)lm_syms; (void)lm_rt; (void)lm_cx;\n}\n";
   out.source = s.str();
   return out;
 }

@@ -16,6 +16,7 @@
 #include "backends/cpu/call_binding.hpp"
 #include "backends/cpu/cpu_env.hpp"
 #include "backends/cpu/cpu_program.hpp"
+#include "backends/cpu/kernel_call.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "luminal/error.hpp"
 
@@ -78,15 +79,26 @@ std::shared_ptr<const JitLibrary> load_library(const std::string& source, const 
 }  // namespace
 
 struct CpuExecutable::Impl {
-  Impl(const compiler::KernelPlan& p, std::shared_ptr<const detail::GraphImpl> g, const CpuEnv& env)
+  Impl(const compiler::KernelPlan& p, std::shared_ptr<const detail::GraphImpl> g, const CpuEnv& env,
+       const CpuBuildOptions& opt)
       : graph(std::move(g)),
         lowered(lower_plan(p)),
         arena(arena_buffers(p, lowered)),
         layouts(lowered.prog, arena),
-        arenas(lowered.prog.buffers.size(), lowered.prog.symbols.size()),
+        arenas(lowered.prog.buffers.size(), lowered.prog.symbols.size(), opt.arena_limits),
         binding(graph.get(), p, lowered.prog, lowered.interpreted == 0),
+        pool(opt.pool ? opt.pool : detail::WorkerPool::shared()),
+        threads(opt.threads),
         profile(env.profile) {
     if (profile) kernel_seconds.assign(lowered.prog.kernels.size(), 0);
+  }
+
+  /// Threads of a call: its own request, else the executable's default, else all of the
+  /// pool (the caller plus every worker); never more than that.
+  int call_threads(const detail::CallControl& ctl) const {
+    const int most = pool->capacity() + 1;
+    const int want = ctl.threads > 0 ? ctl.threads : threads > 0 ? threads : most;
+    return want < most ? want : most;
   }
 
   std::shared_ptr<const detail::GraphImpl> graph;
@@ -95,6 +107,8 @@ struct CpuExecutable::Impl {
   LayoutCache layouts;
   mutable ArenaPool arenas;
   CallBinding binding;
+  std::shared_ptr<detail::WorkerPool> pool;
+  int threads = 0;
   std::shared_ptr<const JitLibrary> lib;
   std::vector<KernelFn> fns;  // per kernel of lowered.prog
   // LUMINAL_CPU_PROFILE=1: per-kernel wall time summed over calls, printed at exit
@@ -108,7 +122,7 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
     : plan_(std::move(plan)) {
   const CpuEnv env = CpuEnv::from_env();
   const auto t0 = std::chrono::steady_clock::now();
-  impl_ = std::make_unique<Impl>(*plan_, std::move(graph), env);
+  impl_ = std::make_unique<Impl>(*plan_, std::move(graph), env, opt);
   Impl& m = *impl_;
   const kernel::Program& prog = m.lowered.prog;
   info_.generated_kernels = static_cast<int64_t>(prog.kernels.size());
@@ -147,6 +161,9 @@ CpuExecutable::~CpuExecutable() {
 std::string CpuExecutable::library_path() const { return impl_->lib ? impl_->lib->path() : std::string(); }
 std::string CpuExecutable::library_bytes() const { return impl_->lib ? impl_->lib->bytes() : std::string(); }
 
+size_t CpuExecutable::memory_held() const { return impl_->arenas.bytes_held(); }
+void CpuExecutable::trim_memory() const { impl_->arenas.trim(true); }
+
 std::map<std::string, HostTensor> CpuExecutable::run(
     const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors) const {
   std::map<std::string, HostTensor> out;
@@ -155,7 +172,8 @@ std::map<std::string, HostTensor> CpuExecutable::run(
 }
 
 void CpuExecutable::run_into(const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors,
-                             std::map<std::string, HostTensor>& outputs) const {
+                             std::map<std::string, HostTensor>& outputs,
+                             const detail::CallControl& ctl) const {
   const Impl& m = *impl_;
   const compiler::KernelPlan& p = *plan_;
   const auto& names = m.binding.var_names();
@@ -173,24 +191,26 @@ void CpuExecutable::run_into(const DimBindings& dims, const std::map<std::string
       throw RuntimeError("[compiled program] no data for '" + p.leaf_name[v] + "'");
     leaf[v] = it->second->data();
   }
-  execute(vals.data(), leaf.data(), &dims, outputs);
+  execute(vals.data(), leaf.data(), &dims, outputs, ctl);
 }
 
 bool CpuExecutable::try_run_fast(const std::map<std::string, HostTensor>& inputs,
                                  const std::map<std::string, std::shared_ptr<const HostTensor>>& params,
-                                 std::map<std::string, HostTensor>& outputs) const {
+                                 std::map<std::string, HostTensor>& outputs,
+                                 const detail::CallControl& ctl) const {
   const Impl& m = *impl_;
   thread_local std::vector<int64_t> vals;
   thread_local std::vector<const std::byte*> leaf;
   vals.assign(m.binding.var_names().size(), 0);
   leaf.assign(plan_->leaf_name.size(), nullptr);
   if (!m.binding.bind(inputs, params, vals.data(), leaf.data())) return false;
-  execute(vals.data(), leaf.data(), nullptr, outputs);
+  execute(vals.data(), leaf.data(), nullptr, outputs, ctl);
   return true;
 }
 
 void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* leaf_data,
-                            const DimBindings* dims, std::map<std::string, HostTensor>& outputs) const {
+                            const DimBindings* dims, std::map<std::string, HostTensor>& outputs,
+                            const detail::CallControl& ctl) const {
   const Impl& m = *impl_;
   const compiler::KernelPlan& p = *plan_;
   const kernel::Program& prog = m.lowered.prog;
@@ -203,7 +223,9 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
   for (size_t i = 0; i < prog.symbols.size(); ++i) key[i] = var_values[sym_var[i]];
   const std::shared_ptr<const Layout> lay_ref = m.layouts.get(key);
   const Layout& lay = *lay_ref;
-  ArenaLease arena(m.arenas, m.arenas.acquire(lay.arena_bytes));
+  const int threads = m.call_threads(ctl);
+  ctl.check_lazy([] { return std::string("before it started"); });
+  ArenaLease arena(m.arenas, m.arenas.acquire(lay.call_bytes(threads), ctl));
   for (size_t i = 0; i < key.size(); ++i) arena->syms[i] = key[i];
 
   std::vector<void*>& ptr = arena->ptrs;
@@ -244,24 +266,42 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
     ptr[v] = it->second.mutable_data();
   }
 
+  // The call's team (declared after the arena: it finishes, so every chunk is done,
+  // before the arena goes back, even when a kernel throws).
+  detail::CallTeam team(m.pool.get(), threads);
+  KernelCall call;
+  call.team = &team;
+  call.scratch = arena->mem.get() + lay.arena_bytes;
+  call.scratch_bytes = lay.scratch_per_thread;
+  call.scratch_threads = lay.scratch_per_thread ? threads : 0;
   const LmRuntime* rt = runtime_table();
   for (size_t s = 0; s < m.lowered.steps.size(); ++s) {
     const PlanStep& es = m.lowered.steps[s];
     if (!es.interpreted) {
       for (int k = es.k0; k < es.k1; ++k) {
         const auto kk = static_cast<size_t>(k);
+        // Deadline and cancellation, between kernels (the kernels issued so far finish
+        // before the call returns: the team's destructor waits for them).
+        ctl.check_lazy([&] {
+          return "before kernel " + std::to_string(k + 1) + " of " + std::to_string(prog.kernels.size()) +
+                 " (" + prog.kernels[kk].name + ")";
+        });
+        if (lay.wait_before[kk]) team.barrier();
         if (const auto& g = prog.kernels[kk].gather)
           check_gather_ids(*g, ptr[static_cast<size_t>(g->ids)], lay.gather_dims[kk]);
         if (!m.profile) {
-          m.fns[kk](ptr.data(), arena->syms.data(), rt);
+          m.fns[kk](ptr.data(), arena->syms.data(), rt, &call);
           continue;
         }
         const auto t0 = std::chrono::steady_clock::now();
-        m.fns[kk](ptr.data(), arena->syms.data(), rt);
+        m.fns[kk](ptr.data(), arena->syms.data(), rt, &call);
+        team.barrier();
         m.kernel_seconds[kk] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
       continue;
     }
+    ctl.check_lazy([&] { return "before plan step " + std::to_string(s + 1) + " (interpreted)"; });
+    team.barrier();  // the interpreter runs here, on what the kernels before it wrote
     if (!dims) throw InternalError("[cpu] an interpreted kernel needs the dim bindings");
     // The interpreter on views of the step's buffers.
     const auto& st = p.steps[s];
@@ -283,6 +323,7 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
     const HostTensor& r = res.at("out");
     if (r.nbytes()) std::memcpy(ptr[st.result], r.data(), r.nbytes());
   }
+  team.finish();
   // Outputs not written in place: leaves and repeated values are copied.
   for (size_t o = 0; o < p.outputs.size(); ++o) {
     const uint32_t v = p.outputs[o].second;

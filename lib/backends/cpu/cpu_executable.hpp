@@ -22,10 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/arena_pool.hpp"
 #include "backends/cpu/c_renderer.hpp"
 #include "backends/cpu/jit.hpp"
 #include "compiler/plan.hpp"
+#include "runtime/call_control.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/thread_pool.hpp"
 
 namespace luminal::cpu {
 
@@ -54,6 +57,12 @@ struct CpuBuildOptions {
   /// by `jit`. Unset: render_c and the C JIT.
   std::function<CProgram(const kernel::Program&)> render;
   Jit* jit = nullptr;
+  /// Workers the calls borrow (null: detail::WorkerPool::shared()) and the threads of a
+  /// call that does not say (0: all of the pool's workers plus the caller).
+  std::shared_ptr<detail::WorkerPool> pool;
+  int threads = 0;
+  /// Bounds of the calls' scratch memory.
+  ArenaLimits arena_limits;
 };
 
 class CpuExecutable final : public detail::Executable {
@@ -67,17 +76,21 @@ class CpuExecutable final : public detail::Executable {
   /// Runs into `outputs`: an entry with the output's dtype and shape that is writable is
   /// written in place (no copy), any other entry is replaced by a fresh tensor.
   void run_into(const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors,
-                std::map<std::string, HostTensor>& outputs) const;
+                std::map<std::string, HostTensor>& outputs, const detail::CallControl& ctl = {}) const;
 
   /// The allocation-free call behind Callable::run: validates the call itself when every
   /// declared input/param dim is a constant or a plain variable, binds the dims, runs.
   /// Returns false, having done nothing, when the call is not of that simple form or is
   /// invalid in any way: the caller then runs the full validation (which produces the
-  /// exact error) and run_into. `params` must not change during the call (bind() is not
-  /// concurrent with calls).
+  /// exact error) and run_into. `params` must not change during the call (the Callable
+  /// passes an immutable snapshot).
   bool try_run_fast(const std::map<std::string, HostTensor>& inputs,
                     const std::map<std::string, std::shared_ptr<const HostTensor>>& params,
-                    std::map<std::string, HostTensor>& outputs) const;
+                    std::map<std::string, HostTensor>& outputs, const detail::CallControl& ctl = {}) const;
+
+  /// Scratch bytes held for calls, and freeing what no call uses now.
+  size_t memory_held() const;
+  void trim_memory() const;
 
   const CpuBuildInfo& info() const { return info_; }
   const std::shared_ptr<const compiler::KernelPlan>& plan() const { return plan_; }
@@ -90,7 +103,7 @@ class CpuExecutable final : public detail::Executable {
  private:
   struct Impl;
   void execute(const int64_t* var_values, const std::byte* const* leaf_data, const DimBindings* dims,
-               std::map<std::string, HostTensor>& outputs) const;
+               std::map<std::string, HostTensor>& outputs, const detail::CallControl& ctl) const;
   std::unique_ptr<Impl> impl_;
   std::shared_ptr<const compiler::KernelPlan> plan_;
   CpuBuildInfo info_;

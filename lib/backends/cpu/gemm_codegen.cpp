@@ -1,5 +1,6 @@
 #include "backends/cpu/gemm_codegen.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "backends/cpu/jit.hpp"
@@ -61,6 +62,20 @@ GemmTileDefaults default_gemm_tile(CpuIsa isa) {
       return {4, 16, 64, 256, 1024};
   }
   return {4, 16, 64, 256, 1024};
+}
+
+int64_t gemm_scratch_bytes(int64_t M, int64_t N, int64_t K, int64_t csa, int64_t rsb, int64_t csb, int mr,
+                           int nr, int mc, int nc, int kc) {
+  // Mirrors the driver: the paths that pack nothing, then its clamped cache blocks
+  // (MC <= the rows of a task <= M rounded up to mr; NC likewise; KC <= K).
+  if (M <= 0 || N <= 0 || K <= 0) return 0;
+  if (M <= 4 && (csb == 1 || rsb == 1)) return 0;
+  if (N <= 4 && csa == 1) return 0;
+  const int64_t rows = (M + mr - 1) / mr * mr, cols = (N + nr - 1) / nr * nr;
+  const int64_t KC = std::min<int64_t>(kc, K), MC = std::min<int64_t>(mc, rows),
+                NC = std::min<int64_t>(nc, cols);
+  auto up = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  return up(KC * MC * 4) + up(KC * NC * 4);
 }
 
 std::string gemm_function_name(CpuIsa isa, int mr, int nr) {
@@ -161,10 +176,19 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
   std::ostringstream s;
   s << "/* ---- generated SGEMM " << fn << " ---- */\n";
   if (isa != CpuIsa::Generic) s << "#include <immintrin.h>\n";
-  s << "#include <stdlib.h>\n#include <string.h>\n#include <omp.h>\n"
+  s << "#include <stdlib.h>\n#include <string.h>\n"
     << "#ifndef LM_EPI_FN_DEFINED\n#define LM_EPI_FN_DEFINED\n"
     << "typedef void (*lm_epi_fn)(void* ctx, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, "
        "int64_t cols);\n"
+    // A product's arguments, as its tasks see them (copied into the job when the kernel
+    // does not wait for it: the epilogue context travels by value).
+    << "#define LM_EPI_CTX_MAX " << kGemmEpiContextMax << "\n"
+    << "typedef struct {\n"
+    << "  int64_t M, N, K; const float* A; int64_t rsa, csa; const float* B; int64_t rsb, csb;\n"
+    << "  float* C; int64_t ldc, MC, NC, KC, tn, rows_per, cols_per;\n"
+    << "  lm_epi_fn epi; const lm_runtime* rt; void* cx;\n"
+    << "  _Alignas(16) unsigned char epi_ctx[LM_EPI_CTX_MAX];\n"
+    << "} lm_gemm_env;\n"
     << "#endif\n";
   s << micro_kernel(isa, mr, nr, fn + "_ukr");
   // Packing: B strips [kc][nr] and A strips [kc][mr], zero-padded past the matrix edge.
@@ -193,14 +217,13 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
       << "      for (int64_t j = 0; j < " << NR << "; ++j)\n"
       << "        __builtin_prefetch((const void*)((uintptr_t)(B + p0) + (uintptr_t)((" << NR
       << " + j) * csb) * sizeof(float)), 0, 2);\n"
-      << "      for (int64_t g = 0; g < " << nr / 16 << "; ++g) lm_tr16(B + g * 16 * csb + p0, csb, out + p0 * "
-      << NR << " + g * 16, " << NR << ");\n"
+      << "      for (int64_t g = 0; g < " << nr / 16
+      << "; ++g) lm_tr16(B + g * 16 * csb + p0, csb, out + p0 * " << NR << " + g * 16, " << NR << ");\n"
       << "    }\n"
       << "    for (int64_t p = p0; p < kc; ++p)\n"
       << "      for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR << " + j] = B[p + j * csb];\n"
       << "    return;\n  }\n";
-  s
-    << "  for (int64_t p = 0; p < kc; ++p)\n"
+  s << "  for (int64_t p = 0; p < kc; ++p)\n"
     << "    for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR
     << " + j] = j < cols ? B[p * rsb + j * csb] : 0.0f;\n"
     << "}\n";
@@ -214,18 +237,18 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
   // Few rows (decode-like GEMV, M <= 4): packing B would copy the whole weight matrix
   // for a product that reads each of its elements M times, so B is streamed once, in
   // place: axpy over contiguous rows of B, or dot products over contiguous columns
-  // (B = W^T of a [N, K] weight). Bandwidth-bound either way. Other strides return 0
-  // and take the packed path.
+  // (B = W^T of a [N, K] weight). Bandwidth-bound either way; blocks of columns are the
+  // tasks. Other strides return 0 and take the packed path.
   s << "#ifndef LM_GEMM_SMALL_DEFINED\n#define LM_GEMM_SMALL_DEFINED\n"
-    << "static int lm_gemm_small_m(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t "
-       "csa,\n"
-    << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, lm_epi_fn epi, void* ctx) {\n"
-    << "  if (M > 4) return 0;\n"
-    << "  const int parallel = (double)N * (double)K >= 65536.0;\n"
+    << "static void lm_gemm_small_m_task(void* lm_env, int64_t lo, int64_t hi, int tid) {\n"
+    << "  const lm_gemm_env* e = (const lm_gemm_env*)lm_env; (void)tid;\n"
+    << "  const int64_t M = e->M, N = e->N, K = e->K, rsa = e->rsa, csa = e->csa, rsb = e->rsb, csb = "
+       "e->csb, "
+       "ldc = e->ldc;\n"
+    << "  const float* A = e->A; const float* B = e->B; float* C = e->C;\n"
+    << "  void* ctx = (void*)e->epi_ctx;\n"
     << "  if (csb == 1) {\n"
-    << "    const int64_t nb = (N + 255) / 256;\n"
-    << "    #pragma omp parallel for schedule(static) if (parallel)\n"
-    << "    for (int64_t blk = 0; blk < nb; ++blk) {\n"
+    << "    for (int64_t blk = lo; blk < hi; ++blk) {\n"
     << "      const int64_t j0 = blk * 256, cols = N - j0 < 256 ? N - j0 : 256;\n"
     << "      float acc[4][256] __attribute__((aligned(64)));\n"
     << "      memset(acc, 0, sizeof acc);\n"
@@ -239,39 +262,47 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "        }\n      }\n"
     << "      for (int64_t i = 0; i < M; ++i) memcpy(C + i * ldc + j0, acc[i], sizeof(float) * "
        "(size_t)cols);\n"
-    << "      if (epi) epi(ctx, C + j0, ldc, 0, j0, M, cols);\n"
-    << "    }\n    return 1;\n  }\n"
-    << "  if (rsb == 1) {\n"
-    << "    const int64_t nb = (N + 63) / 64;\n"
-    << "    #pragma omp parallel for schedule(static) if (parallel)\n"
-    << "    for (int64_t blk = 0; blk < nb; ++blk) {\n"
-    << "      const int64_t j0 = blk * 64, j1 = N < j0 + 64 ? N : j0 + 64;\n"
-    << "      for (int64_t j = j0; j < j1; ++j) {\n"
-    << "        const float* restrict bcol = B + j * csb;\n"
-    << "        for (int64_t i = 0; i < M; ++i) {\n"
-    << "          const float* restrict arow = A + i * rsa;\n"
-    << "          float sum = 0.0f;\n"
-    << "          if (csa == 1) {\n"
-    << "            #pragma omp simd reduction(+:sum)\n"
-    << "            for (int64_t k = 0; k < K; ++k) sum += arow[k] * bcol[k];\n"
-    << "          } else {\n"
-    << "            for (int64_t k = 0; k < K; ++k) sum += arow[k * csa] * bcol[k];\n"
-    << "          }\n"
-    << "          C[i * ldc + j] = sum;\n"
-    << "        }\n      }\n"
-    << "      if (epi) epi(ctx, C + j0, ldc, 0, j0, M, j1 - j0);\n"
-    << "    }\n    return 1;\n  }\n"
-    << "  return 0;\n}\n"
+    << "      if (e->epi) e->epi(ctx, C + j0, ldc, 0, j0, M, cols);\n"
+    << "    }\n    return;\n  }\n"
+    << "  for (int64_t blk = lo; blk < hi; ++blk) {\n"
+    << "    const int64_t j0 = blk * 64, j1 = N < j0 + 64 ? N : j0 + 64;\n"
+    << "    for (int64_t j = j0; j < j1; ++j) {\n"
+    << "      const float* restrict bcol = B + j * csb;\n"
+    << "      for (int64_t i = 0; i < M; ++i) {\n"
+    << "        const float* restrict arow = A + i * rsa;\n"
+    << "        float sum = 0.0f;\n"
+    << "        if (csa == 1) {\n"
+    << "          #pragma omp simd reduction(+:sum)\n"
+    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k] * bcol[k];\n"
+    << "        } else {\n"
+    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k * csa] * bcol[k];\n"
+    << "        }\n"
+    << "        C[i * ldc + j] = sum;\n"
+    << "      }\n    }\n"
+    << "    if (e->epi) e->epi(ctx, C + j0, ldc, 0, j0, M, j1 - j0);\n"
+    << "  }\n}\n"
+    // Runs `task` over [0, n) blocks: on the team when the product is worth it and the
+    // caller runs it (tid < 0), else here as member tid.
+    << "static void lm_gemm_blocks(lm_gemm_env* e, int64_t n, int worth, lm_task_fn task, int tid, int tail) "
+       "{\n"
+    << "  if (tid < 0 && worth)\n"
+    << "    e->rt->parallel_for(e->cx, n, lm_chunk(e->rt, e->cx, n, 1), task, e, sizeof *e, tail);\n"
+    << "  else\n"
+    << "    task(e, 0, n, tid < 0 ? 0 : tid);\n"
+    << "}\n"
+    << "static int lm_gemm_small_m(lm_gemm_env* e, int tid, int tail) {\n"
+    << "  if (e->M > 4 || (e->csb != 1 && e->rsb != 1)) return 0;\n"
+    << "  const int64_t nb = e->csb == 1 ? (e->N + 255) / 256 : (e->N + 63) / 64;\n"
+    << "  lm_gemm_blocks(e, nb, (double)e->N * (double)e->K >= 65536.0, lm_gemm_small_m_task, tid, tail);\n"
+    << "  return 1;\n}\n"
     // Few columns (a matrix-vector product written W @ x): N <= 4 would waste most of an
     // nr-wide micro tile, so each output is a dot product over a contiguous row of A.
-    << "static int lm_gemm_small_n(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t "
-       "csa,\n"
-    << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, lm_epi_fn epi, void* ctx) {\n"
-    << "  if (N > 4 || csa != 1) return 0;\n"
-    << "  const int parallel = (double)M * (double)K >= 65536.0;\n"
-    << "  const int64_t nb = (M + 63) / 64;\n"
-    << "  #pragma omp parallel for schedule(static) if (parallel)\n"
-    << "  for (int64_t blk = 0; blk < nb; ++blk) {\n"
+    << "static void lm_gemm_small_n_task(void* lm_env, int64_t lo, int64_t hi, int tid) {\n"
+    << "  const lm_gemm_env* e = (const lm_gemm_env*)lm_env; (void)tid;\n"
+    << "  const int64_t M = e->M, N = e->N, K = e->K, rsa = e->rsa, rsb = e->rsb, csb = e->csb, ldc = "
+       "e->ldc;\n"
+    << "  const float* A = e->A; const float* B = e->B; float* C = e->C;\n"
+    << "  for (int64_t blk = lo; blk < hi; ++blk) {\n"
     << "    const int64_t i0 = blk * 64, i1 = M < i0 + 64 ? M : i0 + 64;\n"
     << "    for (int64_t i = i0; i < i1; ++i) {\n"
     << "      const float* restrict arow = A + i * rsa;\n"
@@ -287,49 +318,37 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "        }\n"
     << "        C[i * ldc + j] = sum;\n"
     << "      }\n    }\n"
-    << "    if (epi) epi(ctx, C + i0 * ldc, ldc, i0, 0, i1 - i0, N);\n"
-    << "  }\n  return 1;\n}\n#endif\n";
-  // The driver. The output is cut into independent tasks (row ranges first, then column
-  // ranges when M is too small to feed every thread); a task packs its own B panel and A
-  // blocks into per-thread buffers and runs its micro-kernels, so threads never wait for
-  // each other inside the GEMM: the only synchronisation is the join at the end. That
-  // keeps the GEMM fast when a core is briefly taken by another process (a shared B
-  // panel costs a barrier per K block, and a descheduled thread stalls every barrier).
-  // The price is packing B once per row range or A once per column range (~1% at 2048^3).
-  s << "static void " << fn << "(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
-    << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc,\n"
-    << "    int64_t MC, int64_t NC, int64_t KC, lm_epi_fn epi, void* ctx) {\n"
-    << "  if (M <= 0 || N <= 0) return;\n"
-    << "  if (K <= 0) {  /* empty sum: C = 0, then the epilogue */\n"
-    << "    for (int64_t i = 0; i < M; ++i) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);\n"
-    << "    if (epi) epi(ctx, C, ldc, 0, 0, M, N);\n    return;\n  }\n"
-    << "  if (lm_gemm_small_m(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, epi, ctx)) return;\n"
-    << "  if (lm_gemm_small_n(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, epi, ctx)) return;\n"
-    << "  const int64_t mstrips_all = (M + " << MR << " - 1) / " << MR << ", nstrips_all = (N + " << NR
-    << " - 1) / " << NR << ";\n"
-    << "  const int parallel = (double)M * (double)N * (double)K >= 262144.0 && !omp_in_parallel();\n"
-    << "  const int64_t target = parallel ? 3 * (int64_t)omp_get_max_threads() : 1;\n"
-    // Each row range packs all of B (K x N) and each column range all of A (M x K): split
-    // the longer side, so a prefill's x @ W^T (M 128, N 5632) does not pack its weight
-    // once per row range.
-    << "  int64_t tm, tn;\n"
-    << "  if (M >= N) {\n"
-    << "    tm = mstrips_all < target ? mstrips_all : target;\n"
-    << "    tn = (target + tm - 1) / tm;\n"
-    << "    if (tn > nstrips_all) tn = nstrips_all;\n"
-    << "  } else {\n"
-    << "    tn = nstrips_all < target ? nstrips_all : target;\n"
-    << "    tm = (target + tn - 1) / tn;\n"
-    << "    if (tm > mstrips_all) tm = mstrips_all;\n"
-    << "  }\n"
-    << "  const int64_t rows_per = (mstrips_all + tm - 1) / tm * " << MR << ";\n"
-    << "  const int64_t cols_per = (nstrips_all + tn - 1) / tn * " << NR << ";\n"
-    << "  if (NC > cols_per) NC = cols_per;\n  if (MC > rows_per) MC = rows_per;\n  if (KC > K) KC = K;\n"
-    << "  #pragma omp parallel if (parallel)\n  {\n"
-    << "  float* ap = (float*)aligned_alloc(64, ((size_t)KC * MC * sizeof(float) + 63) / 64 * 64);\n"
-    << "  float* bp = (float*)aligned_alloc(64, ((size_t)KC * NC * sizeof(float) + 63) / 64 * 64);\n"
-    << "  #pragma omp for schedule(dynamic, 1)\n"
-    << "  for (int64_t task = 0; task < tm * tn; ++task) {\n"
+    << "    if (e->epi) e->epi((void*)e->epi_ctx, C + i0 * ldc, ldc, i0, 0, i1 - i0, N);\n"
+    << "  }\n}\n"
+    << "static int lm_gemm_small_n(lm_gemm_env* e, int tid, int tail) {\n"
+    << "  if (e->N > 4 || e->csa != 1) return 0;\n"
+    << "  lm_gemm_blocks(e, (e->M + 63) / 64, (double)e->M * (double)e->K >= 65536.0, lm_gemm_small_n_task, "
+       "tid, "
+       "tail);\n"
+    << "  return 1;\n}\n#endif\n";
+  // The tasks of the packed path. The output is cut into independent tasks (row ranges
+  // first, then column ranges when M is too small to feed every thread); a task packs
+  // its own B panel and A blocks into its thread's scratch and runs its micro-kernels, so
+  // threads never wait for each other inside the GEMM. That keeps the GEMM fast when a
+  // core is briefly taken by another process (a shared B panel costs a barrier per K
+  // block, and a descheduled thread stalls every barrier). The price is packing B once
+  // per row range or A once per column range (~1% at 2048^3).
+  s << "static void " << fn << "_tasks(void* lm_env, int64_t lo, int64_t hi, int tid) {\n"
+    << "  const lm_gemm_env* e = (const lm_gemm_env*)lm_env;\n"
+    << "  const int64_t M = e->M, N = e->N, K = e->K, rsa = e->rsa, csa = e->csa, rsb = e->rsb, csb = "
+       "e->csb, "
+       "ldc = e->ldc;\n"
+    << "  const int64_t MC = e->MC, NC = e->NC, KC = e->KC, tn = e->tn, rows_per = e->rows_per, cols_per = "
+       "e->cols_per;\n"
+    << "  const float* A = e->A; const float* B = e->B; float* C = e->C;\n"
+    << "  const lm_epi_fn epi = e->epi; void* ctx = (void*)e->epi_ctx;\n"
+    << "  const size_t abytes = ((size_t)KC * MC * sizeof(float) + 63) / 64 * 64;\n"
+    << "  const size_t bbytes = ((size_t)KC * NC * sizeof(float) + 63) / 64 * 64;\n"
+    << "  float* ap = (float*)e->rt->scratch(e->cx, tid, (int64_t)(abytes + bbytes));\n"
+    << "  float* own = 0;  /* no scratch of that size: allocate (never on the executable's path) */\n"
+    << "  if (!ap) ap = own = (float*)aligned_alloc(64, abytes + bbytes);\n"
+    << "  float* bp = ap + abytes / sizeof(float);\n"
+    << "  for (int64_t task = lo; task < hi; ++task) {\n"
     << "    const int64_t r0 = (task / tn) * rows_per, c0 = (task % tn) * cols_per;\n"
     << "    const int64_t r1 = r0 + rows_per < M ? r0 + rows_per : M, c1 = c0 + cols_per < N ? c0 + cols_per "
        ": N;\n"
@@ -343,7 +362,6 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     // over the A strips only, so it is packed right before that sweep and read back
     // from L1, instead of writing the whole kc x nc panel (~1 MB) through L2 first.
     << "        const int lazy_b = r1 - r0 <= MC;\n"
-
     << "        if (!lazy_b) for (int64_t js = 0; js < nstrips; ++js) {\n"
     << "          const int64_t cols = nc - js * " << NR << " < " << NR << " ? nc - js * " << NR << " : "
     << NR << ";\n"
@@ -360,8 +378,8 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << ") * rsa + pc * csa, rsa, csa, ap + is * kc * " << MR << ");\n"
     << "          }\n"
     << "          for (int64_t js = 0; js < nstrips; ++js) {\n"
-    << "            if (lazy_b) " << fn << "_pack_b(kc, nc - js * " << NR << " < " << NR << " ? nc - js * " << NR
-    << " : " << NR << ", B + pc * rsb + (jc + js * " << NR << ") * csb, rsb, csb, bp + js * kc * " << NR
+    << "            if (lazy_b) " << fn << "_pack_b(kc, nc - js * " << NR << " < " << NR << " ? nc - js * "
+    << NR << " : " << NR << ", B + pc * rsb + (jc + js * " << NR << ") * csb, rsb, csb, bp + js * kc * " << NR
     << ");\n"
     << "            for (int64_t is = 0; is < mstrips; ++is) {\n"
     << "              const int64_t i0 = ic + is * " << MR << ", j0 = jc + js * " << NR << ";\n"
@@ -382,7 +400,51 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "              if (last && epi) epi(ctx, c, ldc, i0, j0, rows, cols);\n"
     << "            }\n          }\n"
     << "        }\n      }\n    }\n  }\n"
-    << "  free(bp);\n  free(ap);\n  }\n}\n";
+    << "  free(own);\n}\n";
+  // The driver: small paths, else the task split (about 3 tasks per thread, so a thread
+  // that loses its core for a while leaves the others something to take over).
+  s << "static void " << fn << "(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
+    << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc,\n"
+    << "    int64_t MC, int64_t NC, int64_t KC, lm_epi_fn epi, const void* ctx, int64_t ctx_bytes,\n"
+    << "    const lm_runtime* rt, void* cx, int tid, int tail) {\n"
+    << "  if (M <= 0 || N <= 0) return;\n"
+    << "  lm_gemm_env e;\n"
+    << "  e.M = M; e.N = N; e.K = K; e.A = A; e.rsa = rsa; e.csa = csa; e.B = B; e.rsb = rsb; e.csb = csb;\n"
+    << "  e.C = C; e.ldc = ldc; e.epi = epi; e.rt = rt; e.cx = cx;\n"
+    << "  if (epi && ctx_bytes > 0) memcpy(e.epi_ctx, ctx, (size_t)(ctx_bytes < LM_EPI_CTX_MAX ? ctx_bytes : "
+       "LM_EPI_CTX_MAX));\n"
+    << "  if (K <= 0) {  /* empty sum: C = 0, then the epilogue */\n"
+    << "    for (int64_t i = 0; i < M; ++i) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);\n"
+    << "    if (epi) epi((void*)e.epi_ctx, C, ldc, 0, 0, M, N);\n    return;\n  }\n"
+    << "  if (lm_gemm_small_m(&e, tid, tail)) return;\n"
+    << "  if (lm_gemm_small_n(&e, tid, tail)) return;\n"
+    << "  const int64_t mstrips_all = (M + " << MR << " - 1) / " << MR << ", nstrips_all = (N + " << NR
+    << " - 1) / " << NR << ";\n"
+    << "  const int worth = tid < 0 && (double)M * (double)N * (double)K >= 262144.0;\n"
+    << "  const int threads = worth ? rt->threads(cx) : 1;\n"
+    << "  const int64_t target = threads > 1 ? 3 * (int64_t)threads : 1;\n"
+    // Each row range packs all of B (K x N) and each column range all of A (M x K): split
+    // the longer side, so a prefill's x @ W^T (M 128, N 5632) does not pack its weight
+    // once per row range.
+    << "  int64_t tm, tn;\n"
+    << "  if (M >= N) {\n"
+    << "    tm = mstrips_all < target ? mstrips_all : target;\n"
+    << "    tn = (target + tm - 1) / tm;\n"
+    << "    if (tn > nstrips_all) tn = nstrips_all;\n"
+    << "  } else {\n"
+    << "    tn = nstrips_all < target ? nstrips_all : target;\n"
+    << "    tm = (target + tn - 1) / tn;\n"
+    << "    if (tm > mstrips_all) tm = mstrips_all;\n"
+    << "  }\n"
+    << "  const int64_t rows_per = (mstrips_all + tm - 1) / tm * " << MR << ";\n"
+    << "  const int64_t cols_per = (nstrips_all + tn - 1) / tn * " << NR << ";\n"
+    << "  if (NC > cols_per) NC = cols_per;\n  if (MC > rows_per) MC = rows_per;\n  if (KC > K) KC = K;\n"
+    << "  e.MC = MC; e.NC = NC; e.KC = KC; e.tn = tn; e.rows_per = rows_per; e.cols_per = cols_per;\n"
+    << "  if (threads > 1)\n"
+    << "    rt->parallel_for(cx, tm * tn, 1, " << fn << "_tasks, &e, sizeof e, tail);\n"
+    << "  else\n"
+    << "    " << fn << "_tasks(&e, 0, tm * tn, tid < 0 ? 0 : tid);\n"
+    << "}\n";
   return s.str();
 }
 

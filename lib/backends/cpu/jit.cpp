@@ -412,7 +412,8 @@ std::vector<std::string> JitConfig::default_flags() {
   //   features, so an entry never runs on a CPU that lacks them).
   // -mprefer-vector-width=512: GCC tunes Zen/Skylake for 256-bit vectors by default;
   //   our kernels are long, regular loops where 512-bit vectors win.
-  // -fopenmp: parallel loops and `omp simd` (the library itself links the same libgomp).
+  // -fopenmp-simd: `omp simd` vectorization hints only. Threads come from Luminal's own
+  //   pool through the kernel ABI; the code links no OpenMP runtime.
   // -ffp-contract=off: a*b+c is never silently fused, so generated code rounds like the
   //   reference interpreter; kernels that want FMA ask for it explicitly (the prelude,
   //   GEMM intrinsics).
@@ -420,7 +421,7 @@ std::vector<std::string> JitConfig::default_flags() {
   //   if-convert; results are unchanged (no -ffast-math: NaN/inf and the order of
   //   floating-point operations are kept).
   std::vector<std::string> f = {
-      "-std=gnu11",         "-O3",   "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-math-errno",
+      "-std=gnu11",         "-O3",   "-march=native", "-fopenmp-simd", "-ffp-contract=off", "-fno-math-errno",
       "-fno-trapping-math", "-fPIC", "-shared",       "-w"};
   if (cpu_signature().find(" avx512f") != std::string::npos)
     f.insert(f.begin() + 3, "-mprefer-vector-width=512");
@@ -453,7 +454,9 @@ JitConfig JitConfig::from_env() {
 // ------------------------------------------------------------------ Jit
 struct Jit::Entry {
   std::mutex mu;  // held while this key is being built, so it is built once
-  std::shared_ptr<const JitLibrary> lib;
+  // Not owned: the library is unloaded with its last user (a Callable, a benchmark), and
+  // loaded again from the disk cache if it is compiled again.
+  std::weak_ptr<const JitLibrary> lib;
 };
 
 Jit::Jit(JitConfig config) : config_(std::move(config)) {
@@ -569,13 +572,14 @@ std::shared_ptr<const JitLibrary> Jit::compile(const std::string& c_source,
     entry = slot;
   }
   std::lock_guard<std::mutex> build_lock(entry->mu);
-  if (entry->lib) {
+  if (auto lib = entry->lib.lock()) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.memory_hits;
-    return entry->lib;
+    return lib;
   }
-  entry->lib = build(key, c_source, required_symbols);
-  return entry->lib;
+  auto lib = build(key, c_source, required_symbols);
+  entry->lib = lib;
+  return lib;
 }
 
 // A trusted, intact disk entry with every required symbol, or null (the entry, if any,

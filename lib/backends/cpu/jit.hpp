@@ -90,7 +90,7 @@ struct JitConfig {
 
   /// LUMINAL_CC / LUMINAL_CACHE_DIR (or ~/.cache/luminal) and the default flags.
   static JitConfig from_env();
-  /// -O3 -march=native -fopenmp -ffp-contract=off -fno-math-errno ... (see jit.cpp).
+  /// -O3 -march=native -fopenmp-simd -ffp-contract=off -fno-math-errno ... (see jit.cpp).
   static std::vector<std::string> default_flags();
 };
 

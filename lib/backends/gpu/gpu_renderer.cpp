@@ -831,8 +831,9 @@ std::string emulation_source(const GpuSource& src, const Program& p, const GpuAr
   s << src.kernels;
   s << "/* ---- host entries (CPU kernel ABI) ---- */\n";
   for (const LaunchShape& l : src.launches) {
-    s << "extern \"C\" void " << l.name << "_emu(void* const* lm_bufs, const int64_t* lm_syms, const void* lm_rt) {\n";
-    s << "  (void)lm_rt;\n";
+    s << "extern \"C\" void " << l.name
+      << "_emu(void* const* lm_bufs, const int64_t* lm_syms, const void* lm_rt, void* lm_cx) {\n";
+    s << "  (void)lm_rt; (void)lm_cx;\n";
     for (size_t i = 0; i < p.symbols.size(); ++i) s << "  const int64_t s" << i << " = lm_syms[" << i << "];\n";
     s << "  const int64_t lm_g[3] = {" << render_index(l.grid[0], p) << ", " << render_index(l.grid[1], p) << ", "
       << render_index(l.grid[2], p) << "};\n";
