@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/kernel_call.hpp"
 #include "compiler/translation_models.hpp"
 #include "harness.hpp"
 #include "luminal/luminal.hpp"
@@ -92,7 +93,7 @@ void check(const Case& c) {
   luminal::cpu::CProgram cp = luminal::cpu::render_c(p);
   auto lib = luminal::cpu::Jit::global().compile(cp.source);
   auto ptrs = got.ptrs();
-  lib->function<luminal::cpu::KernelFn>(cp.entry)(ptrs.data(), nullptr, luminal::cpu::runtime_table());
+  luminal::cpu::run_generated(lib->function<luminal::cpu::KernelFn>(cp.entry), ptrs.data(), nullptr);
   const auto& ob = p.buffers[3];
   int nans = 0;
   for (int64_t e = 0; e < ob.elements.evaluate({}, {}); ++e) {

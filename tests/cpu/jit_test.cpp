@@ -193,3 +193,39 @@ TEST_CASE("jit without a disk cache compiles in a private folder it removes", "[
   }
   CHECK(count_scratch() == before);
 }
+
+TEST_CASE("jit disk cache: a size limit, least recently used entries evicted first", "[cpu][jit]") {
+  TempDir dir;
+  auto source = [](int i) { return "int lm_f" + std::to_string(i) + "(void) { return " + std::to_string(i) + "; }\n"; };
+  JitConfig c = config_in(dir.path);
+  uintmax_t one = 0;
+  {
+    Jit jit(c);
+    jit.compile(source(0));
+    one = fs::file_size(jit.cache_path(source(0)));
+  }
+  // Room for three entries and a half.
+  c.cache_max_bytes = one * 7 / 2;
+  auto cached = [&](int i) { return fs::exists(Jit(c).cache_path(source(i))); };
+  {
+    Jit jit(c);
+    jit.compile(source(1));
+    jit.compile(source(2));
+  }
+  // Entry 0 is used again (a disk hit in a new instance), so 1 is now the oldest.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    Jit jit(c);
+    jit.compile(source(0));
+    CHECK(jit.stats().disk_hits == 1);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Jit(c).compile(source(3));  // four entries: one must go
+  CHECK(cached(0));
+  CHECK_FALSE(cached(1));
+  CHECK(cached(2));
+  CHECK(cached(3));
+  uintmax_t total = 0;
+  for (const auto& e : fs::directory_iterator(dir.path)) total += fs::file_size(e.path());
+  CHECK(total <= c.cache_max_bytes);
+}

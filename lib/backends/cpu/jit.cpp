@@ -20,6 +20,7 @@
 #include <set>
 #include <sstream>
 
+#include "backends/cpu/jit_cache_limit.hpp"
 #include "luminal/error.hpp"
 
 extern char** environ;
@@ -448,6 +449,8 @@ JitConfig JitConfig::from_env() {
   } else if (const char* home = std::getenv("HOME"); home && *home) {
     c.cache_dir = fs::path(home) / ".cache" / "luminal";
   }
+  if (const char* max = std::getenv("LUMINAL_CACHE_MAX_BYTES"); max && *max)
+    c.cache_max_bytes = std::strtoull(max, nullptr, 10);
   return c;
 }
 
@@ -613,6 +616,7 @@ std::shared_ptr<const JitLibrary> Jit::load_entry(const std::string& key, const 
     return nullptr;
   }
   count(&JitStats::disk_hits);
+  touch_entry(path);  // the size limit evicts least recently used entries first
   return lib;
 }
 
@@ -642,6 +646,7 @@ bool Jit::store_entry(const std::string& key, const std::string& so) {
       err = ec.value();
     }
   }
+  if (ok) evict_least_recent(config_.cache_dir, config_.cache_max_bytes, final_path);
   if (!ok) {
     fs::remove(tmp, ec);
     warn_once("cannot write to the disk cache " + config_.cache_dir.string() + " (" + std::strerror(err) +

@@ -87,8 +87,12 @@ struct JitConfig {
   std::vector<std::string> flags;
   /// Disk cache folder; empty disables the disk cache.
   std::filesystem::path cache_dir;
+  /// Size limit of the disk cache's entries: least recently used ones are removed when a
+  /// new entry passes it (LUMINAL_CACHE_MAX_BYTES; default 2 GiB; 0: no limit).
+  uint64_t cache_max_bytes = uint64_t{2} << 30;
 
-  /// LUMINAL_CC / LUMINAL_CACHE_DIR (or ~/.cache/luminal) and the default flags.
+  /// LUMINAL_CC / LUMINAL_CACHE_DIR (or ~/.cache/luminal) / LUMINAL_CACHE_MAX_BYTES and
+  /// the default flags.
   static JitConfig from_env();
   /// -O3 -march=native -fopenmp-simd -ffp-contract=off -fno-math-errno ... (see jit.cpp).
   static std::vector<std::string> default_flags();

@@ -36,10 +36,12 @@ std::vector<KernelAccess> kernel_accesses(const kernel::Program& prog) {
     } else if (k.gather) {
       a.reads = {k.gather->table, k.gather->ids};
       a.writes = {k.gather->out};
-    } else {
+    } else if (k.kind == kernel::KernelKind::Elementwise || k.kind == kernel::KernelKind::Reduction) {
       loads(k.store.value, a.reads);
       if (k.reduce) loads(k.reduce->value, a.reads);
       a.writes = {k.store.buffer};
+    } else {
+      a.opaque = true;  // a kind this file does not know: waits before and after
     }
     std::sort(a.reads.begin(), a.reads.end());
     a.reads.erase(std::unique(a.reads.begin(), a.reads.end()), a.reads.end());
@@ -60,7 +62,7 @@ std::vector<uint8_t> wait_before(const std::vector<KernelAccess>& access,
     return false;
   };
   for (size_t k = 0; k < access.size(); ++k) {
-    bool w = false;
+    bool w = access[k].opaque || (k > 0 && access[k - 1].opaque);
     for (int b : access[k].reads) w = w || hits(b, written);
     for (int b : access[k].writes) w = w || hits(b, written) || hits(b, read);
     if (w) {
