@@ -135,14 +135,27 @@ void BM_Decode(benchmark::State& s) { run_model(s, decode()); }
 void BM_Prefill(benchmark::State& s) { run_model(s, prefill()); }
 void BM_Mlp(benchmark::State& s) { run_model(s, mlp(s.range(0))); }
 
-// Plain parallel copy of 256 MB: the bandwidth roofline of this machine in this run.
+// Plain parallel copy of 256 MB: the bandwidth roofline of this machine in this run
+// (a generated copy kernel on the same threads as the models).
 void BM_Copy(benchmark::State& state) {
-  const size_t n = 64 << 20;
-  static cpu_bench::AlignedFloats a(n), b(n);
-  for (size_t i = 0; i < n; ++i) a.data[i] = static_cast<float>(i & 1023);
+  const int64_t n = int64_t{64} << 20;
+  static cpu_bench::AlignedFloats a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) a.data[i] = static_cast<float>(i & 1023);
+  using namespace luminal::kernel;
+  Program p;
+  p.buffers = {{"a", luminal::DType::f32, n, BufferRole::Input},
+               {"b", luminal::DType::f32, n, BufferRole::Output}};
+  const Index i = Index::var(0);
+  p.kernels = {Kernel{"copy",
+                      KernelKind::Elementwise,
+                      {{0, n, true, true}},
+                      {1, i, load(0, luminal::DType::f32, i)},
+                      {},
+                      {}}};
+  static cpu_bench::Compiled copy = cpu_bench::compile(p);
+  std::vector<void*> bufs = {a.data, b.data};
   for (auto _ : state) {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) b.data[i] = a.data[i];
+    copy.run(bufs);
     benchmark::DoNotOptimize(b.data);
   }
 }
@@ -238,8 +251,8 @@ int main(int argc, char** argv) {
   if (!std::getenv("LUMINAL_BENCH_NO_TORCH")) {
     // PyTorch runs the workloads measured here (all of them without a filter).
     std::string only;
-    for (auto [name, t] : {std::pair<const char*, double>{"decode", dec}, {"prefill", pre}, {"mlp_b1", m1},
-                           {"mlp_b32", m32}})
+    for (auto [name, t] :
+         {std::pair<const char*, double>{"decode", dec}, {"prefill", pre}, {"mlp_b1", m1}, {"mlp_b32", m32}})
       if (t > 0) only += (only.empty() ? "" : ",") + std::string(name);
     std::string cmd = "/usr/bin/python3 " LUMINAL_BENCH_CPU_DIR "/torch_models.py 15 " + only + " 2>&1";
     std::string out = "\n";
