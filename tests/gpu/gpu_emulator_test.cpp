@@ -33,7 +33,7 @@ std::string check_emulated(const k::Program& p, const std::map<std::string, int6
   std::vector<int64_t> sv;
   for (const auto& s : p.symbols) sv.push_back(syms.at(s));
   auto ptrs = got.ptrs();
-  for (const auto& l : src.launches) lib->function<cpu::KernelFn>(l.name + "_emu")(ptrs.data(), sv.data(), nullptr);
+  for (const auto& l : src.launches) lib->function<cpu::KernelFn>(l.name + "_emu")(ptrs.data(), sv.data(), nullptr, nullptr);
   for (size_t bi = 0; bi < p.buffers.size(); ++bi) {
     const auto& b = p.buffers[bi];
     if (b.role == k::BufferRole::Input || b.role == k::BufferRole::Param) continue;
@@ -119,7 +119,7 @@ TEST_CASE("emulated i32 sums wrap around like PyTorch", "[gpu][emu]") {
   std::vector<int32_t> x{2147483647, 1, 0, 0, -2147483647 - 1, -1, 5, -5};
   std::vector<int32_t> y(2, 7);
   void* bufs[] = {x.data(), y.data()};
-  lib->function<cpu::KernelFn>("red_emu")(bufs, nullptr, nullptr);
+  lib->function<cpu::KernelFn>("red_emu")(bufs, nullptr, nullptr, nullptr);
   CHECK(y[0] == -2147483647 - 1);  // INT_MAX + 1 wraps
   CHECK(y[1] == 2147483647);       // INT_MIN - 1 wraps
 }
