@@ -33,9 +33,15 @@ endfunction()
 
 # Configures, builds and runs the consumer project in `dir` (the remaining arguments are
 # cache settings).
+# A compiler launcher of the outer build (ccache) is passed on, so a developer's rebuild of
+# the consumer's copy of Luminal hits the same cache; CI sets none.
 function(build_and_run dir)
+  set(launcher)
+  if(LAUNCHER)
+    set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
+  endif()
   run(${CMAKE_COMMAND} -S ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/project -B ${dir} -G ${GENERATOR}
-      -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release ${ARGN})
+      -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release ${launcher} ${ARGN})
   run(${CMAKE_COMMAND} --build ${dir})
   run(${dir}/consumer)
 endfunction()
