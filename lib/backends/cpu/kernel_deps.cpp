@@ -29,7 +29,9 @@ std::vector<KernelAccess> kernel_accesses(const kernel::Program& prog) {
       a.writes = {k.gemm->c.buffer};
     } else if (k.attention) {
       const kernel::Attention& at = *k.attention;
-      a.reads = {at.q.buffer, at.k.buffer, at.v.buffer};
+      a.reads = {at.v.buffer};
+      loads(at.q, a.reads);
+      loads(at.k, a.reads);
       loads(at.score, a.reads);
       loads(at.epilogue, a.reads);
       a.writes = {at.out.buffer};
