@@ -3,6 +3,7 @@
 
 #include "egraph/math_lang.hpp"
 #include "luminal/egraph/runner.hpp"
+#include "egraph/check.hpp"
 #include "luminal/egraph/sexpr.hpp"
 
 using namespace luminal::egraph;
@@ -62,4 +63,59 @@ TEST_CASE("saturation, phases and printable reports", "[egraph][runner]") {
   double sum = 0;
   for (const auto& it : r.iterations) sum += it.total_s();
   CHECK(sum <= r.total_s + 1e-9);
+}
+
+// Budgets hold inside one match's application, however much work a custom applier does:
+// the e-graph checks them on every node it creates and every few thousand merges.
+TEST_CASE("limits hold inside a single applier call", "[egraph][runner][limits]") {
+  auto runaway = [](EGraph<Math>& g, const luminal::egraph::Match& m) {
+    // A pathological applier: creates distinct nodes and merges them into the match's
+    // class without end (a rule author's n^2 loop over a huge class looks the same).
+    for (std::int64_t v = 1'000'000;; ++v) g.merge(m.root(), g.add(Op::Num, v, {}));
+  };
+  std::vector<Rule<Math>> rules = {luminal::egraph::rule("runaway", sym("x") + luminal::egraph::Var<0>{}, runaway)};
+  {
+    EGraph<Math> g;
+    add_term(g, "(+ x y)", Syntax{});
+    g.rebuild();
+    Report r = Runner<Math>(g).node_limit(5000).run(rules);
+    CHECK(r.stop == StopReason::NodeLimit);
+    CHECK(g.num_nodes() <= 5000);  // exactly: the node over the limit is refused
+    CHECK(egtest::check_invariants(g) == "");
+  }
+  {
+    EGraph<Math> g;
+    add_term(g, "(+ x y)", Syntax{});
+    g.rebuild();
+    Report r = Runner<Math>(g).time_limit(0.02).run(rules);
+    CHECK(r.stop == StopReason::TimeLimit);
+    CHECK(r.iterations.size() == 1);  // stopped inside the first iteration's apply
+    CHECK(egtest::check_invariants(g) == "");
+  }
+  {
+    EGraph<Math> g;
+    add_term(g, "(+ x y)", Syntax{});
+    g.rebuild();
+    const double mb = luminal::egraph::current_rss_mb();
+    if (mb > 0) {
+      Report r = Runner<Math>(g).memory_limit_mb(mb + 16).run(rules);
+      CHECK(r.stop == StopReason::MemoryLimit);
+      CHECK(egtest::check_invariants(g) == "");
+    }
+  }
+}
+
+TEST_CASE("limits are disarmed after a run and never limit rebuild", "[egraph][runner][limits]") {
+  EGraph<Math> g;
+  add_right_nested_sum(g, 8);
+  g.rebuild();
+  auto rules = ac_rules();
+  Report r = Runner<Math>(g).node_limit(300).run(rules);
+  CHECK(r.stop == StopReason::NodeLimit);
+  CHECK(g.num_nodes() <= 300);
+  CHECK(g.armed_limits() == nullptr);
+  // Unlimited again: the graph may grow past the old limit.
+  Report r2 = Runner<Math>(g).iter_limit(100).run(rules);
+  CHECK(r2.stop == StopReason::Saturated);
+  CHECK(g.num_classes() == 255u);
 }

@@ -29,6 +29,7 @@
 #include "luminal/egraph/analysis.hpp"
 #include "luminal/egraph/hashcons.hpp"
 #include "luminal/egraph/language.hpp"
+#include "luminal/egraph/limits.hpp"
 #include "luminal/egraph/pod_vector.hpp"
 #include "luminal/error.hpp"
 
@@ -152,6 +153,10 @@ class EGraph {
     return add_new(op, payload, ck, h);
   }
   [[gnu::noinline]] Id add_new(Op op, const Payload& payload, std::span<const Id> ck, std::uint32_t h) {
+    if (limits_) [[unlikely]] {
+      if (num_live_ >= limits_->node_limit) throw BudgetExceeded{StopReason::NodeLimit};
+      poll_limits();
+    }
     Id n = push_node(op, payload, ck, h);
     memo_.insert_new(h, n, make_key(op, payload, ck));
     if constexpr (!kEmptyData) data_.back() = analysis_.make(*this, node(n));
@@ -178,6 +183,26 @@ class EGraph {
     return m == kNoId ? kNoId : find(m);
   }
 
+  /// Arms `limits` (nullptr disarms): from then on `add` refuses to create a node once
+  /// `node_limit` nodes are live, and `add`, `merge` and `poll_limits` read the clock (and
+  /// the resident set, when limited) every `check_every` calls; a limit passed throws
+  /// BudgetExceeded before anything changes. `rebuild` is never limited (it only shrinks
+  /// the graph and must restore the invariants). `limits` must outlive the arming.
+  void arm_limits(const Limits* limits) noexcept {
+    limits_ = limits;
+    ticks_ = 0;
+  }
+  /// The armed limits, or nullptr.
+  const Limits* armed_limits() const noexcept { return limits_; }
+  /// One unit of work under the armed limits (no-op when none are armed): callers whose
+  /// loops neither add nor merge (applying matches that change nothing) call it per step.
+  void poll_limits() {
+    if (!limits_ || ++ticks_ < limits_->check_every) return;
+    ticks_ = 0;
+    StopReason why;
+    if (limits_->passed(why)) throw BudgetExceeded{why};
+  }
+
   /// Canonical id of class `id` (path halving).
   Id find(Id id) const noexcept {
     while (uf_[id] != id) {
@@ -195,6 +220,7 @@ class EGraph {
     a = find(a);
     b = find(b);
     if (a == b) return false;
+    if (limits_) [[unlikely]] poll_limits();
     if (cls_[a].pcount < cls_[b].pcount) std::swap(a, b);  // keep the class with more parents
     uf_[b] = a;
     --num_classes_;
@@ -216,6 +242,13 @@ class EGraph {
   /// Restores the invariants (congruence closure, canonical hashcons, joined analysis
   /// data). Returns the number of merges that congruence caused.
   std::size_t rebuild() {
+    // Never limited: disarmed for the duration (restored on every exit path).
+    struct Disarm {
+      EGraph& g;
+      const Limits* saved;
+      ~Disarm() { g.limits_ = saved; }
+    } disarm{*this, limits_};
+    limits_ = nullptr;
     std::size_t unions = 0;
     while (!pending_.empty() || !analysis_pending_.empty() || !modified_.empty()) {
       while (!pending_.empty()) {
@@ -564,6 +597,8 @@ class EGraph {
   std::size_t num_classes_ = 0;
   std::uint64_t version_ = 0;
   ClassIndex<L> index_;
+  const Limits* limits_ = nullptr;
+  std::uint32_t ticks_ = 0;
   bool index_valid_ = false;
   std::uint64_t index_version_ = ~std::uint64_t{0};
   static inline const Payload empty_payload_{};

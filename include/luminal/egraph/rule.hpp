@@ -91,15 +91,18 @@ class Rule {
   /// The left-side patterns.
   const std::vector<Pattern<L>>& lhs() const noexcept { return lhs_; }
 
-  /// Appends the matches on the rebuilt e-graph to `out`; stops after `limit` + 1 matches.
-  /// Returns the number found (limit + 1 means "more than limit").
+  /// Appends the matches on the rebuilt e-graph to `out`; stops after `limit` + 1 matches,
+  /// or (with `limits`) once their time or memory limit has passed, checked every
+  /// `check_every` matches. Returns the number found (limit + 1 means "more than limit").
   std::size_t search(const Graph& g, const ClassIndex<L>& ix, Matches& out,
-                     std::size_t limit = std::numeric_limits<std::size_t>::max()) const {
+                     std::size_t limit = std::numeric_limits<std::size_t>::max(),
+                     const Limits* limits = nullptr) const {
     if (out.count != 0 && out.width != program_.vars.width)
       throw Error("[egraph] search: Matches of another rule");
     out.width = program_.vars.width;
     out.vars = &program_.vars;
     std::size_t count = 0;
+    std::uint32_t ticks = 0;
     const std::uint32_t* keep = program_.keep.data();
     const std::size_t w = program_.keep.size();
     auto yield = [&](const Id* regs) {
@@ -123,6 +126,11 @@ class Rule {
         default:
           for (std::size_t i = 0; i < w; ++i) dst[i] = regs[keep[i]];
       }
+      if (limits && ++ticks >= limits->check_every) {
+        ticks = 0;
+        StopReason why;
+        if (limits->passed(why)) return false;
+      }
       return ++count <= limit;
     };
     Machine<L, A, decltype(yield)> m(g, ix, program_, yield);
@@ -143,18 +151,20 @@ class Rule {
   }
 
   /// Applies every match (conditions checked first); returns the effective applications.
-  /// Applies every match, or stops once the graph holds more than `node_limit` nodes
-  /// (one rule's matches can multiply the graph: 20k nodes became 185k in one apply).
-  std::size_t apply(Graph& g, const Matches& ms,
-                    std::size_t node_limit = std::numeric_limits<std::size_t>::max()) const {
-    std::size_t applied = 0;
+  /// Under limits armed on `g` (EGraph::arm_limits) it may stop with BudgetExceeded; the
+  /// effective applications so far are then in `*applied_so_far` when given.
+  std::size_t apply(Graph& g, const Matches& ms, std::size_t* applied_so_far = nullptr) const {
+    std::size_t local = 0;
+    std::size_t& applied = applied_so_far ? *applied_so_far : local;
+    applied = 0;
     std::vector<Id> ids;
     // Software pipelining: the hashcons probe of a match a few places ahead is started
     // now, so its cache miss overlaps the work on this one.
     constexpr std::size_t kAhead = 6;
     const bool can_prefetch = !apply_ && !rhs_progs_.empty() && !rhs_progs_[0].leaf_steps.empty();
+    const bool limited = g.armed_limits() != nullptr;
     for (std::size_t i = 0, n = ms.size(); i < n; ++i) {
-      if (g.num_nodes() > node_limit) break;
+      if (limited) g.poll_limits();  // matches that change nothing must not outrun the clock
       if (can_prefetch && i + kAhead < n) prefetch(g, rhs_progs_[0], ms[i + kAhead].row());
       Match m = ms[i];
       if (cond_ && !cond_(g, m)) continue;

@@ -21,30 +21,11 @@
 #include <vector>
 
 #include "luminal/egraph/egraph.hpp"
+#include "luminal/egraph/limits.hpp"
 #include "luminal/egraph/memory.hpp"
 #include "luminal/egraph/rule.hpp"
 
 namespace luminal::egraph {
-
-/// Why a run stopped.
-enum class StopReason : std::uint8_t { Saturated, IterationLimit, NodeLimit, TimeLimit, MemoryLimit };
-
-/// Printable name of a stop reason.
-inline const char* to_string(StopReason r) noexcept {
-  switch (r) {
-    case StopReason::Saturated:
-      return "saturated";
-    case StopReason::IterationLimit:
-      return "iteration-limit";
-    case StopReason::NodeLimit:
-      return "node-limit";
-    case StopReason::TimeLimit:
-      return "time-limit";
-    case StopReason::MemoryLimit:
-      return "memory-limit";
-  }
-  return "?";
-}
 
 /// Decides, per rule and iteration, how many matches a rule may produce.
 class Scheduler {
@@ -255,6 +236,11 @@ class Runner {
     if (!started_) {
       start_ = Clock::now();
       started_ = true;
+      limits_.node_limit = node_limit_;
+      limits_.memory_limit_mb = memory_limit_mb_;
+      limits_.deadline = time_limit_ < 1e9 ? start_ + std::chrono::duration_cast<Clock::duration>(
+                                                            std::chrono::duration<double>(time_limit_))
+                                           : Clock::time_point::max();
     }
     const std::size_t first_rule = rep.rules.size();
     for (const auto& r : rules) rep.rules.push_back(RuleStats{r.name()});
@@ -271,37 +257,52 @@ class Runner {
       st.iteration = rep.iterations.size() + 1;
       st.phase = phase;
       const std::uint64_t v0 = g_.version();
+      // A limit passed inside the iteration (while searching or applying): the iteration
+      // is finished (rebuilt, reported) and the run stops with that reason.
+      bool stopped = false;
+      StopReason stopped_by = StopReason::Saturated;
       auto t0 = Clock::now();
       const ClassIndex<L>& ix = g_.index();
       for (std::size_t r = 0; r < rules.size(); ++r) {
         found[r].clear();
+        if (stopped) continue;
         std::size_t lim = scheduler_->match_limit(r, it);
         if (lim == 0) continue;
         auto a = Clock::now();
-        std::size_t n = rules[r].search(g_, ix, found[r], lim);
+        std::size_t n = rules[r].search(g_, ix, found[r], lim, &limits_);
         if (!scheduler_->accept(r, it, n)) found[r].clear();
         RuleStats& rs = rep.rules[first_rule + r];
         rs.matches += found[r].size();
         st.matches += found[r].size();
-        rs.search_s += seconds(a, Clock::now());
+        auto b = Clock::now();
+        rs.search_s += seconds(a, b);
+        if (b >= limits_.deadline) {
+          stopped = true;
+          stopped_by = StopReason::TimeLimit;
+        }
       }
       auto t1 = Clock::now();
       st.search_s = seconds(t0, t1);
-      bool too_big = false;
-      for (std::size_t r = 0; r < rules.size(); ++r) {
+      g_.arm_limits(&limits_);
+      for (std::size_t r = 0; r < rules.size() && !stopped; ++r) {
         if (found[r].size() == 0) continue;
-        if (g_.num_nodes() > node_limit_) {
-          too_big = true;  // stop applying: one iteration can grow the graph many-fold
-          break;
-        }
         auto a = Clock::now();
-        std::size_t n = rules[r].apply(g_, found[r], node_limit_);
-        too_big = too_big || g_.num_nodes() > node_limit_;
+        std::size_t n = 0;
+        try {
+          rules[r].apply(g_, found[r], &n);
+        } catch (const BudgetExceeded& e) {
+          stopped = true;
+          stopped_by = e.why;
+        } catch (...) {
+          g_.arm_limits(nullptr);
+          throw;
+        }
         RuleStats& rs = rep.rules[first_rule + r];
         rs.applied += n;
         st.applied += n;
         rs.apply_s += seconds(a, Clock::now());
       }
+      g_.arm_limits(nullptr);
       auto t2 = Clock::now();
       st.apply_s = seconds(t1, t2);
       st.rebuild_unions = g_.rebuild();
@@ -313,8 +314,8 @@ class Runner {
         rep.rules[first_rule + r].times_banned = scheduler_->times_banned(r);
       rep.iterations.push_back(st);
       if (hook_) hook_(st);
-      if (too_big) {
-        rep.stop = StopReason::NodeLimit;
+      if (stopped) {
+        rep.stop = stopped_by;
         return rep.stop;
       }
       if (g_.version() == v0 && scheduler_->can_stop(it)) {
@@ -363,6 +364,7 @@ class Runner {
   double time_limit_ = std::numeric_limits<double>::infinity();
   double memory_limit_mb_ = std::numeric_limits<double>::infinity();
   Clock::time_point start_{};
+  Limits limits_;  // armed on the e-graph while applying, checked while searching
   bool started_ = false;
 };
 
