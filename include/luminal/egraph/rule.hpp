@@ -163,9 +163,16 @@ class Rule {
     constexpr std::size_t kAhead = 6;
     const bool can_prefetch = !apply_ && !rhs_progs_.empty() && !rhs_progs_[0].leaf_steps.empty();
     const bool limited = g.armed_limits() != nullptr;
-    for (std::size_t i = 0, n = ms.size(); i < n; ++i) {
+    // Newest match first. Search finds matches class by class in ascending id order, and
+    // a class's parents are mostly newer than it (a node is created after its children).
+    // Applied oldest first, merges of small classes made their parents' hashcons keys
+    // stale before those parents' own matches ran, so their right sides missed the
+    // hashcons, were created again and had to be merged back: W3 (ac-blowup) iteration 7
+    // made 101,826 effective unions + 20,715 congruence unions; top-down, 40,748 + 498
+    // (egg, whose match order is hash order: 57,428 + 7,182). Same final e-graph.
+    for (std::size_t n = ms.size(), i = n; i-- > 0;) {
       if (limited) g.poll_limits();  // matches that change nothing must not outrun the clock
-      if (can_prefetch && i + kAhead < n) prefetch(g, rhs_progs_[0], ms[i + kAhead].row());
+      if (can_prefetch && i >= kAhead) prefetch(g, rhs_progs_[0], ms[i - kAhead].row());
       Match m = ms[i];
       if (cond_ && !cond_(g, m)) continue;
       if (apply_) {
