@@ -21,12 +21,13 @@ inline double since(Clock::time_point t) { return std::chrono::duration<double>(
 
 /// W1: the 7 terms and 24 rules for k iterations. Returns the runner's report; `roots`
 /// receives the term classes.
+/// `semi_naive` = false applies every match every iteration, as egg does.
 inline Report run_math_micro(EGraph<Math>& g, std::size_t k, std::vector<Id>& roots,
-                             std::function<void(const IterationStats&)> hook = {}) {
+                             std::function<void(const IterationStats&)> hook = {}, bool semi_naive = true) {
   for (const auto& t : mathlang::math_micro_terms()) roots.push_back(add_term(g, t, mathlang::Syntax{}));
   static const auto rules = mathlang::math_micro_rules();
   Runner<Math> r(g);
-  r.iter_limit(k);
+  r.iter_limit(k).semi_naive(semi_naive);
   if (hook) r.on_iteration(std::move(hook));
   return r.run(rules);
 }
@@ -49,11 +50,12 @@ inline std::size_t count_matches(EGraph<Math>& g) {
 }
 
 /// W3: comm+assoc of + on a right-nested sum of n leaves, to saturation.
-inline Report run_ac_blowup(EGraph<Math>& g, int n, std::function<void(const IterationStats&)> hook = {}) {
+inline Report run_ac_blowup(EGraph<Math>& g, int n, std::function<void(const IterationStats&)> hook = {},
+                            bool semi_naive = true) {
   mathlang::add_right_nested_sum(g, n);
   static const auto rules = mathlang::ac_rules();
   Runner<Math> r(g);
-  r.iter_limit(1000);
+  r.iter_limit(1000).semi_naive(semi_naive);
   if (hook) r.on_iteration(std::move(hook));
   return r.run(rules);
 }

@@ -86,6 +86,9 @@ class ClassIndex {
   }
   /// Every live node id, grouped by class.
   std::span<const Id> all_nodes() const noexcept { return {nodes_.data(), nodes_.size()}; }
+  /// Epoch (EGraph::next_epoch) in which entry j's node was created, had its children
+  /// re-canonicalized or joined another class, whichever is latest.
+  std::uint32_t entry_stamp(std::uint32_t j) const noexcept { return estamp_[j]; }
 
  private:
   template <Language, class>
@@ -96,6 +99,7 @@ class ClassIndex {
   FlatVector<Payload> epay_;           // per entry: payload (empty for payload-free languages)
   PodVector<std::uint32_t> ekid_off_;  // per entry (+1): start of its children in ekids_
   PodVector<Id> ekids_;
+  PodVector<std::uint32_t> estamp_;  // per entry: its node's stamp
   PodVector<Id> classes_;
   PodVector<std::uint32_t> op_off_;
   PodVector<Id> op_classes_;
@@ -265,6 +269,7 @@ class EGraph {
           }
         }
         if (!changed) continue;
+        nstamp_[n] = epoch_;
         memo_.erase(r.hash, n);
         NodeView<L> v = node(n);
         std::uint32_t h = hash_node<L>(v.op, v.payload, v.kids);
@@ -318,6 +323,16 @@ class EGraph {
   /// Increases on every new node and every effective merge: equal versions, same e-graph.
   std::uint64_t version() const noexcept { return version_; }
 
+  /// Starts a new epoch and returns it. Every node created, or whose children rebuild
+  /// re-canonicalizes, from now on is stamped with it, and so is every node that the next
+  /// index build finds in another class than before. A searcher that has seen (and
+  /// applied) everything up to epoch e can then skip matches made only of nodes stamped
+  /// before e: each such match was there, binding the same nodes, at epoch e (semi-naive
+  /// matching, see Runner).
+  std::uint32_t next_epoch() noexcept { return ++epoch_; }
+  /// The current epoch.
+  std::uint32_t epoch() const noexcept { return epoch_; }
+
   /// The node with id `nid` (its children may be stale before `rebuild`).
   NodeView<L> node(Id nid) const noexcept {
     const NodeRec& r = recs_[nid];
@@ -361,7 +376,7 @@ class EGraph {
   /// Approximate bytes held by the e-graph's arrays.
   std::size_t memory_bytes() const noexcept {
     return recs_.capacity() * sizeof(NodeRec) + kids_.capacity() * 4 * 3 + uf_.capacity() * 4 +
-           cls_.capacity() * sizeof(ClassRec) + data_.capacity() * sizeof(Data) + memo_.memory_bytes();
+           (nstamp_.capacity() + mclass_.capacity()) * 4 + cls_.capacity() * sizeof(ClassRec) + data_.capacity() * sizeof(Data) + memo_.memory_bytes();
   }
 
   /// Reserves room for `n` nodes with about `k` child slots in total.
@@ -371,6 +386,8 @@ class EGraph {
     pnext_.reserve(k);
     slot_node_.reserve(k);
     uf_.reserve(n);
+    nstamp_.reserve(n);
+    mclass_.reserve(n);
     cls_.reserve(n);
     if constexpr (!kEmptyData) data_.reserve(n);
     memo_.reserve(n);
@@ -457,6 +474,8 @@ class EGraph {
     r.live = 1;
     r.nkids = static_cast<std::uint16_t>(kids.size());
     recs_.push_back(r);
+    nstamp_.push_back(epoch_);
+    mclass_.push_back(n);
     uf_.push_back(n);
     cls_.push_back(ClassRec{kNoSlot, kNoSlot, 0});
     if constexpr (!kEmptyData) data_.emplace_back();
@@ -549,6 +568,16 @@ class EGraph {
       for (std::uint32_t k = 0; k < r.nkids; ++k) ix.ekids_[at++] = kids_[r.kid_off + k];
     }
     ix.ekid_off_[live] = at;
+    ix.estamp_.resize_uninit(live);
+    for (std::size_t j = 0; j < live; ++j) {
+      const Id nd = ix.nodes_[j];
+      const Id c = find(nd);
+      if (mclass_[nd] != c) {  // moved into another class since the last index
+        mclass_[nd] = c;
+        nstamp_[nd] = epoch_;
+      }
+      ix.estamp_[j] = nstamp_[nd];
+    }
     ix.classes_.clear();
     ix.classes_.reserve(num_classes_);
     ix.op_off_.assign(nops + 1, 0);
@@ -582,6 +611,11 @@ class EGraph {
   A analysis_;
   FlatVector<NodeRec> recs_;  // per node id
   mutable PodVector<Id> uf_;  // per class id (= node id of the node that created it)
+  // Per node id: the epoch it was created, had its children re-canonicalized, or was found
+  // in another class than at the previous index build (a parent of its new class reaches
+  // it without being re-canonicalized itself), whichever is latest.
+  PodVector<std::uint32_t> nstamp_;
+  PodVector<Id> mclass_;  // per node id: its class at the last index build
   PodVector<ClassRec> cls_;   // per class id
   std::vector<Data> data_;    // per class id; empty when Data is an empty type
   // Per child slot.
@@ -596,6 +630,7 @@ class EGraph {
   std::size_t num_live_ = 0;
   std::size_t num_classes_ = 0;
   std::uint64_t version_ = 0;
+  std::uint32_t epoch_ = 0;
   ClassIndex<L> index_;
   const Limits* limits_ = nullptr;
   std::uint32_t ticks_ = 0;

@@ -182,39 +182,46 @@ struct Program {
   }
 };
 
-/// Runs a program on a rebuilt e-graph's index; calls `yield(const Id* regs)` per match.
-/// Stops early (returns false) when `yield` returns false.
+/// Runs a program on a rebuilt e-graph's index; calls `yield(const Id* regs, bool fresh)`
+/// per match. Stops early (returns false) when `yield` returns false.
+///
+/// `fresh` (semi-naive matching): whether the match binds a node stamped `since` or later
+/// (ClassIndex::entry_stamp). A match that is not fresh was already there, binding the
+/// same nodes to the same classes, when the e-graph was at epoch `since`: a node whose
+/// children changed is re-stamped, and so is a node that moved into another class; a
+/// parent of the class it left is re-canonicalized, so re-stamped too. A caller that
+/// applied every match of that search may skip it. With `since` = 0 every match is fresh.
 template <Language L, class A, class Yield>
 class Machine {
  public:
-  Machine(const EGraph<L, A>& g, const ClassIndex<L>& ix, const Program<L>& p, Yield& y)
-      : g_(g), ix_(ix), p_(p), y_(y), regs_(p.nregs) {}
+  Machine(const EGraph<L, A>& g, const ClassIndex<L>& ix, const Program<L>& p, Yield& y, std::uint32_t since = 0)
+      : g_(g), ix_(ix), p_(p), y_(y), regs_(p.nregs), since_(since) {}
 
   /// Runs the whole program (all roots). Returns false if stopped early.
-  bool run() { return step(0); }
+  bool run() { return step(0, since_ == 0); }
 
   /// Runs with root register 0 preset to `cls` (skipping the first Scan).
   bool run_from(Id cls) {
     regs_[0] = cls;
-    return step(1);
+    return step(1, since_ == 0);
   }
 
  private:
   using Kind = typename Program<L>::Kind;
 
-  bool step(std::size_t pc) {
+  bool step(std::size_t pc, bool fresh) {
     const auto& in = p_.insts[pc];
     switch (in.kind) {
       case Kind::Scan:
         for (Id c : ix_.classes_with(in.op)) {
           regs_[in.out] = c;
-          if (!step(pc + 1)) return false;
+          if (!step(pc + 1, fresh)) return false;
         }
         return true;
       case Kind::ScanAll:
         for (Id c : ix_.classes()) {
           regs_[in.out] = c;
-          if (!step(pc + 1)) return false;
+          if (!step(pc + 1, fresh)) return false;
         }
         return true;
       case Kind::Bind: {
@@ -237,15 +244,15 @@ class Machine {
             default:
               for (std::uint32_t k = 0; k < in.arity; ++k) out[k] = kids[k];
           }
-          if (!step(pc + 1)) return false;
+          if (!step(pc + 1, fresh || ix_.entry_stamp(j) >= since_)) return false;
         }
         return true;
       }
       case Kind::Compare:
         if (regs_[in.in] != regs_[in.out]) return true;
-        return step(pc + 1);
+        return step(pc + 1, fresh);
       case Kind::Yield:
-        return y_(static_cast<const Id*>(regs_.data()));
+        return y_(static_cast<const Id*>(regs_.data()), fresh);
     }
     return true;
   }
@@ -255,6 +262,7 @@ class Machine {
   const Program<L>& p_;
   Yield& y_;
   std::vector<Id> regs_;
+  std::uint32_t since_;
 };
 
 }  // namespace luminal::egraph

@@ -86,6 +86,10 @@ class Rule {
 
   /// The rule's name (reports use it).
   const std::string& name() const noexcept { return name_; }
+  /// Whether the rule is a plain pattern => pattern rewrite (no condition, no applier): its
+  /// effect depends only on the classes a match binds, so a match already applied needs
+  /// no second application (semi-naive matching may skip it).
+  bool is_pure() const noexcept { return !apply_ && !cond_; }
   /// The compiled left side.
   const Program<L>& program() const noexcept { return program_; }
   /// The left-side patterns.
@@ -94,9 +98,12 @@ class Rule {
   /// Appends the matches on the rebuilt e-graph to `out`; stops after `limit` + 1 matches,
   /// or (with `limits`) once their time or memory limit has passed, checked every
   /// `check_every` matches. Returns the number found (limit + 1 means "more than limit").
+  /// With `since` > 0 (semi-naive; only for pure rules, see `is_pure`) matches that are
+  /// not fresh (Machine) are counted but not stored: the caller applied all of them when
+  /// it searched at epoch `since`, so applying them again could not change the e-graph.
   std::size_t search(const Graph& g, const ClassIndex<L>& ix, Matches& out,
                      std::size_t limit = std::numeric_limits<std::size_t>::max(),
-                     const Limits* limits = nullptr) const {
+                     const Limits* limits = nullptr, std::uint32_t since = 0) const {
     if (out.count != 0 && out.width != program_.vars.width)
       throw Error("[egraph] search: Matches of another rule");
     out.width = program_.vars.width;
@@ -105,7 +112,13 @@ class Rule {
     std::uint32_t ticks = 0;
     const std::uint32_t* keep = program_.keep.data();
     const std::size_t w = program_.keep.size();
-    auto yield = [&](const Id* regs) {
+    auto yield = [&](const Id* regs, bool fresh) {
+      if (limits && ++ticks >= limits->check_every) {
+        ticks = 0;
+        StopReason why;
+        if (limits->passed(why)) return false;
+      }
+      if (!fresh) return ++count <= limit;
       Id* dst = out.push_row();
       switch (w) {  // the common widths without a loop
         case 5:
@@ -126,14 +139,9 @@ class Rule {
         default:
           for (std::size_t i = 0; i < w; ++i) dst[i] = regs[keep[i]];
       }
-      if (limits && ++ticks >= limits->check_every) {
-        ticks = 0;
-        StopReason why;
-        if (limits->passed(why)) return false;
-      }
       return ++count <= limit;
     };
-    Machine<L, A, decltype(yield)> m(g, ix, program_, yield);
+    Machine<L, A, decltype(yield)> m(g, ix, program_, yield, since);
     m.run();
     return count;
   }
@@ -141,7 +149,7 @@ class Rule {
   /// Counts the matches without storing them.
   std::size_t count(const Graph& g, const ClassIndex<L>& ix) const {
     std::size_t count = 0;
-    auto yield = [&](const Id*) {
+    auto yield = [&](const Id*, bool) {
       ++count;
       return true;
     };

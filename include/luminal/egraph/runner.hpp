@@ -102,6 +102,7 @@ class BackoffScheduler final : public Scheduler {
 struct RuleStats {
   std::string name;
   std::size_t matches = 0;       ///< matches found (accepted by the scheduler)
+  std::size_t fresh = 0;         ///< of those, applied (not already applied: semi-naive)
   std::size_t applied = 0;       ///< applications that changed the e-graph
   std::size_t times_banned = 0;  ///< bans by the scheduler
   double search_s = 0;
@@ -115,6 +116,7 @@ struct IterationStats {
   std::size_t nodes = 0;    ///< e-nodes after the rebuild
   std::size_t classes = 0;  ///< e-classes after the rebuild
   std::size_t matches = 0;
+  std::size_t fresh = 0;  ///< matches applied (the rest were applied before: semi-naive)
   std::size_t applied = 0;
   std::size_t rebuild_unions = 0;  ///< merges found by congruence
   double search_s = 0;
@@ -141,16 +143,16 @@ struct Report {
     char buf[256];
     for (const auto& it : iterations) {
       std::snprintf(buf, sizeof buf,
-                    "iter %zu%s%s: nodes=%zu classes=%zu matches=%zu applied=%zu search=%.4fs apply=%.4fs "
-                    "rebuild=%.4fs\n",
+                    "iter %zu%s%s: nodes=%zu classes=%zu matches=%zu fresh=%zu applied=%zu search=%.4fs "
+                    "apply=%.4fs rebuild=%.4fs\n",
                     it.iteration, it.phase.empty() ? "" : " ", it.phase.c_str(), it.nodes, it.classes,
-                    it.matches, it.applied, it.search_s, it.apply_s, it.rebuild_s);
+                    it.matches, it.fresh, it.applied, it.search_s, it.apply_s, it.rebuild_s);
       os << buf;
     }
     for (const auto& r : rules) {
       std::snprintf(buf, sizeof buf,
-                    "rule %-16s matches=%zu applied=%zu banned=%zu search=%.4fs apply=%.4fs\n",
-                    r.name.c_str(), r.matches, r.applied, r.times_banned, r.search_s, r.apply_s);
+                    "rule %-16s matches=%zu fresh=%zu applied=%zu banned=%zu search=%.4fs apply=%.4fs\n",
+                    r.name.c_str(), r.matches, r.fresh, r.applied, r.times_banned, r.search_s, r.apply_s);
       os << buf;
     }
     std::snprintf(buf, sizeof buf,
@@ -200,6 +202,15 @@ class Runner {
     scheduler_ = std::move(s);
     return *this;
   }
+  /// Semi-naive matching (on by default): a pure rule (pattern => pattern) is not applied
+  /// again to a match that its previous complete search already found and applied --
+  /// one whose nodes and classes have not changed since (EGraph::next_epoch). Such an
+  /// application could not change the e-graph, so every iteration ends with the same
+  /// e-graph either way; `false` applies every match (as egg does).
+  Runner& semi_naive(bool on) {
+    semi_naive_ = on;
+    return *this;
+  }
   /// Called after each iteration (for progress output).
   Runner& on_iteration(std::function<void(const IterationStats&)> f) {
     hook_ = std::move(f);
@@ -247,6 +258,10 @@ class Runner {
     scheduler_->start(rules.size());
     if (!g_.is_clean()) g_.rebuild();
     std::vector<Matches> found(rules.size());
+    // Semi-naive matching: since[r] is the epoch of rule r's last search whose every match
+    // was applied; matches older than it are not applied again (pure rules only).
+    std::vector<std::uint32_t> since(rules.size(), 0);
+    std::vector<char> complete(rules.size(), 0);
     for (std::size_t it = 0;; ++it) {
       StopReason why;
       if (limit_hit(it, iter_limit, why)) {
@@ -263,17 +278,26 @@ class Runner {
       StopReason stopped_by = StopReason::Saturated;
       auto t0 = Clock::now();
       const ClassIndex<L>& ix = g_.index();
+      const std::uint32_t epoch = g_.next_epoch();
       for (std::size_t r = 0; r < rules.size(); ++r) {
         found[r].clear();
+        complete[r] = 0;
         if (stopped) continue;
         std::size_t lim = scheduler_->match_limit(r, it);
         if (lim == 0) continue;
         auto a = Clock::now();
-        std::size_t n = rules[r].search(g_, ix, found[r], lim, &limits_);
-        if (!scheduler_->accept(r, it, n)) found[r].clear();
+        const std::uint32_t from = semi_naive_ && rules[r].is_pure() ? since[r] : 0;
+        std::size_t n = rules[r].search(g_, ix, found[r], lim, &limits_, from);
         RuleStats& rs = rep.rules[first_rule + r];
-        rs.matches += found[r].size();
-        st.matches += found[r].size();
+        if (scheduler_->accept(r, it, n)) {
+          complete[r] = 1;
+          rs.matches += n;
+          st.matches += n;
+          rs.fresh += found[r].size();
+          st.fresh += found[r].size();
+        } else {
+          found[r].clear();
+        }
         auto b = Clock::now();
         rs.search_s += seconds(a, b);
         if (b >= limits_.deadline) {
@@ -285,11 +309,15 @@ class Runner {
       st.search_s = seconds(t0, t1);
       g_.arm_limits(&limits_);
       for (std::size_t r = 0; r < rules.size() && !stopped; ++r) {
-        if (found[r].size() == 0) continue;
+        if (found[r].size() == 0) {
+          if (complete[r]) since[r] = epoch;
+          continue;
+        }
         auto a = Clock::now();
         std::size_t n = 0;
         try {
           rules[r].apply(g_, found[r], &n);
+          if (complete[r]) since[r] = epoch;
         } catch (const BudgetExceeded& e) {
           stopped = true;
           stopped_by = e.why;
@@ -363,6 +391,7 @@ class Runner {
   std::size_t node_limit_ = std::numeric_limits<std::size_t>::max();
   double time_limit_ = std::numeric_limits<double>::infinity();
   double memory_limit_mb_ = std::numeric_limits<double>::infinity();
+  bool semi_naive_ = true;
   Clock::time_point start_{};
   Limits limits_;  // armed on the e-graph while applying, checked while searching
   bool started_ = false;
