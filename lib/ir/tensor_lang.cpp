@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <string>
 #include <cstring>
 
 #include "backends/reference/kernels.hpp"
@@ -182,6 +184,17 @@ uint32_t AttrStore::intern(const Attr& a) {
   return id;
 }
 
+namespace {
+std::string describe(const ClassData& d) {
+  std::string s = "(";
+  for (size_t i = 0; i < d.shape.size(); ++i) s += (i ? ", " : "") + d.shape[i].to_string();
+  s += ") ";
+  s += dtype_name(d.dtype);
+  if (d.constant) s += " = " + std::to_string(*d.constant) + (std::signbit(*d.constant) ? " (sign bit set)" : "");
+  return s;
+}
+}  // namespace
+
 egraph::DidMerge TensorAnalysis::merge(Data& a, Data b) const {
   egraph::DidMerge dm;
   if (!a.valid) {
@@ -192,6 +205,13 @@ egraph::DidMerge TensorAnalysis::merge(Data& a, Data b) const {
   if (!b.valid) {
     dm.b = true;
     return dm;
+  }
+  // Only a wrong rule merges classes of different shapes or dtypes. (Known constants may
+  // differ: a fast-math rule may merge x * 0 with 0 where x is a negative constant.)
+  if (a.dtype != b.dtype || !same_shape(a.shape, b.shape)) {
+    const std::string why = "[ir] a rule merged classes that differ: " + describe(a) + " and " + describe(b);
+    if (strict_merges_) throw InternalError(why);
+    if (wrong_merges_++ == 0) first_wrong_merge_ = why;
   }
   if (!a.constant && b.constant) {
     a.constant = b.constant;
@@ -259,7 +279,7 @@ ClassData TensorAnalysis::infer(Op op, const Attr& at, const std::vector<const D
       d.shape = k[1]->shape;
       d.dtype = k[1]->dtype;
       d.constant = fold(op, at, k);
-      if (!d.constant && k[1]->constant && k[2]->constant && *k[1]->constant == *k[2]->constant)
+      if (!d.constant && k[1]->constant && k[2]->constant && bits(*k[1]->constant) == bits(*k[2]->constant))
         d.constant = k[1]->constant;
       break;
     case Op::Cast:
@@ -315,7 +335,10 @@ ClassData TensorAnalysis::infer(Op op, const Attr& at, const std::vector<const D
       d.shape = k[0]->shape;
       d.shape[static_cast<size_t>(at.axis)] = k[0]->shape[static_cast<size_t>(at.axis)] + at.a + at.b;
       d.dtype = k[0]->dtype;
-      if (k[0]->constant && fold_constant(at.value, d.dtype) == k[0]->constant) d.constant = k[0]->constant;
+      if (k[0]->constant) {
+        const auto fill = fold_constant(at.value, d.dtype);
+        if (fill && bits(*fill) == bits(*k[0]->constant)) d.constant = k[0]->constant;  // -0 is not +0
+      }
       break;
     case Op::MatMul: {
       need(2);

@@ -192,6 +192,14 @@ class TensorAnalysis {
 
   AttrStore& attrs() { return *attrs_; }
   const AttrStore& attrs() const { return *attrs_; }
+
+  /// Merges of two classes whose shapes or dtypes differ: only a wrong rule merges such
+  /// classes. Strict (the default in debug builds) throws
+  /// InternalError on the first; otherwise they are counted here and the first is
+  /// described (the compiler names the count in CompileReport::stop_reason).
+  std::size_t wrong_merges() const { return wrong_merges_; }
+  const std::string& first_wrong_merge() const { return first_wrong_merge_; }
+  void set_strict_merges(bool strict) { strict_merges_ = strict; }
   const std::shared_ptr<AttrStore>& attrs_ptr() const { return attrs_; }
 
   template <class G>
@@ -212,6 +220,13 @@ class TensorAnalysis {
 
  private:
   std::shared_ptr<AttrStore> attrs_;
+#ifdef NDEBUG
+  bool strict_merges_ = false;
+#else
+  bool strict_merges_ = true;
+#endif
+  mutable std::size_t wrong_merges_ = 0;
+  mutable std::string first_wrong_merge_;
 };
 
 using EGraph = egraph::EGraph<TensorLang, TensorAnalysis>;

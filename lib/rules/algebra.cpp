@@ -32,6 +32,24 @@ void mul_zero(ir::EGraph& g, const Match& m) {
     g.merge(m.root(), m[a]);
 }
 bool is_float(const ir::EGraph& g, Id cls) { return g.data(cls).dtype == DType::f32; }
+// Rule variants that hold exactly for wrap-around integers (and bool) but not for f32.
+bool not_float(ir::EGraph& g, const Match& m) { return !is_float(g, m.root()); }
+
+// The additive identity of x's dtype: for f32 that is -0 (x + -0 = x for every x, -0
+// included), not +0 (-0 + +0 = +0, which recip can tell from -0).
+bool is_additive_identity(const ir::EGraph& g, Id k, Id x) {
+  const auto& c = g.data(k).constant;
+  if (!c || *c != 0) return false;
+  return g.data(x).dtype != DType::f32 || std::signbit(*c);
+}
+
+// x + (+0): what a float sum over one element (or n equal ones) adds to its first term,
+// turning -0 into +0 and leaving every other value as it is.
+Id plus_zero(ir::EGraph& g, Id x) {
+  if (g.data(x).dtype != DType::f32) return x;
+  const std::vector<Dim> shape = g.data(x).shape;
+  return ir::add_plain(g, Op::Add, {x, broadcast_const(g, 0.0, DType::f32, shape)});
+}
 
 // x + (-x): zero for every finite x; inf - inf is NaN, so only fast-math for f32.
 void sub_self(ir::EGraph& g, const Match& m) {
@@ -82,6 +100,7 @@ void reduce_of_expand(ir::EGraph& g, const Match& m, Op op) {
       if (!same_shape(xs, target)) r = ir::add_expand(g, r, target);
       if (op == Op::SumReduce && *n != 1)
         r = ir::add_plain(g, Op::Mul, {r, broadcast_const(g, static_cast<double>(*n), dt, target)});
+      if (op == Op::SumReduce) r = plus_zero(g, r);  // the sum starts at +0
       g.merge(m.root(), r);
     }
   }
@@ -95,7 +114,8 @@ void reduce_unit_axis(ir::EGraph& g, const Match& m, Op op) {
     std::vector<Dim> xs = g.data(m[a]).shape;
     if (static_cast<size_t>(axis) >= xs.size() || !is_one(xs[static_cast<size_t>(axis)])) continue;
     xs.erase(xs.begin() + axis);
-    g.merge(m.root(), ir::add_reshape(g, m[a], xs));
+    const Id r = ir::add_reshape(g, m[a], xs);
+    g.merge(m.root(), op == Op::SumReduce ? plus_zero(g, r) : r);  // the sum starts at +0
   }
 }
 
@@ -131,12 +151,12 @@ RuleSet algebra_rules() {
           math_rule(
               "add-zero", add_(a, b),
               [](ir::EGraph& g, const Match& m) {
-                if (is_const(g, m[b], 0))
+                if (is_additive_identity(g, m[b], m[a]))
                   g.merge(m.root(), m[a]);
-                else if (is_const(g, m[a], 0))
+                else if (is_additive_identity(g, m[a], m[b]))
                   g.merge(m.root(), m[b]);
               },
-              Exact, "x + 0 = x, 0 + x = x"),
+              Exact, "x + (-0) = x (f32), x + 0 = x (i32); x + (+0) is not x at x = -0"),
           math_rule(
               "mul-one", mul_(a, b),
               [](ir::EGraph& g, const Match& m) {
@@ -158,8 +178,8 @@ RuleSet algebra_rules() {
           // ulp; for |x| > 2^126, 1/x is subnormal (>= 21 bits), still within 2^-20 relative; a
           // subnormal x comes back as 0 (1/x overflows), an absolute error below 2^-126 -- and
           // 1/x is inf either way, so no later op can tell.
-          math_rule("recip-recip", recip_(recip_(a)), a, Exact,
-                    "NaN/inf/0 round-trip; subnormal x becomes 0"),
+          math_rule("recip-recip", recip_(recip_(a)), a, FastMath,
+                    "|x| < 2^-128 (subnormal): 1/x = inf, so the left side is 0"),
           math_rule("exp2-log2", exp2_(log2_(a)), a, FastMath, "x < 0 gives NaN on the left"),
           math_rule("log2-exp2", log2_(exp2_(a)), a, FastMath,
                     "exp2 overflows for x >= 128, underflows below -149"),
@@ -193,12 +213,18 @@ RuleSet algebra_rules() {
               },
               Exact, "x - x = 0 for i32 (two's complement)"),
           math_rule("mul-neg", mul_(neg_(a), b), neg_(mul_(a, b)), Exact, ""),
-          math_rule("add-neg-neg", add_(neg_(a), neg_(b)), neg_(add_(a, b)), Exact, ""),
+          math_rule("add-neg-neg", add_(neg_(a), neg_(b)), neg_(add_(a, b)), FastMath,
+                    "f32: x = +0, y = -0 gives +0 on the left, -0 on the right"),
+          math_rule("add-neg-neg-exact", add_(neg_(a), neg_(b)), rhs_if(neg_(add_(a, b)), not_float), Exact,
+                    "i32 only: two's complement"),
 
           // ------------------------------ commutativity, associativity
           math_rule("add-comm", add_(a, b), add_(b, a), Exact, ""),
           math_rule("mul-comm", mul_(a, b), mul_(b, a), Exact, ""),
-          math_rule("max-comm", max_(a, b), max_(b, a), Exact, ""),
+          // max returns its second operand on a tie, and -0 ties +0: max(-0, +0) = +0 but
+          // max(+0, -0) = -0.
+          math_rule("max-comm", max_(a, b), max_(b, a), FastMath, "f32: max(-0, +0) = +0, max(+0, -0) = -0"),
+          math_rule("max-comm-exact", max_(a, b), rhs_if(max_(b, a), not_float), Exact, "i32 and bool only"),
           math_rule("equal-comm", eq_(a, b), eq_(b, a), Exact, ""),
           // Float addition is not associative beyond rounding: with cancellation the regrouped sum
           // can lose every significant bit of the result ((x - m) - l vs x - (m + l) for a large m
@@ -211,7 +237,12 @@ RuleSet algebra_rules() {
               rhs_if(add_(a, add_(b, c)),
                      [](ir::EGraph& g, const Match& m) { return g.data(m.root()).dtype == DType::i32; }),
               Exact, "i32 only: a ring modulo 2^32"),
-          math_rule("mul-assoc", mul_(mul_(a, b), c), mul_(a, mul_(b, c)), Exact, "f32: rounds differently"),
+          // (x * 2) * 0.5 overflows to inf at x = 3e38 where x * (2 * 0.5) = x does not (and
+          // (x * 1e-30) * 1e30 underflows): not a rounding difference.
+          math_rule("mul-assoc", mul_(mul_(a, b), c), mul_(a, mul_(b, c)), FastMath,
+                    "f32: an overflow or underflow on one side only (3e38 * 2 * 0.5)"),
+          math_rule("mul-assoc-exact", mul_(mul_(a, b), c), rhs_if(mul_(a, mul_(b, c)), not_float), Exact,
+                    "i32 (a ring modulo 2^32) and bool only"),
           math_rule("max-assoc", max_(max_(a, b), c), max_(a, max_(b, c)), Exact, ""),
 
           // ------------------------------ distributing and factoring
@@ -258,16 +289,28 @@ RuleSet algebra_rules() {
           // ------------------------------ reductions
           math_rule(
               "sum-swap", sum_(sum_(a)),
-              [](ir::EGraph& g, const Match& m) { swap_reductions(g, m, Op::SumReduce); }, Exact,
-              "sum_i(sum_j x) = sum_j(sum_i x) (f32: rounds differently)"),
+              [](ir::EGraph& g, const Match& m) { swap_reductions(g, m, Op::SumReduce); }, FastMath,
+              "f32: the terms are added in another order (cancellation, as float add-assoc)"),
+          math_rule(
+              "sum-swap-exact", sum_(sum_(a)),
+              [](ir::EGraph& g, const Match& m) {
+                if (!is_float(g, m.root())) swap_reductions(g, m, Op::SumReduce);
+              },
+              Exact, "i32 only: a ring modulo 2^32"),
           math_rule(
               "max-reduce-swap", maxr_(maxr_(a)),
-              [](ir::EGraph& g, const Match& m) { swap_reductions(g, m, Op::MaxReduce); }, Exact,
-              "max_i(max_j x) = max_j(max_i x)"),
+              [](ir::EGraph& g, const Match& m) { swap_reductions(g, m, Op::MaxReduce); }, FastMath,
+              "f32: ties of -0 and +0 are resolved in another order"),
+          math_rule(
+              "max-reduce-swap-exact", maxr_(maxr_(a)),
+              [](ir::EGraph& g, const Match& m) {
+                if (!is_float(g, m.root())) swap_reductions(g, m, Op::MaxReduce);
+              },
+              Exact, "i32 only"),
           math_rule(
               "sum-expand", sum_(expand_(a)),
               [](ir::EGraph& g, const Match& m) { reduce_of_expand(g, m, Op::SumReduce); }, Exact,
-              "sum over an axis expanded from 1 to n of x = n * x (f32: rounds differently)"),
+              "sum over an axis expanded from 1 to n of x = n * x + (+0) (f32: rounds differently)"),
           math_rule(
               "max-expand", maxr_(expand_(a)),
               [](ir::EGraph& g, const Match& m) { reduce_of_expand(g, m, Op::MaxReduce); }, Exact,
@@ -275,7 +318,7 @@ RuleSet algebra_rules() {
           math_rule(
               "sum-unit-axis", sum_(a),
               [](ir::EGraph& g, const Match& m) { reduce_unit_axis(g, m, Op::SumReduce); }, Exact,
-              "sum over an axis of size 1 = reshape (0 + x = x)"),
+              "sum over an axis of size 1 = reshape x + (+0) (the sum starts at +0)"),
           math_rule(
               "max-unit-axis", maxr_(a),
               [](ir::EGraph& g, const Match& m) { reduce_unit_axis(g, m, Op::MaxReduce); }, Exact,

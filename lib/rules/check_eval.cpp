@@ -1,0 +1,268 @@
+// The rule checker's evaluator (see check_eval.hpp).
+#include "rules/check_eval.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "backends/reference/interpreter.hpp"
+#include "backends/reference/kernels.hpp"
+#include "ir/build.hpp"
+#include "luminal/error.hpp"
+#include "rules/check_cases.hpp"
+
+namespace luminal::rules::check {
+
+namespace rf = detail::reference;
+using ir::Attr;
+using ir::Op;
+
+namespace {
+
+rf::View dense(const rf::View& v) {
+  rf::Stats st;
+  return rf::contiguous(v, st);
+}
+
+rf::View from_host(const HostTensor& t) {
+  std::byte* data = nullptr;
+  rf::View v = rf::allocate(t.dtype(), t.shape(), &data);
+  std::memcpy(data, t.data(), t.nbytes());
+  return v;
+}
+
+void need(bool ok, const std::string& why) {
+  if (!ok) throw Wrong{why};
+}
+
+// Evaluates one node on its children's values: the interpreter's kernels for math nodes,
+// the MatMul definition spelled out in primitives, the body graph for kernel nodes. Every
+// precondition is checked first, so an ill-typed node is reported, never run.
+}  // namespace
+
+rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std::vector<const rf::View*>& k,
+              const std::map<std::string, rf::View>& leaves, const DimBindings& dims) {
+  const Attr& a = g.analysis().attrs().get(n.payload);
+  const std::string op = ir::op_name(n.op);
+  auto arity = [&](size_t c) { need(k.size() == c, op + ": wrong number of children"); };
+  auto same = [&](size_t i, size_t j) {
+    need(k[i]->shape == k[j]->shape,
+         op + ": operand shapes differ " + shape_str(k[i]->shape) + " vs " + shape_str(k[j]->shape));
+  };
+  auto axis_ok = [&](int axis) {
+    need(axis >= 0 && static_cast<size_t>(axis) < k[0]->shape.size(), op + ": axis out of range");
+  };
+  auto cdim = [&](const Dim& d) {
+    try {
+      return d.evaluate(dims);
+    } catch (const Error&) {
+      throw Wrong{op + ": attribute " + d.to_string() + " has an unbound variable"};
+    }
+  };
+  rf::Stats st;
+  try {
+    switch (n.op) {
+      case Op::Input:
+      case Op::Param: {
+        auto it = leaves.find(a.name);
+        need(it != leaves.end(), "no data for leaf " + a.name);
+        return it->second;
+      }
+      case Op::Constant:
+        return rf::constant(a.value, a.dtype);
+      case Op::Iota:
+        return rf::iota(cdim(a.shape.at(0)));
+        LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_IROP)
+        arity(1);
+        return rf::unary(ir::to_prim(n.op), *k[0]);
+      case Op::Add:
+      case Op::Mul:
+      case Op::Mod:
+      case Op::Max:
+      case Op::LessThan:
+      case Op::Equal:
+        arity(2);
+        same(0, 1);
+        need(k[0]->dtype == k[1]->dtype, op + ": operand dtypes differ");
+        return rf::binary(ir::to_prim(n.op), *k[0], *k[1]);
+      case Op::Where:
+        arity(3);
+        same(0, 1);
+        same(1, 2);
+        need(k[0]->dtype == DType::boolean && k[1]->dtype == k[2]->dtype, "where: operand dtypes");
+        return rf::where(*k[0], *k[1], *k[2]);
+      case Op::Cast:
+        arity(1);
+        return rf::cast(*k[0], a.dtype);
+      case Op::SumReduce:
+      case Op::MaxReduce:
+        arity(1);
+        axis_ok(a.axis);
+        return rf::reduce(ir::to_prim(n.op), *k[0], a.axis);
+      case Op::Gather:
+        arity(2);
+        return rf::gather(*k[0], *k[1], "gather", st);
+      case Op::Reshape: {
+        arity(1);
+        Shape s;
+        for (const Dim& d : a.shape) s.push_back(cdim(d));
+        need(numel(s) == k[0]->numel(), "reshape: element count changes");
+        return dense(rf::reshape_view(*k[0], s, st));
+      }
+      case Op::Permute: {
+        arity(1);
+        std::vector<int> sorted = a.perm;
+        std::sort(sorted.begin(), sorted.end());
+        for (size_t i = 0; i < sorted.size(); ++i)
+          need(sorted[i] == static_cast<int>(i), "permute: not a permutation");
+        need(a.perm.size() == k[0]->shape.size(), "permute: wrong rank");
+        return dense(rf::permute_view(*k[0], a.perm));
+      }
+      case Op::Expand: {
+        arity(1);
+        Shape s;
+        for (const Dim& d : a.shape) s.push_back(cdim(d));
+        need(s.size() == k[0]->shape.size(), "expand: rank changes");
+        for (size_t i = 0; i < s.size(); ++i)
+          need(k[0]->shape[i] == s[i] || k[0]->shape[i] == 1, "expand: dim is not 1");
+        return dense(rf::expand_view(*k[0], s));
+      }
+      case Op::Slice: {
+        arity(1);
+        axis_ok(a.axis);
+        const int64_t s = cdim(a.a), e = cdim(a.b);
+        need(a.step >= 1 && 0 <= s && s <= e && e <= k[0]->shape[static_cast<size_t>(a.axis)],
+             "slice: bad bounds");
+        return dense(rf::slice_view(*k[0], a.axis, s, e, a.step));
+      }
+      case Op::Pad: {
+        arity(1);
+        axis_ok(a.axis);
+        const int64_t lo = cdim(a.a), hi = cdim(a.b);
+        need(lo >= 0 && hi >= 0, "pad: negative");
+        return dense(rf::pad_view(*k[0], a.axis, lo, hi, a.value, st));
+      }
+      case Op::MatMul: {
+        arity(2);
+        const Shape& as = k[0]->shape;
+        const Shape& bs = k[1]->shape;
+        const size_t r = as.size();
+        need(r >= 2 && bs.size() == r && k[0]->dtype == k[1]->dtype, "matmul: operands");
+        need(std::equal(as.begin(), as.end() - 2, bs.begin()) && as[r - 1] == bs[r - 2],
+             "matmul: shapes " + shape_str(as) + " x " + shape_str(bs));
+        Shape full(as.begin(), as.end());
+        full.push_back(bs[r - 1]);  // [..., m, k, n]
+        Shape a1 = as;
+        a1.push_back(1);
+        Shape b1(bs.begin(), bs.end() - 2);
+        b1.push_back(1);
+        b1.push_back(bs[r - 2]);
+        b1.push_back(bs[r - 1]);
+        rf::View ae = rf::expand_view(rf::reshape_view(*k[0], a1, st), full);
+        rf::View be = rf::expand_view(rf::reshape_view(*k[1], b1, st), full);
+        return rf::reduce(detail::PrimOp::SumReduce, rf::binary(detail::PrimOp::Mul, ae, be),
+                          static_cast<int>(r - 1));
+      }
+      case Op::Kernel: {
+        need(a.kernel && a.kernel->body, "kernel without a body");
+        need(k.size() == a.kernel->slots, "kernel: slot count");
+        std::vector<HostTensor> slots;
+        slots.reserve(k.size());
+        std::map<std::string, const HostTensor*> in;
+        for (size_t i = 0; i < k.size(); ++i) {
+          HostTensor t(k[i]->dtype, k[i]->shape);
+          rf::copy_out(*k[i], t.mutable_data());
+          slots.push_back(std::move(t));
+        }
+        for (size_t i = 0; i < k.size(); ++i) in[ir::slot_name(static_cast<uint32_t>(i))] = &slots[i];
+        auto out = rf::run(*a.kernel->body, dims, in);
+        need(out.count("out") == 1, "kernel body has no output 'out'");
+        return from_host(out.at("out"));
+      }
+    }
+  } catch (const Error& e) {
+    throw Wrong{op + ": the interpreter rejects it: " + e.what()};
+  }
+  throw Wrong{"unknown op"};
+}
+
+// Compares `got` with the class value `ref` (see Agreement).
+std::string compare(const rf::View& ref, const rf::View& got, Agreement how, int64_t& compared) {
+  if (ref.shape != got.shape) return "shape " + shape_str(got.shape) + " vs class " + shape_str(ref.shape);
+  if (ref.dtype != got.dtype)
+    return "dtype " + std::string(dtype_name(got.dtype)) + " vs class " + std::string(dtype_name(ref.dtype));
+  const double tol = ref.dtype == DType::f32    ? 1e-4
+                     : ref.dtype == DType::f16  ? 2e-3
+                     : ref.dtype == DType::bf16 ? 1.6e-2
+                                                : 0;
+  const int64_t n = ref.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const double r = rf::storage_element(ref, i), x = rf::storage_element(got, i);
+    bool ok;
+    if (how == Agreement::FastMath) {
+      // A fast-math rule may change NaN/inf results and signed zeros: compared where
+      // both are finite, at the moderate magnitudes its regimes draw.
+      if (!std::isfinite(r) || !std::isfinite(x)) continue;
+      ++compared;
+      ok = std::fabs(r - x) <= tol * (1 + std::max(std::fabs(r), std::fabs(x)));
+    } else {
+      ++compared;
+      if (std::isnan(r) || std::isnan(x))
+        ok = std::isnan(r) && std::isnan(x);
+      else if (std::isinf(r) || std::isinf(x) || r == 0 || x == 0)
+        ok = r == x && std::signbit(r) == std::signbit(x);  // inf, and -0 vs +0, exactly
+      else
+        ok = std::fabs(r - x) <= tol * std::max(std::fabs(r), std::fabs(x));
+    }
+    if (!ok) {
+      std::ostringstream os;
+      os.precision(9);
+      os << "element " << i << ": " << x << (x == 0 && std::signbit(x) ? " (-0)" : "") << " vs class value " << r
+         << (r == 0 && std::signbit(r) ? " (-0)" : "");
+      return os.str();
+    }
+  }
+  return {};
+}
+
+std::string describe_node(const ir::EGraph& g, Id nid) {
+  egraph::NodeView<ir::TensorLang> v = g.node(nid);
+  std::string s = ir::op_name(v.op);
+  const Attr& a = g.analysis().attrs().get(v.payload);
+  if (v.payload != 0) {
+    s += "{";
+    if (!a.name.empty()) s += a.name + " ";
+    if (!a.perm.empty()) {
+      s += "perm=";
+      for (int p : a.perm) s += std::to_string(p);
+      s += " ";
+    }
+    if (!a.shape.empty()) {
+      s += "shape=";
+      for (const Dim& d : a.shape) s += d.to_string() + ",";
+      s += " ";
+    }
+    s += cat("axis=", a.axis, " v=", a.value, " ", dtype_name(a.dtype));
+    s += "}";
+  }
+  std::ostringstream os;
+  os << s << '(';
+  for (size_t i = 0; i < v.kids.size(); ++i) os << (i ? "," : "") << g.find(v.kids[i]);
+  os << ')';
+  return os.str();
+}
+
+// A printable dump of the instance's classes (for failure messages).
+std::string dump(ir::EGraph& g) {
+  std::string s;
+  const auto& ix = g.index();
+  for (Id c : ix.classes()) {
+    s += cat("  c", c, ":");
+    for (Id nid : ix.nodes(c)) s += cat(" ", describe_node(g, nid));
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace luminal::rules::check

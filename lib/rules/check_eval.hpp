@@ -1,0 +1,48 @@
+// The rule checker's evaluator (rules/check_support.hpp is the driver, rules/check_cases.hpp
+// the case generator): one e-node evaluated on its children's values with the reference
+// interpreter's kernels, and the comparison of a node's value with its class's value.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/reference/view.hpp"
+#include "ir/tensor_lang.hpp"
+
+namespace luminal::rules::check {
+
+/// A node that does not compute its class's value, or that the interpreter cannot run.
+struct Wrong {
+  std::string why;
+};
+
+/// Evaluates one node on its children's values: the interpreter's kernels for math nodes,
+/// the MatMul definition spelled out in primitives, the body graph for kernel nodes. Every
+/// precondition is checked first, so an ill-typed node throws Wrong, never runs.
+detail::reference::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n,
+                             const std::vector<const detail::reference::View*>& kids,
+                             const std::map<std::string, detail::reference::View>& leaves,
+                             const DimBindings& dims);
+
+/// How two values must agree.
+///  * Exact (rules not tagged fast-math): the same NaN-ness, the same infinities, the same
+///    sign of zero (recip tells -0 from +0), otherwise within a relative rounding
+///    tolerance (f32 1e-4, f16 2e-3, bf16 1.6e-2) with no absolute slack, so a subnormal
+///    that became 0, or a finite value that became inf, is a difference; integers and
+///    booleans bit for bit. NaN payloads are not compared (no op can observe them).
+///  * FastMath: compared only where both values are finite, within the tolerance relative
+///    to 1 + |value| (moderate magnitudes), signed zeros equal (as under -ffast-math).
+enum class Agreement { Exact, FastMath };
+
+/// Compares `got` with the class value `ref`; returns an empty string when they agree.
+/// `compared` counts the elements actually compared.
+std::string compare(const detail::reference::View& ref, const detail::reference::View& got, Agreement how,
+                    int64_t& compared);
+
+/// A node as text (op, attributes, child classes), and every class of a rebuilt e-graph.
+std::string describe_node(const ir::EGraph& g, egraph::Id nid);
+std::string dump(ir::EGraph& g);
+
+}  // namespace luminal::rules::check
