@@ -255,6 +255,7 @@ LM_INLINE float lm_fmod_floor(float a, float b) {
   return r;
 }
 LM_INLINE int32_t lm_imod_floor(int32_t a, int32_t b) {
+  if (b == -1) return 0; /* INT32_MIN % -1 traps on x86 (the quotient overflows) */
   int32_t r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }

@@ -421,9 +421,11 @@ std::vector<std::string> JitConfig::default_flags() {
   // -fno-math-errno -fno-trapping-math: sqrtf becomes one instruction and selects
   //   if-convert; results are unchanged (no -ffast-math: NaN/inf and the order of
   //   floating-point operations are kept).
+  // -fwrapv: i32 arithmetic wraps around as in PyTorch and the interpreter; without it
+  //   signed overflow is undefined and the compiler may rewrite (a + b) < a to b < 0.
   std::vector<std::string> f = {
-      "-std=gnu11",         "-O3",   "-march=native", "-fopenmp-simd", "-ffp-contract=off", "-fno-math-errno",
-      "-fno-trapping-math", "-fPIC", "-shared",       "-w"};
+      "-std=gnu11",         "-O3",    "-march=native", "-fopenmp-simd", "-ffp-contract=off", "-fno-math-errno",
+      "-fno-trapping-math", "-fwrapv", "-fPIC",        "-shared",       "-w"};
   if (cpu_signature().find(" avx512f") != std::string::npos)
     f.insert(f.begin() + 3, "-mprefer-vector-width=512");
   return f;
