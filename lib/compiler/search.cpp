@@ -44,6 +44,18 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, c
   const CompileOptions& o = s.options;
   const auto node_limit = static_cast<std::size_t>(std::max<int64_t>(o.node_limit, 1));
   std::vector<std::string>& stops = res.stops;
+  // The time budget left, split between the phases so that the whole search ends by the
+  // deadline: math rules up to 40% of it, lowering beyond the loaded program up to 55%,
+  // fusion up to 85%, extraction's improvement of its greedy solution the rest. Each phase
+  // stops at its mark; what is left of the program's lowering and the greedy extraction
+  // are linear in the e-graph and run whatever the clock says.
+  const auto search_start = Clock::now();
+  const double left = std::max(std::chrono::duration<double>(s.deadline - search_start).count(), 0.0);
+  auto mark = [&](double share) {
+    if (s.deadline == Clock::time_point::max() || left > 1e9) return Clock::time_point::max();
+    return search_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(left * share));
+  };
+  const Clock::time_point lower_deadline = mark(0.55), fuse_deadline = mark(0.85);
 
   // ---- phase 1: math rules to saturation or budget
   {
@@ -56,10 +68,9 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, c
       res.phases.push_back(fmt("math: no rules registered; %zu nodes", n0));
     } else {
       egraph::Runner<ir::TensorLang, ir::TensorAnalysis> runner(g);
-      const double left = std::chrono::duration<double>(s.deadline - Clock::now()).count();
       runner.iter_limit(static_cast<std::size_t>(std::max<int64_t>(o.iteration_limit, 0)))
           .node_limit(node_limit)
-          .time_limit(std::max(left * 0.6, 0.0))
+          .time_limit(std::max(left * 0.4 - since(search_start), 0.0))
           .scheduler(std::make_shared<egraph::BackoffScheduler>(2000, 3));
       egraph::Report rep = runner.run(rules);
       res.iterations += static_cast<int64_t>(rep.iterations.size());
@@ -80,13 +91,15 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, c
   {
     rules::PassContext ctx = s.ctx;
     for (const auto& [name, cls] : loaded.outputs) ctx.roots.push_back(cls);
+    for (ir::Id nd : loaded.cls)  // right after loading, a class id is its node's id
+      if (nd != egraph::kNoId) ctx.spine.push_back(nd);
     // Its own node budget, counted from the end of the required lowering: neither the
     // math phase nor lowering (one kernel per math node) starves fusion.
     ctx.node_limit = std::numeric_limits<std::size_t>::max();
     bool budget_set = false;
     auto t0 = Clock::now();
     const std::size_t n0 = g.num_nodes();
-    std::string skipped;
+    std::string skipped, lowering_cut;
     for (const std::string& set : s.pass_sets) {
       for (const rules::RuleInfo* r : rules::Registry::global().set(set, o.fast_math, o.skip_rules)) {
         if (!r->pass) continue;
@@ -100,28 +113,33 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, c
             skipped = "node-limit";
             continue;
           }
-          if (Clock::now() >= s.deadline) {
+          if (Clock::now() >= fuse_deadline) {
             skipped = "time-limit";
             continue;
           }
         }
         auto t1 = Clock::now();
-        ctx.deadline = required ? Clock::time_point::max() : s.deadline;
+        ctx.deadline = required ? lower_deadline : fuse_deadline;
         std::size_t added = r->pass(g, ctx);
         if (!required && g.num_nodes() >= ctx.node_limit) skipped = "node-limit";
-        if (!required && Clock::now() >= s.deadline) skipped = "time-limit";
+        if (Clock::now() >= ctx.deadline) (required ? lowering_cut : skipped) = "time-limit";
         ++res.iterations;
         if (s.trace)
           std::fprintf(stderr, "[luminal rules] %-32s added=%zu time=%.5fs\n", r->name.c_str(), added,
                        since(t1));
       }
     }
+    if (!lowering_cut.empty()) stops.push_back(lowering_cut + " (lowering: the loaded program and part of the rest)");
     if (!skipped.empty()) stops.push_back(skipped + " (fusion)");
     res.phases.push_back(fmt("lower+fuse: %zu -> %zu nodes, %zu classes, %.4f s%s%s", n0, g.num_nodes(),
                              g.num_classes(), since(t0), skipped.empty() ? "" : ", stopped by ",
                              skipped.c_str()));
   }
 
+  // A merge of classes of different shapes or dtypes is a wrong rule (InternalError in
+  // debug builds): never silent.
+  if (const std::size_t bad = g.analysis().wrong_merges())
+    stops.push_back(std::to_string(bad) + " wrong merge(s), a rule is wrong: " + g.analysis().first_wrong_merge());
   for (const auto& [name, cls] : loaded.outputs) res.roots.push_back(cls);
   return out;
 }
@@ -159,7 +177,9 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
   {
     auto t0 = Clock::now();
     KernelCost node_cost(g, graph, s.ctx.target);
-    egraph::DagExtractor<ir::TensorLang, ir::TensorAnalysis, KernelCost> ex(g, node_cost, extraction_options());
+    egraph::DagOptions dopt = extraction_options();
+    dopt.deadline = s.deadline;
+    egraph::DagExtractor<ir::TensorLang, ir::TensorAnalysis, KernelCost> ex(g, node_cost, dopt);
     const std::vector<ir::Id>& roots = sat->roots;
     auto result = ex.extract(roots);
     res.est_seconds = result.cost;

@@ -219,13 +219,16 @@ egraph::DidMerge TensorAnalysis::merge(Data& a, Data b) const {
   } else if (a.constant && !b.constant) {
     dm.b = true;
   }
+  // The attribute-carrying nodes are joined too, but a change there is not reported:
+  // no parent's data depends on them (make reads shape, dtype and constant), and
+  // reporting it re-analysed every ancestor after every merge -- their lists hold child
+  // ids that merges make stale, so each re-analysis "changed" them again (a cyclic
+  // e-graph spent minutes in rebuild).
   if (a.attributed != b.attributed) {
     std::vector<AttrNode> u;
     u.reserve(a.attributed.size() + b.attributed.size());
     std::set_union(a.attributed.begin(), a.attributed.end(), b.attributed.begin(), b.attributed.end(),
                    std::back_inserter(u));
-    if (u.size() != a.attributed.size()) dm.a = true;
-    if (u.size() != b.attributed.size()) dm.b = true;
     a.attributed = std::move(u);
   }
   return dm;

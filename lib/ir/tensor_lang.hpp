@@ -177,7 +177,10 @@ struct AttrNode {
 
 /// Per-class facts: the result's symbolic shape and dtype, and a uniform constant value.
 struct ClassData {
-  std::vector<AttrNode> attributed;  ///< sorted set, joined by union
+  /// Sorted set, joined by union; child ids may be stale (call find) and one node may be
+  /// listed under several stale ids of its child (rules/algebra_dsl.hpp attr_nodes()
+  /// canonicalizes).
+  std::vector<AttrNode> attributed;
   std::vector<Dim> shape;
   DType dtype = DType::f32;
   std::optional<double> constant;  ///< every element equals this (as the dtype stores it)

@@ -3,6 +3,8 @@
 // side are built by appliers through ir/build.hpp (see the contract in ir/tensor_lang.hpp).
 #pragma once
 
+#include <algorithm>
+
 #include <type_traits>
 #include <optional>
 #include <string>
@@ -111,12 +113,14 @@ constexpr auto where_(X x, Y y, Z z) {
   return egraph::pnode<L>(Op::Where, x, y, z);
 }
 
-/// The attribute-carrying nodes with op `op` in class `cls` (a copy: adding nodes
-/// invalidates the class data).
+/// The attribute-carrying nodes with op `op` in class `cls`, each once, children
+/// canonical (a copy: adding nodes invalidates the class data).
 inline std::vector<ir::AttrNode> attr_nodes(const ir::EGraph& g, Id cls, Op op) {
   std::vector<ir::AttrNode> out;
   for (const ir::AttrNode& n : g.data(cls).attributed)
-    if (n.op == op) out.push_back(n);
+    if (n.op == op) out.push_back({n.op, n.payload, n.kid == egraph::kNoId ? n.kid : g.find(n.kid)});
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 /// The attributes behind a payload (a copy, for the same reason).

@@ -1,6 +1,7 @@
 // Lowering rules: a kernel node beside every math node, computing it from its direct
-// inputs (docs/design.md "From graph to kernels"). Always complete, so
-// every class the program needs has an executable node whatever the budgets did.
+// inputs (docs/design.md "From graph to kernels"). Complete for the program as loaded, so
+// every class it needs has an executable node whatever the budgets did.
+#include <chrono>
 #include <vector>
 
 #include "ir/build.hpp"
@@ -11,13 +12,22 @@ namespace luminal::rules {
 using egraph::Id;
 namespace {
 
-std::size_t lower_math_nodes(EGraph& g, const PassContext&) {
+// The program as loaded (ctx.spine) is always lowered, so every class it uses has a kernel
+// and extraction always finds a program; every other math node is lowered until
+// ctx.deadline (a cyclic fast-math e-graph can hold 10^5 math nodes, ~50 us each).
+std::size_t lower_math_nodes(EGraph& g, const PassContext& ctx) {
   if (!g.is_clean()) g.rebuild();
   std::vector<std::pair<Id, ir::Variant>> todo;
+  for (Id nd : ctx.spine)
+    if (auto v = ir::lower_node(g, nd)) todo.emplace_back(g.find(nd), std::move(*v));
   const auto& ix = g.index();
-  for (Id cls : ix.classes())
+  const bool timed = ctx.deadline != std::chrono::steady_clock::time_point::max();
+  std::size_t seen = 0;
+  for (Id cls : ix.classes()) {
+    if (timed && (++seen & 15) == 0 && std::chrono::steady_clock::now() >= ctx.deadline) break;
     for (Id nd : ix.nodes(cls))
       if (auto v = ir::lower_node(g, nd)) todo.emplace_back(cls, std::move(*v));
+  }
   const std::size_t before = g.num_nodes();
   for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
   g.rebuild();

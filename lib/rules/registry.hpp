@@ -52,7 +52,9 @@ struct PassContext {
   std::size_t node_limit = 200000;   ///< stop adding nodes beyond this many e-nodes
   std::size_t max_body_nodes = 160;  ///< largest fused kernel body
   std::vector<egraph::Id> roots;     ///< the program's output classes (empty: unknown)
-  /// Optional passes (fusion) stop adding variants after this (the time budget).
+  /// The e-nodes of the program as loaded: lowering covers them whatever the deadline.
+  std::vector<egraph::Id> spine;
+  /// Passes stop adding nodes after this (the time budget); lowering still covers `spine`.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 

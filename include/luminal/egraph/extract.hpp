@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -199,6 +200,9 @@ struct DagOptions {
   /// Work budget of the local improvement, in class visits (each candidate switch costs
   /// one DAG-cost evaluation, proportional to the solution's size).
   std::size_t improve_budget = 20'000'000;
+  /// Wall-clock deadline of the local improvement and the exact search: past it the best
+  /// solution found so far is returned (the greedy one at worst).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 /// DAG-aware extraction (see the file comment). Needs a rebuilt e-graph.
@@ -311,8 +315,13 @@ class DagExtractor {
     return out;
   }
 
+  bool past_deadline() const {
+    return opt_.deadline != std::chrono::steady_clock::time_point::max() &&
+           std::chrono::steady_clock::now() >= opt_.deadline;
+  }
+
   void improve(Result& res, const std::vector<Id>& roots, const ClassIndex<L>& ix) {
-    std::size_t spent = 0;
+    std::size_t spent = 0, evals = 0;
     for (std::size_t round = 0; round < opt_.improve_rounds; ++round) {
       bool better = false;
       const std::vector<Id> used = used_classes(res.choice, roots);
@@ -322,6 +331,7 @@ class DagExtractor {
           if (nd == keep || node_cost_[nd] == kInfiniteCost) continue;
           spent += used.size();
           if (spent > opt_.improve_budget) return;
+          if ((++evals & 63) == 0 && past_deadline()) return;
           bool ok = true;
           for (Id k : g_.node(nd).kids) ok = ok && res.choice[k] != kNoId;
           if (!ok) continue;
@@ -368,7 +378,7 @@ class DagExtractor {
       return false;
     };
     std::function<void(std::size_t, double)> rec = [&](std::size_t pos, double cost) {
-      if (++steps > opt_.exact_step_limit) {
+      if (++steps > opt_.exact_step_limit || ((steps & 1023) == 0 && past_deadline())) {
         complete = false;
         return;
       }
