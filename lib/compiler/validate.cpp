@@ -74,4 +74,9 @@ ValidationResult validate_program(const detail::GraphImpl& g, const detail::Exec
   return r;
 }
 
+std::function<void(KernelPlan&)>& plan_hook_for_tests() {
+  static std::function<void(KernelPlan&)> hook;
+  return hook;
+}
+
 }  // namespace luminal::compiler

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
+#include "compiler/plan.hpp"
 #include "graph/graph_impl.hpp"
 #include "runtime/executable.hpp"
 
@@ -22,5 +24,10 @@ struct ValidationResult {
 /// f16/bf16 1e-2; integers and booleans exactly; NaN must match NaN).
 ValidationResult validate_program(const detail::GraphImpl& g, const detail::Executable& exe,
                                   uint64_t seed = 1);
+
+/// Test-only: when set, compile() hands it every kernel plan before building the
+/// executable, so a test can break a compiled program on purpose and see
+/// CompileOptions::validate catch it. Not thread-safe; never set outside tests.
+std::function<void(KernelPlan&)>& plan_hook_for_tests();
 
 }  // namespace luminal::compiler

@@ -9,6 +9,7 @@
 #include "backends/gpu/gpu_backend.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "compiler/compile_graph.hpp"
+#include "compiler/validate.hpp"
 #include "runtime/executable.hpp"
 
 namespace luminal {
@@ -54,6 +55,7 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
                        "or another target");
 
   compiler::CompiledProgram program = compiler::compile_graph(*state->graph, target, options);
+  if (auto& hook = compiler::plan_hook_for_tests()) hook(const_cast<compiler::KernelPlan&>(*program.plan));
   state->report = program.report;
   CompileReport& rep = state->report;
   rep.target = target.to_string();
@@ -106,6 +108,15 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
   } else {
     if (!options.compile_only) state->exe = program.exe;
     rep.codegen = "interpreter";
+  }
+  // Translation validation: the compiled program once against the reference interpreter
+  // on random inputs (compiler/validate.hpp); a disagreement is a compiler bug, reported
+  // instead of returning a program that computes something else.
+  if (options.validate && state->exe && state->not_runnable.empty()) {
+    const compiler::ValidationResult v = compiler::validate_program(*state->graph, *state->exe);
+    if (!v.ok)
+      throw CompileError("[compile] validation: the program compiled for " + target.to_string() +
+                         " disagrees with the reference interpreter: " + v.message);
   }
   rep.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Callable(std::move(state));
