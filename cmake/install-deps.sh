@@ -9,7 +9,9 @@ pkgs=(cmake ninja-build g++ gcc pkg-config libfmt-dev catch2 libbenchmark-dev
       # dlopen'ed at run time, never linked; compile_only for AMD GPUs needs them.
       hipcc libamdhip64-dev libhiprtc-builtins5 rocm-device-libs
       # Test-only: the exact ILP extraction the heuristic is measured against.
-      libglpk-dev coinor-cbc)
+      libglpk-dev coinor-cbc
+      # MPI: dlopen'ed at run time, never linked; mpirun for the dist tests.
+      openmpi-bin libopenmpi-dev)
 [[ "${1:-}" == "--dev" ]] && pkgs+=(python3-torch graphviz)
 
 missing=()

@@ -3,6 +3,8 @@
 //                            FFN 14336, over S = 1, 16, 128 tokens (goal < 1 s, at most 8
 //                            kernels, one of them the whole attention)
 //   BM_CompileModel32        32 such layers (goal < 5 s; identical layers share a search)
+//   BM_CompileModel32Sharded/P  the same with a communicator of P ranks: the sharding
+//                            rules join the search (goal still < 5 s; docs/distributed.md)
 //   BM_CompileMLP            linear -> gelu -> linear
 // Counters: primitive_ops, kernels, attention (kernels of the Attention kind), searches,
 // blocks.
@@ -25,6 +27,9 @@ void report(benchmark::State& st, const compiler::CompiledProgram& p) {
   st.counters["searches"] = static_cast<double>(p.searches);
   st.counters["blocks"] = static_cast<double>(p.blocks);
   st.counters["egraph_nodes"] = static_cast<double>(p.report.egraph_nodes);
+  int collectives = 0;
+  for (const auto& step : p.plan->steps) collectives += step.spec->kind == ir::KernelKind::Collective ? 1 : 0;
+  st.counters["collectives"] = collectives;
 }
 
 void BM_CompileDecoderBlock(benchmark::State& st) {
@@ -46,6 +51,17 @@ void BM_CompileModel32(benchmark::State& st) {
   report(st, p);
 }
 BENCHMARK(BM_CompileModel32)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+void BM_CompileModel32Sharded(benchmark::State& st) {
+  Graph g;
+  test::build_model(g, big(), 32);
+  CompileOptions o;
+  o.communicator = Communicator::local_group(static_cast<int>(st.range(0)))[0];  // compiled, never called
+  compiler::CompiledProgram p;
+  for (auto _ : st) p = compiler::compile_graph(*g.impl(), Target::reference(), o);
+  report(st, p);
+}
+BENCHMARK(BM_CompileModel32Sharded)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_CompileMLP(benchmark::State& st) {
   Graph g;

@@ -52,6 +52,13 @@ struct CompileReport {
   std::string codegen;
   // GPU targets compiled by NVRTC/hipRTC: one entry per kernel, in program order.
   std::vector<KernelResources> kernel_resources;
+  // Tensor parallelism (CompileOptions::communicator): ranks, collective steps of this
+  // rank's program, bytes one rank sends or receives per call (at the dims' planning
+  // values), and the plan in words (docs/distributed.md).
+  int64_t ranks = 1;
+  int64_t collectives = 0;
+  int64_t comm_bytes = 0;
+  std::string sharding;
   std::string to_string() const;
 };
 

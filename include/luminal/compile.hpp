@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "luminal/callable.hpp"
+#include "luminal/communicator.hpp"
 #include "luminal/graph.hpp"
 #include "luminal/serving.hpp"
 #include "luminal/target.hpp"
@@ -47,6 +48,11 @@ struct CompileOptions {
   int64_t max_arena_bytes = 0;
   /// Scratch unused this long is freed (by the next call, or by an idle pool worker).
   double arena_idle_seconds = 10;
+  /// Tensor parallelism (docs/distributed.md): every rank compiles the same graph with a
+  /// communicator of the same size; the search shards the program over its ranks (the
+  /// "sharding" rules) and each call runs this rank's share plus the collectives. Params
+  /// are bound whole on every rank; outputs are equal on every rank. Null: one process.
+  std::shared_ptr<Communicator> communicator;
 };
 
 Callable compile(const Graph& graph, Target target, CompileOptions options = {});

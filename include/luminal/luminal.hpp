@@ -2,6 +2,7 @@
 #pragma once
 
 #include "luminal/callable.hpp"
+#include "luminal/communicator.hpp"
 #include "luminal/compile.hpp"
 #include "luminal/dim.hpp"
 #include "luminal/dtype.hpp"

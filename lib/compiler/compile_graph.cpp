@@ -221,6 +221,7 @@ SearchSettings make_search_settings(const Target& target, const CompileOptions& 
       break;
   }
   s.ctx.library_gemm = target.kind() == Target::Kind::cpu;
+  s.world = options.communicator ? options.communicator->size() : 1;
   s.pass_sets = {"lower_reference", "fusion"};
   if (target.kind() == Target::Kind::cpu) s.pass_sets.push_back("lower_cpu");
   if (target.kind() == Target::Kind::cuda || target.kind() == Target::Kind::hip) s.pass_sets.push_back("schedule_gpu");

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "backends/reference/interpreter.hpp"
+#include "dist/collectives.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::compiler {
@@ -13,7 +14,8 @@ namespace {
 
 class PlanExecutable final : public detail::Executable {
  public:
-  explicit PlanExecutable(std::shared_ptr<const KernelPlan> p) : plan_(std::move(p)) {
+  PlanExecutable(std::shared_ptr<const KernelPlan> p, std::shared_ptr<Communicator> comm)
+      : plan_(std::move(p)), comm_(std::move(comm)) {
     last_use_.assign(plan_->leaf_name.size(), -1);
     for (size_t s = 0; s < plan_->steps.size(); ++s)
       for (uint32_t a : plan_->steps[s].args) last_use_[a] = static_cast<int>(s);
@@ -35,6 +37,19 @@ class PlanExecutable final : public detail::Executable {
     std::map<std::string, const HostTensor*> args;
     for (size_t s = 0; s < p.steps.size(); ++s) {
       const KernelPlan::Step& st = p.steps[s];
+      if (st.spec->kind == ir::KernelKind::Collective) {
+        if (!comm_) throw RuntimeError("[compiled program] the program has collectives: it runs with the communicator it was compiled for");
+        const HostTensor& x = *val[st.args.at(0)];
+        const detail::Node& n = st.spec->body->nodes[st.spec->body->outputs.at(0).second];
+        std::vector<int64_t> shape;
+        for (const Dim& d : n.shape) shape.push_back(d.evaluate(dims));
+        HostTensor r(n.dtype, shape);
+        dist::run_collective(*comm_, n, x.shape(), x.data(), r.mutable_data());
+        val[st.result] = std::make_shared<const HostTensor>(std::move(r));
+        for (uint32_t a : st.args)
+          if (last_use_[a] == static_cast<int>(s)) val[a].reset();
+        continue;
+      }
       args.clear();
       for (size_t i = 0; i < st.args.size(); ++i)
         args.emplace(ir::slot_name(static_cast<uint32_t>(i)), val[st.args[i]].get());
@@ -55,6 +70,7 @@ class PlanExecutable final : public detail::Executable {
 
  private:
   std::shared_ptr<const KernelPlan> plan_;
+  std::shared_ptr<Communicator> comm_;
   std::vector<int> last_use_;
 };
 
@@ -106,8 +122,9 @@ std::string KernelPlan::to_dot() const {
   return os.str();
 }
 
-std::shared_ptr<const detail::Executable> make_plan_executable(std::shared_ptr<const KernelPlan> plan) {
-  return std::make_shared<PlanExecutable>(std::move(plan));
+std::shared_ptr<const detail::Executable> make_plan_executable(std::shared_ptr<const KernelPlan> plan,
+                                                               std::shared_ptr<Communicator> comm) {
+  return std::make_shared<PlanExecutable>(std::move(plan), std::move(comm));
 }
 
 }  // namespace luminal::compiler

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/tensor_lang.hpp"
+#include "luminal/communicator.hpp"
 #include "runtime/executable.hpp"
 
 namespace luminal::compiler {
@@ -37,7 +38,9 @@ struct KernelPlan {
   std::string to_dot() const;
 };
 
-/// Runs `plan` with the reference interpreter, one kernel at a time.
-std::shared_ptr<const detail::Executable> make_plan_executable(std::shared_ptr<const KernelPlan> plan);
+/// Runs `plan` with the reference interpreter, one kernel at a time; collective steps
+/// call `comm` (lib/dist), which a plan with collectives needs.
+std::shared_ptr<const detail::Executable> make_plan_executable(std::shared_ptr<const KernelPlan> plan,
+                                                               std::shared_ptr<Communicator> comm = nullptr);
 
 }  // namespace luminal::compiler

@@ -38,6 +38,7 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, c
   auto out = std::make_unique<SaturatedGraph>();
   SaturatedGraph& res = *out;
   ir::EGraph& g = res.g;
+  g.analysis().set_world(s.world);
   ir::Loaded loaded = ir::load_graph(g, graph);
   res.outputs = loaded.outputs;
   g.rebuild();
@@ -84,6 +85,36 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, c
           if (r.matches || r.applied)
             std::fprintf(stderr, "[luminal rules] %-32s matches=%zu applied=%zu banned=%zu time=%.5fs\n",
                          r.name.c_str(), r.matches, r.applied, r.times_banned, r.search_s + r.apply_s);
+    }
+  }
+
+  // ---- phase 1b: sharding over the ranks (docs/distributed.md), its own phase: the
+  // gathered variants spread through the saturated program without the algebra rules
+  // re-deriving every form of every shard. The chain from a column-split projection to
+  // the row-split one crosses every op of attention, hence twice the iteration budget.
+  if (s.world > 1) {
+    auto t0 = Clock::now();
+    auto rules = rules::Registry::global().engine_rules({"sharding"}, o.fast_math, o.skip_rules);
+    const std::size_t n0 = g.num_nodes();
+    if (!rules.empty()) {
+      egraph::Runner<ir::TensorLang, ir::TensorAnalysis> runner(g);
+      const double left = std::chrono::duration<double>(s.deadline - Clock::now()).count();
+      runner.iter_limit(static_cast<std::size_t>(std::max<int64_t>(2 * o.iteration_limit, 0)))
+          .node_limit(n0 + node_limit)
+          .time_limit(std::max(left * 0.5, 0.0))
+          .scheduler(std::make_shared<egraph::BackoffScheduler>(2000, 3));
+      egraph::Report rep = runner.run(rules);
+      res.iterations += static_cast<int64_t>(rep.iterations.size());
+      const char* why = egraph::to_string(rep.stop);
+      if (rep.stop != egraph::StopReason::Saturated) stops.push_back(std::string(why) + " (sharding)");
+      res.phases.push_back(fmt("sharding over %lld ranks: %zu rules, %zu iterations, %zu -> %zu nodes, %.4f s, %s",
+                               static_cast<long long>(s.world), rules.size(), rep.iterations.size(), n0,
+                               g.num_nodes(), since(t0), why));
+      if (s.trace)
+        for (const auto& r : rep.rules)
+          if (r.matches || r.applied)
+            std::fprintf(stderr, "[luminal rules] %-32s matches=%zu applied=%zu time=%.5fs\n", r.name.c_str(),
+                         r.matches, r.applied, r.search_s + r.apply_s);
     }
   }
 

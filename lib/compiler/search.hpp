@@ -24,6 +24,9 @@ struct SearchSettings {
   CompileOptions options;
   std::chrono::steady_clock::time_point deadline;
   bool trace = false;
+  /// Ranks of the SPMD program (CompileOptions::communicator); > 1 adds the "sharding"
+  /// rules to the math phase.
+  int64_t world = 1;
 };
 
 struct SearchResult {

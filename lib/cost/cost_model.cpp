@@ -45,6 +45,8 @@ double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   // A kernel's scratch stays in cache when it fits, even beside a stream of weights.
   if (w.bytes_scratch > 0)
     memory_s += w.bytes_scratch / (w.bytes_scratch <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth);
+  if (w.engine == KernelWork::Engine::Collective)  // the link, then the local sum/copy
+    return w.link_steps * t.link.latency_s + w.link_bytes / t.link.bandwidth + memory_s + t.launch_overhead_s;
   return std::max(compute_s, memory_s) + t.launch_overhead_s;
 }
 

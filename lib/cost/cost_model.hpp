@@ -26,7 +26,11 @@ struct KernelWork {
   double bytes_scratch = 0;
   double parallelism = 1e9;  // independent output elements (limits core/SM usage)
   /// Which code runs it; the target states each engine's fraction of peak.
-  enum class Engine { Loops, GeneratedGemm, LibraryGemm, Attention } engine = Engine::Loops;
+  enum class Engine { Loops, GeneratedGemm, LibraryGemm, Attention, Collective } engine = Engine::Loops;
+  /// Collectives: bytes this rank sends or receives over the link, and the link steps
+  /// (each pays the link's latency) -- see TargetDesc::link.
+  double link_bytes = 0;
+  double link_steps = 0;
   /// Fraction of the engine's efficiency this kernel keeps: for a generated GEMM, the
   /// share of each tile that holds real output; 1 otherwise.
   double engine_fraction = 1.0;

@@ -56,6 +56,34 @@ double env_or(const char* name, double fallback) {
 
 }  // namespace
 
+LinkDesc describe_link(std::string_view name) {
+  // Stated figures per rank and direction. shm: Open MPI's shared-memory transport
+  // between processes of one host (a memcpy through a shared segment; this machine class
+  // copies ~5 GB/s per core); nvlink: NVLink 4 (H100/H200, 450 GB/s per direction, NCCL's
+  // small-message latency); pcie: PCIe 4.0 x16; ethernet: 100 Gb/s RoCE between hosts.
+  struct Row {
+    std::string_view name;
+    double gbs, latency_us;
+  };
+  static constexpr Row kLinks[] = {{"shm", 5, 5}, {"nvlink", 450, 8}, {"pcie", 25, 15}, {"ethernet", 12, 25}};
+  for (const Row& r : kLinks) {
+    if (r.name != name) continue;
+    LinkDesc l;
+    l.name = std::string(r.name);
+    l.bandwidth = env_or("LUMINAL_LINK_GBS", r.gbs) * 1e9;
+    l.latency_s = env_or("LUMINAL_LINK_LATENCY_US", r.latency_us) * 1e-6;
+    return l;
+  }
+  throw CompileError("[cost] unknown link '" + std::string(name) + "': known are shm, nvlink, pcie, ethernet");
+}
+
+namespace {
+LinkDesc default_link(std::string_view fallback) {
+  const char* v = std::getenv("LUMINAL_LINK");
+  return describe_link(v && *v ? std::string_view(v) : fallback);
+}
+}  // namespace
+
 TargetDesc describe_host_cpu() {
   TargetDesc d;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -98,6 +126,7 @@ TargetDesc describe_host_cpu() {
   // S = 512. At 0.5 the model prices the two plans 0.83 : 1 at S = 128 (measured 0.84)
   // and 0.84 : 1 at S = 512 (measured 0.61: the model stays conservative there).
   d.attention_efficiency = env_or("LUMINAL_CPU_ATTENTION_EFFICIENCY", 0.5);
+  d.link = default_link("shm");
   return d;
 }
 
@@ -182,6 +211,7 @@ TargetDesc describe_gpu(std::string_view arch) {
   d.local_bytes = f->local_kib * 1024;
   d.launch_overhead_s = f->launch_s;
   d.transcendental_flops = 4;  // special function units
+  d.link = default_link(arch == "gfx90a" || arch.rfind("gfx", 0) == 0 ? "pcie" : "nvlink");
   d.regs_per_unit = f->regs_per_unit;
   d.max_threads_per_unit = f->max_threads_per_unit;
   d.max_blocks_per_unit = f->max_blocks_per_unit;

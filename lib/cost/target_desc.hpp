@@ -10,6 +10,20 @@
 
 namespace luminal::detail {
 
+/// The link between the ranks of a distributed program (docs/distributed.md): a
+/// collective step costs link_steps * latency + link_bytes / bandwidth on top of its local
+/// memory traffic.
+struct LinkDesc {
+  std::string name = "shm";    // "shm", "nvlink", "pcie", "ethernet"
+  double bandwidth = 5e9;      // bytes/s one rank sends or receives
+  double latency_s = 5e-6;     // one step of a collective (a message round)
+};
+
+/// A link by name: "shm" (processes on one host, MPI over shared memory), "nvlink",
+/// "pcie", "ethernet". LUMINAL_LINK_GBS / LUMINAL_LINK_LATENCY_US override its figures.
+/// Throws CompileError for an unknown name.
+LinkDesc describe_link(std::string_view name);
+
 struct TargetDesc {
   std::string name;                 // "cpu:avx512", "cuda:sm_90", "hip:gfx90a"
   int compute_units = 1;            // CPU cores, CUDA SMs, HIP CUs
@@ -40,6 +54,9 @@ struct TargetDesc {
   int regs_per_unit = 0;         // 32-bit registers per SM (VGPR lanes per CU)
   int max_threads_per_unit = 0;  // resident threads per SM / CU
   int max_blocks_per_unit = 0;   // resident blocks per SM / CU
+  /// Between ranks: shared memory for the CPU (MPI processes on one host), NVLink for
+  /// the GPUs; LUMINAL_LINK=name picks another (describe_link).
+  LinkDesc link;
 };
 
 /// The machine this process runs on: cores, vector width (AVX-512, AVX2 or SSE), caches

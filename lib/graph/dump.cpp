@@ -39,6 +39,13 @@ std::string dump(const GraphImpl& g) {
         os << ", axis=" << n.axis << ", lo=" << n.start.to_string() << ", hi=" << n.end.to_string()
            << ", value=" << n.value;
         break;
+      case PrimOp::AllGather:
+      case PrimOp::ReduceScatter:
+        os << ", axis=" << n.axis << ", ranks=" << n.step;
+        break;
+      case PrimOp::AllReduce:
+        os << ", ranks=" << n.step;
+        break;
       default:
         break;
     }

@@ -21,10 +21,10 @@ struct Node {
   DType dtype = DType::f32;
   // Payload; which fields matter depends on op.
   double value = 0;       // Constant: the value; Pad: the fill value
-  int axis = 0;           // SumReduce/MaxReduce/Slice/Pad
+  int axis = 0;           // SumReduce/MaxReduce/Slice/Pad/AllGather/ReduceScatter
   std::vector<int> perm;  // Permute
   Dim start, end;         // Slice: [start, end); Pad: lo (start) and hi (end)
-  int64_t step = 1;       // Slice
+  int64_t step = 1;       // Slice; collectives: the number of ranks
   std::string name;       // Input/Param: the user's name
   std::string op_name;    // the user-facing op that created the node ("matmul", ...)
   std::source_location loc;

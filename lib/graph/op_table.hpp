@@ -44,6 +44,7 @@ enum class OpClass : uint8_t {
   Cast,            ///< elementwise dtype conversion (the target dtype is an attribute)
   Reduction,       ///< over one axis
   Gather,          ///< table rows by i32 ids
+  Collective,      ///< across the ranks of an SPMD program (docs/distributed.md)
   View,            ///< an index map: no arithmetic, no copy
 };
 
@@ -67,7 +68,9 @@ enum class ResultDType : uint8_t {
 // One row per primitive, in order:
 //   X(Enumerator, "printed name", arity, OpClass, accepted operand dtypes, result dtype)
 // Where: the accepted set is the branches' (the condition is bool); Gather: the table's
-// (ids are i32). Reordering rows renumbers PrimOp and ir::Op.
+// (ids are i32). Collectives carry the number of ranks in the node's `step` and, for
+// all_gather/reduce_scatter, the axis (graph/primitives.hpp). Reordering rows renumbers
+// PrimOp and ir::Op.
 #define LUMINAL_PRIM_OPS(X)                                   \
   X(Input, "input", 0, Leaf, kAny, Attr)                      \
   X(Param, "param", 0, Leaf, kAny, Attr)                      \
@@ -85,6 +88,9 @@ enum class ResultDType : uint8_t {
   X(SumReduce, "sum_reduce", 1, Reduction, kF32 | kI32, Same) \
   X(MaxReduce, "max_reduce", 1, Reduction, kF32 | kI32, Same) \
   X(Gather, "gather", 2, Gather, kAny, Same)                  \
+  X(AllReduce, "all_reduce", 1, Collective, kF32 | kI32, Same) \
+  X(AllGather, "all_gather", 1, Collective, kAny, Same)        \
+  X(ReduceScatter, "reduce_scatter", 1, Collective, kF32 | kI32, Same) \
   X(Reshape, "reshape", 1, View, kAny, Same)                  \
   X(Permute, "permute", 1, View, kAny, Same)                  \
   X(Expand, "expand", 1, View, kAny, Same)                    \

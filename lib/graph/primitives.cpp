@@ -220,6 +220,44 @@ Tensor prim_reduce(PrimOp op, const Tensor& x0, int axis, std::string_view name,
   return add_node(g, std::move(n), name, loc);
 }
 
+Dim rank_dim(int64_t world) { return Dim::variable(std::string(kRankDim), 0, std::max<int64_t>(world, 1) - 1); }
+
+Tensor prim_collective(PrimOp op, const Tensor& x0, int axis, int64_t world, std::string_view name, Loc loc) {
+  Tensor x = x0;
+  auto g = common_graph({&x}, name, loc);
+  if (op_info(op).cls != OpClass::Collective)
+    throw InternalError("[" + std::string(name) + "] prim_collective given " + std::string(prim_name(op)));
+  if (world < 1) fail<ShapeError>(name, "the number of ranks must be >= 1, got " + std::to_string(world), loc);
+  if (!accepts_dtype(op, x.dtype()))
+    fail<DTypeError>(name,
+                     std::string(prim_name(op)) + " needs " + accepted_dtypes_text(op) + ", got " +
+                         dt(x.dtype()) + " " + shape_string(x.shape()),
+                     loc);
+  const auto& s = x.shape();
+  Node n;
+  n.op = op;
+  n.inputs = {x.node()};
+  n.shape = s;
+  n.dtype = x.dtype();
+  n.step = world;
+  if (op != PrimOp::AllReduce) {
+    check_axis(axis, s.size(), s, name, loc);
+    n.axis = axis;
+    Dim& d = n.shape[static_cast<size_t>(axis)];
+    if (op == PrimOp::AllGather) {
+      d = d * Dim(world);
+    } else {
+      if (d.known_divisor() % world != 0)
+        fail<ShapeError>(name,
+                         "axis " + std::to_string(axis) + " of " + shape_string(s) + " is not a multiple of the " +
+                             std::to_string(world) + " ranks",
+                         loc);
+      d = d / Dim(world);
+    }
+  }
+  return add_node(g, std::move(n), name, loc);
+}
+
 Tensor prim_gather(const Tensor& t0, const Tensor& i0, std::string_view name, Loc loc) {
   Tensor table = t0, ids = i0;
   auto g = common_graph({&table, &ids}, name, loc);

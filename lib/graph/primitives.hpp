@@ -30,6 +30,19 @@
 //  * less_than and equal follow IEEE (NaN compares unequal).
 //  * cast: f32 -> i32 truncates toward zero, NaN -> 0, out of range saturates;
 //    x -> bool is x != 0; bool -> number is 0/1; f32 -> f16/bf16 rounds to nearest even.
+//
+// SPMD semantics of the collectives (docs/distributed.md). A program containing a
+// collective of `world` ranks (its node's `step`) means: `world` copies of the program run
+// at once, copy r with the dim variable "%rank" (kRankDim, range [0, world-1]) bound to r;
+// inputs and params are the same on every rank, and "%rank" (e.g. in a slice's start) is
+// the only source of values that differ between ranks. A collective combines the values
+// of its operand on all ranks:
+//  * all_reduce(x): on every rank, x(0) + x(1) + ... + x(world-1), added in rank order;
+//  * all_gather(x, axis): x(0), ..., x(world-1) concatenated along axis (dim * world);
+//  * reduce_scatter(x, axis): block r (dim / world elements along axis) of all_reduce(x)
+//    on rank r; the dim must be a multiple of world.
+// A value is *replicated* when it is equal on every rank; graph outputs are. With world 1
+// every collective is the identity.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +78,14 @@ Tensor prim_cast(const Tensor& x, DType to, std::string_view name, Loc loc);
 // ---- reductions over one axis (0 <= axis < rank); the axis is removed from the shape.
 /// PrimOp::SumReduce or PrimOp::MaxReduce. Sum of an empty axis is 0, max is -inf.
 Tensor prim_reduce(PrimOp op, const Tensor& x, int axis, std::string_view name, Loc loc);
+
+/// The dim variable bound to the rank in an SPMD program, with range [0, world - 1].
+inline constexpr std::string_view kRankDim = "%rank";
+Dim rank_dim(int64_t world);
+
+/// AllReduce, AllGather or ReduceScatter over `world` >= 1 ranks (`axis` is ignored by
+/// all_reduce). See the SPMD semantics above.
+Tensor prim_collective(PrimOp op, const Tensor& x, int axis, int64_t world, std::string_view name, Loc loc);
 
 /// table [V, D...], ids i32 of any shape -> ids.shape + [D...]; an id outside [0, V) is
 /// a RuntimeError at execution.

@@ -60,6 +60,13 @@ Id add_expand(EGraph& g, Id x, const std::vector<Dim>& shape) {
   a.shape = shape;
   return add1(g, Op::Expand, a, {x});
 }
+Id add_collective(EGraph& g, Op op, Id x, int axis, int64_t world) {
+  Attr a;
+  a.axis = op == Op::AllReduce ? 0 : axis;
+  a.step = world;
+  return g.add(op, g.analysis().attrs().intern(a), std::span<const Id>(&x, 1));
+}
+
 Id add_slice(EGraph& g, Id x, int axis, const Dim& start, const Dim& end, int64_t step) {
   Attr a;
   a.axis = axis;
@@ -127,6 +134,12 @@ Attr attr_of(const detail::Node& n) {
       break;
     case PrimOp::Gather:
       a.name = n.op_name;  // a bad id is reported under the user's op ("embedding")
+      break;
+    case PrimOp::AllReduce:
+    case PrimOp::AllGather:
+    case PrimOp::ReduceScatter:
+      a.axis = n.axis;
+      a.step = n.step;  // the number of ranks
       break;
     default:
       break;
@@ -226,6 +239,12 @@ uint32_t emit(detail::GraphImpl& out, Op op, const Attr& at, const std::vector<u
       n.start = at.a;
       n.end = at.b;
       n.value = at.value;
+      break;
+    case Op::AllReduce:
+    case Op::AllGather:
+    case Op::ReduceScatter:
+      n.axis = at.axis;
+      n.step = at.step;
       break;
     default:
       break;

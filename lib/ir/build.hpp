@@ -26,6 +26,8 @@ Id add_permute(EGraph& g, Id x, const std::vector<int>& perm);
 Id add_expand(EGraph& g, Id x, const std::vector<Dim>& shape);
 Id add_slice(EGraph& g, Id x, int axis, const Dim& start, const Dim& end, int64_t step);
 Id add_pad(EGraph& g, Id x, int axis, const Dim& lo, const Dim& hi, double value);
+/// AllReduce (axis ignored), AllGather or ReduceScatter over `world` ranks.
+Id add_collective(EGraph& g, Op op, Id x, int axis, int64_t world);
 Id add_kernel(EGraph& g, std::shared_ptr<const KernelSpec> spec, const std::vector<Id>& kids);
 
 /// The attributes of a graph node (what its e-graph node's payload interns).

@@ -202,13 +202,20 @@ std::optional<KernelKind> classify(const detail::GraphImpl& b) {
   const auto& nodes = b.nodes;
   const uint32_t root = b.outputs.at(0).second;
   std::vector<uint32_t> reduces;
-  bool gather = false;
+  bool gather = false, collective = false;
   size_t slots = 0;
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     const detail::Node& n = nodes[i];
     if (n.op == PrimOp::Gather) gather = true;
+    if (is_collective(to_op(n.op))) collective = true;
     if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce) reduces.push_back(i);
     if (is_slot(n)) ++slots;
+  }
+  // A collective is a host step of its own: it reads one whole buffer and writes one;
+  // nothing is fused into it or around it.
+  if (collective) {
+    if (is_collective(to_op(nodes[root].op)) && nodes.size() == 2 && slots == 1) return KernelKind::Collective;
+    return std::nullopt;
   }
   if (gather) {
     if (nodes[root].op == PrimOp::Gather && nodes.size() == slots + 1) return KernelKind::Gather;
@@ -301,6 +308,70 @@ std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std:
   return b.finish(root, max_nodes);
 }
 
+// Elements of slot `slot` the kernel reads: the whole buffer, unless every use reaches it
+// through a slice (a shard of a weight, docs/distributed.md): then the largest slice
+// (permutes and reshapes on the way keep the count).
+static double read_elements(const detail::GraphImpl& body, uint32_t slot, const std::vector<double>& numel) {
+  const auto& nodes = body.nodes;
+  double most = 0;
+  bool any = false;
+  for (uint32_t u = slot + 1; u < nodes.size(); ++u) {
+    const auto& in = nodes[u].inputs;
+    if (std::find(in.begin(), in.end(), slot) == in.end()) continue;
+    any = true;
+    // Follow single-input views from this use down to a slice.
+    uint32_t x = u;
+    double seen = numel[slot];
+    for (;;) {
+      const PrimOp o = nodes[x].op;
+      if (o == PrimOp::Slice) seen = std::min(seen, numel[x]);
+      if (o != PrimOp::Slice && o != PrimOp::Permute && o != PrimOp::Reshape) break;
+      uint32_t next = 0, users = 0;
+      for (uint32_t v = x + 1; v < nodes.size(); ++v)
+        for (uint32_t k : nodes[v].inputs)
+          if (k == x) {
+            next = v;
+            ++users;
+          }
+      if (users != 1) break;
+      x = next;
+    }
+    most = std::max(most, seen);
+  }
+  return any ? most : numel[slot];
+}
+
+// What one rank moves for a collective, as the runtime does it (lib/dist/collectives.cpp):
+// all_reduce gathers every rank's operand and adds them in rank order (bit-identical on
+// every rank); all_gather receives the other ranks' blocks; reduce_scatter exchanges
+// blocks all-to-all and adds its own block in rank order.
+static detail::KernelWork collective_work(const detail::Node& n, const detail::Node& in, const DimGuess& dims) {
+  detail::KernelWork w;
+  w.engine = detail::KernelWork::Engine::Collective;
+  const double p = static_cast<double>(std::max<int64_t>(n.step, 1));
+  const double es = static_cast<double>(dtype_size(n.dtype));
+  const double in_bytes = numel_of(in.shape, dims) * es, out_bytes = numel_of(n.shape, dims) * es;
+  w.bytes_written = out_bytes;
+  w.link_steps = p - 1;
+  switch (n.op) {
+    case PrimOp::AllReduce:
+      w.link_bytes = (p - 1) * in_bytes;
+      w.bytes_read = p * in_bytes;  // the ordered sum
+      w.flops = (p - 1) * numel_of(in.shape, dims);
+      break;
+    case PrimOp::AllGather:
+      w.link_bytes = (p - 1) * in_bytes;
+      w.bytes_read = in_bytes;
+      break;
+    default:  // ReduceScatter
+      w.link_bytes = (p - 1) / p * in_bytes;
+      w.bytes_read = in_bytes;
+      w.flops = (p - 1) * numel_of(n.shape, dims);
+      break;
+  }
+  return w;
+}
+
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
                                const DimGuess& dims) {
   (void)g;
@@ -311,6 +382,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   for (size_t i = 0; i < nodes.size(); ++i) numel[i] = numel_of(nodes[i].shape, dims);
   dom[root] = numel[root];
   detail::KernelWork w;
+  if (spec.kind == KernelKind::Collective) return collective_work(nodes[root], nodes[nodes[root].inputs[0]], dims);
   // A GEMM's operands are computed once into a packed (or contiguous) buffer before the
   // tile loops, not per multiply: below the broadcast that feeds the product, a prologue
   // runs over the operand's own elements, and its result makes one extra round trip.
@@ -354,7 +426,8 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     }
     switch (n.op) {
       case PrimOp::Input: {
-        const double b = numel[i] * static_cast<double>(dtype_size(n.dtype));
+        const double b = read_elements(*spec.body, static_cast<uint32_t>(i), numel) *
+                         static_cast<double>(dtype_size(n.dtype));
         w.bytes_read += b;
         w.read_buffers.push_back(b);
         break;
@@ -430,6 +503,8 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     case KernelKind::Attention:
       w.engine = detail::KernelWork::Engine::Attention;
       break;
+    case KernelKind::Collective:
+      break;  // returned above
     case KernelKind::Gemm: {
       w.engine = detail::KernelWork::Engine::GeneratedGemm;
       const auto& out = nodes[root].shape;

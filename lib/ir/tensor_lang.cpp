@@ -1,6 +1,8 @@
 // Attributes, kernel specs and the shape/dtype/constant analysis of the tensor language.
 #include "ir/tensor_lang.hpp"
 
+#include "graph/dim_expr.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -122,6 +124,8 @@ const char* kind_name(KernelKind k) {
       return "gather";
     case KernelKind::Attention:
       return "attention";
+    case KernelKind::Collective:
+      return "collective";
   }
   return "?";
 }
@@ -213,6 +217,10 @@ egraph::DidMerge TensorAnalysis::merge(Data& a, Data b) const {
     if (strict_merges_) throw InternalError(why);
     if (wrong_merges_++ == 0) first_wrong_merge_ = why;
   }
+  if (a.replicated != b.replicated) {
+    (a.replicated ? dm.b : dm.a) = true;
+    a.replicated = true;
+  }
   if (!a.constant && b.constant) {
     a.constant = b.constant;
     dm.a = true;
@@ -233,6 +241,32 @@ egraph::DidMerge TensorAnalysis::merge(Data& a, Data b) const {
   }
   return dm;
 }
+
+bool mentions_rank(const Dim& d) {
+  for (const detail::Term& t : d.expr()->terms)
+    for (const detail::AtomPtr& a : t.atoms)
+      if (a->kind == detail::AtomKind::Var ? a->name == detail::kRankDim : mentions_rank(a->a) || mentions_rank(a->b))
+        return true;
+  return false;
+}
+
+namespace {
+// Whether a node's value is equal on every rank, from its children's (ClassData::replicated).
+bool replicated_node(Op op, const Attr& at, const std::vector<const ClassData*>& k) {
+  if (op == Op::AllGather || op == Op::AllReduce) return true;
+  if (op == Op::ReduceScatter) return false;
+  if ((op == Op::Slice || op == Op::Pad) && (mentions_rank(at.a) || mentions_rank(at.b))) return false;
+  if (op == Op::Kernel) {
+    if (at.kernel->kind == KernelKind::Collective) return at.kernel->body->nodes.back().op != PrimOp::ReduceScatter;
+    for (const detail::Node& n : at.kernel->body->nodes)
+      if ((n.op == PrimOp::Slice || n.op == PrimOp::Pad) && (mentions_rank(n.start) || mentions_rank(n.end)))
+        return false;
+  }
+  for (const ClassData* x : k)
+    if (!x->replicated) return false;
+  return true;
+}
+}  // namespace
 
 ClassData TensorAnalysis::infer(Op op, const Attr& at, const std::vector<const Data*>& k) {
   auto need = [&](size_t n) {
@@ -307,6 +341,27 @@ ClassData TensorAnalysis::infer(Op op, const Attr& at, const std::vector<const D
       d.dtype = k[0]->dtype;
       break;
     }
+    case Op::AllReduce:
+    case Op::AllGather:
+    case Op::ReduceScatter: {
+      // SPMD (graph/primitives.hpp): only all_gather keeps a uniform constant (a sum over
+      // ranks does not).
+      need(1);
+      if (at.step < 1) malformed(op, "collective over fewer than one rank");
+      d.shape = k[0]->shape;
+      d.dtype = k[0]->dtype;
+      if (op == Op::AllReduce) break;
+      axis_ok(*k[0], at.axis);
+      Dim& x = d.shape[static_cast<size_t>(at.axis)];
+      if (op == Op::AllGather) {
+        x = x * Dim(at.step);
+        d.constant = k[0]->constant;
+      } else {
+        if (x.known_divisor() % at.step != 0) malformed(op, "axis not a multiple of the ranks");
+        x = x / Dim(at.step);
+      }
+      break;
+    }
     case Op::Reshape:
     case Op::Expand:
       need(1);
@@ -362,6 +417,7 @@ ClassData TensorAnalysis::infer(Op op, const Attr& at, const std::vector<const D
       break;
     }
   }
+  d.replicated = replicated_node(op, at, k);
   return d;
 }
 

@@ -85,6 +85,8 @@ inline constexpr bool is_binary(Op o) { return has_class(o, detail::OpClass::Bin
 inline constexpr bool is_reduce(Op o) { return has_class(o, detail::OpClass::Reduction); }
 inline constexpr bool is_view(Op o) { return has_class(o, detail::OpClass::View); }
 inline constexpr bool is_leaf(Op o) { return has_class(o, detail::OpClass::Leaf); }
+/// all_reduce, all_gather, reduce_scatter (SPMD, graph/primitives.hpp).
+inline constexpr bool is_collective(Op o) { return has_class(o, detail::OpClass::Collective); }
 /// Computes each element from the elements at the same index of its operands.
 inline constexpr bool is_elementwise(Op o) {
   return is_prim(o) && detail::is_elementwise(detail::op_info(to_prim(o)).cls);
@@ -101,6 +103,9 @@ enum class KernelKind : uint8_t {
   /// matmul, masked softmax over the keys, matmul: one streaming kernel (online
   /// softmax, ir/attention_match.hpp); S and P are never materialized
   Attention,
+  /// one collective over a slot (all_reduce, all_gather, reduce_scatter): a host step
+  /// that calls the communicator between generated kernels (docs/distributed.md)
+  Collective,
 };
 const char* kind_name(KernelKind k);
 
@@ -130,8 +135,8 @@ bool same_body_node(const detail::Node& a, const detail::Node& b);
 /// Attributes of a node; which fields matter depends on the op (as in detail::Node).
 struct Attr {
   DType dtype = DType::f32;                  // Constant, Cast (target), Input, Param
-  int axis = 0;                              // SumReduce/MaxReduce/Slice/Pad
-  int64_t step = 1;                          // Slice
+  int axis = 0;                              // SumReduce/MaxReduce/Slice/Pad/AllGather/ReduceScatter
+  int64_t step = 1;                          // Slice; collectives: the number of ranks
   double value = 0;                          // Constant; Pad fill value
   std::vector<int> perm;                     // Permute
   std::vector<Dim> shape;                    // Reshape/Expand target, Input/Param shape, Iota {n}
@@ -185,6 +190,9 @@ struct ClassData {
   DType dtype = DType::f32;
   std::optional<double> constant;  ///< every element equals this (as the dtype stores it)
   bool valid = false;              ///< false only for a class whose node is malformed
+  /// Equal on every rank of an SPMD program (graph/primitives.hpp): known when some node
+  /// of the class reads no rank-dependent slice or reduce_scatter result (joined by or).
+  bool replicated = true;
 };
 
 /// The e-class analysis: owns the AttrStore; infers shape/dtype/constant per node.
@@ -203,6 +211,10 @@ class TensorAnalysis {
   std::size_t wrong_merges() const { return wrong_merges_; }
   const std::string& first_wrong_merge() const { return first_wrong_merge_; }
   void set_strict_merges(bool strict) { strict_merges_ = strict; }
+  /// Ranks of the SPMD program this e-graph compiles (CompileOptions::communicator's
+  /// size; 1 without one). The sharding rules (rules/sharding.cpp) split work over it.
+  int64_t world() const { return world_; }
+  void set_world(int64_t w) { world_ = w < 1 ? 1 : w; }
   const std::shared_ptr<AttrStore>& attrs_ptr() const { return attrs_; }
 
   template <class G>
@@ -211,7 +223,8 @@ class TensorAnalysis {
     kids.reserve(n.kids.size());
     for (Id k : n.kids) kids.push_back(&g.data(k));
     Data d = infer(n.op, attrs_->get(n.payload), kids);
-    if (n.op != Op::Kernel && (is_leaf(n.op) || is_view(n.op) || is_reduce(n.op) || n.op == Op::Cast))
+    if (n.op != Op::Kernel &&
+        (is_leaf(n.op) || is_view(n.op) || is_reduce(n.op) || is_collective(n.op) || n.op == Op::Cast))
       d.attributed.push_back(AttrNode{n.op, n.payload, n.kids.empty() ? egraph::kNoId : n.kids[0]});
     return d;
   }
@@ -230,7 +243,11 @@ class TensorAnalysis {
 #endif
   mutable std::size_t wrong_merges_ = 0;
   mutable std::string first_wrong_merge_;
+  int64_t world_ = 1;
 };
+
+/// True when `d` depends on the rank variable "%rank" (a shard's offset).
+bool mentions_rank(const Dim& d);
 
 using EGraph = egraph::EGraph<TensorLang, TensorAnalysis>;
 using NodeView = egraph::NodeView<TensorLang>;

@@ -320,6 +320,29 @@ Id Builder::build(const Pat& p, uint32_t i, const Want& w) {
       if (cs[static_cast<size_t>(a.axis)] < 0) throw Reject{"pad wider than its result"};
       return add_node(inst_, Op::Pad, a, {build(p, kid(0), Want{cs, w.dtype})});
     }
+    case Op::AllReduce:
+    case Op::AllGather:
+    case Op::ReduceScatter: {
+      need_kids(1);
+      const int64_t P = inst_.world;
+      if (P < 2) throw Reject{"collective without ranks"};
+      if (!detail::accepts_dtype(ir::to_prim(n.op), w.dtype)) throw Reject{"collective dtype"};
+      Attr a;
+      a.step = P;
+      Shape cs = w.shape;
+      if (n.op != Op::AllReduce) {
+        if (rank == 0) throw Reject{"collective of a scalar"};
+        a.axis = rng_.below(static_cast<int>(rank));
+        int64_t& d = cs[static_cast<size_t>(a.axis)];
+        if (n.op == Op::AllGather) {
+          if (d % P != 0) throw Reject{"all_gather: dim not a multiple of the ranks"};
+          d /= P;
+        } else {
+          d *= P;
+        }
+      }
+      return add_node(inst_, n.op, a, {build(p, kid(0), Want{cs, w.dtype})});
+    }
     case Op::MatMul: {
       need_kids(2);
       if (rank < 2 || (w.dtype != DType::f32 && w.dtype != DType::i32)) throw Reject{"matmul"};

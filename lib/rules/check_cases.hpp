@@ -91,6 +91,9 @@ struct Instance {
   int64_t sym_value = 0;
   Dim sym;
   DimBindings dims;
+  // Ranks of the SPMD semantics (graph/primitives.hpp): 1, or 2-4 for the sharding rules,
+  // whose values are checked on every rank ("%rank" bound to each; check_eval's eval_all).
+  int64_t world = 1;
 };
 
 /// What a pattern node must produce.

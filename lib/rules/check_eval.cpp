@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "backends/reference/collectives.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "backends/reference/kernels.hpp"
 #include "ir/build.hpp"
@@ -143,6 +144,10 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
         need(lo >= 0 && hi >= 0, "pad: negative");
         return dense(rf::pad_view(*k[0], a.axis, lo, hi, a.value, st));
       }
+      case Op::AllReduce:
+      case Op::AllGather:
+      case Op::ReduceScatter:
+        throw Wrong{op + ": a collective is evaluated over every rank (eval_all)"};
       case Op::MatMul: {
         arity(2);
         const Shape& as = k[0]->shape;
@@ -263,6 +268,62 @@ std::string dump(ir::EGraph& g) {
     s += "\n";
   }
   return s;
+}
+
+Vals eval_all(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std::vector<const Vals*>& k,
+              const std::map<std::string, rf::View>& leaves, const Instance& inst) {
+  const auto R = static_cast<size_t>(inst.world);
+  const Attr& a = g.analysis().attrs().get(n.payload);
+  const std::string op = ir::op_name(n.op);
+  if (ir::is_collective(n.op)) {
+    if (k.size() != 1 || a.step != inst.world) throw Wrong{op + ": wrong ranks or children"};
+    if (n.op != Op::AllReduce && (a.axis < 0 || static_cast<size_t>(a.axis) >= (*k[0])[0].shape.size()))
+      throw Wrong{op + ": axis out of range"};
+    std::vector<const rf::View*> xs;
+    for (size_t r = 0; r < R; ++r) xs.push_back(&(*k[0])[r]);
+    try {
+      return rf::collective(ir::to_prim(n.op), a.axis, xs);
+    } catch (const Error& e) {
+      throw Wrong{op + ": the interpreter rejects it: " + e.what()};
+    }
+  }
+  Vals out(R);
+  if (R > 1 && n.op == Op::Kernel && a.kernel && a.kernel->body && rf::collective_world(*a.kernel->body) > 1) {
+    if (k.size() != a.kernel->slots) throw Wrong{"kernel: slot count"};
+    std::vector<std::vector<HostTensor>> slots(R);
+    std::vector<std::map<std::string, const HostTensor*>> in(R);
+    for (size_t r = 0; r < R; ++r) {
+      for (size_t i = 0; i < k.size(); ++i) {
+        HostTensor t((*k[i])[r].dtype, (*k[i])[r].shape);
+        rf::copy_out((*k[i])[r], t.mutable_data());
+        slots[r].push_back(std::move(t));
+      }
+      for (size_t i = 0; i < k.size(); ++i) in[r][ir::slot_name(static_cast<uint32_t>(i))] = &slots[r][i];
+    }
+    try {
+      auto res = rf::run_spmd(*a.kernel->body, inst.world, inst.dims, in);
+      for (size_t r = 0; r < R; ++r) out[r] = from_host(res[r].at("out"));
+    } catch (const Error& e) {
+      throw Wrong{std::string("kernel: the interpreter rejects it: ") + e.what()};
+    }
+    return out;
+  }
+  for (size_t r = 0; r < R; ++r) {
+    std::vector<const rf::View*> kr;
+    for (const Vals* v : k) kr.push_back(&(*v)[r]);
+    DimBindings d = inst.dims;
+    if (R > 1) d[std::string(detail::kRankDim)] = static_cast<int64_t>(r);
+    out[r] = eval(g, n, kr, leaves, d);
+  }
+  return out;
+}
+
+std::string compare_all(const Vals& ref, const Vals& got, Agreement how, int64_t& compared) {
+  for (size_t r = 0; r < ref.size(); ++r) {
+    std::string why = compare(ref[r], got[r], how, compared);
+    if (!why.empty()) return ref.size() > 1 ? cat("rank ", r, ": ", why) : why;
+  }
+  return {};
 }
 
 }  // namespace luminal::rules::check

@@ -10,6 +10,7 @@
 
 #include "backends/reference/view.hpp"
 #include "ir/tensor_lang.hpp"
+#include "rules/check_cases.hpp"
 
 namespace luminal::rules::check {
 
@@ -26,6 +27,16 @@ detail::reference::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLan
                              const std::map<std::string, detail::reference::View>& leaves,
                              const DimBindings& dims);
 
+/// A class's or node's value on every rank of the instance (one entry without ranks).
+using Vals = std::vector<detail::reference::View>;
+
+/// eval on every rank of `inst` (graph/primitives.hpp, SPMD semantics): a collective
+/// combines the ranks' operands with the interpreter's collective kernel, a kernel body
+/// with collectives runs with run_spmd, anything else runs once per rank with "%rank"
+/// bound. One rank: exactly eval.
+Vals eval_all(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std::vector<const Vals*>& kids,
+              const std::map<std::string, detail::reference::View>& leaves, const Instance& inst);
+
 /// How two values must agree.
 ///  * Exact (rules not tagged fast-math): the same NaN-ness, the same infinities, the same
 ///    sign of zero (recip tells -0 from +0), otherwise within a relative rounding
@@ -40,6 +51,8 @@ enum class Agreement { Exact, FastMath };
 /// `compared` counts the elements actually compared.
 std::string compare(const detail::reference::View& ref, const detail::reference::View& got, Agreement how,
                     int64_t& compared);
+/// compare on every rank.
+std::string compare_all(const Vals& ref, const Vals& got, Agreement how, int64_t& compared);
 
 /// A node as text (op, attributes, child classes), and every class of a rebuilt e-graph.
 std::string describe_node(const ir::EGraph& g, egraph::Id nid);

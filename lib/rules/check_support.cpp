@@ -42,6 +42,10 @@ struct Checker {
       load_example(inst, rng, *gi);
       return;
     }
+    if (rule.set == "sharding") {
+      inst.world = 2 + rng.below(3);
+      inst.g.analysis().set_world(inst.world);
+    }
     if (rng.chance(1.0 / 3)) {
       inst.sym_value = 2 + rng.below(3);
       inst.sym = Dim::variable("n", 1, 8);
@@ -96,19 +100,19 @@ struct Checker {
     // Values of the instance before the rule: one per node (every class is one node,
     // except kernel nodes the prerequisites added, which are checked with the rest).
     const size_t n0 = g.num_node_ids();
-    std::vector<std::optional<rf::View>> before(n0);
+    std::vector<std::optional<Vals>> before(n0);
     try {
       for (Id nid = 0; nid < n0; ++nid) {
         if (!g.is_live(nid)) continue;
         egraph::NodeView<ir::TensorLang> v = g.node(nid);
         if (v.op == Op::Kernel) continue;
-        std::vector<const rf::View*> kids;
+        std::vector<const Vals*> kids;
         for (Id k : v.kids) {
           Id kn = k;  // before any merge, a class id is its one math node's id
           if (!before[kn]) throw Reject{"child without value"};
           kids.push_back(&*before[kn]);
         }
-        before[nid] = eval(g, v, kids, leaves, inst.dims);
+        before[nid] = eval_all(g, v, kids, leaves, inst);
       }
     } catch (const Wrong& w) {
       return Verdict::Rejected;  // an ill-typed random instance, not the rule's fault
@@ -130,7 +134,7 @@ struct Checker {
 
     // Reference value per class: the value of its first original node.
     const auto& ix = g.index();
-    std::map<Id, rf::View> val;
+    std::map<Id, Vals> val;
     for (Id nid = 0; nid < n0; ++nid)
       if (before[nid]) val.try_emplace(g.find(nid), *before[nid]);
     // Classes the rule created: the value of any node computable from valued children.
@@ -143,7 +147,7 @@ struct Checker {
         for (auto [c, nid] : todo) {
           if (val.count(c)) continue;
           egraph::NodeView<ir::TensorLang> v = g.node(nid);
-          std::vector<const rf::View*> kids;
+          std::vector<const Vals*> kids;
           bool ready = true;
           for (Id k : v.kids) {
             auto it = val.find(g.find(k));
@@ -154,7 +158,7 @@ struct Checker {
             kids.push_back(&it->second);
           }
           if (!ready) continue;
-          val.emplace(c, eval(g, v, kids, leaves, inst.dims));
+          val.emplace(c, eval_all(g, v, kids, leaves, inst));
           progress = true;
         }
       }
@@ -174,16 +178,17 @@ struct Checker {
       if (cv == val.end()) continue;
       const ir::ClassData& d = g.data(c);
       auto ds = concrete(d.shape, inst.dims);
-      if (!ds || *ds != cv->second.shape || d.dtype != cv->second.dtype) {
+      const rf::View& cv0 = cv->second.at(0);
+      if (!ds || *ds != cv0.shape || d.dtype != cv0.dtype) {
         fail(regime,
              cat("class c", c, ": analysis says ") + (ds ? shape_str(*ds) : "symbolic") + " " +
-                 std::string(dtype_name(d.dtype)) + ", value is " + shape_str(cv->second.shape) + " " +
-                 std::string(dtype_name(cv->second.dtype)),
+                 std::string(dtype_name(d.dtype)) + ", value is " + shape_str(cv0.shape) + " " +
+                 std::string(dtype_name(cv0.dtype)),
              g);
         return Verdict::Failed;
       }
       egraph::NodeView<ir::TensorLang> v = g.node(nid);
-      std::vector<const rf::View*> kids;
+      std::vector<const Vals*> kids;
       bool ready = true;
       for (Id k : v.kids) {
         auto it = val.find(g.find(k));
@@ -196,8 +201,8 @@ struct Checker {
       if (!ready) continue;
       std::string why;
       try {
-        why = compare(cv->second, eval(g, v, kids, leaves, inst.dims),
-                      rule.fast_math ? Agreement::FastMath : Agreement::Exact, touched ? compared : elsewhere);
+        why = compare_all(cv->second, eval_all(g, v, kids, leaves, inst),
+                          rule.fast_math ? Agreement::FastMath : Agreement::Exact, touched ? compared : elsewhere);
       } catch (const Wrong& w) {
         why = w.why;
       }
@@ -212,8 +217,8 @@ struct Checker {
     if (inst.sym_value > 0 || !inst.dims.empty()) ++res.symbolic;
     bool empty = false, high_rank = false;
     for (const auto& [c, v] : val) {
-      empty = empty || v.numel() == 0;
-      high_rank = high_rank || v.shape.size() >= 4;
+      empty = empty || v.at(0).numel() == 0;
+      high_rank = high_rank || v.at(0).shape.size() >= 4;
     }
     res.empty += empty;
     res.high_rank += high_rank;

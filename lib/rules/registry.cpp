@@ -26,6 +26,7 @@ const Registry& Registry::global() {
     reg.add(lower_cpu_rules());
     reg.add(fusion_rules());
     reg.add(schedule_gpu_rules());
+    reg.add(sharding_rules());
     return reg;
   }();
   return r;

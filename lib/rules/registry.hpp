@@ -8,6 +8,7 @@
 //   "lower_reference", "lower_cpu"        a kernel node beside each math node, phase 2
 //   "fusion"                              kernel nodes absorbing producers, phase 2
 //   "schedule_gpu"                        GPU launch alternatives (CUDA, HIP), phase 2
+//   "sharding"                            SPMD identities, phase 1b (after the math rules) with several ranks
 //
 // CONTRACT for rule authors and for the rule checker:
 //  * A rule is EITHER an engine rule (a pattern => pattern, or a pattern with a custom
@@ -110,6 +111,7 @@ RuleSet lower_reference_rules();  // rules/lower.cpp
 RuleSet lower_cpu_rules();        // rules/lower.cpp
 RuleSet fusion_rules();           // rules/fusion.cpp
 RuleSet schedule_gpu_rules();     // rules/schedule_gpu.cpp
+RuleSet sharding_rules();         // rules/sharding.cpp (with a communicator of several ranks)
 
 class Registry {
  public:

@@ -258,6 +258,7 @@ std::string CompileReport::to_string() const {
       static_cast<long long>(iterations), stop_reason.c_str(), compile_seconds, estimated_seconds);
   std::string s = buf;
   if (!codegen.empty()) s += "; codegen " + codegen;
+  if (ranks > 1) s += "; " + sharding;
   for (const KernelResources& k : kernel_resources)
     s += "\n  " + k.name + ": " + std::to_string(k.registers) + " registers, " + std::to_string(k.shared_bytes) +
          " B shared, " + std::to_string(k.spill_bytes) + " B spilled" + (k.spill_bytes ? " (SPILL: cost-model error)" : "");

@@ -10,6 +10,9 @@
 #include "backends/reference/interpreter.hpp"
 #include "compiler/compile_graph.hpp"
 #include "compiler/validate.hpp"
+#include "cost/target_desc.hpp"
+#include "dist/collectives.hpp"
+#include "dist/plan_summary.hpp"
 #include "runtime/executable.hpp"
 
 namespace luminal {
@@ -54,10 +57,27 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
                        (gpu ? "the emulated target " + target.emulated().to_string() + ", " : std::string()) +
                        "or another target");
 
+  const std::shared_ptr<Communicator>& comm = options.communicator;
+  if (comm && gpu)
+    throw CompileError("[compile] a communicator with a GPU target: the GPU backends do not run collectives yet");
   compiler::CompiledProgram program = compiler::compile_graph(*state->graph, target, options);
   if (auto& hook = compiler::plan_hook_for_tests()) hook(const_cast<compiler::KernelPlan&>(*program.plan));
   state->report = program.report;
   CompileReport& rep = state->report;
+  std::shared_ptr<const compiler::KernelPlan> plan = program.plan;
+  if (comm) {
+    // This rank's program: the search's plan with "%rank" fixed (shard offsets become
+    // constants in the generated code).
+    const int world = comm->size();
+    const dist::PlanSummary sum =
+        dist::summarize(*plan, *state->graph, world, target.kind() == Target::Kind::cpu ? describe_host_cpu().link.name : "?");
+    rep.ranks = world;
+    rep.collectives = sum.collectives;
+    rep.comm_bytes = sum.comm_bytes;
+    rep.sharding = sum.text;
+    plan = dist::specialize_rank(*plan, comm->rank(), world);
+    program.exe = compiler::make_plan_executable(plan, comm);
+  }
   rep.target = target.to_string();
   if (options.compile_only)
     state->not_runnable = "this Callable was compiled with compile_only for " + target.to_string() +
@@ -75,7 +95,8 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
         options.max_arena_bytes > 0 ? static_cast<size_t>(options.max_arena_bytes) : 0;
     bo.arena_limits.idle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(options.arena_idle_seconds > 0 ? options.arena_idle_seconds : 0));
-    auto exe = std::make_shared<const cpu::CpuExecutable>(program.plan, state->graph, bo);
+    bo.communicator = comm;
+    auto exe = std::make_shared<const cpu::CpuExecutable>(plan, state->graph, bo);
     const cpu::CpuBuildInfo& info = exe->info();
     rep.generated_kernels = info.generated_kernels;
     rep.interpreted_kernels = info.interpreted;

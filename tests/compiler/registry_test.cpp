@@ -38,7 +38,7 @@ TEST_CASE("every rule set is listed, every rule has a set, a doc and one kind", 
     if (r.rule) CHECK(r.rule->name() == r.name);
   }
   CHECK(sets == std::set<std::string>{"algebra", "movement", "contraction", "lower_reference", "lower_cpu",
-                                      "fusion", "schedule_gpu"});
+                                      "fusion", "schedule_gpu", "sharding"});
   // Rules keep the order their file writes them in (folds first in algebra).
   const auto algebra = reg.set("algebra");
   REQUIRE(!algebra.empty());

@@ -18,6 +18,7 @@
 #include "backends/cpu/cpu_program.hpp"
 #include "backends/cpu/kernel_call.hpp"
 #include "backends/reference/interpreter.hpp"
+#include "dist/collectives.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::cpu {
@@ -111,6 +112,7 @@ struct CpuExecutable::Impl {
   int threads = 0;
   std::shared_ptr<const JitLibrary> lib;
   std::vector<KernelFn> fns;  // per kernel of lowered.prog
+  std::shared_ptr<Communicator> comm;  // for collective steps
   // LUMINAL_CPU_PROFILE=1: per-kernel wall time summed over calls, printed at exit
   // (diagnostics only; not synchronized between concurrent calls).
   bool profile = false;
@@ -124,6 +126,7 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
   const auto t0 = std::chrono::steady_clock::now();
   impl_ = std::make_unique<Impl>(*plan_, std::move(graph), env, opt);
   Impl& m = *impl_;
+  m.comm = opt.communicator;
   const kernel::Program& prog = m.lowered.prog;
   info_.generated_kernels = static_cast<int64_t>(prog.kernels.size());
   info_.interpreted = m.lowered.interpreted;
@@ -277,6 +280,14 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
   const LmRuntime* rt = runtime_table();
   for (size_t s = 0; s < m.lowered.steps.size(); ++s) {
     const PlanStep& es = m.lowered.steps[s];
+    if (es.collective) {  // a host step between generated kernels
+      if (!m.comm) throw RuntimeError("[cpu] the program has collectives: it runs with the communicator it was compiled for");
+      const auto& st = p.steps[s];
+      const auto& body = *st.spec->body;
+      dist::run_collective(*m.comm, body.nodes[body.outputs.at(0).second], out_shape(st.args.at(0)),
+                           ptr[st.args[0]], ptr[st.result]);
+      continue;
+    }
     if (!es.interpreted) {
       for (int k = es.k0; k < es.k1; ++k) {
         const auto kk = static_cast<size_t>(k);

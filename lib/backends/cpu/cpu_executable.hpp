@@ -27,6 +27,7 @@
 #include "backends/cpu/jit.hpp"
 #include "compiler/plan.hpp"
 #include "runtime/call_control.hpp"
+#include "luminal/communicator.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/thread_pool.hpp"
 
@@ -63,6 +64,8 @@ struct CpuBuildOptions {
   int threads = 0;
   /// Bounds of the calls' scratch memory.
   ArenaLimits arena_limits;
+  /// The ranks' communicator when the plan has collectives (lib/dist): their steps call it.
+  std::shared_ptr<Communicator> communicator;
 };
 
 class CpuExecutable final : public detail::Executable {

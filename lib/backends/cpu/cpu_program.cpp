@@ -89,8 +89,10 @@ LoweredPlan lower_plan(const compiler::KernelPlan& p, kernel::lower::Options opt
     PlanStep ps;
     ps.k0 = static_cast<int>(out.prog.kernels.size());
     const size_t nb = out.prog.buffers.size();
-    if (auto failed = kernel::lower::lower_spec(*st.spec, args, static_cast<int>(st.result),
-                                                std::to_string(s).insert(0, 1, 'k'), out.prog, opt)) {
+    if (st.spec->kind == ir::KernelKind::Collective) {
+      ps.collective = true;  // no kernel: the executable calls the communicator
+    } else if (auto failed = kernel::lower::lower_spec(*st.spec, args, static_cast<int>(st.result),
+                                                       std::to_string(s).insert(0, 1, 'k'), out.prog, opt)) {
       ps.interpreted = true;
       ++out.interpreted;
       out.interpreted_why += (out.interpreted_why.empty() ? "" : "; ") + std::string("step ") +

@@ -18,6 +18,7 @@ namespace luminal::cpu {
 struct PlanStep {
   int k0 = 0, k1 = 0;
   bool interpreted = false;
+  bool collective = false;  ///< a host step calling the communicator (lib/dist)
 };
 
 struct LoweredPlan {

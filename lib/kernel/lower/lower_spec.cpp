@@ -445,6 +445,10 @@ class Lowerer {
       }
       case PrimOp::Gather:
         return unsupported("gather fused with other ops (only a bare gather kernel is generated)", n.dtype);
+      case PrimOp::AllReduce:
+      case PrimOp::AllGather:
+      case PrimOp::ReduceScatter:
+        return unsupported("a collective is a host step (lib/dist), not a generated kernel", n.dtype);
       case PrimOp::Reshape: {
         std::vector<Index> in = reshape_index(n.inputs[0], id, idx);
         for (auto& i : in) i = simp(i);

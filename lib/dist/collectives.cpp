@@ -1,0 +1,139 @@
+#include "dist/collectives.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "backends/reference/collectives.hpp"
+#include "graph/dim_expr.hpp"
+#include "luminal/error.hpp"
+
+namespace luminal::dist {
+
+using detail::PrimOp;
+
+namespace {
+
+// Per-thread scratch: a steady-state call allocates nothing.
+std::byte* scratch(std::size_t bytes) {
+  thread_local std::vector<std::byte> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
+}  // namespace
+
+void run_collective(Communicator& comm, const detail::Node& n, const std::vector<int64_t>& in_shape, const void* in,
+                    void* out) {
+  const auto world = static_cast<std::size_t>(comm.size());
+  if (n.step != static_cast<int64_t>(world))
+    throw RuntimeError("[" + std::string(detail::prim_name(n.op)) + "] the program was compiled for " +
+                       std::to_string(n.step) + " ranks, the communicator has " + std::to_string(world));
+  const std::size_t es = dtype_size(n.dtype);
+  int64_t numel = 1;
+  for (int64_t d : in_shape) numel *= d;
+  const std::size_t bytes = static_cast<std::size_t>(numel) * es;
+  std::vector<const std::byte*> blocks(world);
+  switch (n.op) {
+    case PrimOp::AllGather: {
+      int64_t outer = 1;
+      for (int i = 0; i < n.axis; ++i) outer *= in_shape[static_cast<std::size_t>(i)];
+      if (outer == 1) {  // blocks are already in place
+        comm.all_gather(in, out, bytes);
+        return;
+      }
+      std::byte* tmp = scratch(world * bytes);
+      comm.all_gather(in, tmp, bytes);
+      for (std::size_t q = 0; q < world; ++q) blocks[q] = tmp + q * bytes;
+      detail::reference::concat_blocks(blocks, in_shape, n.axis, es, static_cast<std::byte*>(out));
+      return;
+    }
+    case PrimOp::AllReduce: {
+      std::byte* tmp = scratch(world * bytes);
+      comm.all_gather(in, tmp, bytes);
+      for (std::size_t q = 0; q < world; ++q) blocks[q] = tmp + q * bytes;
+      detail::reference::sum_in_rank_order(n.dtype, blocks, numel, static_cast<std::byte*>(out));
+      return;
+    }
+    case PrimOp::ReduceScatter: {
+      // Pack block q (rows q*d/P .. of the axis, for every outer index) contiguously, send
+      // block q to rank q, add the blocks received in rank order.
+      int64_t outer = 1, inner = 1;
+      for (std::size_t i = 0; i < in_shape.size(); ++i) {
+        if (static_cast<int>(i) < n.axis) outer *= in_shape[i];
+        if (static_cast<int>(i) > n.axis) inner *= in_shape[i];
+      }
+      const int64_t d = in_shape.at(static_cast<std::size_t>(n.axis)), per = d / static_cast<int64_t>(world);
+      const std::size_t row = static_cast<std::size_t>(per * inner) * es, block = bytes / world;
+      std::byte* tmp = scratch(2 * bytes);
+      std::byte* packed = tmp;
+      std::byte* recv = tmp + bytes;
+      const auto* src = static_cast<const std::byte*>(in);
+      for (std::size_t q = 0; q < world; ++q)
+        for (int64_t o = 0; o < outer; ++o)
+          if (row)
+            std::memcpy(packed + q * block + static_cast<std::size_t>(o) * row,
+                        src + (static_cast<std::size_t>(o) * world + q) * row, row);
+      comm.all_to_all(packed, recv, block);
+      for (std::size_t q = 0; q < world; ++q) blocks[q] = recv + q * block;
+      detail::reference::sum_in_rank_order(n.dtype, blocks, static_cast<int64_t>(block / es),
+                                           static_cast<std::byte*>(out));
+      return;
+    }
+    default:
+      throw InternalError("[dist] run_collective given " + std::string(detail::prim_name(n.op)));
+  }
+}
+
+Dim substitute(const Dim& d, const std::string& name, int64_t value) {
+  const detail::DimExpr& e = *d.expr();
+  Dim out(e.constant);
+  for (const detail::Term& t : e.terms) {
+    Dim term(t.coeff);
+    for (const detail::AtomPtr& a : t.atoms) {
+      Dim x;
+      switch (a->kind) {
+        case detail::AtomKind::Var:
+          x = a->name == name ? Dim(value) : detail::atom_dim(a);
+          break;
+        case detail::AtomKind::Div:
+          x = substitute(a->a, name, value) / substitute(a->b, name, value);
+          break;
+        case detail::AtomKind::Mod:
+          x = substitute(a->a, name, value) % substitute(a->b, name, value);
+          break;
+        case detail::AtomKind::Min:
+          x = min(substitute(a->a, name, value), substitute(a->b, name, value));
+          break;
+        case detail::AtomKind::Max:
+          x = max(substitute(a->a, name, value), substitute(a->b, name, value));
+          break;
+      }
+      term = term * x;
+    }
+    out = out + term;
+  }
+  return out;
+}
+
+std::shared_ptr<const compiler::KernelPlan> specialize_rank(const compiler::KernelPlan& plan, int rank, int world) {
+  const std::string var(detail::kRankDim);
+  auto p = std::make_shared<compiler::KernelPlan>(plan);
+  for (auto& st : p->steps) {
+    auto body = std::make_shared<detail::GraphImpl>(*st.spec->body);
+    for (detail::Node& n : body->nodes) {
+      if (detail::op_info(n.op).cls == detail::OpClass::Collective && n.step != world)
+        throw CompileError("[compile] a collective over " + std::to_string(n.step) + " ranks in a program for " +
+                           std::to_string(world));
+      for (Dim& x : n.shape) x = substitute(x, var, rank);
+      n.start = substitute(n.start, var, rank);
+      n.end = substitute(n.end, var, rank);
+    }
+    auto spec = std::make_shared<ir::KernelSpec>(*st.spec);
+    spec->body = std::move(body);
+    spec->finalize();
+    st.spec = std::move(spec);
+  }
+  return p;
+}
+
+}  // namespace luminal::dist

@@ -1,0 +1,31 @@
+// The distributed runtime's side of the collectives: one collective node of a plan run on
+// this rank through a Communicator, and the plan specialised to this rank.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "compiler/plan.hpp"
+#include "graph/graph_impl.hpp"
+#include "luminal/communicator.hpp"
+
+namespace luminal::dist {
+
+/// Runs collective `n` (AllReduce, AllGather or ReduceScatter over comm.size() ranks) on
+/// this rank: `in` is the operand (contiguous, shape `in_shape`), `out` the result
+/// (contiguous). The result is what the reference interpreter's SPMD semantics give --
+/// sums over ranks are added in rank order after an all_gather (or all_to_all), so they
+/// are bit-identical on every rank and to the simulation.
+void run_collective(Communicator& comm, const detail::Node& n, const std::vector<int64_t>& in_shape, const void* in,
+                    void* out);
+
+/// `d` with the variable `name` replaced by `value`.
+Dim substitute(const Dim& d, const std::string& name, int64_t value);
+
+/// The plan with "%rank" replaced by `rank` in every kernel body (slice offsets of a
+/// shard), so generated code sees constants. Throws CompileError when a collective's
+/// number of ranks differs from `world`.
+std::shared_ptr<const compiler::KernelPlan> specialize_rank(const compiler::KernelPlan& plan, int rank, int world);
+
+}  // namespace luminal::dist

@@ -1,0 +1,111 @@
+// Tensor parallelism found by the search (docs/distributed.md): ranks as threads of one
+// process (Communicator::local_group) compile the same decoder block; each runs its share
+// and the collectives; the outputs equal the single-process program's on every rank.
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "compiler/translation_models.hpp"
+#include "luminal/luminal.hpp"
+
+using namespace luminal;
+using luminal::test::BlockConfig;
+
+namespace {
+
+// A block large enough that a weight shard saves more memory traffic than an all_reduce
+// costs on the shared-memory link (the cost model decides; smaller blocks stay whole).
+BlockConfig tp_block() { return BlockConfig{4, 512, 8, 4, 1536}; }
+
+struct RankRun {
+  std::map<std::string, HostTensor> out;
+  CompileReport report;
+};
+
+std::vector<RankRun> run_ranks(const Graph& g, const std::map<std::string, HostTensor>& data, int P, Target target) {
+  auto comms = Communicator::local_group(P);
+  std::vector<RankRun> runs(static_cast<size_t>(P));
+  std::vector<std::string> errors(static_cast<size_t>(P));
+  std::vector<std::thread> ts;
+  for (int r = 0; r < P; ++r)
+    ts.emplace_back([&, r] {
+      try {
+        CompileOptions o;
+        o.communicator = comms[static_cast<size_t>(r)];
+        Callable fn = compile(g, target, o);
+        std::map<std::string, HostTensor> inputs;
+        for (const auto& name : fn.param_names()) fn.bind(name, data.at(name));
+        for (const auto& name : fn.input_names()) inputs.emplace(name, data.at(name));
+        runs[static_cast<size_t>(r)].out = fn(inputs);
+        runs[static_cast<size_t>(r)].out = fn(inputs);  // a second call reuses the program
+        runs[static_cast<size_t>(r)].report = fn.report();
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : ts) t.join();
+  for (const auto& e : errors) REQUIRE(e.empty());
+  return runs;
+}
+
+std::map<std::string, HostTensor> run_single(const Graph& g, const std::map<std::string, HostTensor>& data,
+                                             Target target) {
+  Callable fn = compile(g, target);
+  std::map<std::string, HostTensor> inputs;
+  for (const auto& name : fn.param_names()) fn.bind(name, data.at(name));
+  for (const auto& name : fn.input_names()) inputs.emplace(name, data.at(name));
+  return fn(inputs);
+}
+
+// Within rounding: a rank's partial products are summed over its block of the contracted
+// axis, then over the ranks -- another order than one process's, so the absolute error
+// follows the output's scale (f32 sums of 512-1536 products: ~1e-6 of it), not each
+// element's size.
+double error_ratio(const std::map<std::string, HostTensor>& got, const std::map<std::string, HostTensor>& want) {
+  double scale = 0;
+  for (float v : want.at("y").to_f32()) scale = std::max(scale, static_cast<double>(std::abs(v)));
+  return test::compare_outputs(got, want, 1e-5 * scale, 1e-4);
+}
+
+}  // namespace
+
+TEST_CASE("the search shards a decoder block Megatron-style; every rank's output equals one process's", "[dist]") {
+  Graph g;
+  test::build_model(g, tp_block(), 1);
+  const auto data = test::random_inputs(*g.impl(), 7);
+  const auto want = run_single(g, data, Target::cpu());
+  for (int P : {2, 4}) {
+    INFO("ranks " << P);
+    auto runs = run_ranks(g, data, P, Target::cpu());
+    const CompileReport& rep = runs[0].report;
+    INFO(rep.to_string());
+    CHECK(rep.ranks == P);
+    // QKV and gate/up split by columns, o_proj and down by rows: one all_reduce each.
+    CHECK(rep.collectives == 2);
+    CHECK(rep.sharding.find("2 all_reduce") != std::string::npos);
+    CHECK(rep.comm_bytes == 2 * (P - 1) * 4 * 512 * 4);
+    for (const RankRun& run : runs) {
+      CHECK(error_ratio(run.out, want) <= 1.0);
+      // Sums over ranks are added in rank order after a gather: bit-identical everywhere.
+      CHECK(std::memcmp(run.out.at("y").data(), runs[0].out.at("y").data(), run.out.at("y").nbytes()) == 0);
+    }
+  }
+}
+
+TEST_CASE("the reference target runs the sharded plan's kernels with the interpreter", "[dist]") {
+  Graph g;
+  test::build_model(g, tp_block(), 1);
+  const auto data = test::random_inputs(*g.impl(), 3);
+  const auto want = run_single(g, data, Target::reference());
+  auto runs = run_ranks(g, data, 2, Target::reference());
+  CHECK(runs[0].report.collectives == 2);
+  for (const RankRun& run : runs) CHECK(error_ratio(run.out, want) <= 1.0);
+}
+
+TEST_CASE("a small block stays whole: the cost model finds no gain in sharding it", "[dist]") {
+  Graph g;
+  test::build_model(g, BlockConfig{}, 1);  // d_model 64: every weight is cache-resident
+  const auto data = test::random_inputs(*g.impl(), 5);
+  auto runs = run_ranks(g, data, 2, Target::cpu());
+  CHECK(runs[0].report.collectives == 0);
+  CHECK(error_ratio(runs[1].out, run_single(g, data, Target::cpu())) <= 1.0);
+}
