@@ -1,10 +1,12 @@
 // One decode step of a ~110M Llama (d 768, 12 layers, 12 heads, 4 KV heads, FFN 2048,
 // vocab 32000; a KV cache of 128 positions), f32 weights:
-//   run alone:         one process; threads from OMP_NUM_THREADS
+//   run alone:         one process
 //   under mpirun -np N: tensor parallel over N ranks (Communicator::from_environment)
-// Counters: comm_bytes and collectives from the compile report, comm_share_est (the cost
-// model's collective share of the step), comm_share (measured: time inside the
-// communicator / step time, rank 0), load1 (uptime's 1-minute load when the run ended).
+// Threads per process: LUMINAL_BENCH_THREADS (CompileOptions::threads; default 0, all).
+// Counters: comm_bytes and collectives from the compile report, est_step_us (the cost
+// model's step; rank 0 prints the report, whose sharding line gives the collectives'
+// estimated share), comm_share (measured: time inside the communicator / step time,
+// rank 0), load1 (the 1-minute load average when the run ended).
 // Every rank runs the same fixed number of iterations (the steps are collectives).
 #include <benchmark/benchmark.h>
 
@@ -108,6 +110,7 @@ void BM_Decode110M(benchmark::State& st) {
   Graph g = decode_graph(c, shapes);
   std::shared_ptr<TimedComm> comm;
   CompileOptions o;
+  if (const char* t = std::getenv("LUMINAL_BENCH_THREADS")) o.threads = std::atoi(t);
   if (Communicator::launched_by_mpirun()) {
     comm = std::make_shared<TimedComm>(Communicator::from_environment());
     o.communicator = comm;
@@ -146,6 +149,7 @@ void BM_Decode110M(benchmark::State& st) {
   }
   const CompileReport& r = fn.report();
   st.counters["ranks"] = static_cast<double>(r.ranks);
+  st.counters["threads"] = o.threads;
   st.counters["collectives"] = static_cast<double>(r.collectives);
   st.counters["comm_bytes"] = static_cast<double>(r.comm_bytes);
   st.counters["est_step_us"] = r.estimated_seconds * 1e6;

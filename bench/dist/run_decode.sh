@@ -5,7 +5,7 @@ set -euo pipefail
 build=${1:-build}
 bench=$build/bench/dist/dist_decode_bench
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-OMP_NUM_THREADS=2 "$bench" --benchmark_counters_tabular=true
-OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -x OMP_NUM_THREADS -np 2 \
+LUMINAL_BENCH_THREADS=2 "$bench" --benchmark_counters_tabular=true
+LUMINAL_BENCH_THREADS=1 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -x LUMINAL_BENCH_THREADS -np 2 \
   "$bench" --benchmark_counters_tabular=true
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
