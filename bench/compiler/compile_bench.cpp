@@ -61,7 +61,7 @@ void BM_CompileModel32Sharded(benchmark::State& st) {
   for (auto _ : st) p = compiler::compile_graph(*g.impl(), Target::reference(), o);
   report(st, p);
 }
-BENCHMARK(BM_CompileModel32Sharded)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_CompileModel32Sharded)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_CompileMLP(benchmark::State& st) {
   Graph g;

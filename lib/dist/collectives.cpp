@@ -115,6 +115,50 @@ Dim substitute(const Dim& d, const std::string& name, int64_t value) {
   return out;
 }
 
+uint64_t plan_fingerprint(const compiler::KernelPlan& plan) {
+  // FNV-style mixing of 64-bit words; no std::hash of pointers anywhere below.
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ull + (h >> 29); };
+  auto mix_str = [&mix](const std::string& s) {
+    mix(s.size());
+    for (char c : s) mix(static_cast<unsigned char>(c));
+  };
+  mix(plan.leaf_name.size());
+  for (size_t v = 0; v < plan.leaf_name.size(); ++v) {
+    mix_str(plan.leaf_name[v]);
+    mix(plan.leaf_is_param[v]);
+  }
+  mix(plan.steps.size());
+  for (const auto& st : plan.steps) {
+    mix(st.spec->hash);
+    mix(st.args.size());
+    for (uint32_t a : st.args) mix(a);
+    mix(st.result);
+  }
+  for (const auto& [name, v] : plan.outputs) {
+    mix_str(name);
+    mix(v);
+  }
+  return h;
+}
+
+void check_same_plan(Communicator& comm, const compiler::KernelPlan& plan) {
+  const int P = comm.size();
+  if (P <= 1) return;
+  const uint64_t mine = plan_fingerprint(plan);
+  std::vector<uint64_t> all(static_cast<size_t>(P));
+  comm.all_gather(&mine, all.data(), sizeof mine);
+  std::string differ;
+  for (int q = 0; q < P; ++q)
+    if (all[static_cast<size_t>(q)] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(q);
+  if (!differ.empty())
+    throw CompileError("[compile] rank " + std::to_string(comm.rank()) + " of " + std::to_string(P) + ": rank(s) " +
+                       differ + " compiled a different plan than rank 0 (" + std::to_string(plan.steps.size()) +
+                       " steps here); every rank must compile the same graph with the same options, and a search "
+                       "that hit its time budget (CompileReport::stop_reason) can differ between ranks: raise "
+                       "CompileOptions::time_budget_seconds");
+}
+
 std::shared_ptr<const compiler::KernelPlan> specialize_rank(const compiler::KernelPlan& plan, int rank, int world) {
   const std::string var(detail::kRankDim);
   auto p = std::make_shared<compiler::KernelPlan>(plan);

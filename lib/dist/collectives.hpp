@@ -20,6 +20,17 @@ namespace luminal::dist {
 void run_collective(Communicator& comm, const detail::Node& n, const std::vector<int64_t>& in_shape, const void* in,
                     void* out);
 
+/// A structural fingerprint of the plan (kernels, wiring, leaves, outputs): equal on two
+/// ranks exactly when they compiled the same program. Deterministic across processes of
+/// the same build (hashes of text and numbers only, no addresses).
+uint64_t plan_fingerprint(const compiler::KernelPlan& plan);
+
+/// Every rank must run the same plan (its collectives pair up with the others'). The
+/// search is budgeted by wall-clock time, so ranks on a loaded host can extract different
+/// plans; this exchanges the fingerprints and throws CompileError naming the ranks that
+/// differ instead of letting their collectives mismatch at run time.
+void check_same_plan(Communicator& comm, const compiler::KernelPlan& plan);
+
 /// `d` with the variable `name` replaced by `value`.
 Dim substitute(const Dim& d, const std::string& name, int64_t value);
 

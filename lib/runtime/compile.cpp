@@ -69,6 +69,7 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
     // This rank's program: the search's plan with "%rank" fixed (shard offsets become
     // constants in the generated code).
     const int world = comm->size();
+    dist::check_same_plan(*comm, *plan);
     const dist::PlanSummary sum =
         dist::summarize(*plan, *state->graph, world, target.kind() == Target::Kind::cpu ? describe_host_cpu().link.name : "?");
     rep.ranks = world;

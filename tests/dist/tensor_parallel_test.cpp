@@ -109,3 +109,29 @@ TEST_CASE("a small block stays whole: the cost model finds no gain in sharding i
   CHECK(runs[0].report.collectives == 0);
   CHECK(error_ratio(runs[1].out, run_single(g, data, Target::cpu())) <= 1.0);
 }
+
+TEST_CASE("ranks that compile different programs fail at compile time, naming the ranks", "[dist]") {
+  // Rank 1 compiles another graph (as a rank whose time-budgeted search extracted another
+  // plan would): its collectives would pair with the wrong ones, so compile() refuses.
+  Graph g0, g1;
+  test::build_model(g0, tp_block(), 1);
+  test::build_model(g1, BlockConfig{}, 1);
+  auto comms = Communicator::local_group(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> ts;
+  for (int r = 0; r < 2; ++r)
+    ts.emplace_back([&, r] {
+      try {
+        CompileOptions o;
+        o.communicator = comms[static_cast<size_t>(r)];
+        compile(r == 0 ? g0 : g1, Target::cpu(), o);
+      } catch (const CompileError& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : ts) t.join();
+  for (const auto& e : errors) {
+    INFO(e);
+    CHECK(e.find("rank(s) 1 compiled a different plan than rank 0") != std::string::npos);
+  }
+}
