@@ -2,7 +2,8 @@
 // vocab 32000; a KV cache of 128 positions), f32 weights:
 //   run alone:         one process
 //   under mpirun -np N: tensor parallel over N ranks (Communicator::from_environment)
-// Threads per process: LUMINAL_BENCH_THREADS (CompileOptions::threads; default 0, all).
+// Threads per process: LUMINAL_BENCH_THREADS (CompileOptions::threads; default 0, all);
+// LUMINAL_BENCH_LAYERS overrides the 12 layers.
 // Counters: comm_bytes and collectives from the compile report, est_step_us (the cost
 // model's step; rank 0 prints the report, whose sharding line gives the collectives'
 // estimated share), comm_share (measured: time inside the communicator / step time,
@@ -105,7 +106,8 @@ double load1() {
 }
 
 void BM_Decode110M(benchmark::State& st) {
-  const Cfg c;
+  Cfg c;
+  if (const char* l = std::getenv("LUMINAL_BENCH_LAYERS")) c.layers = std::atoi(l);  // quicker experiments
   Shapes shapes;
   Graph g = decode_graph(c, shapes);
   std::shared_ptr<TimedComm> comm;

@@ -120,12 +120,13 @@ bool replicated(const ir::EGraph& g, Id x) { return g.data(x).replicated; }
 
 // ---------------------------------------------------------------- matmul
 
-// matmul(a, b) = all_gather(matmul(a, shard(b, 1)), -1) for a weight b (rank 2): rank r
-// computes the r-th block of output columns.
+// matmul(a, b) = all_gather(matmul(a, shard(b, -1)), -1) for a weight b (a view of a
+// param; batched forms too): rank r computes the r-th block of output columns.
 void matmul_columns(ir::EGraph& g, const Match& m) {
   const Id A = g.find(m[a]), B = g.find(m[b]);
-  if (world(g) < 2 || rank_of(g, B) != 2 || !replicated(g, A) || !replicated(g, B)) return;
-  auto wb = shard(g, B, 1);
+  if (world(g) < 2 || rank_of(g, B) < 2 || !replicated(g, A) || !replicated(g, B)) return;
+  // Any rank: a decode step's [1, d] rows reach the matmul with a unit batch axis.
+  auto wb = shard(g, B, rank_of(g, B) - 1);
   if (!wb) return;
   const Id p = ir::add_plain(g, Op::MatMul, {A, *wb});
   gather_into(g, m.root(), p, rank_of(g, A) - 1);

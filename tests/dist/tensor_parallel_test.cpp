@@ -135,3 +135,21 @@ TEST_CASE("ranks that compile different programs fail at compile time, naming th
     CHECK(e.find("rank(s) 1 compiled a different plan than rank 0") != std::string::npos);
   }
 }
+
+TEST_CASE("a decode step (one token) is sharded too, and equals one process's", "[dist]") {
+  // With one row the projections reach the search as batched matmuls with a unit batch
+  // axis; the column split applies to them as well (the decode bench's case).
+  Graph g;
+  BlockConfig c = tp_block();
+  c.seq = 1;
+  test::build_model(g, c, 1);
+  const auto data = test::random_inputs(*g.impl(), 9);
+  const auto want = run_single(g, data, Target::cpu());
+  auto runs = run_ranks(g, data, 2, Target::cpu());
+  INFO(runs[0].report.to_string());
+  CHECK(runs[0].report.collectives > 0);
+  for (const RankRun& run : runs) {
+    CHECK(error_ratio(run.out, want) <= 1.0);
+    CHECK(std::memcmp(run.out.at("y").data(), runs[0].out.at("y").data(), run.out.at("y").nbytes()) == 0);
+  }
+}
