@@ -269,7 +269,7 @@ class EGraph {
           }
         }
         if (!changed) continue;
-        nstamp_[n] = epoch_;
+        if (epoch_ != 0) nstamp_[n] = epoch_;  // (with no epoch started every stamp is 0)
         memo_.erase(r.hash, n);
         NodeView<L> v = node(n);
         std::uint32_t h = hash_node<L>(v.op, v.payload, v.kids);
