@@ -23,8 +23,8 @@ int hip_device_count();
 
 /// Whether this build runs generated kernels on the device itself (not only compiles
 /// them, or runs them on the host emulator). Without it Target::best() never picks the
-/// GPU. The driver-API runtimes are not part of this build yet.
-constexpr bool has_cuda_codegen() { return false; }
+/// GPU. CUDA: the driver-API runtime (backends/cuda/cuda_executable.hpp); HIP has none yet.
+constexpr bool has_cuda_codegen() { return true; }
 constexpr bool has_hip_codegen() { return false; }
 
 }  // namespace luminal::detail

@@ -225,8 +225,8 @@ extern "C" void mma_test_emu(const uint16_t* A, const uint16_t* B, const float* 
     }
 }
 
-TEST_CASE("translation validation on the emulated GPU targets", "[gpu][emu][translation]") {
-  auto check = [](const Graph& g, const Target& t, const char* name) {
+namespace {
+void check_translation(const Graph& g, const Target& t, const char* name) {
     auto inputs = test::random_inputs(*g.impl(), 1);
     std::map<std::string, const HostTensor*> ptrs;
     for (const auto& [k, v] : inputs) ptrs.emplace(k, &v);
@@ -239,7 +239,11 @@ TEST_CASE("translation validation on the emulated GPU targets", "[gpu][emu][tran
     INFO(name << " on " << t.to_string() << ": " << f.report().to_string());
     CHECK(test::compare_outputs(got, want) <= 1.0);
     CHECK(f.report().interpreted_kernels == 0);
-  };
+}
+}  // namespace
+
+TEST_CASE("translation validation on the emulated GPU targets", "[gpu][emu][translation]") {
+  auto check = check_translation;
   for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu", "hip:gfx1030+emu"}) {
     const Target target = Target::parse(t);
     for (const auto& c : test::translation_cases()) {
@@ -333,4 +337,20 @@ TEST_CASE("emulated tensor-core GEMMs: f16 and bf16 operands, every tile, edges,
       check_emulated(p, {}, arch_of("hip:gfx90a+emu"), tile, 1e-4, 1e-4);
     }
   }
+}
+
+TEST_CASE("translation validation on the CUDA device, where there is one", "[gpu][device]") {
+  const Target t = Target::cuda();
+  if (!t.is_available()) {
+    WARN("no CUDA device here (" << t.unavailable_reason() << "); skipped");
+    return;
+  }
+  for (const auto& c : test::translation_cases()) {
+    Graph g;
+    c.build(g);
+    check_translation(g, t, c.name);
+  }
+  Graph block;
+  test::build_model(block, test::BlockConfig{}, 1);
+  check_translation(block, t, "decoder block");
 }
