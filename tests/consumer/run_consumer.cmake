@@ -52,15 +52,19 @@ if(MODE STREQUAL "find_package")
   # Asking for a backend this build lacks must fail at configure time with a clear message.
   foreach(comp IN ITEMS CUDA HIP)
     file(READ ${prefix}/lib/cmake/Luminal/LuminalConfig.cmake config)
-    if(config MATCHES "set\\(Luminal_${comp}_FOUND ON\\)")
-      continue()
-    endif()
     set(probe ${WORK_DIR}/probe_${comp})
     file(MAKE_DIRECTORY ${probe})
     file(WRITE ${probe}/CMakeLists.txt
       "cmake_minimum_required(VERSION 3.25)\nproject(p LANGUAGES NONE)\nfind_package(Luminal CONFIG REQUIRED COMPONENTS ${comp})\n")
     execute_process(COMMAND ${CMAKE_COMMAND} -S ${probe} -B ${probe}/build -DCMAKE_PREFIX_PATH=${prefix}
                     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(config MATCHES "set\\(Luminal_${comp}_FOUND ON\\)")
+      # A backend this build has: the component must be found.
+      if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "find_package(Luminal COMPONENTS ${comp}) failed although ${comp} was built:\n${err}")
+      endif()
+      continue()
+    endif()
     if(rc EQUAL 0)
       message(FATAL_ERROR "find_package(Luminal COMPONENTS ${comp}) succeeded without a ${comp} backend")
     endif()
