@@ -137,6 +137,11 @@ TEST_CASE("golden: the GPU kernels on the host emulator match PyTorch", "[golden
   check_target(lm::Target::parse("cuda:sm_90+emu"), /*group_by_op=*/true);
 }
 
+TEST_CASE("golden: the HIP dialect on the emulator (wave64 and wave32) matches PyTorch", "[golden][emu][hip]") {
+  check_target(lm::Target::parse("hip:gfx90a+emu"), /*group_by_op=*/true);
+  check_target(lm::Target::parse("hip:gfx1030+emu"), /*group_by_op=*/true);
+}
+
 TEST_CASE("golden: every kernel compiles with NVRTC for sm_80 and sm_90", "[golden][nvrtc]") {
   // compile_only: generated and compiled to CUBIN, none interpreted, none spilling. The
   // golden groups are one graph each, so one NVRTC program per group.
