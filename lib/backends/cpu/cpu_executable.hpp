@@ -7,12 +7,19 @@
 //  * Intermediates (step results that are not outputs, and the temporaries of multi-pass
 //    kernels) live in one arena at fixed offsets from the liveness planner
 //    (kernel/memory_plan.hpp), planned per distinct binding of the dynamic dims and cached.
+//  * Threads: each call borrows idle workers of its pool for its whole duration (runtime/
+//    thread_pool.hpp); kernels hand their parallel loops to that team, and a kernel waits
+//    for unfinished ones only when it touches their memory (kernel_deps.hpp). Every job
+//    is done before the call returns. Deadlines and cancel tokens are checked between
+//    kernels (runtime/call_control.hpp).
 //  * Thread safety: the object is immutable after construction; each call takes an arena
-//    (with its pointer and symbol tables) from a pool and returns it, so concurrent calls
-//    never share scratch memory, and a steady-state call allocates nothing.
+//    (with its pointer and symbol tables and its threads' GEMM scratch) from a bounded pool
+//    and returns it, so concurrent calls never share scratch memory, and a steady-state
+//    call allocates nothing.
 //  * Outputs may be written straight into caller memory (run_into).
 // The parts, each in its own file: cpu_program (plan -> kernel IR), arena_layout,
-// arena_pool, call_binding (the allocation-free call check), cpu_env.
+// arena_pool, call_binding (the allocation-free call check), cpu_env, kernel_deps,
+// kernel_call (what generated code sees of the call).
 #pragma once
 
 #include <cstdint>
