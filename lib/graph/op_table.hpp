@@ -77,12 +77,7 @@ enum class ResultDType : uint8_t {
   X(Constant, "constant", 0, Leaf, kAny, Attr)                \
   X(Iota, "iota", 0, Leaf, kAny, I32)                         \
   LUMINAL_PRIM_UNARY_OPS(X)                                   \
-  X(Add, "add", 2, Binary, kF32 | kI32, Same)                 \
-  X(Mul, "mul", 2, Binary, kF32 | kI32 | kBool, Same)         \
-  X(Mod, "mod", 2, Binary, kF32 | kI32, Same)                 \
-  X(Max, "max", 2, Binary, kF32 | kI32 | kBool, Same)         \
-  X(LessThan, "less_than", 2, Binary, kF32 | kI32, Bool)      \
-  X(Equal, "equal", 2, Binary, kF32 | kI32 | kBool, Bool)     \
+  LUMINAL_PRIM_BINARY_OPS(X)                                  \
   X(Where, "where", 3, Where, kAny, Same)                     \
   X(Cast, "cast", 1, Cast, kAny, Attr)                        \
   X(SumReduce, "sum_reduce", 1, Reduction, kF32 | kI32, Same) \
@@ -107,9 +102,18 @@ enum class ResultDType : uint8_t {
   X(Recip, "recip", 1, Unary, kF32, Same)        \
   X(Neg, "neg", 1, Unary, kF32 | kI32, Same)
 
-/// `case` labels for every unary math primitive: switch (op) { LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_PRIMOP)
-/// ... }
+/// `case` labels for a group of rows:
+///   switch (op) { LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_PRIMOP) return ...; }
 #define LUMINAL_CASE_PRIMOP(e, ...) case ::luminal::detail::PrimOp::e:
+
+// The binary rows, kept together (switches take their case labels from this list).
+#define LUMINAL_PRIM_BINARY_OPS(X)                       \
+  X(Add, "add", 2, Binary, kF32 | kI32, Same)            \
+  X(Mul, "mul", 2, Binary, kF32 | kI32 | kBool, Same)    \
+  X(Mod, "mod", 2, Binary, kF32 | kI32, Same)            \
+  X(Max, "max", 2, Binary, kF32 | kI32 | kBool, Same)    \
+  X(LessThan, "less_than", 2, Binary, kF32 | kI32, Bool) \
+  X(Equal, "equal", 2, Binary, kF32 | kI32 | kBool, Bool)
 
 enum class PrimOp : uint8_t {
 #define LUMINAL_PRIM_ENUMERATOR(name, ...) name,

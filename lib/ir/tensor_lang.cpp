@@ -300,15 +300,10 @@ ClassData TensorAnalysis::infer(Op op, const Attr& at, const std::vector<const D
       d.dtype = k[0]->dtype;
       d.constant = fold(op, at, k);
       break;
-    case Op::Add:
-    case Op::Mul:
-    case Op::Mod:
-    case Op::Max:
-    case Op::LessThan:
-    case Op::Equal:
+      LUMINAL_PRIM_BINARY_OPS(LUMINAL_CASE_IROP)
       need(2);
       d.shape = k[0]->shape;
-      d.dtype = (op == Op::LessThan || op == Op::Equal) ? DType::boolean : k[0]->dtype;
+      d.dtype = detail::result_dtype(to_prim(op), k[0]->dtype);
       d.constant = fold(op, at, k);
       break;
     case Op::Where:

@@ -63,7 +63,7 @@ enum class Op : uint8_t {
   /// An executable kernel (payload: Attr::kernel); children are the slot classes.
   Kernel,
 };
-/// `case` labels for every unary math op: LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_IROP)
+/// `case` labels for a group of op-table rows: LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_IROP)
 #define LUMINAL_CASE_IROP(e, ...) case ::luminal::ir::Op::e:
 inline constexpr std::size_t kNumOps = static_cast<std::size_t>(Op::Kernel) + 1;
 

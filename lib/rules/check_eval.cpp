@@ -77,12 +77,7 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
         LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_IROP)
         arity(1);
         return rf::unary(ir::to_prim(n.op), *k[0]);
-      case Op::Add:
-      case Op::Mul:
-      case Op::Mod:
-      case Op::Max:
-      case Op::LessThan:
-      case Op::Equal:
+        LUMINAL_PRIM_BINARY_OPS(LUMINAL_CASE_IROP)
         arity(2);
         same(0, 1);
         need(k[0]->dtype == k[1]->dtype, op + ": operand dtypes differ");

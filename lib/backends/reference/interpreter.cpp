@@ -150,12 +150,7 @@ std::vector<std::map<std::string, HostTensor>> run_spmd(
           LUMINAL_PRIM_UNARY_OPS(LUMINAL_CASE_PRIMOP)
           v = unary(n.op, dense(n, 0));
           break;
-        case PrimOp::Add:
-        case PrimOp::Mul:
-        case PrimOp::Mod:
-        case PrimOp::Max:
-        case PrimOp::LessThan:
-        case PrimOp::Equal:
+          LUMINAL_PRIM_BINARY_OPS(LUMINAL_CASE_PRIMOP)
           if (fuse[id]) {
             deferred[id] = {dense(n, 0), dense(n, 1)};
             deferred_product = true;
