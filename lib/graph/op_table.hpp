@@ -15,7 +15,8 @@
 //   3. a golden case against PyTorch (tests/golden/golden_ops.cpp).
 // It is then also a kernel-IR unary op of the same name (kernel/kernel_ir.hpp), so each
 // renderer must spell it: the build stops at a static_assert in every backend's spelling
-// table (lib/backends/cpu/c_renderer.cpp kCUnary; the GPU renderer's) until it has a row,
+// table (lib/backends/cpu/c_renderer.cpp kCUnary, lib/backends/gpu/gpu_renderer.cpp
+// kGpuUnary) until it has a row,
 // which for a transcendental calls a new prelude function (lib/backends/cpu/c_prelude.cpp).
 // Folding, view-moving rules, dtype checks, the rule checker's instances, the cost model's
 // transcendental count and the lowering to kernel IR follow from the row. A user-facing op
