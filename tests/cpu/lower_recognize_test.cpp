@@ -120,3 +120,18 @@ TEST_CASE("a body that cannot be lowered is a Failure with its reason; the progr
   CHECK(prog.kernels.empty());
   CHECK(prog.buffers.size() == buffers);
 }
+
+TEST_CASE("recognize_row_reduction: the reduction behind an elementwise tail", "[cpu][lower]") {
+  lm::Graph g;
+  lm::Tensor x = g.input("%0", {4, 8});
+  g.output("out", lm::sqrt(lm::sum(x * x, {1}) + 1.0f));  // a norm row: sum, then its epilogue
+  auto m = kl::recognize_row_reduction(*g.impl(), root_of(g));
+  REQUIRE(m.plan);
+  CHECK(g.impl()->nodes[m.plan->reduce].op == lm::detail::PrimOp::SumReduce);
+
+  lm::Graph h;
+  h.output("out", lm::exp(h.input("%0", {4, 8})));
+  auto n = kl::recognize_row_reduction(*h.impl(), root_of(h));
+  CHECK_FALSE(n.plan);
+  CHECK(!n.why.empty());
+}

@@ -556,27 +556,6 @@ class Lowerer {
     return n >= 32768;
   }
 
-  // The reduce node the root reaches through elementwise ops only (its accumulator can
-  // be the kernel's), or -1.
-  int fusable_reduce(uint32_t root) const {
-    int found = -1;
-    std::function<bool(uint32_t)> walk = [&](uint32_t id) -> bool {
-      const Node& n = body_.nodes[id];
-      if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce) {
-        if (found >= 0 && found != static_cast<int>(id)) return true;
-        found = static_cast<int>(id);
-        return true;
-      }
-      const ir::Op o = ir::to_op(n.op);
-      if (ir::is_elementwise(o))
-        for (uint32_t k : n.inputs)
-          if (!walk(k)) return false;
-      return true;
-    };
-    walk(root);
-    return found;
-  }
-
   // A bare gather (the only body a Gather kernel has): row copies, ids checked by the
   // host before the call.
   void emit_gather(const GatherBody& m, int result) {
@@ -608,7 +587,8 @@ class Lowerer {
     ctx_ = Ctx{};
     ctx_.self = static_cast<int>(id);
     kernel::Kernel k;
-    const int r = fusable_reduce(id);
+    const auto row = recognize_row_reduction(body_, id);
+    const int r = row.plan ? static_cast<int>(row.plan->reduce) : -1;
     std::vector<Index> vars;
     if (r >= 0) {
       const Node& rn = body_.nodes[static_cast<size_t>(r)];

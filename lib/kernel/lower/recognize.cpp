@@ -56,6 +56,22 @@ Recognized<GemmBody> recognize_gemm(const detail::GraphImpl& body, uint32_t root
   return {GemmBody{static_cast<uint32_t>(red), rn.inputs[0]}, {}};
 }
 
+Recognized<RowReduction> recognize_row_reduction(const detail::GraphImpl& body, uint32_t node) {
+  int found = -1;
+  std::function<void(uint32_t)> walk = [&](uint32_t id) {
+    const Node& n = body.nodes[id];
+    if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce) {
+      if (found < 0) found = static_cast<int>(id);
+      return;
+    }
+    if (ir::is_elementwise(ir::to_op(n.op)))
+      for (uint32_t k : n.inputs) walk(k);
+  };
+  walk(node);
+  if (found < 0) return {std::nullopt, "no reduction reached through elementwise ops"};
+  return {RowReduction{static_cast<uint32_t>(found)}, {}};
+}
+
 Recognized<GatherBody> recognize_gather(const detail::GraphImpl& body, uint32_t root) {
   const Node& n = body.nodes[root];
   if (n.op != PrimOp::Gather) return {std::nullopt, "gather kernel whose root is not a gather"};

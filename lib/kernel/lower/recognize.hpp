@@ -3,9 +3,11 @@
 // why the body is not of that kind. They read the body only (no kernel IR is built), so
 // the CPU lowering (lower_spec.cpp, whose emitters turn a plan into kernel IR) and the GPU
 // renderers share them. A body no specialised kind takes lowers as generic loops.
-//   GEMM       recognize_gemm
-//   gather     recognize_gather
-//   attention  ir::match_attention (ir/attention_match.hpp)
+//   GEMM             recognize_gemm
+//   row reduction    recognize_row_reduction (softmax/norm rows: a reduction with its epilogue)
+//   gather           recognize_gather
+//   attention        ir::match_attention (ir/attention_match.hpp)
+//   elementwise      whatever is left: loops over the result's shape
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,14 @@ struct GemmBody {
   uint32_t mul = 0;     ///< its operand, mul(x, y)
 };
 Recognized<GemmBody> recognize_gemm(const detail::GraphImpl& body, uint32_t root);
+
+/// The reduction `node` reaches through elementwise ops only: the kernel computing `node`
+/// accumulates it and applies the elementwise tail as its epilogue. (Where the node
+/// reaches several, the first found; the others are materialized by their own kernels.)
+struct RowReduction {
+  uint32_t reduce = 0;
+};
+Recognized<RowReduction> recognize_row_reduction(const detail::GraphImpl& body, uint32_t node);
 
 /// A bare gather(table, ids): the only body a Gather kernel has.
 struct GatherBody {
