@@ -256,9 +256,29 @@ std::optional<KernelKind> classify(const detail::GraphImpl& b) {
     for (size_t i = root + 1; i-- > 0;)
       if (outside[i] && static_cast<int>(i) != top)
         for (uint32_t x : nodes[i].inputs) outside[x] = 1;
+    // No prologue reduction is a dot product against a broadcast operand (one query row's
+    // scores): the operand's preparation would recompute what feeds it for every element
+    // of the broadcast (attention in an output projection's prologue); attention is its
+    // own kind, and a row statistic (RMSNorm, a softmax over stored scores) stays allowed.
+    // (A broadcast by a few -- a grouped-query head repeat -- is cheap to recompute.)
+    auto broadcast_product = [&](const detail::Node& n) {
+      if (n.op != PrimOp::SumReduce || nodes[n.inputs[0]].op != PrimOp::Mul) return false;
+      for (uint32_t x : nodes[n.inputs[0]].inputs) {
+        const detail::Node& e = nodes[x];
+        if (e.op != PrimOp::Expand) continue;
+        const detail::Node& in = nodes[e.inputs[0]];
+        double factor = 1;
+        for (size_t i = 0; i < e.shape.size() && i < in.shape.size(); ++i) {
+          auto a = in.shape[i].as_constant(), o = e.shape[i].as_constant();
+          if (a && *a == 1 && !(o && *o == 1)) factor *= o ? static_cast<double>(*o) : 1e9;
+        }
+        if (factor > 8) return true;
+      }
+      return false;
+    };
     for (uint32_t r : reduces) {
       if (static_cast<int>(r) == top) continue;
-      if (outside[r] || is_gemm_reduce(b, nodes[r])) return std::nullopt;
+      if (outside[r] || is_gemm_reduce(b, nodes[r]) || broadcast_product(nodes[r])) return std::nullopt;
     }
     return KernelKind::Gemm;
   }

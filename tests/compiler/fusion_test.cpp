@@ -33,13 +33,16 @@ TEST_CASE("Llama-style decoder block compiles to at most 8 kernels", "[compiler]
   CHECK(v.program.report.kernels <= 8);
 }
 
-TEST_CASE("the decoder block at d_model 4096 compiles to at most 8 kernels, attention one of them",
+TEST_CASE("the decoder block at d_model 4096: at most 8 kernels (9 at S = 1), attention one of them",
           "[compiler][fusion]") {
   // Llama-3-8B sizes (too large to interpret: counted on the search alone) over 1, 16
   // and 128 tokens. With several keys the attention is one Attention kernel; with one
-  // key (S = 1) its softmax is trivial and the algebra leaves no product to stream, and
-  // the whole attention -- RoPE, the causal mask, the softmax -- sits in one kernel's
-  // body (the output projection's prologue).
+  // key (S = 1) the algebra leaves no product to stream and the whole attention -- RoPE,
+  // the causal mask, the softmax -- is one GEMM-kind kernel. At S = 1 the block is 9
+  // kernels, one over the goal: the output projection could take the attention as its
+  // prologue, but a prologue that recomputes a broadcast product per output element is
+  // refused (ir::classify): in a decode step over a KV cache it made the step 1.3-1.8x
+  // slower (bench/cpu/cpu_model_bench).
   for (int64_t s : {1, 16, 128}) {
     Graph g;
     test::BlockConfig c = test::BlockConfig::llama_4096();
@@ -49,7 +52,7 @@ TEST_CASE("the decoder block at d_model 4096 compiles to at most 8 kernels, atte
     std::printf("decoder block d_model 4096, S %lld: %lld primitive ops -> %lld kernels\n", static_cast<long long>(s),
                 static_cast<long long>(p.report.primitive_ops), static_cast<long long>(p.report.kernels));
     INFO("S " << s << "\n" << p.report.to_string() << "\n" << p.dot);
-    CHECK(p.report.kernels <= 8);
+    CHECK(p.report.kernels <= (s == 1 ? 9 : 8));
     int attention = 0, whole = 0;
     for (const auto& st : p.plan->steps) {
       attention += st.spec->kind == ir::KernelKind::Attention ? 1 : 0;

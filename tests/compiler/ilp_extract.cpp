@@ -93,14 +93,23 @@ struct CbcSolution {
 // Writes the model as CPLEX LP, runs `cbc` with the time limit, reads its solution.
 // nullopt when cbc is not installed or gives no integer solution.
 std::optional<CbcSolution> solve_with_cbc(glp_prob* lp, double time_limit_s, const Warm& warm) {
-  (void)warm;  // cbc finds the heuristic's quality by itself within seconds
   char dir_tmpl[] = "/tmp/luminal-ilp-XXXXXX";
   const char* dir = mkdtemp(dir_tmpl);
   if (!dir) return std::nullopt;
-  const std::string base = std::string(dir) + "/model", lp_path = base + ".lp", sol_path = base + ".sol";
+  const std::string base = std::string(dir) + "/model", lp_path = base + ".lp", sol_path = base + ".sol",
+                    start_path = base + ".start";
   std::optional<CbcSolution> out;
   if (glp_write_lp(lp, nullptr, lp_path.c_str()) == 0) {
-    const std::string cmd = "cbc " + lp_path + " sec " + std::to_string(static_cast<int>(time_limit_s)) +
+    // The starting solution as a MIP start (the solution file's format).
+    std::string start_arg;
+    if (!warm.x.empty()) {
+      std::ofstream st(start_path);
+      st << "Feasible - objective value 0\n";
+      for (size_t c = 1; c < warm.x.size(); ++c)
+        if (warm.x[c] != 0) st << "      " << c - 1 << " c" << c << " " << warm.x[c] << " 0\n";
+      start_arg = " mips " + start_path;
+    }
+    const std::string cmd = "cbc " + lp_path + start_arg + " sec " + std::to_string(static_cast<int>(time_limit_s)) +
                             " solve solu " + sol_path + " > " + base + ".log 2>&1";
     if (std::system(cmd.c_str()) == 0) {
       std::ifstream f(sol_path);
@@ -109,17 +118,21 @@ std::optional<CbcSolution> solve_with_cbc(glp_prob* lp, double time_limit_s, con
           status.find("Infeasible") == std::string::npos) {
         CbcSolution sol;
         sol.optimal = status.rfind("Optimal", 0) == 0;
-        sol.objective = std::stod(status.substr(status.rfind("objective value") + 15));
+        char* end = nullptr;
+        const std::string num = status.substr(status.rfind("objective value") + 15);
+        sol.objective = std::strtod(num.c_str(), &end);
         sol.value.assign(static_cast<size_t>(glp_get_num_cols(lp)) + 1, 0.0);
         int idx;
         std::string name;
         double v;
-        while (f >> idx >> name >> v) {
+        bool ok = end != num.c_str();
+        while (ok && f >> idx >> name >> v) {
           std::string rest;
           std::getline(f, rest);
-          if (name.size() > 1 && name[0] == 'c') sol.value.at(static_cast<size_t>(std::stoi(name.substr(1)))) = v;
+          const long col = name.size() > 1 && name[0] == 'c' ? std::strtol(name.c_str() + 1, nullptr, 10) : 0;
+          if (col >= 1 && static_cast<size_t>(col) < sol.value.size()) sol.value[static_cast<size_t>(col)] = v;
         }
-        out = std::move(sol);
+        if (ok) out = std::move(sol);
       }
     }
   }

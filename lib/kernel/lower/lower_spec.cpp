@@ -586,6 +586,10 @@ class Lowerer {
     Ctx saved = std::move(ctx_);
     ctx_ = Ctx{};
     ctx_.self = static_cast<int>(id);
+    // Inside a GEMM operand's preparation a reduction materialized for it hoists its
+    // broadcast transcendental values too (a softmax prologue over RoPE'd scores): the
+    // cost model charges the operand that way (ir::hoists_broadcast).
+    ctx_.hoist_broadcasts = saved.hoist_broadcasts;
     kernel::Kernel k;
     const auto row = recognize_row_reduction(body_, id);
     const int r = row.plan ? static_cast<int>(row.plan->reduce) : -1;
