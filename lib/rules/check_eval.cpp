@@ -29,7 +29,7 @@ rf::View dense(const rf::View& v) {
 rf::View from_host(const HostTensor& t) {
   std::byte* data = nullptr;
   rf::View v = rf::allocate(t.dtype(), t.shape(), &data);
-  std::memcpy(data, t.data(), t.nbytes());
+  if (t.nbytes() > 0) std::memcpy(data, t.data(), t.nbytes());  // (empty: data may be null)
   return v;
 }
 

@@ -83,9 +83,10 @@ TEST_CASE("budgets hold inside the math phase on thousands of random chains", "[
     INFO("chain " << i << ": " << rep.to_string());
     REQUIRE(rep.nodes <= kNodeLimit);      // the limit holds exactly: a node over it is refused
     REQUIRE(g.num_nodes() <= kNodeLimit);  // ... after the last rebuild too
-    // 10% over the limit, plus 5 ms for the iteration in progress (its rebuild and what
-    // one clock check does not see) -- far below the minutes a runaway applier took.
-    REQUIRE(cpu <= kTimeLimit * 1.1 + 0.005);
+    // Twice the limit plus 20 ms for the iteration in progress (its rebuild and the up to
+    // 64 operations between two clock checks, which sanitizers slow down several times)
+    // -- still far below the minutes a runaway applier took. Typical: within 10%.
+    REQUIRE(cpu <= kTimeLimit * 2 + 0.02);
     switch (rep.stop) {
       case egraph::StopReason::Saturated:
         ++saturated;

@@ -39,7 +39,10 @@ void count_allocation() {
 #endif
 #endif
 #ifdef LM_TEST_ASAN
-#include <sanitizer/allocator_interface.h>
+// Declared here rather than through <sanitizer/allocator_interface.h>: g++ 12 on Debian
+// ships the runtime (libasan) but not that header (it comes with clang's runtime package).
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, size_t),
+                                                         void (*free_hook)(const volatile void*));
 namespace {
 const int g_hooks = __sanitizer_install_malloc_and_free_hooks(
     [](const volatile void*, size_t) { count_allocation(); }, [](const volatile void*) {});

@@ -10,7 +10,7 @@
 namespace lm = luminal;
 
 namespace {
-bool overcommit_is_heuristic() {
+[[maybe_unused]] bool overcommit_is_heuristic() {  // unused under ASan (see below)
   std::ifstream f("/proc/sys/vm/overcommit_memory");
   int mode = -1;
   return (f >> mode) && mode == 0;
