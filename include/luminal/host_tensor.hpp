@@ -1,10 +1,12 @@
 // Host memory with a dtype and a concrete shape: what a Callable takes and returns.
 // A HostTensor owns its bytes (copying it copies them), or -- made with view() -- points
-// at the caller's memory without copying (the caller keeps that memory alive).
+// at the caller's memory without copying (the caller keeps that memory alive, or hands
+// the view an owner that keeps it alive: a file mapping, see load_safetensors).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -20,6 +22,12 @@ class HostTensor {
   HostTensor() : HostTensor(DType::f32, {0}) {}
   /// Zero-filled.
   HostTensor(DType dtype, std::vector<int64_t> shape);
+  /// Copying an owning tensor copies its bytes; copying a view copies the pointer (and
+  /// shares the view's owner, if any).
+  HostTensor(const HostTensor& other);
+  HostTensor& operator=(const HostTensor& other);
+  HostTensor(HostTensor&&) noexcept = default;
+  HostTensor& operator=(HostTensor&&) noexcept = default;
 
   static HostTensor from(std::span<const float> values, std::vector<int64_t> shape);
   static HostTensor from(std::span<const int32_t> values, std::vector<int64_t> shape);
@@ -44,13 +52,23 @@ class HostTensor {
   static HostTensor view(DType dtype, std::vector<int64_t> shape, const void* data);
   /// A non-owning, writable view: Callable::run writes outputs into such memory in place.
   static HostTensor view(DType dtype, std::vector<int64_t> shape, void* data);
+  /// A read-only view that keeps `owner` alive while it or any copy of it lives (a
+  /// mapped file: load_safetensors). Callable::bind keeps such a view without copying.
+  static HostTensor view(DType dtype, std::vector<int64_t> shape, const void* data,
+                         std::shared_ptr<const void> owner);
+  /// An owning, writable tensor over `storage` (at least nbytes(), aligned for the
+  /// dtype), whose deleter decides where the memory goes when the last reference to it
+  /// is dropped (the runtime recycles output storage this way). Copies are deep.
+  static HostTensor adopt(DType dtype, std::vector<int64_t> shape, std::shared_ptr<std::byte> storage);
 
   const std::vector<int64_t>& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
-  bool is_view() const { return external_ != nullptr; }
+  bool is_view() const { return external_ != nullptr && !adopted_; }
+  /// A view whose memory is kept alive by an owner (view(..., owner)).
+  bool has_owner() const { return is_view() && keep_ != nullptr; }
   /// Owning tensors and writable views.
   bool is_writable() const { return external_ == nullptr || writable_; }
 
@@ -109,6 +127,8 @@ class HostTensor {
   std::vector<std::byte> bytes_;
   const std::byte* external_ = nullptr;
   bool writable_ = false;  // external_ came from a non-const pointer
+  std::shared_ptr<const void> keep_;  // keeps external_ alive (view owner or adopted storage)
+  bool adopted_ = false;              // external_ is owned storage (adopt): copies are deep
 };
 
 }  // namespace luminal

@@ -10,6 +10,7 @@
 #include "luminal/graph.hpp"
 #include "luminal/host_tensor.hpp"
 #include "luminal/ops.hpp"
+#include "luminal/safetensors.hpp"
 #include "luminal/serving.hpp"
 #include "luminal/target.hpp"
 #include "luminal/tensor.hpp"

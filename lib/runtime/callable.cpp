@@ -87,8 +87,9 @@ void Callable::bind(const std::string& name, HostTensor value) {
   if (!ok)
     throw RuntimeError("[bind] param '" + name + "' has shape " + ints(value.shape()) + ", declared " +
                        shape_string(node->shape));
-  // A bound param must outlive the caller's memory: views are copied.
-  if (value.is_view())
+  // A bound param must outlive the caller's memory: views are copied, unless an owner
+  // keeps their memory alive (a mapped weights file).
+  if (value.is_view() && !value.has_owner())
     value = HostTensor::from_bytes(value.dtype(), value.shape(), {value.data(), value.nbytes()});
   auto p = std::make_shared<const HostTensor>(std::move(value));
   std::lock_guard<std::mutex> lock(state_->mu);

@@ -156,6 +156,45 @@ HostTensor HostTensor::view(DType dtype, std::vector<int64_t> shape, const void*
   return t;
 }
 
+HostTensor::HostTensor(const HostTensor& o)
+    : dtype_(o.dtype_), shape_(o.shape_), external_(o.external_), writable_(o.writable_), keep_(o.keep_) {
+  if (o.adopted_) {
+    // Owning semantics: the copy gets its own bytes, not a share of recycled storage.
+    external_ = nullptr;
+    writable_ = false;
+    keep_.reset();
+    bytes_.assign(o.data(), o.data() + o.nbytes());
+  } else {
+    bytes_ = o.bytes_;
+  }
+}
+
+HostTensor& HostTensor::operator=(const HostTensor& o) {
+  if (this != &o) {
+    HostTensor copy(o);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+HostTensor HostTensor::view(DType dtype, std::vector<int64_t> shape, const void* data,
+                            std::shared_ptr<const void> owner) {
+  HostTensor t = view(dtype, std::move(shape), data);
+  t.keep_ = std::move(owner);
+  return t;
+}
+
+HostTensor HostTensor::adopt(DType dtype, std::vector<int64_t> shape, std::shared_ptr<std::byte> storage) {
+  const int64_t n = count(shape);
+  if (!storage && n > 0)
+    throw RuntimeError("[HostTensor] adopt of null storage with shape " + shape_text(shape));
+  HostTensor t = view(dtype, std::move(shape), static_cast<void*>(storage.get()));
+  t.writable_ = true;
+  t.adopted_ = true;
+  t.keep_ = std::move(storage);
+  return t;
+}
+
 HostTensor HostTensor::view(DType dtype, std::vector<int64_t> shape, void* data) {
   HostTensor t = view(dtype, std::move(shape), static_cast<const void*>(data));
   t.writable_ = data != nullptr;

@@ -129,3 +129,38 @@ TEST_CASE("view() reads caller memory without copying", "[host]") {
   HostTensor copy = v;  // still a view
   CHECK(copy.values<float>().data() == data.data());
 }
+
+TEST_CASE("views with an owner keep it alive; adopted storage is owned and deep-copied", "[host]") {
+  auto block = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4});
+  std::weak_ptr<std::vector<float>> watch = block;
+  HostTensor v = HostTensor::view(f32, {4}, static_cast<const void*>(block->data()), block);
+  block.reset();
+  CHECK(v.is_view());
+  CHECK(v.has_owner());
+  CHECK_FALSE(v.is_writable());
+  HostTensor copy = v;  // shares the owner
+  v = HostTensor();
+  CHECK_FALSE(watch.expired());
+  CHECK(copy.values<float>()[3] == 4.0f);
+  copy = HostTensor();
+  CHECK(watch.expired());
+
+  int released = 0;
+  std::shared_ptr<std::byte> storage(reinterpret_cast<std::byte*>(new float[3]{5, 6, 7}), [&](std::byte* p) {
+    ++released;
+    delete[] reinterpret_cast<float*>(p);
+  });
+  HostTensor a = HostTensor::adopt(f32, {3}, storage);
+  storage.reset();
+  CHECK_FALSE(a.is_view());
+  CHECK(a.is_writable());
+  HostTensor deep = a;  // an owning copy with its own bytes
+  a.mutable_values<float>()[0] = -1.0f;
+  CHECK(deep.values<float>()[0] == 5.0f);
+  CHECK(a.values<float>()[0] == -1.0f);
+  HostTensor moved = std::move(a);
+  CHECK(released == 0);
+  moved = HostTensor();
+  CHECK(released == 1);
+  CHECK(deep.values<float>()[2] == 7.0f);
+}

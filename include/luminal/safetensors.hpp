@@ -1,0 +1,27 @@
+// Weights from safetensors files (the format Hugging Face checkpoints use).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "luminal/host_tensor.hpp"
+
+namespace luminal {
+
+/// Every tensor of a safetensors file (dtypes F32, F16, BF16, I32, BOOL) by name, as
+/// zero-copy read-only views of a mapping of the file that stays alive while any view
+/// (or a Callable it was bound to) does.
+///
+/// `path` may also be a sharded checkpoint's index (`*.safetensors.index.json`: every
+/// shard its `weight_map` names is loaded, and each name must be in the shard the index
+/// says) or a folder holding `model.safetensors` or `model.safetensors.index.json`.
+///
+/// Everything in the file is checked before a view is made: the header length, the JSON,
+/// every name (valid UTF-8, no duplicates), dtype, shape and data offsets (inside the
+/// file, matching the shape's byte count, not overlapping another tensor). A malformed
+/// file throws RuntimeError (an lm::Error) naming the file and what is wrong; nothing is
+/// ever read outside the file. A tensor whose data is not aligned for its dtype is
+/// copied into an owning tensor instead of viewed.
+std::map<std::string, HostTensor> load_safetensors(const std::string& path);
+
+}  // namespace luminal
