@@ -59,6 +59,9 @@ struct CompileReport {
   int64_t collectives = 0;
   int64_t comm_bytes = 0;
   std::string sharding;
+  // The search was skipped: this graph was compiled before (same target, options and
+  // library build) and its plan came from the plan cache (memory or disk).
+  bool plan_cached = false;
   std::string to_string() const;
 };
 

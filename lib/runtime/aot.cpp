@@ -528,6 +528,32 @@ Parsed parse(const std::string& bytes, const std::string& what) {
   return p;
 }
 
+std::string serialize_plan(const compiler::KernelPlan& p) {
+  Writer w;
+  write_plan(w, p);
+  return std::move(w.bytes());
+}
+
+compiler::KernelPlan deserialize_plan(const std::string& bytes) {
+  Reader r(bytes, "kernel plan");
+  compiler::KernelPlan p = read_plan(r);
+  if (!r.done()) throw RuntimeError("[load] kernel plan has trailing bytes");
+  return p;
+}
+
+std::string serialize_report(const CompileReport& rep) {
+  Writer w;
+  write_report(w, rep);
+  return std::move(w.bytes());
+}
+
+CompileReport deserialize_report(const std::string& bytes) {
+  Reader r(bytes, "compile report");
+  CompileReport rep = read_report(r);
+  if (!r.done()) throw RuntimeError("[load] compile report has trailing bytes");
+  return rep;
+}
+
 }  // namespace aot
 
 void Callable::save(const std::string& path) const {

@@ -27,9 +27,13 @@
 
 namespace luminal::aot {
 
-/// Serialization of the pieces (exposed for tests).
+/// Serialization of the pieces (exposed for tests and the plan cache, runtime/plan_cache).
 std::string serialize_graph(const detail::GraphImpl& g);
 detail::GraphImpl deserialize_graph(const std::string& bytes);
+std::string serialize_plan(const compiler::KernelPlan& p);
+compiler::KernelPlan deserialize_plan(const std::string& bytes);
+std::string serialize_report(const CompileReport& r);
+CompileReport deserialize_report(const std::string& bytes);
 
 /// A saved program read and checked (checksum, version, CPU) but not yet loaded.
 struct Parsed {

@@ -253,10 +253,11 @@ std::string CompileReport::to_string() const {
   std::snprintf(
       buf, sizeof buf,
       "target %s: %lld kernels from %lld primitive ops; e-graph %lld nodes / %lld classes after %lld "
-      "iterations (%s); compiled in %.3f s; estimated %.3g s per call",
+      "iterations (%s)%s; compiled in %.3f s; estimated %.3g s per call",
       target.c_str(), static_cast<long long>(kernels), static_cast<long long>(primitive_ops),
       static_cast<long long>(egraph_nodes), static_cast<long long>(egraph_classes),
-      static_cast<long long>(iterations), stop_reason.c_str(), compile_seconds, estimated_seconds);
+      static_cast<long long>(iterations), stop_reason.c_str(), plan_cached ? " (plan from the plan cache)" : "",
+      compile_seconds, estimated_seconds);
   std::string s = buf;
   if (!codegen.empty()) s += "; codegen " + codegen;
   if (ranks > 1) s += "; " + sharding;

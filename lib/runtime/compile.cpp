@@ -14,6 +14,7 @@
 #include "dist/collectives.hpp"
 #include "dist/plan_summary.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/plan_cache.hpp"
 
 namespace luminal {
 
@@ -60,8 +61,28 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
   const std::shared_ptr<Communicator>& comm = options.communicator;
   if (comm && gpu)
     throw CompileError("[compile] a communicator with a GPU target: the GPU backends do not run collectives yet");
-  compiler::CompiledProgram program = compiler::compile_graph(*state->graph, target, options);
-  if (auto& hook = compiler::plan_hook_for_tests()) hook(const_cast<compiler::KernelPlan&>(*program.plan));
+  // A graph compiled before (same target, options and library build) skips the search.
+  // The tests' plan hook edits the plan it is given, so a hooked compile neither reads
+  // nor fills the cache; a sharded compile (communicator) is not cached either: its plan
+  // depends on the world size.
+  auto& hook = compiler::plan_hook_for_tests();
+  const bool cacheable = !hook && !comm;
+  const std::string key = cacheable ? PlanCache::key(*state->graph, target, options) : std::string();
+  compiler::CompiledProgram program;
+  std::shared_ptr<const CachedPlan> hit;
+  if (cacheable) hit = PlanCache::find(key, options.cache_dir);
+  if (hit) {
+    program.plan = hit->plan;
+    program.exe = compiler::make_plan_executable(hit->plan);
+    program.report = hit->report;
+    program.report.plan_cached = true;
+  } else {
+    program = compiler::compile_graph(*state->graph, target, options);
+    if (hook)
+      hook(const_cast<compiler::KernelPlan&>(*program.plan));
+    else if (cacheable)
+      PlanCache::store(key, options.cache_dir, CachedPlan{program.plan, program.report});
+  }
   state->report = program.report;
   CompileReport& rep = state->report;
   std::shared_ptr<const compiler::KernelPlan> plan = program.plan;

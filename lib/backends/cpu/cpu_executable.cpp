@@ -20,6 +20,7 @@
 #include "backends/reference/interpreter.hpp"
 #include "dist/collectives.hpp"
 #include "luminal/error.hpp"
+#include "runtime/output_pool.hpp"
 
 namespace luminal::cpu {
 
@@ -113,6 +114,8 @@ struct CpuExecutable::Impl {
   std::shared_ptr<const JitLibrary> lib;
   std::vector<KernelFn> fns;  // per kernel of lowered.prog
   std::shared_ptr<Communicator> comm;  // for collective steps
+  // Storage of the outputs operator() hands back, recycled once the caller drops them.
+  std::shared_ptr<detail::OutputPool> output_pool = detail::OutputPool::create();
   // LUMINAL_CPU_PROFILE=1: per-kernel wall time summed over calls, printed at exit
   // (diagnostics only; not synchronized between concurrent calls).
   bool profile = false;
@@ -265,7 +268,7 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
     auto it = outputs.find(name);
     const bool reuse = it != outputs.end() && it->second.dtype() == dt && it->second.is_writable() &&
                        shape_is(it->second, v);
-    if (!reuse) it = outputs.insert_or_assign(name, HostTensor(dt, out_shape(v))).first;
+    if (!reuse) it = outputs.insert_or_assign(name, m.output_pool->take(dt, out_shape(v))).first;
     ptr[v] = it->second.mutable_data();
   }
 

@@ -1,0 +1,285 @@
+// Plan cache (see plan_cache.hpp).
+#include "runtime/plan_cache.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <unordered_map>
+
+#include "backends/cpu/jit.hpp"
+#include "rules/registry.hpp"
+#include "runtime/aot.hpp"
+
+extern char** environ;
+
+namespace luminal::detail {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kMagic[12] = "LUMINALPLAN";
+constexpr uint32_t kFormat = 1;
+
+struct State {
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_ptr<const CachedPlan>> memory;
+  PlanCacheStats stats;
+};
+State& state() {
+  static State s;
+  return s;
+}
+
+/// This library's GNU build-id (a hash of its linked contents), else its path's size and
+/// modification time: anything that changes when the library is rebuilt.
+std::string build_identity() {
+  static const std::string id = [] {
+    std::string out;
+    struct Search {
+      const void* addr;
+      std::string* out;
+    } search{reinterpret_cast<const void*>(&build_identity), &out};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) -> int {
+          auto* s = static_cast<Search*>(data);
+          const auto a = reinterpret_cast<uintptr_t>(s->addr);
+          bool mine = false;
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const auto& ph = info->dlpi_phdr[i];
+            const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+            if (ph.p_type == PT_LOAD && a >= lo && a < lo + ph.p_memsz) mine = true;
+          }
+          if (!mine) return 0;
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const auto& ph = info->dlpi_phdr[i];
+            if (ph.p_type != PT_NOTE) continue;
+            const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+            const char* end = p + ph.p_memsz;
+            while (p + sizeof(ElfW(Nhdr)) <= end) {
+              ElfW(Nhdr) nh;
+              std::memcpy(&nh, p, sizeof nh);
+              const char* name = p + sizeof nh;
+              const char* desc = name + ((nh.n_namesz + 3) & ~3u);
+              if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0 &&
+                  desc + nh.n_descsz <= end) {
+                s->out->assign("build-id:");
+                s->out->append(desc, nh.n_descsz);
+                return 1;
+              }
+              p = desc + ((nh.n_descsz + 3) & ~3u);
+            }
+          }
+          return 1;
+        },
+        &search);
+    if (out.empty()) {
+      Dl_info info{};
+      struct stat st {};
+      if (dladdr(reinterpret_cast<const void*>(&build_identity), &info) && info.dli_fname &&
+          ::stat(info.dli_fname, &st) == 0)
+        out = std::string("file:") + info.dli_fname + ":" + std::to_string(st.st_size) + ":" +
+              std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    }
+    return out;
+  }();
+  return id;
+}
+
+/// LUMINAL_* variables that cannot change a plan (caches, dumps, traces, profiling).
+bool env_irrelevant(const std::string& name) {
+  for (const char* n : {"LUMINAL_CACHE_DIR", "LUMINAL_PLAN_CACHE", "LUMINAL_DUMP_C", "LUMINAL_DUMP_DOT",
+                        "LUMINAL_TRACE_RULES", "LUMINAL_CPU_PROFILE", "LUMINAL_CC", "LUMINAL_DEBUG_FUSION"})
+    if (name == n) return true;
+  return false;
+}
+
+std::string registry_fingerprint() {
+  std::string s;
+  for (const auto& r : rules::Registry::global().all()) {
+    s += r.name;
+    s += '\x1f';
+    s += r.set;
+    s += r.fast_math ? "\x1f" "f\x1e" : "\x1f" "-\x1e";
+  }
+  return s;
+}
+
+fs::path plan_dir(const std::string& cache_dir) {
+  if (!cache_dir.empty()) return fs::path(cache_dir) / "plans";
+  const fs::path d = cpu::JitConfig::from_env().cache_dir;
+  return d.empty() ? fs::path() : d / "plans";
+}
+
+bool disabled() {
+  const char* v = std::getenv("LUMINAL_PLAN_CACHE");
+  return v && std::string(v) == "0";
+}
+
+template <class T>
+void put(std::string& s, T v) {
+  s.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void put_str(std::string& s, const std::string& v) {
+  put<uint64_t>(s, v.size());
+  s += v;
+}
+
+}  // namespace
+
+std::string PlanCache::key(const GraphImpl& g, const Target& target, const CompileOptions& o) {
+  if (disabled()) return {};
+  std::string k;
+  put_str(k, aot::serialize_graph(g));
+  for (const auto& d : g.dims) put<int64_t>(k, d.multiple);  // not in the saved form
+  put_str(k, target.to_string());
+  put_str(k, cpu::cpu_signature());
+  put<uint8_t>(k, o.fast_math ? 1 : 0);
+  put<double>(k, o.time_budget_seconds);
+  put<int64_t>(k, o.node_limit);
+  put<int64_t>(k, o.iteration_limit);
+  put_str(k, registry_fingerprint());
+  put_str(k, build_identity());
+  put_str(k, LUMINAL_VERSION);
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    if (kv.rfind("LUMINAL_", 0) != 0) continue;
+    if (env_irrelevant(kv.substr(0, kv.find('=')))) continue;
+    env.push_back(kv);
+  }
+  std::sort(env.begin(), env.end());
+  for (const auto& kv : env) put_str(k, kv);
+  return cpu::hash_hex(k);
+}
+
+std::shared_ptr<const CachedPlan> PlanCache::find(const std::string& key, const std::string& cache_dir) {
+  if (key.empty()) return nullptr;
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.memory.find(key);
+    if (it != s.memory.end()) {
+      ++s.stats.memory_hits;
+      return it->second;
+    }
+  }
+  const fs::path dir = plan_dir(cache_dir);
+  if (dir.empty()) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    ++s.stats.misses;
+    return nullptr;
+  }
+  const fs::path file = dir / (key + ".plan");
+  std::ifstream f(file, std::ios::binary);
+  if (!f) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    ++s.stats.misses;
+    return nullptr;
+  }
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  const std::string bytes = ss.str();
+  // magic | format | key | plan | report | checksum of everything before it
+  try {
+    size_t pos = 0;
+    auto take = [&](size_t n) {
+      if (n > bytes.size() - pos) throw RuntimeError("truncated");
+      const size_t at = pos;
+      pos += n;
+      return at;
+    };
+    auto take_u64 = [&] {
+      uint64_t v;
+      std::memcpy(&v, bytes.data() + take(8), 8);
+      return v;
+    };
+    auto take_str = [&] {
+      const uint64_t n = take_u64();
+      if (n > bytes.size()) throw RuntimeError("truncated");
+      return bytes.substr(take(static_cast<size_t>(n)), static_cast<size_t>(n));
+    };
+    if (bytes.size() < sizeof kMagic + 12 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+      throw RuntimeError("bad magic");
+    take(sizeof kMagic);
+    uint32_t format;
+    std::memcpy(&format, bytes.data() + take(4), 4);
+    if (format != kFormat) throw RuntimeError("format");
+    if (take_str() != key) throw RuntimeError("key");
+    const std::string plan = take_str();
+    const std::string report = take_str();
+    const size_t body = pos;
+    const uint64_t sum = take_u64();
+    if (pos != bytes.size() || sum != cpu::checksum64(bytes.data(), body)) throw RuntimeError("checksum");
+    auto entry = std::make_shared<CachedPlan>();
+    entry->plan = std::make_shared<const compiler::KernelPlan>(aot::deserialize_plan(plan));
+    entry->report = aot::deserialize_report(report);
+    std::lock_guard<std::mutex> lock(s.mu);
+    ++s.stats.disk_hits;
+    s.memory[key] = entry;
+    return entry;
+  } catch (const std::exception&) {
+    std::error_code ec;
+    fs::remove(file, ec);
+    std::lock_guard<std::mutex> lock(s.mu);
+    ++s.stats.corrupt_entries;
+    ++s.stats.misses;
+    return nullptr;
+  }
+}
+
+void PlanCache::store(const std::string& key, const std::string& cache_dir, const CachedPlan& entry) {
+  if (key.empty()) return;
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.memory[key] = std::make_shared<const CachedPlan>(entry);
+  }
+  const fs::path dir = plan_dir(cache_dir);
+  if (dir.empty()) return;
+  std::string bytes(kMagic, sizeof kMagic);
+  put<uint32_t>(bytes, kFormat);
+  put_str(bytes, key);
+  put_str(bytes, aot::serialize_plan(*entry.plan));
+  put_str(bytes, aot::serialize_report(entry.report));
+  put<uint64_t>(bytes, cpu::checksum64(bytes.data(), bytes.size()));
+  // Best effort: a cache that cannot be written only costs the next start a search.
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  static std::atomic<uint64_t> counter{0};
+  const fs::path tmp = dir / (key + "." + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
+                              std::to_string(std::random_device{}()) + ".tmp");
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) return;
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) {
+      f.close();
+      fs::remove(tmp, ec);
+      return;
+    }
+  }
+  fs::rename(tmp, dir / (key + ".plan"), ec);
+  if (ec) fs::remove(tmp, ec);
+}
+
+PlanCacheStats PlanCache::stats() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().stats;
+}
+
+void PlanCache::clear_memory() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  state().memory.clear();
+}
+
+}  // namespace luminal::detail
