@@ -271,7 +271,8 @@ std::map<std::string, HostTensor> load_index(const std::string& path) {
       }
       return true;
     };
-    (void)nlohmann::json::parse(text.data(), text.data() + text.size(), cb);
+    const nlohmann::json again = nlohmann::json::parse(text.data(), text.data() + text.size(), cb);
+    (void)again;
     if (!dup.empty()) io::fail(path, "index names tensor '" + dup + "' twice");
   }
   std::map<std::string, std::string> shard_of;

@@ -499,10 +499,13 @@ void validate(const Program& p) {
         if (!k.gemm) c.fail("gemm kernel without a Gemm");
         const Gemm& g = *k.gemm;
         for (const auto* v : {&g.a, &g.b, &g.c}) c.buffer(v->buffer);
+        // Both operands f32, f16 or bf16 (GPU tensor cores), or an f32 A with an f16/bf16
+        // B (a half-precision weight the CPU GEMM converts as it packs).
         const DType da = p.buffers[static_cast<size_t>(g.a.buffer)].dtype;
-        if (da != p.buffers[static_cast<size_t>(g.b.buffer)].dtype ||
-            !(da == DType::f32 || da == DType::f16 || da == DType::bf16))
-          c.fail("GEMM operands must both be f32, f16 or bf16");
+        const DType db = p.buffers[static_cast<size_t>(g.b.buffer)].dtype;
+        const bool half_b = db == DType::f16 || db == DType::bf16;
+        if (!((da == db && (da == DType::f32 || half_b)) || (da == DType::f32 && half_b)))
+          c.fail("GEMM operands must both be f32, f16 or bf16 (or an f32 A with an f16/bf16 B)");
         if (p.buffers[static_cast<size_t>(g.c.buffer)].dtype != DType::f32) c.fail("GEMM output must be f32");
         for (const auto* v : {&g.a, &g.b, &g.c}) {
           c.index(v->offset);

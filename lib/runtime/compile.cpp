@@ -3,6 +3,8 @@
 // target executes the extracted kernel program with the interpreter, kernel by kernel.
 #include "luminal/compile.hpp"
 
+#include <malloc.h>
+
 #include <chrono>
 
 #include "backends/cpu/cpu_executable.hpp"
@@ -82,6 +84,9 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
       hook(const_cast<compiler::KernelPlan&>(*program.plan));
     else if (cacheable)
       PlanCache::store(key, options.cache_dir, CachedPlan{program.plan, program.report});
+    // The search's e-graph (hundreds of MB for a large model) is freed by now; hand the
+    // freed heap back to the system instead of keeping it resident beside the weights.
+    ::malloc_trim(0);
   }
   state->report = program.report;
   CompileReport& rep = state->report;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -28,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kMagic[12] = "LUMINALPLAN";
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;
 
 struct State {
   std::mutex mu;
@@ -134,6 +135,91 @@ void put_str(std::string& s, const std::string& v) {
   s += v;
 }
 
+// The plan as stored: each distinct kernel spec once (a model's repeated layers share
+// theirs: 12 layers, 12x fewer bodies to read back, and the loaded steps share spec
+// objects again), written as a plan of one step per spec, then the steps referring to
+// them by index.
+std::string encode_plan(const compiler::KernelPlan& p) {
+  std::map<const ir::KernelSpec*, uint32_t> index;
+  compiler::KernelPlan specs;
+  specs.add_value();
+  std::string steps;
+  put<uint64_t>(steps, p.steps.size());
+  for (const auto& st : p.steps) {
+    auto [it, fresh] = index.emplace(st.spec.get(), static_cast<uint32_t>(specs.steps.size()));
+    if (fresh) {
+      compiler::KernelPlan::Step one;
+      one.spec = st.spec;
+      specs.steps.push_back(std::move(one));
+    }
+    put<uint32_t>(steps, it->second);
+    put<uint64_t>(steps, st.args.size());
+    for (uint32_t a : st.args) put<uint32_t>(steps, a);
+    put<uint32_t>(steps, st.result);
+    put<double>(steps, st.est_seconds);
+    put<uint32_t>(steps, st.eclass);
+  }
+  compiler::KernelPlan rest = p;  // values and outputs, no steps
+  rest.steps.clear();
+  std::string out;
+  put_str(out, aot::serialize_plan(specs));
+  put_str(out, aot::serialize_plan(rest));
+  put_str(out, steps);
+  return out;
+}
+
+compiler::KernelPlan decode_plan(const std::string& bytes) {
+  size_t pos = 0;
+  auto take = [&](size_t n) {
+    if (n > bytes.size() - pos) throw RuntimeError("truncated");
+    const size_t at = pos;
+    pos += n;
+    return at;
+  };
+  auto take_str = [&] {
+    uint64_t n;
+    std::memcpy(&n, bytes.data() + take(8), 8);
+    if (n > bytes.size()) throw RuntimeError("truncated");
+    return bytes.substr(take(static_cast<size_t>(n)), static_cast<size_t>(n));
+  };
+  const compiler::KernelPlan specs = aot::deserialize_plan(take_str());
+  compiler::KernelPlan p = aot::deserialize_plan(take_str());
+  const std::string steps = take_str();
+  if (pos != bytes.size()) throw RuntimeError("trailing bytes");
+  // Steps, against the same bounds deserialize_plan checks.
+  size_t sp = 0;
+  auto step_pod = [&](auto& v) {
+    if (sizeof v > steps.size() - sp) throw RuntimeError("truncated steps");
+    std::memcpy(&v, steps.data() + sp, sizeof v);
+    sp += sizeof v;
+  };
+  uint64_t n = 0;
+  step_pod(n);
+  const size_t nv = p.leaf_name.size();
+  for (uint64_t s = 0; s < n; ++s) {
+    compiler::KernelPlan::Step st;
+    uint32_t spec = 0;
+    step_pod(spec);
+    if (spec >= specs.steps.size()) throw RuntimeError("spec index");
+    st.spec = specs.steps[spec].spec;
+    uint64_t na = 0;
+    step_pod(na);
+    if (na > steps.size()) throw RuntimeError("arg count");
+    st.args.resize(static_cast<size_t>(na));
+    for (auto& a : st.args) {
+      step_pod(a);
+      if (a >= nv) throw RuntimeError("value out of range");
+    }
+    step_pod(st.result);
+    if (st.result >= nv) throw RuntimeError("value out of range");
+    step_pod(st.est_seconds);
+    step_pod(st.eclass);
+    p.steps.push_back(std::move(st));
+  }
+  if (sp != steps.size()) throw RuntimeError("trailing step bytes");
+  return p;
+}
+
 }  // namespace
 
 std::string PlanCache::key(const GraphImpl& g, const Target& target, const CompileOptions& o) {
@@ -221,7 +307,7 @@ std::shared_ptr<const CachedPlan> PlanCache::find(const std::string& key, const 
     const uint64_t sum = take_u64();
     if (pos != bytes.size() || sum != cpu::checksum64(bytes.data(), body)) throw RuntimeError("checksum");
     auto entry = std::make_shared<CachedPlan>();
-    entry->plan = std::make_shared<const compiler::KernelPlan>(aot::deserialize_plan(plan));
+    entry->plan = std::make_shared<const compiler::KernelPlan>(decode_plan(plan));
     entry->report = aot::deserialize_report(report);
     std::lock_guard<std::mutex> lock(s.mu);
     ++s.stats.disk_hits;
@@ -249,7 +335,7 @@ void PlanCache::store(const std::string& key, const std::string& cache_dir, cons
   std::string bytes(kMagic, sizeof kMagic);
   put<uint32_t>(bytes, kFormat);
   put_str(bytes, key);
-  put_str(bytes, aot::serialize_plan(*entry.plan));
+  put_str(bytes, encode_plan(*entry.plan));
   put_str(bytes, aot::serialize_report(entry.report));
   put<uint64_t>(bytes, cpu::checksum64(bytes.data(), bytes.size()));
   // Best effort: a cache that cannot be written only costs the next start a search.

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "backends/cpu/c_prelude.hpp"
 #include "kernel/kernel_eval.hpp"
@@ -682,8 +683,12 @@ class KernelWriter {
       throw InternalError("[cpu] kernel " + k_.name + ": the C renderer takes f32 GEMM operands only");
     const GemmTile& t = g.tile;
     check_micro_tile(opt_.isa, t.mr, t.nr);
-    gemm_configs_.insert({t.mr, t.nr});
-    const std::string fn = gemm_function_name(opt_.isa, t.mr, t.nr);
+    // A half-precision B (an f16/bf16 weight) is converted by the generated GEMM as it packs.
+    const DType bdt = p_.buffers[static_cast<size_t>(g.b.buffer)].dtype;
+    const bool half_b = bdt != DType::f32;
+    const std::string BT = half_b ? "uint16_t" : "float";
+    gemm_configs_.insert({t.mr, t.nr, bdt});
+    const std::string fn = gemm_function_name(opt_.isa, t.mr, t.nr, bdt);
     // The epilogue's context (buffers, symbols, batch loop variables) is copied by the
     // driver into its job, so it must fit LM_EPI_CTX_MAX (gemm_codegen.hpp).
     if (16 + 8 * k_.loops.size() > static_cast<size_t>(kGemmEpiContextMax))
@@ -718,7 +723,7 @@ class KernelWriter {
       std::map<const ExprNode*, std::string> memo;
       std::string v = value(g.epilogue, memo, s, "      ");
       s << "      c[lm_r * ldc + lm_c] = " << v << ";\n    }\n  }\n}\n";
-      if (g.impl == GemmImpl::Library) {
+      if (g.impl == GemmImpl::Library && !half_b) {
         // The library call's epilogue, in blocks of 8 rows on the call's threads.
         s << "typedef struct { " << ctx << " cx; float* c; int64_t ldc, M, N; } " << k_.name << "_lepi_env;\n"
           << "static void " << k_.name << "_lepi(void* lm_env, int64_t lm_lo, int64_t lm_hi, int lm_tid) {\n"
@@ -737,7 +742,7 @@ class KernelWriter {
       o << ind << "const int64_t M = " << ix(g.m) << ", N = " << ix(g.n) << ", K = " << ix(g.k) << ";\n"
         << ind << "const float* a = A + " << ix(g.a.offset) << "; const int64_t rsa = " << ix(g.a.row_stride)
         << ", csa = " << ix(g.a.col_stride) << ";\n"
-        << ind << "const float* b = B + " << ix(g.b.offset) << "; const int64_t rsb = " << ix(g.b.row_stride)
+        << ind << "const " << BT << "* b = B + " << ix(g.b.offset) << "; const int64_t rsb = " << ix(g.b.row_stride)
         << ", csb = " << ix(g.b.col_stride) << ";\n"
         << ind << "float* c = C + " << ix(g.c.offset) << "; const int64_t ldc = " << ix(g.c.row_stride)
         << ";\n"
@@ -749,7 +754,7 @@ class KernelWriter {
                                    std::to_string(t.mc) + ", " + std::to_string(t.nc) + ", " +
                                    std::to_string(t.kc) + ", " + epi + ", &cx, sizeof cx, lm_rt, lm_cx, " +
                                    tid + ", " + (tail ? "1" : "0") + ");";
-      if (g.impl != GemmImpl::Library) {
+      if (g.impl != GemmImpl::Library || half_b) {  // BLAS takes f32 operands only
         o << ind << gen_call << "\n";
         return;
       }
@@ -772,7 +777,7 @@ class KernelWriter {
     };
     auto declare_matrices = [&](std::ostringstream& o) {
       o << "  const float* A = (const float*)lm_bufs[" << g.a.buffer << "];\n"
-        << "  const float* B = (const float*)lm_bufs[" << g.b.buffer << "];\n"
+        << "  const " << BT << "* B = (const " << BT << "*)lm_bufs[" << g.b.buffer << "];\n"
         << "  float* C = (float*)lm_bufs[" << g.c.buffer << "];\n"
         << "  (void)A; (void)B; (void)C;\n";
     };
@@ -1117,7 +1122,7 @@ class KernelWriter {
     return s.str();
   }
 
-  const std::set<std::pair<int, int>>& gemm_configs() const { return gemm_configs_; }
+  const std::set<std::tuple<int, int, DType>>& gemm_configs() const { return gemm_configs_; }
 
  private:
   const Program& p_;
@@ -1127,7 +1132,7 @@ class KernelWriter {
   std::set<int> reads_;
   int tmp_ = 0;
   std::vector<Loop> loops_;  // elementwise: the loops rendered (see drop_unit_loops)
-  std::set<std::pair<int, int>> gemm_configs_;
+  std::set<std::tuple<int, int, DType>> gemm_configs_;
 };
 
 }  // namespace
@@ -1136,7 +1141,7 @@ CProgram render_c(const Program& p, const RenderOptions& opt) {
   validate(p);
   CProgram out;
   std::ostringstream body;
-  std::set<std::pair<int, int>> configs;
+  std::set<std::tuple<int, int, DType>> configs;
   for (const auto& k : p.kernels) {
     KernelWriter w(p, k, opt);
     body << "\n/* ---- kernel " << k.name << " ---- */\n" << w.render();
@@ -1145,7 +1150,7 @@ CProgram render_c(const Program& p, const RenderOptions& opt) {
   }
   std::ostringstream s;
   s << c_prelude() << kRuntimeDecls;
-  for (const auto& [mr, nr] : configs) s << gemm_source(opt.isa, mr, nr);
+  for (const auto& [mr, nr, bdt] : configs) s << gemm_source(opt.isa, mr, nr, bdt);
   s << body.str();
   // The entry runs every kernel in order, waiting for each (the executable calls the
   // kernels itself and waits only where a kernel depends on unfinished work).

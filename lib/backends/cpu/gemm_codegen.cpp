@@ -78,8 +78,9 @@ int64_t gemm_scratch_bytes(int64_t M, int64_t N, int64_t K, int64_t csa, int64_t
   return up(KC * MC * 4) + up(KC * NC * 4);
 }
 
-std::string gemm_function_name(CpuIsa isa, int mr, int nr) {
-  return "lm_gemm_" + std::string(isa_name(isa)) + "_" + std::to_string(mr) + "x" + std::to_string(nr);
+std::string gemm_function_name(CpuIsa isa, int mr, int nr, DType b_dtype) {
+  const std::string b = b_dtype == DType::f16 ? "_b_f16" : b_dtype == DType::bf16 ? "_b_bf16" : "";
+  return "lm_gemm_" + std::string(isa_name(isa)) + "_" + std::to_string(mr) + "x" + std::to_string(nr) + b;
 }
 
 namespace {
@@ -167,12 +168,43 @@ static inline __attribute__((always_inline)) void lm_tr16(const float* src, int6
 )";
 }
 
+// The same transpose reading 16 halves per row (f16 via F16C's vcvtph2ps, bf16 by a shift
+// into the high half of each f32): the conversion costs one instruction per row.
+std::string transpose16_half_source(DType dt) {
+  const bool f16 = dt == DType::f16;
+  std::string name = f16 ? "lm_tr16_f16" : "lm_tr16_bf16";
+  std::string guard = f16 ? "LM_TR16_F16_DEFINED" : "LM_TR16_BF16_DEFINED";
+  std::string load = f16 ? "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(src + j * lds)))"
+                         : "_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256("
+                           "(const __m256i*)(src + j * lds))), 16))";
+  std::string src = transpose16_source();
+  // Same body, other name, other element type and row load.
+  auto replace = [&](const std::string& from, const std::string& to) {
+    for (size_t at = src.find(from); at != std::string::npos; at = src.find(from, at + to.size()))
+      src.replace(at, from.size(), to);
+  };
+  replace("LM_TR16_DEFINED", guard);
+  replace("void lm_tr16(const float* src", "void " + name + "(const uint16_t* src");
+  replace("_mm512_loadu_ps(src + j * lds)", load);
+  return src;
+}
+
 }  // namespace
 
-std::string gemm_source(CpuIsa isa, int mr, int nr) {
+std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
   check_micro_tile(isa, mr, nr);
-  const std::string fn = gemm_function_name(isa, mr, nr);
+  if (b_dtype != DType::f32 && b_dtype != DType::f16 && b_dtype != DType::bf16)
+    throw InternalError("[gemm] B must be f32, f16 or bf16");
+  const bool half = b_dtype != DType::f32;
+  const std::string fn = gemm_function_name(isa, mr, nr, b_dtype);
   const std::string MR = std::to_string(mr), NR = std::to_string(nr);
+  // B's element type, its conversion to f32, and the names of the helpers that read it.
+  const std::string BT = half ? "uint16_t" : "float";
+  const std::string cvt = b_dtype == DType::f16 ? "lm_f16_to_f32" : b_dtype == DType::bf16 ? "lm_bf16_to_f32" : "";
+  auto rd = [&](const std::string& e) { return half ? cvt + "(" + e + ")" : e; };
+  const std::string sfx = b_dtype == DType::f16 ? "_f16" : b_dtype == DType::bf16 ? "_bf16" : "";
+  const std::string small_m = "lm_gemm_small_m" + sfx, small_n = "lm_gemm_small_n" + sfx;
+  const std::string tr16 = "lm_tr16" + sfx;
   std::ostringstream s;
   s << "/* ---- generated SGEMM " << fn << " ---- */\n";
   if (isa != CpuIsa::Generic) s << "#include <immintrin.h>\n";
@@ -184,7 +216,7 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     // does not wait for it: the epilogue context travels by value).
     << "#define LM_EPI_CTX_MAX " << kGemmEpiContextMax << "\n"
     << "typedef struct {\n"
-    << "  int64_t M, N, K; const float* A; int64_t rsa, csa; const float* B; int64_t rsb, csb;\n"
+    << "  int64_t M, N, K; const float* A; int64_t rsa, csa; const void* B; int64_t rsb, csb;\n"
     << "  float* C; int64_t ldc, MC, NC, KC, tn, rows_per, cols_per;\n"
     << "  lm_epi_fn epi; const lm_runtime* rt; void* cx;\n"
     << "  _Alignas(16) unsigned char epi_ctx[LM_EPI_CTX_MAX];\n"
@@ -196,13 +228,14 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
   // its strip's columns contiguous along k: element-wise packing is a strided gather
   // (measured 6.4 ms of a 25 ms 128x5632x2048 product), so on AVX-512 the strip is
   // packed by 16x16 register transposes instead.
-  if (isa == CpuIsa::Avx512 && nr % 16 == 0) s << transpose16_source();
-  s << "static void " << fn
-    << "_pack_b(int64_t kc, int64_t cols, const float* B, int64_t rsb, int64_t csb, float* restrict out) {\n"
+  if (isa == CpuIsa::Avx512 && nr % 16 == 0) s << (half ? transpose16_half_source(b_dtype) : transpose16_source());
+  s << "static void " << fn << "_pack_b(int64_t kc, int64_t cols, const " << BT
+    << "* B, int64_t rsb, int64_t csb, float* restrict out) {\n"
     << "  if (csb == 1 && cols == " << NR << ") {\n"
     << "    for (int64_t p = 0; p < kc; ++p) {\n"
     << "      #pragma omp simd\n"
-    << "      for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR << " + j] = B[p * rsb + j];\n"
+    << "      for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR << " + j] = " << rd("B[p * rsb + j]")
+    << ";\n"
     << "    }\n    return;\n  }\n";
   if (isa == CpuIsa::Avx512 && nr % 16 == 0)
     s << "  if (rsb == 1 && cols == " << NR << ") {\n"
@@ -216,16 +249,17 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
       // a prefetch may name (it never faults) but C pointer arithmetic may not.
       << "      for (int64_t j = 0; j < " << NR << "; ++j)\n"
       << "        __builtin_prefetch((const void*)((uintptr_t)(B + p0) + (uintptr_t)((" << NR
-      << " + j) * csb) * sizeof(float)), 0, 2);\n"
-      << "      for (int64_t g = 0; g < " << nr / 16
-      << "; ++g) lm_tr16(B + g * 16 * csb + p0, csb, out + p0 * " << NR << " + g * 16, " << NR << ");\n"
+      << " + j) * csb) * sizeof(" << BT << ")), 0, 2);\n"
+      << "      for (int64_t g = 0; g < " << nr / 16 << "; ++g) " << tr16 << "(B + g * 16 * csb + p0, csb, out + p0 * "
+      << NR << " + g * 16, " << NR << ");\n"
       << "    }\n"
       << "    for (int64_t p = p0; p < kc; ++p)\n"
-      << "      for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR << " + j] = B[p + j * csb];\n"
+      << "      for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR << " + j] = " << rd("B[p + j * csb]")
+      << ";\n"
       << "    return;\n  }\n";
   s << "  for (int64_t p = 0; p < kc; ++p)\n"
     << "    for (int64_t j = 0; j < " << NR << "; ++j) out[p * " << NR
-    << " + j] = j < cols ? B[p * rsb + j * csb] : 0.0f;\n"
+    << " + j] = j < cols ? " << rd("B[p * rsb + j * csb]") << " : 0.0f;\n"
     << "}\n";
   s << "static void " << fn
     << "_pack_a(int64_t kc, int64_t rows, const float* A, int64_t rsa, int64_t csa, float* restrict out) {\n"
@@ -239,48 +273,37 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
   // place: axpy over contiguous rows of B, or dot products over contiguous columns
   // (B = W^T of a [N, K] weight). Bandwidth-bound either way; blocks of columns are the
   // tasks. Other strides return 0 and take the packed path.
-  s << "#ifndef LM_GEMM_SMALL_DEFINED\n#define LM_GEMM_SMALL_DEFINED\n"
-    << "static void lm_gemm_small_m_task(void* lm_env, int64_t lo, int64_t hi, int tid) {\n"
-    << "  const lm_gemm_env* e = (const lm_gemm_env*)lm_env; (void)tid;\n"
-    << "  const int64_t M = e->M, N = e->N, K = e->K, rsa = e->rsa, csa = e->csa, rsb = e->rsb, csb = "
-       "e->csb, "
-       "ldc = e->ldc;\n"
-    << "  const float* A = e->A; const float* B = e->B; float* C = e->C;\n"
-    << "  void* ctx = (void*)e->epi_ctx;\n"
-    << "  if (csb == 1) {\n"
-    << "    for (int64_t blk = lo; blk < hi; ++blk) {\n"
-    << "      const int64_t j0 = blk * 256, cols = N - j0 < 256 ? N - j0 : 256;\n"
-    << "      float acc[4][256] __attribute__((aligned(64)));\n"
-    << "      memset(acc, 0, sizeof acc);\n"
-    << "      for (int64_t k = 0; k < K; ++k) {\n"
-    << "        const float* restrict brow = B + k * rsb + j0;\n"
-    << "        for (int64_t i = 0; i < M; ++i) {\n"
-    << "          const float a = A[i * rsa + k * csa];\n"
-    << "          float* restrict ai = acc[i];\n"
-    << "          #pragma omp simd\n"
-    << "          for (int64_t j = 0; j < cols; ++j) ai[j] = LM_FMA(a, brow[j], ai[j]);\n"
-    << "        }\n      }\n"
-    << "      for (int64_t i = 0; i < M; ++i) memcpy(C + i * ldc + j0, acc[i], sizeof(float) * "
-       "(size_t)cols);\n"
-    << "      if (e->epi) e->epi(ctx, C + j0, ldc, 0, j0, M, cols);\n"
-    << "    }\n    return;\n  }\n"
-    << "  for (int64_t blk = lo; blk < hi; ++blk) {\n"
-    << "    const int64_t j0 = blk * 64, j1 = N < j0 + 64 ? N : j0 + 64;\n"
-    << "    for (int64_t j = j0; j < j1; ++j) {\n"
-    << "      const float* restrict bcol = B + j * csb;\n"
-    << "      for (int64_t i = 0; i < M; ++i) {\n"
-    << "        const float* restrict arow = A + i * rsa;\n"
-    << "        float sum = 0.0f;\n"
-    << "        if (csa == 1) {\n"
-    << "          #pragma omp simd reduction(+:sum)\n"
-    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k] * bcol[k];\n"
-    << "        } else {\n"
-    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k * csa] * bcol[k];\n"
-    << "        }\n"
-    << "        C[i * ldc + j] = sum;\n"
-    << "      }\n    }\n"
-    << "    if (e->epi) e->epi(ctx, C + j0, ldc, 0, j0, M, j1 - j0);\n"
-    << "  }\n}\n"
+  // AVX-512 with a half B: 32 halves per step converted by one instruction each 16.
+  std::string half_dot;
+  if (half && isa == CpuIsa::Avx512) {
+    const std::string cvt16 = b_dtype == DType::f16
+                                  ? "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(P)))"
+                                  : "_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256("
+                                    "(const __m256i*)(P))), 16))";
+    auto at = [&](const std::string& ptr) {
+      std::string c = cvt16;
+      c.replace(c.find("P"), 1, ptr);
+      return c;
+    };
+    half_dot = "        if (csa == 1) {\n"
+               "          __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();\n"
+               "          int64_t k = 0;\n"
+               "          for (; k + 32 <= K; k += 32) {\n"
+               "            s0 = _mm512_fmadd_ps(_mm512_loadu_ps(arow + k), " +
+               at("bcol + k") +
+               ", s0);\n"
+               "            s1 = _mm512_fmadd_ps(_mm512_loadu_ps(arow + k + 16), " +
+               at("bcol + k + 16") +
+               ", s1);\n"
+               "          }\n"
+               "          sum = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));\n"
+               "          for (; k < K; ++k) sum += arow[k] * " +
+               rd("bcol[k]") +
+               ";\n"
+               "        } else\n";
+  }
+  // Shared by every B type: runs a task over blocks on the team or here.
+  s << "#ifndef LM_GEMM_BLOCKS_DEFINED\n#define LM_GEMM_BLOCKS_DEFINED\n"
     // Runs `task` over [0, n) blocks: on the team when the product is worth it and the
     // caller runs it (tid < 0), else here as member tid.
     << "static void lm_gemm_blocks(lm_gemm_env* e, int64_t n, int worth, lm_task_fn task, int tid, int tail) "
@@ -289,42 +312,84 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "    e->rt->parallel_for(e->cx, n, lm_chunk(e->rt, e->cx, n, 1), task, e, sizeof *e, tail);\n"
     << "  else\n"
     << "    task(e, 0, n, tid < 0 ? 0 : tid);\n"
-    << "}\n"
-    << "static int lm_gemm_small_m(lm_gemm_env* e, int tid, int tail) {\n"
+    << "}\n#endif\n";
+  s << "#ifndef LM_GEMM_SMALL" << sfx << "_DEFINED\n#define LM_GEMM_SMALL" << sfx << "_DEFINED\n"
+    << "static void " << small_m << "_task(void* lm_env, int64_t lo, int64_t hi, int tid) {\n"
+    << "  const lm_gemm_env* e = (const lm_gemm_env*)lm_env; (void)tid;\n"
+    << "  const int64_t M = e->M, N = e->N, K = e->K, rsa = e->rsa, csa = e->csa, rsb = e->rsb, csb = "
+       "e->csb, "
+       "ldc = e->ldc;\n"
+    << "  const float* A = e->A; const " << BT << "* B = (const " << BT << "*)e->B; float* C = e->C;\n"
+    << "  void* ctx = (void*)e->epi_ctx;\n"
+    << "  if (csb == 1) {\n"
+    << "    for (int64_t blk = lo; blk < hi; ++blk) {\n"
+    << "      const int64_t j0 = blk * 256, cols = N - j0 < 256 ? N - j0 : 256;\n"
+    << "      float acc[4][256] __attribute__((aligned(64)));\n"
+    << "      memset(acc, 0, sizeof acc);\n"
+    << "      for (int64_t k = 0; k < K; ++k) {\n"
+    << "        const " << BT << "* restrict brow = B + k * rsb + j0;\n"
+    << "        for (int64_t i = 0; i < M; ++i) {\n"
+    << "          const float a = A[i * rsa + k * csa];\n"
+    << "          float* restrict ai = acc[i];\n"
+    << "          #pragma omp simd\n"
+    << "          for (int64_t j = 0; j < cols; ++j) ai[j] = LM_FMA(a, " << rd("brow[j]") << ", ai[j]);\n"
+    << "        }\n      }\n"
+    << "      for (int64_t i = 0; i < M; ++i) memcpy(C + i * ldc + j0, acc[i], sizeof(float) * "
+       "(size_t)cols);\n"
+    << "      if (e->epi) e->epi(ctx, C + j0, ldc, 0, j0, M, cols);\n"
+    << "    }\n    return;\n  }\n"
+    << "  for (int64_t blk = lo; blk < hi; ++blk) {\n"
+    << "    const int64_t j0 = blk * 64, j1 = N < j0 + 64 ? N : j0 + 64;\n"
+    << "    for (int64_t j = j0; j < j1; ++j) {\n"
+    << "      const " << BT << "* restrict bcol = B + j * csb;\n"
+    << "      for (int64_t i = 0; i < M; ++i) {\n"
+    << "        const float* restrict arow = A + i * rsa;\n"
+    << "        float sum = 0.0f;\n"
+    << half_dot
+    << "        if (csa == 1) {\n"
+    << "          #pragma omp simd reduction(+:sum)\n"
+    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k] * " << rd("bcol[k]") << ";\n"
+    << "        } else {\n"
+    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k * csa] * " << rd("bcol[k]") << ";\n"
+    << "        }\n"
+    << "        C[i * ldc + j] = sum;\n"
+    << "      }\n    }\n"
+    << "    if (e->epi) e->epi(ctx, C + j0, ldc, 0, j0, M, j1 - j0);\n"
+    << "  }\n}\n"
+    << "static int " << small_m << "(lm_gemm_env* e, int tid, int tail) {\n"
     << "  if (e->M > 4 || (e->csb != 1 && e->rsb != 1)) return 0;\n"
     << "  const int64_t nb = e->csb == 1 ? (e->N + 255) / 256 : (e->N + 63) / 64;\n"
-    << "  lm_gemm_blocks(e, nb, (double)e->N * (double)e->K >= 65536.0, lm_gemm_small_m_task, tid, tail);\n"
+    << "  lm_gemm_blocks(e, nb, (double)e->N * (double)e->K >= 65536.0, " << small_m << "_task, tid, tail);\n"
     << "  return 1;\n}\n"
     // Few columns (a matrix-vector product written W @ x): N <= 4 would waste most of an
     // nr-wide micro tile, so each output is a dot product over a contiguous row of A.
-    << "static void lm_gemm_small_n_task(void* lm_env, int64_t lo, int64_t hi, int tid) {\n"
+    << "static void " << small_n << "_task(void* lm_env, int64_t lo, int64_t hi, int tid) {\n"
     << "  const lm_gemm_env* e = (const lm_gemm_env*)lm_env; (void)tid;\n"
     << "  const int64_t M = e->M, N = e->N, K = e->K, rsa = e->rsa, rsb = e->rsb, csb = e->csb, ldc = "
        "e->ldc;\n"
-    << "  const float* A = e->A; const float* B = e->B; float* C = e->C;\n"
+    << "  const float* A = e->A; const " << BT << "* B = (const " << BT << "*)e->B; float* C = e->C;\n"
     << "  for (int64_t blk = lo; blk < hi; ++blk) {\n"
     << "    const int64_t i0 = blk * 64, i1 = M < i0 + 64 ? M : i0 + 64;\n"
     << "    for (int64_t i = i0; i < i1; ++i) {\n"
     << "      const float* restrict arow = A + i * rsa;\n"
     << "      for (int64_t j = 0; j < N; ++j) {\n"
-    << "        const float* restrict bcol = B + j * csb;\n"
+    << "        const " << BT << "* restrict bcol = B + j * csb;\n"
     << "        float sum = 0.0f;\n"
     << "        if (rsb == 1) {\n"
     << "          #pragma omp simd reduction(+:sum)\n"
-    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k] * bcol[k];\n"
+    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k] * " << rd("bcol[k]") << ";\n"
     << "        } else {\n"
     << "          #pragma omp simd reduction(+:sum)\n"
-    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k] * bcol[k * rsb];\n"
+    << "          for (int64_t k = 0; k < K; ++k) sum += arow[k] * " << rd("bcol[k * rsb]") << ";\n"
     << "        }\n"
     << "        C[i * ldc + j] = sum;\n"
     << "      }\n    }\n"
     << "    if (e->epi) e->epi((void*)e->epi_ctx, C + i0 * ldc, ldc, i0, 0, i1 - i0, N);\n"
     << "  }\n}\n"
-    << "static int lm_gemm_small_n(lm_gemm_env* e, int tid, int tail) {\n"
+    << "static int " << small_n << "(lm_gemm_env* e, int tid, int tail) {\n"
     << "  if (e->N > 4 || e->csa != 1) return 0;\n"
-    << "  lm_gemm_blocks(e, (e->M + 63) / 64, (double)e->M * (double)e->K >= 65536.0, lm_gemm_small_n_task, "
-       "tid, "
-       "tail);\n"
+    << "  lm_gemm_blocks(e, (e->M + 63) / 64, (double)e->M * (double)e->K >= 65536.0, " << small_n
+    << "_task, tid, tail);\n"
     << "  return 1;\n}\n#endif\n";
   // The tasks of the packed path. The output is cut into independent tasks (row ranges
   // first, then column ranges when M is too small to feed every thread); a task packs
@@ -340,7 +405,7 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
        "ldc = e->ldc;\n"
     << "  const int64_t MC = e->MC, NC = e->NC, KC = e->KC, tn = e->tn, rows_per = e->rows_per, cols_per = "
        "e->cols_per;\n"
-    << "  const float* A = e->A; const float* B = e->B; float* C = e->C;\n"
+    << "  const float* A = e->A; const " << BT << "* B = (const " << BT << "*)e->B; float* C = e->C;\n"
     << "  const lm_epi_fn epi = e->epi; void* ctx = (void*)e->epi_ctx;\n"
     << "  const size_t abytes = ((size_t)KC * MC * sizeof(float) + 63) / 64 * 64;\n"
     << "  const size_t bbytes = ((size_t)KC * NC * sizeof(float) + 63) / 64 * 64;\n"
@@ -404,7 +469,7 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
   // The driver: small paths, else the task split (about 3 tasks per thread, so a thread
   // that loses its core for a while leaves the others something to take over).
   s << "static void " << fn << "(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
-    << "    const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc,\n"
+    << "    const " << BT << "* B, int64_t rsb, int64_t csb, float* C, int64_t ldc,\n"
     << "    int64_t MC, int64_t NC, int64_t KC, lm_epi_fn epi, const void* ctx, int64_t ctx_bytes,\n"
     << "    const lm_runtime* rt, void* cx, int tid, int tail) {\n"
     << "  if (M <= 0 || N <= 0) return;\n"
@@ -416,8 +481,8 @@ std::string gemm_source(CpuIsa isa, int mr, int nr) {
     << "  if (K <= 0) {  /* empty sum: C = 0, then the epilogue */\n"
     << "    for (int64_t i = 0; i < M; ++i) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);\n"
     << "    if (epi) epi((void*)e.epi_ctx, C, ldc, 0, 0, M, N);\n    return;\n  }\n"
-    << "  if (lm_gemm_small_m(&e, tid, tail)) return;\n"
-    << "  if (lm_gemm_small_n(&e, tid, tail)) return;\n"
+    << "  if (" << small_m << "(&e, tid, tail)) return;\n"
+    << "  if (" << small_n << "(&e, tid, tail)) return;\n"
     << "  const int64_t mstrips_all = (M + " << MR << " - 1) / " << MR << ", nstrips_all = (N + " << NR
     << " - 1) / " << NR << ";\n"
     << "  const int worth = tid < 0 && (double)M * (double)N * (double)K >= 262144.0;\n"

@@ -15,6 +15,8 @@
 
 #include <string>
 
+#include "luminal/dtype.hpp"
+
 namespace luminal::cpu {
 
 enum class CpuIsa { Generic, Avx2, Avx512 };
@@ -44,11 +46,11 @@ constexpr int kGemmEpiContextMax = 128;
 int64_t gemm_scratch_bytes(int64_t M, int64_t N, int64_t K, int64_t csa, int64_t rsb, int64_t csb, int mr,
                            int nr, int mc, int nc, int kc);
 
-/// Name of the driver function emitted by gemm_source(isa, mr, nr).
-std::string gemm_function_name(CpuIsa isa, int mr, int nr);
+/// Name of the driver function emitted by gemm_source(isa, mr, nr, b_dtype).
+std::string gemm_function_name(CpuIsa isa, int mr, int nr, DType b_dtype = DType::f32);
 /// C source (needs the prelude's includes) defining
 ///   static void <gemm_function_name>(int64_t M, int64_t N, int64_t K,
-///       const float* A, int64_t rsa, int64_t csa, const float* B, int64_t rsb, int64_t csb,
+///       const float* A, int64_t rsa, int64_t csa, const B_T* B, int64_t rsb, int64_t csb,
 ///       float* C, int64_t ldc, int64_t MC, int64_t NC, int64_t KC, lm_epi_fn epi,
 ///       const void* ctx, int64_t ctx_bytes, const lm_runtime* rt, void* cx, int tid, int tail);
 /// plus lm_epi_fn when not yet defined. tid < 0: the caller, which may run the tasks on
@@ -56,6 +58,10 @@ std::string gemm_function_name(CpuIsa isa, int mr, int nr);
 /// kernel issues nothing after this product (its tasks need not be waited for). Needs
 /// the renderer's ABI declarations (lm_runtime, lm_chunk) and the prelude. Includes
 /// <immintrin.h> for the SIMD ISAs.
-std::string gemm_source(CpuIsa isa, int mr, int nr);
+/// B_T is float, or uint16_t for f16/bf16 weights (`b_dtype`): B is converted to f32
+/// while it is packed (or, on the few-rows path, as it is streamed), so a half-precision
+/// weight is read at half the bytes and never copied to f32 as a whole; accumulation is
+/// f32 either way.
+std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype = DType::f32);
 
 }  // namespace luminal::cpu

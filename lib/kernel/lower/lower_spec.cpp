@@ -741,9 +741,28 @@ class Lowerer {
   // An operand as an affine view; one that is not a plain strided load (a
   // permuted-then-merged view, a computed prologue) is first copied into a contiguous
   // buffer by its own kernel, over every axis but `other_axis` (the other operand's).
-  Affine gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmFrame& f) {
+  // A weight stored as f16/bf16 and read through a cast to f32 (linear(x, cast(w, f32)))
+  // is B as it is: the generated GEMM converts it while packing, so the weight is read at
+  // half the bytes and never copied to f32 whole on each call.
+  static std::optional<Expr> half_weight(const Expr& e) {
+    if (e.op() != kernel::ExprOp::Cast || e.dtype() != DType::f32 || e.node().args.size() != 1)
+      return std::nullopt;
+    const Expr& in = e.node().args[0];
+    if (in.op() == kernel::ExprOp::Load && (in.dtype() == DType::f16 || in.dtype() == DType::bf16) &&
+        !in.node().valid)
+      return in;
+    return std::nullopt;
+  }
+
+  Affine gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmFrame& f, bool b_side) {
     if (plain_f32_load(e))
       if (auto a = affine(e.node().index, f.interest)) return *a;
+    if (b_side)
+      if (auto h = half_weight(e))
+        if (auto a = affine(h->node().index, f.interest)) {
+          e = *h;
+          return *a;
+        }
     std::vector<int> keep;
     std::vector<Index> dims, at;
     for (size_t i = 0; i < f.rank; ++i)
@@ -840,8 +859,8 @@ class Lowerer {
         return false;
       }
     }
-    Affine ax_ = gemm_operand(X, xin, n_axis, f);
-    Affine ay = gemm_operand(Y, yin, m_axis, f);
+    Affine ax_ = gemm_operand(X, xin, n_axis, f, false);
+    Affine ay = gemm_operand(Y, yin, m_axis, f, true);
 
     kernel::Gemm g;
     const int rv = static_cast<int>(rank), cv = static_cast<int>(rank) + 1;  // unused ids when absent
@@ -1214,10 +1233,14 @@ class Lowerer {
 
 std::optional<Failure> lower_spec(const ir::KernelSpec& spec, const std::vector<int>& args, int result,
                                   const std::string& name, kernel::Program& prog, const Options& opt) {
-  const kernel::Program backup = prog;
+  // Lowering only appends symbols and buffers (kernels are added on success), so undoing
+  // a failed attempt is a truncation: copying the whole program per step made lowering a
+  // 12-layer model quadratic in its kernel count.
+  const size_t nbuffers = prog.buffers.size(), nsymbols = prog.symbols.size();
   Lowerer l(spec, args, name, prog, opt);
   if (auto failed = l.lower(result)) {
-    prog = backup;
+    prog.buffers.resize(nbuffers);
+    prog.symbols.resize(nsymbols);
     return failed;
   }
   for (auto& k : l.kernels) prog.kernels.push_back(std::move(k));

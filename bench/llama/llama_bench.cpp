@@ -1,0 +1,188 @@
+// Llama end to end on the CPU: Luminal's examples/llama against llama.cpp and PyTorch
+// eager on the same weights, in one run, same thread count. Prints medians and ratios.
+//
+//   llama_bench --model DIR [--gguf FILE --llamacpp PATH --bins DIR] [--prompt 128]
+//               [--decode 32] [--reps 5] [--threads 2] [--no-torch]
+//
+// Luminal runs in this process: a warm-up, then per repetition a fresh cache, a P-token
+// prefill (timed) and D decode steps after it (timed together: decode at P..P+D past
+// tokens). llama.cpp (bench/llama/llamacpp_bench, over its prebuilt libraries) and
+// PyTorch (bench/llama/torch_llama.py) run as child processes with the same prompt,
+// the same greedy loop and the same thread count; their greedy ids are compared with
+// ours. Also printed: a plain 2-thread copy of 512 MB (the bandwidth roofline of this run),
+// the weight bytes one decode step reads and the bandwidth that implies, and this
+// process's resident memory against weights + KV cache.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llama_model.hpp"
+#include "luminal/luminal.hpp"
+
+namespace {
+
+namespace lm = luminal;
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+long rss_kb(const char* key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(key, 0) == 0) return std::atol(line.c_str() + std::strlen(key));
+  return 0;
+}
+
+/// GB/s of a plain parallel copy (bytes read + bytes written), median of 5.
+double copy_bandwidth(int threads) {
+  const size_t n = size_t{64} << 21;  // 128M floats = 512 MB per side
+  std::unique_ptr<float[]> a(new float[n]), b(new float[n]);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (size_t i = 0; i < n; ++i) a[i] = static_cast<float>(i & 1023), b[i] = 0;
+  std::vector<double> t;
+  for (int r = 0; r < 6; ++r) {
+    const auto t0 = Clock::now();
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t i = 0; i < n; ++i) b[i] = a[i];
+    if (r) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  if (b[n - 1] != a[n - 1]) std::abort();
+  return 2.0 * static_cast<double>(n) * 4 / median(t) / 1e9;
+}
+
+struct Result {
+  double prefill = 0, decode = 0;  // tokens/s
+  std::string tokens;
+  bool ok = false;
+};
+
+Result run_child(const std::string& cmd) {
+  Result r;
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[1 << 16];
+  while (std::fgets(buf, sizeof buf, p)) {
+    std::string line(buf);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    if (line.rfind("tokens: ", 0) == 0) r.tokens = line.substr(8);
+    if (line.rfind("prefill_tokens_per_s=", 0) == 0) r.prefill = std::atof(line.c_str() + 21);
+    if (line.rfind("decode_tokens_per_s=", 0) == 0) r.decode = std::atof(line.c_str() + 20);
+  }
+  r.ok = ::pclose(p) == 0 && r.prefill > 0;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::map<std::string, std::string> a;
+  bool torch = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (k == "--no-torch") {
+      torch = false;
+    } else if (i + 1 < argc) {
+      a[k] = argv[++i];
+    }
+  }
+  if (!a.count("--model")) {
+    std::fprintf(stderr, "usage: llama_bench --model DIR [--gguf FILE --llamacpp PATH --bins DIR] [--prompt N] "
+                         "[--decode N] [--reps N] [--threads N] [--no-torch]\n");
+    return 2;
+  }
+  const std::string dir = a["--model"];
+  const int P = a.count("--prompt") ? std::atoi(a["--prompt"].c_str()) : 128;
+  const int D = a.count("--decode") ? std::atoi(a["--decode"].c_str()) : 32;
+  const int reps = a.count("--reps") ? std::atoi(a["--reps"].c_str()) : 5;
+  const int threads = a.count("--threads") ? std::atoi(a["--threads"].c_str()) : 2;
+  omp_set_num_threads(threads);
+
+  const long rss0 = rss_kb("VmRSS:");
+  const llama::Model model = llama::Model::load(dir);
+  const llama::Config& c = model.config();
+  auto t0 = Clock::now();
+  llama::Session s(model, lm::Target::cpu());
+  const double compile_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<int32_t> prompt(static_cast<size_t>(P));
+  for (int i = 0; i < P; ++i) prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % c.vocab_size);
+
+  Result ours;
+  std::vector<double> pre, dec;
+  for (int r = -1; r < reps; ++r) {
+    s.reset(P + D + 1);
+    t0 = Clock::now();
+    int32_t next = llama::argmax(s.prefill(prompt));
+    const double tp = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::string ids = std::to_string(next);
+    t0 = Clock::now();
+    for (int i = 0; i < D; ++i) {
+      next = llama::argmax(s.decode(next));
+      ids += ',';
+      ids += std::to_string(next);
+    }
+    const double td = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (r < 0) continue;
+    pre.push_back(P / tp);
+    dec.push_back(D / td);
+    ours.tokens = ids;
+  }
+  ours.prefill = median(pre);
+  ours.decode = median(dec);
+  const long rss = rss_kb("VmRSS:"), hwm = rss_kb("VmHWM:");
+
+  // Bytes one decode step reads: every weight but the embedding table (one row of it),
+  // unless the table is also the output head.
+  int64_t step_bytes = 0;
+  for (const auto& [name, t] : model.weights())
+    if (name != llama::kEmbed || c.tie_word_embeddings) step_bytes += static_cast<int64_t>(t.nbytes());
+  const double copy = copy_bandwidth(threads);
+
+  Result cpp, pt;
+  if (a.count("--gguf") && a.count("--llamacpp") && a.count("--bins"))
+    cpp = run_child(a["--llamacpp"] + " --bins '" + a["--bins"] + "' --gguf '" + a["--gguf"] + "' --prompt " +
+                    std::to_string(P) + " --decode " + std::to_string(D) + " --reps " + std::to_string(reps) +
+                    " --threads " + std::to_string(threads));
+  if (torch)
+    pt = run_child(std::string("/usr/bin/python3 ") + LUMINAL_BENCH_LLAMA_DIR + "/torch_llama.py '" + dir +
+                   "' --prompt " + std::to_string(P) + " --decode " + std::to_string(D) + " --reps " +
+                   std::to_string(reps) + " --threads " + std::to_string(threads));
+
+  std::printf("model: %s, weights %s %.1f MB; %d threads; prompt %d, %d decode steps, medians of %d\n",
+              c.summary().c_str(), model.weight_dtype().c_str(), model.weight_bytes() / 1e6, threads, P, D, reps);
+  std::printf("compile (both graphs): %.3f s; prefill %s\n", compile_s, s.prefill_fn().report().to_string().c_str());
+  std::printf("%-10s %14s %14s\n", "", "prefill tok/s", "decode tok/s");
+  std::printf("%-10s %14.1f %14.2f\n", "luminal", ours.prefill, ours.decode);
+  if (cpp.ok)
+    std::printf("%-10s %14.1f %14.2f   luminal/llama.cpp: prefill %.2fx, decode %.2fx; same ids: %s\n", "llama.cpp",
+                cpp.prefill, cpp.decode, ours.prefill / cpp.prefill, ours.decode / cpp.decode,
+                cpp.tokens == ours.tokens ? "yes" : "no");
+  if (pt.ok)
+    std::printf("%-10s %14.1f %14.2f   luminal/pytorch:   prefill %.2fx, decode %.2fx; same ids: %s\n", "pytorch",
+                pt.prefill, pt.decode, ours.prefill / pt.prefill, ours.decode / pt.decode,
+                pt.tokens == ours.tokens ? "yes" : "no");
+  const double bw = step_bytes * ours.decode / 1e9;
+  std::printf("decode reads %.1f MB of weights per token: %.1f GB/s = %.0f%% of this run's copy bandwidth (%.1f GB/s)\n",
+              step_bytes / 1e6, bw, 100 * bw / copy, copy);
+  const double need = (model.weight_bytes() + s.cache_bytes()) / 1e6;
+  std::printf("memory: resident %.1f MB after the runs (peak %.1f MB, %.1f MB before loading); weights + KV cache "
+              "%.1f MB: %.0f%%\n",
+              rss / 1e3, hwm / 1e3, rss0 / 1e3, need, 100.0 * (rss - rss0) / 1e3 / need);
+  std::printf("luminal ids: %s\n", ours.tokens.c_str());
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "llama_bench: %s\n", e.what());
+  return 1;
+}
