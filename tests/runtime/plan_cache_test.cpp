@@ -87,27 +87,28 @@ TEST_CASE("a graph compiled before skips the search, from memory and from disk",
 
 TEST_CASE("any change of graph, dims, options or target searches again", "[plan_cache]") {
   TempDir dir;
+  // The reference target: no C compiler runs, the search is what is cached.
   lm::CompileOptions opt;
   opt.cache_dir = dir.path.string();
   // (The in-memory level is process-wide: constants no other test case uses.)
-  (void)lm::compile(mlp(0.625f), lm::Target::cpu(), opt);
-  CHECK_FALSE(lm::compile(mlp(0.375f), lm::Target::cpu(), opt).report().plan_cached);    // a constant
-  CHECK_FALSE(lm::compile(mlp(0.625f, 9), lm::Target::cpu(), opt).report().plan_cached);  // a dim range
-  CHECK_FALSE(lm::compile(mlp(0.625f), lm::Target::reference(), opt).report().plan_cached);
+  (void)lm::compile(mlp(0.625f), lm::Target::reference(), opt);
+  CHECK_FALSE(lm::compile(mlp(0.375f), lm::Target::reference(), opt).report().plan_cached);    // a constant
+  CHECK_FALSE(lm::compile(mlp(0.625f, 9), lm::Target::reference(), opt).report().plan_cached);  // a dim range
+  CHECK_FALSE(lm::compile(mlp(0.625f), lm::Target::cpu(), opt).report().plan_cached);  // the target
   lm::CompileOptions fm = opt;
   fm.fast_math = true;
-  CHECK_FALSE(lm::compile(mlp(0.625f), lm::Target::cpu(), fm).report().plan_cached);
+  CHECK_FALSE(lm::compile(mlp(0.625f), lm::Target::reference(), fm).report().plan_cached);
   lm::CompileOptions small = opt;
   small.node_limit = 5000;
-  CHECK_FALSE(lm::compile(mlp(0.625f), lm::Target::cpu(), small).report().plan_cached);
+  CHECK_FALSE(lm::compile(mlp(0.625f), lm::Target::reference(), small).report().plan_cached);
   // A renamed input is a different program too (names are part of the call's contract).
   lm::Graph g;
   lm::Dim B = g.dim("B", 1, 8);
   g.output("y", lm::gelu(lm::linear(g.input("x2", {B, 16}), g.param("w", {24, 16}))) + 0.625f);
-  CHECK_FALSE(lm::compile(g, lm::Target::cpu(), opt).report().plan_cached);
+  CHECK_FALSE(lm::compile(g, lm::Target::reference(), opt).report().plan_cached);
   // Everything above is cached now.
-  CHECK(lm::compile(mlp(0.625f, 9), lm::Target::cpu(), opt).report().plan_cached);
-  CHECK(lm::compile(mlp(0.625f), lm::Target::cpu(), fm).report().plan_cached);
+  CHECK(lm::compile(mlp(0.625f, 9), lm::Target::reference(), opt).report().plan_cached);
+  CHECK(lm::compile(mlp(0.625f), lm::Target::reference(), fm).report().plan_cached);
 }
 
 TEST_CASE("corrupt or truncated plan files are rebuilt; LUMINAL_PLAN_CACHE=0 disables the cache", "[plan_cache]") {
