@@ -114,7 +114,9 @@ int main(int argc, char** argv) try {
   const llama::Model model = llama::Model::load(dir);
   const llama::Config& c = model.config();
   auto t0 = Clock::now();
-  llama::Session s(model, lm::Target::cpu());
+  lm::CompileOptions options;
+  options.time_budget_seconds = 120;  // as llama-generate: let the search finish
+  llama::Session s(model, lm::Target::cpu(), options);
   const double compile_s = std::chrono::duration<double>(Clock::now() - t0).count();
   std::vector<int32_t> prompt(static_cast<size_t>(P));
   for (int i = 0; i < P; ++i) prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % c.vocab_size);

@@ -88,7 +88,11 @@ int main(int argc, char** argv) try {
   const llama::Config& c = model.config();
   for (int32_t t : prompt)
     if (t >= c.vocab_size) usage("--tokens: id " + std::to_string(t) + " is outside the vocabulary");
-  llama::Session session(model, target, {}, progress);
+  // A model is compiled once and its plan cached: give the search room to finish even on
+  // a busy machine (a plan cut short by the clock is correct but slower, and not cached).
+  lm::CompileOptions options;
+  options.time_budget_seconds = 120;
+  llama::Session session(model, target, options, progress);
 
   const int64_t capacity = static_cast<int64_t>(prompt.size()) + steps;
   session.reset(capacity);

@@ -80,9 +80,12 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
     program.report.plan_cached = true;
   } else {
     program = compiler::compile_graph(*state->graph, target, options);
+    // A search cut short by its wall-clock budget depends on how busy the machine was:
+    // such a plan is correct but may be far from the best, so it is not kept (the next
+    // compile searches again). Node and iteration limits are deterministic: cached.
     if (hook)
       hook(const_cast<compiler::KernelPlan&>(*program.plan));
-    else if (cacheable)
+    else if (cacheable && program.report.stop_reason.find("time-limit") == std::string::npos)
       PlanCache::store(key, options.cache_dir, CachedPlan{program.plan, program.report});
     // The search's e-graph (hundreds of MB for a large model) is freed by now; hand the
     // freed heap back to the system instead of keeping it resident beside the weights.

@@ -13,7 +13,8 @@
 // the search, and the identity of this libluminal build (its GNU build-id, else its
 // size and modification time): a rebuilt library never reads an older build's plans.
 // Entries are written atomically (temp file + rename) and carry a checksum; a truncated
-// or corrupt entry is deleted and the graph searched again.
+// or corrupt entry is deleted and the graph searched again. compile() does not store a
+// plan whose search stopped on its wall-clock budget (it depends on the machine's load).
 //
 // LUMINAL_PLAN_CACHE=0 disables both levels (every compile searches).
 #pragma once

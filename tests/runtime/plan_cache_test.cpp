@@ -144,3 +144,16 @@ TEST_CASE("corrupt or truncated plan files are rebuilt; LUMINAL_PLAN_CACHE=0 dis
   ::unsetenv("LUMINAL_PLAN_CACHE");
   CHECK(lm::compile(mlp(0.75f), lm::Target::cpu(), opt).report().plan_cached);
 }
+
+TEST_CASE("a search cut short by its time budget is not cached", "[plan_cache]") {
+  TempDir dir;
+  lm::CompileOptions opt;
+  opt.cache_dir = dir.path.string();
+  opt.time_budget_seconds = 1e-9;  // every optional phase runs out of time
+  lm::Callable a = lm::compile(mlp(0.875f), lm::Target::reference(), opt);
+  REQUIRE(a.report().stop_reason.find("time-limit") != std::string::npos);
+  lm::Callable b = lm::compile(mlp(0.875f), lm::Target::reference(), opt);
+  CHECK_FALSE(b.report().plan_cached);
+  CHECK(plan_files(dir.path).empty());
+  CHECK(run(b) == run(a));
+}
