@@ -61,6 +61,7 @@ TEST_CASE("a graph compiled before skips the search, from memory and from disk",
   TempDir dir;
   lm::CompileOptions opt;
   opt.cache_dir = dir.path.string();
+  opt.time_budget_seconds = 600;  // never the clock (a timed-out search is not cached)
   for (const lm::Target& target : {lm::Target::cpu(), lm::Target::reference()}) {
     INFO(target.to_string());
     lm::Callable first = lm::compile(mlp(0.5f), target, opt);
@@ -90,6 +91,7 @@ TEST_CASE("any change of graph, dims, options or target searches again", "[plan_
   // The reference target: no C compiler runs, the search is what is cached.
   lm::CompileOptions opt;
   opt.cache_dir = dir.path.string();
+  opt.time_budget_seconds = 600;  // never the clock (a timed-out search is not cached)
   // (The in-memory level is process-wide: constants no other test case uses.)
   (void)lm::compile(mlp(0.625f), lm::Target::reference(), opt);
   CHECK_FALSE(lm::compile(mlp(0.375f), lm::Target::reference(), opt).report().plan_cached);    // a constant
@@ -115,6 +117,7 @@ TEST_CASE("corrupt or truncated plan files are rebuilt; LUMINAL_PLAN_CACHE=0 dis
   TempDir dir;
   lm::CompileOptions opt;
   opt.cache_dir = dir.path.string();
+  opt.time_budget_seconds = 600;  // never the clock (a timed-out search is not cached)
   const std::vector<float> want = run(lm::compile(mlp(0.75f), lm::Target::cpu(), opt));
   auto files = plan_files(dir.path);
   REQUIRE(files.size() == 1);
