@@ -85,6 +85,14 @@ Arena* ArenaPool::acquire(size_t bytes, const detail::CallControl& ctl) {
     }
     const size_t grow = need - (best ? best->capacity : 0);
     if (!limits_.max_bytes || held_ + grow <= limits_.max_bytes) {
+      // Grown geometrically: a decode step's arena grows with the cache length, and an
+      // exact fit reallocated (and page-faulted) the whole arena on every step. Exact
+      // when half again would pass the cap.
+      size_t cap = need;
+      if (best) {
+        const size_t want = (best->capacity + best->capacity / 2 + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+        if (want > need && (!limits_.max_bytes || held_ - best->capacity + want <= limits_.max_bytes)) cap = want;
+      }
       Arena* a = best;
       if (a) {
         free_.erase(std::find(free_.begin(), free_.end(), a));
@@ -97,14 +105,14 @@ Arena* ArenaPool::acquire(size_t bytes, const detail::CallControl& ctl) {
         a->syms.resize(symbols_);
         a->key.resize(symbols_);
       }
-      void* p = std::aligned_alloc(kArenaAlign, need);
+      void* p = std::aligned_alloc(kArenaAlign, cap);
       if (!p) {
         free_.push_back(a);
-        throw RuntimeError("[call] cannot allocate " + std::to_string(need) + " bytes of scratch");
+        throw RuntimeError("[call] cannot allocate " + std::to_string(cap) + " bytes of scratch");
       }
       a->mem.reset(static_cast<std::byte*>(p));
-      a->capacity = need;
-      held_ += need;
+      a->capacity = cap;
+      held_ += cap;
       return a;
     }
     // Over the cap: idle arenas (all too small) make room first, then wait for a call.
