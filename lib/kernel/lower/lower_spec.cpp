@@ -854,7 +854,16 @@ class Lowerer {
           strided_big = coef_of(*ay, static_cast<int>(ax)).as_constant() != int64_t{1} && kn &&
                         *kn >= (int64_t{1} << 20);
         }
-      if (!strided_big) {
+      // An f16/bf16 weight read along k (x @ W^T, every decode projection) goes to the
+      // GEMM's few-rows path, whose dot products convert 16 halves per instruction
+      // (vcvtph2ps); the generic dot-product loop converts with ~8 integer ops per vector
+      // and made f16 decode compute-bound.
+      bool half_dot = false;
+      if (n_axis >= 0)
+        if (auto h = half_weight(Y))
+          if (auto ay = affine(h->node().index, f.interest))
+            half_dot = coef_of(*ay, static_cast<int>(ax)).as_constant() == int64_t{1};
+      if (!strided_big && !half_dot) {
         restore();
         return false;
       }
