@@ -1,7 +1,7 @@
 // GEMMs with an f16/bf16 weight: linear(x, cast(w, f32)) on the CPU reads the weight as
 // stored (the generated GEMM converts while packing; decode-shaped products convert in
-// the GEMM's few-rows dot products, with F16C on AVX-512) and must equal the reference interpreter, which converts the
-// whole weight exactly first. Shapes cover the packed path (edge tiles included), the
+// the GEMM's few-rows dot products, with F16C on AVX-512) and must equal the reference
+// interpreter, which converts the whole weight exactly first. Shapes cover the packed path (edge tiles included), the
 // few-rows path and the single-row path.
 #include <catch2/catch.hpp>
 
