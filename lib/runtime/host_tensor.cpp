@@ -185,7 +185,7 @@ HostTensor HostTensor::view(DType dtype, std::vector<int64_t> shape, const void*
 }
 
 HostTensor HostTensor::adopt(DType dtype, std::vector<int64_t> shape, std::shared_ptr<std::byte> storage) {
-  const int64_t n = count(shape);
+  const int64_t n = count(shape, dtype);
   if (!storage && n > 0)
     throw RuntimeError("[HostTensor] adopt of null storage with shape " + shape_text(shape));
   HostTensor t = view(dtype, std::move(shape), static_cast<void*>(storage.get()));
