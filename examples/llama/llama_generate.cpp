@@ -15,9 +15,6 @@
 
 #include "llama_model.hpp"
 #include "luminal/luminal.hpp"
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace {
 
@@ -76,9 +73,6 @@ int main(int argc, char** argv) try {
   }
   if (model_dir.empty() || tokens_arg.empty() || steps < 1) usage("--model, --tokens and --steps (>= 1) are required");
   const std::vector<int32_t> prompt = parse_tokens(tokens_arg);
-#ifdef _OPENMP
-  if (threads > 0) omp_set_num_threads(static_cast<int>(threads));
-#endif
   const lm::Target target = target_arg.empty() ? lm::Target::best() : lm::Target::parse(target_arg);
   auto progress = [](const std::string& msg) { std::fprintf(stderr, "llama-generate: %s\n", msg.c_str()); };
 
@@ -92,6 +86,7 @@ int main(int argc, char** argv) try {
   // a busy machine (a plan cut short by the clock is correct but slower, and not cached).
   lm::CompileOptions options;
   options.time_budget_seconds = 120;
+  if (threads > 0) options.threads = static_cast<int>(threads);  // each call's threads, the caller included
   llama::Session session(model, target, options, progress);
 
   const int64_t capacity = static_cast<int64_t>(prompt.size()) + steps;

@@ -258,7 +258,8 @@ struct GemmTile {
 struct Gemm {
   Index m, n, k;
   // A and B are f32, or both f16 or both bf16 (products summed in f32: tensor cores on a
-  // GPU; only the GPU renderer takes half operands, the CPU lowering widens them first).
+  // GPU; only the GPU renderer takes half A operands), or A f32 with B f16/bf16 (a
+  // half-precision weight read through a cast: the CPU GEMM converts it as it packs).
   // C is f32.
   MatrixView a;                  // m x k
   MatrixView b;                  // k x n

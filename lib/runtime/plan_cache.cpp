@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -233,6 +234,11 @@ std::string PlanCache::key(const GraphImpl& g, const Target& target, const Compi
   put<double>(k, o.time_budget_seconds);
   put<int64_t>(k, o.node_limit);
   put<int64_t>(k, o.iteration_limit);
+  // Rules left out change the search (validate and the serving options do not).
+  std::vector<std::string> skip = o.skip_rules;
+  std::sort(skip.begin(), skip.end());
+  put<int64_t>(k, static_cast<int64_t>(skip.size()));
+  for (const auto& r : skip) put_str(k, r);
   put_str(k, registry_fingerprint());
   put_str(k, build_identity());
   put_str(k, LUMINAL_VERSION);

@@ -160,8 +160,8 @@ class Remap {
         c.gather->out = buf(k.gather->out);
         break;
       case kernel::KernelKind::Attention:
-        c.attention->q.buffer = buf(k.attention->q.buffer);
-        c.attention->k.buffer = buf(k.attention->k.buffer);
+        c.attention->q = expr(k.attention->q);
+        c.attention->k = expr(k.attention->k);
         c.attention->v.buffer = buf(k.attention->v.buffer);
         c.attention->out.buffer = buf(k.attention->out.buffer);
         c.attention->score = expr(k.attention->score);
