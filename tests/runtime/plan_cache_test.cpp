@@ -86,6 +86,29 @@ TEST_CASE("a graph compiled before skips the search, from memory and from disk",
   CHECK(plan_files(dir.path).size() == 2);
 }
 
+TEST_CASE("a plan with an attention kernel comes back from disk", "[plan_cache]") {
+  // Every kernel kind must survive the plan's saved form (an Attention spec was once read
+  // back as corrupt, so every llama prefill searched again).
+  TempDir dir;
+  lm::CompileOptions opt;
+  opt.cache_dir = dir.path.string();
+  opt.time_budget_seconds = 600;
+  auto graph = [] {
+    lm::Graph g;
+    lm::Tensor q = g.input("q", {2, 8, 16}), k = g.input("k", {2, 12, 16}), v = g.input("v", {2, 12, 8});
+    g.output("y", lm::scaled_dot_product_attention(q, k, v, true));
+    return g;
+  };
+  lm::Callable first = lm::compile(graph(), lm::Target::cpu(), opt);
+  CHECK_FALSE(first.report().plan_cached);
+  PlanCache::clear_memory();
+  const auto before = PlanCache::stats();
+  lm::Callable second = lm::compile(graph(), lm::Target::cpu(), opt);
+  CHECK(second.report().plan_cached);
+  CHECK(PlanCache::stats().corrupt_entries == before.corrupt_entries);
+  CHECK(second.report().kernels == first.report().kernels);
+}
+
 TEST_CASE("any change of graph, dims, options or target searches again", "[plan_cache]") {
   TempDir dir;
   // The reference target: no C compiler runs, the search is what is cached.
