@@ -105,30 +105,45 @@ double load1() {
   return l;
 }
 
-void BM_Decode110M(benchmark::State& st) {
+// Compiled and bound once for all repetitions (a compile takes tens of seconds).
+struct Step {
+  std::shared_ptr<TimedComm> comm;
+  int threads = 0;
+  std::unique_ptr<Callable> fn;
+  std::map<std::string, HostTensor> in;
+};
+
+Step& step() {
+  static std::unique_ptr<Step> s;
+  if (s) return *s;
+  s = std::make_unique<Step>();
   Cfg c;
   if (const char* l = std::getenv("LUMINAL_BENCH_LAYERS")) c.layers = std::atoi(l);  // quicker experiments
   Shapes shapes;
   Graph g = decode_graph(c, shapes);
-  std::shared_ptr<TimedComm> comm;
   CompileOptions o;
   if (const char* t = std::getenv("LUMINAL_BENCH_THREADS")) o.threads = std::atoi(t);
+  // Every rank must extract the same plan (compile() checks): a search cut short by its
+  // wall-clock budget on a loaded host can differ between ranks, so the budget is large.
+  o.time_budget_seconds = 300;
   if (Communicator::launched_by_mpirun()) {
-    comm = std::make_shared<TimedComm>(Communicator::from_environment());
-    o.communicator = comm;
+    s->comm = std::make_shared<TimedComm>(Communicator::from_environment());
+    o.communicator = s->comm;
   }
-  Callable fn = compile(g, Target::cpu(), o);
+  s->threads = o.threads;
+  s->fn = std::make_unique<Callable>(compile(g, Target::cpu(), o));
+  Callable& fn = *s->fn;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-0.05f, 0.05f);
   for (const auto& name : fn.param_names()) {
     const std::vector<int64_t>& shape = shapes.at(name);
     int64_t n = 1;
-    for (int64_t s : shape) n *= s;
+    for (int64_t d : shape) n *= d;
     std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = name.find("norm") != std::string::npos ? 1.f : u(rng);
     fn.bind(name, HostTensor::from(v, shape));
   }
-  std::map<std::string, HostTensor> in;
+  auto& in = s->in;
   in.emplace("tokens", HostTensor::from(std::vector<int32_t>{17}, {1}));
   in.emplace("pos", HostTensor::from(std::vector<int32_t>{static_cast<int32_t>(c.cache)}, {1}));
   for (int64_t l = 0; l < c.layers; ++l)
@@ -139,6 +154,16 @@ void BM_Decode110M(benchmark::State& st) {
       for (float& x : v) x = u(rng);
       in.emplace(name, HostTensor::from(v, {c.cache, c.kv, c.hd()}));
     }
+  const bool rank0 = !s->comm || s->comm->rank() == 0;
+  if (rank0) std::fprintf(stderr, "%s\n", fn.report().to_string().c_str());
+  return *s;
+}
+
+void BM_Decode110M(benchmark::State& st) {
+  Step& stp = step();
+  Callable& fn = *stp.fn;
+  const auto& in = stp.in;
+  const auto& comm = stp.comm;
   std::map<std::string, HostTensor> out;
   if (!fn.run(in, out)) st.SkipWithError("the step failed");  // warm-up
   if (comm) comm->seconds = 0;
@@ -151,13 +176,12 @@ void BM_Decode110M(benchmark::State& st) {
   }
   const CompileReport& r = fn.report();
   st.counters["ranks"] = static_cast<double>(r.ranks);
-  st.counters["threads"] = o.threads;
+  st.counters["threads"] = stp.threads;
   st.counters["collectives"] = static_cast<double>(r.collectives);
   st.counters["comm_bytes"] = static_cast<double>(r.comm_bytes);
   st.counters["est_step_us"] = r.estimated_seconds * 1e6;
   st.counters["comm_share"] = comm && step_s > 0 ? comm->seconds / step_s : 0;
   st.counters["load1"] = load1();
-  if (comm && comm->rank() == 0 && st.iterations() > 0) std::fprintf(stderr, "%s\n", r.to_string().c_str());
 }
 BENCHMARK(BM_Decode110M)->Unit(benchmark::kMillisecond)->Iterations(30)->Repetitions(5)->ReportAggregatesOnly(true);
 
