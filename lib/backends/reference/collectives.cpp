@@ -24,14 +24,14 @@ void concat_blocks(const std::vector<const std::byte*>& blocks, const std::vecto
 void sum_in_rank_order(DType dt, const std::vector<const std::byte*>& blocks, int64_t n, std::byte* dst) {
   if (dt == DType::f32) {
     auto* d = reinterpret_cast<float*>(dst);
-    std::memmove(d, blocks[0], static_cast<std::size_t>(n) * 4);
+    if (n > 0) std::memmove(d, blocks[0], static_cast<std::size_t>(n) * 4);  // empty: blocks may be null
     for (size_t q = 1; q < blocks.size(); ++q) {
       const auto* s = reinterpret_cast<const float*>(blocks[q]);
       for (int64_t i = 0; i < n; ++i) d[i] += s[i];
     }
   } else if (dt == DType::i32) {
     auto* d = reinterpret_cast<uint32_t*>(dst);  // unsigned: i32 sums wrap
-    std::memmove(d, blocks[0], static_cast<std::size_t>(n) * 4);
+    if (n > 0) std::memmove(d, blocks[0], static_cast<std::size_t>(n) * 4);  // empty: blocks may be null
     for (size_t q = 1; q < blocks.size(); ++q) {
       const auto* s = reinterpret_cast<const uint32_t*>(blocks[q]);
       for (int64_t i = 0; i < n; ++i) d[i] += s[i];
