@@ -66,6 +66,11 @@ Graph random_chain(std::mt19937_64& rng) {
 TEST_CASE("budgets hold inside the math phase on thousands of random chains", "[compiler][budget]") {
   constexpr std::size_t kNodeLimit = 1200;
   constexpr double kTimeLimit = 0.02;
+#if defined(__SANITIZE_ADDRESS__)  // (the sanitizer configuration builds ASan and UBSan together)
+  constexpr double kInProgressSlack = 0.02;
+#else
+  constexpr double kInProgressSlack = 0.005;
+#endif
   const auto rules = rules::Registry::global().engine_rules({"algebra", "movement", "contraction"}, true);
   std::mt19937_64 rng(0xb0d6e7);
   int saturated = 0, by_nodes = 0, by_time = 0, by_iterations = 0;
@@ -83,10 +88,11 @@ TEST_CASE("budgets hold inside the math phase on thousands of random chains", "[
     INFO("chain " << i << ": " << rep.to_string());
     REQUIRE(rep.nodes <= kNodeLimit);      // the limit holds exactly: a node over it is refused
     REQUIRE(g.num_nodes() <= kNodeLimit);  // ... after the last rebuild too
-    // Twice the limit plus 20 ms for the iteration in progress (its rebuild and the up to
-    // 64 operations between two clock checks, which sanitizers slow down several times)
-    // -- still far below the minutes a runaway applier took. Typical: within 10%.
-    REQUIRE(cpu <= kTimeLimit * 2 + 0.02);
+    // 10% over the limit, plus 5 ms for the iteration in progress (its rebuild and what
+    // one clock check does not see) -- far below the minutes a runaway applier took.
+    // Sanitizers slow each of the up to 64 operations between two clock checks several
+    // times over, so under them the slack for the iteration in progress is 20 ms.
+    REQUIRE(cpu <= kTimeLimit * 1.1 + kInProgressSlack);
     switch (rep.stop) {
       case egraph::StopReason::Saturated:
         ++saturated;
