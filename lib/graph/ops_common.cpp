@@ -294,27 +294,57 @@ Tensor sigmoid_f(const Tensor& x, const Ctx& c) {
 
 Tensor tanh_f(const Tensor& x, const Ctx& c) {
   // sign(x) (1 - e) / (1 + e) with e = exp(-2|x|) never overflows and gives exactly +-1
-  // for large |x|; below |x| = 1/16 the cancellation in 1 - e would cost relative
-  // accuracy, so a Taylor polynomial (error < 1e-12) takes over there.
+  // for large |x|. Near 0 the cancellation in 1 - e costs relative accuracy (an error of
+  // half an ulp in e is 4.8 ulp of the result at |x| = 1/16), so below |x| = 1/2 the
+  // Taylor polynomial to x^19 takes over (truncation < 1e-10 relative); at 1/2 the
+  // quotient is within 3 ulp (docs/ops.md).
+  static constexpr double coef[] = {1.0,
+                                    -1.0 / 3,
+                                    2.0 / 15,
+                                    -17.0 / 315,
+                                    62.0 / 2835,
+                                    -1382.0 / 155925,
+                                    21844.0 / 6081075,
+                                    -929569.0 / 638512875,
+                                    6404582.0 / 10854718875,
+                                    -443861162.0 / 1856156927625};
   Tensor neg = lt_(x, 0.0, c);
   Tensor a = where_(neg, neg_(x, c), x, c);
   Tensor e = un(PrimOp::Exp2, mul_(a, -2.0 * std::numbers::log2e, c), c);
   Tensor t = mul_(sub_(1.0, e, c), un(PrimOp::Recip, add_(e, 1.0, c), c), c);
   Tensor big = where_(neg, neg_(t, c), t, c);
   Tensor x2 = mul_(x, x, c);
-  // x (1 + x2 (-1/3 + x2 (2/15 + x2 (-17/315))))
-  Tensor p = add_(mul_(x2, -17.0 / 315.0, c), 2.0 / 15.0, c);
-  p = add_(mul_(p, x2, c), -1.0 / 3.0, c);
-  p = add_(mul_(p, x2, c), 1.0, c);
+  // x (c0 + x2 (c1 + x2 (c2 + ...)))
+  Tensor p = scalar_like(x, coef[9], f32, c);
+  for (int i = 8; i >= 0; --i) p = add_(mul_(p, x2, c), coef[i], c);
   Tensor small = mul_(p, x, c);
-  return where_(lt_(a, 0.0625, c), small, big, c);
+  return where_(lt_(a, 0.5, c), small, big, c);
 }
 
 Tensor cos_f(const Tensor& x, const Ctx& c) {
-  // cos x = 1 - 2 sin^2(x/2): x/2 is exact, so unlike sin(x + pi/2) no argument rounding
-  // grows with |x|; the absolute error stays ~1e-7.
-  Tensor s = un(PrimOp::Sin, mul_(x, 0.5, c), c);
-  return sub_(1.0, mul_(mul_(s, s, c), 2.0, c), c);
+  // cos x = -(-1)^f sin(y), y = x - m pi/2, m = 2f + 1, f = floor(x / pi): y is the
+  // distance to the nearest zero of cos, taken in four exact steps (Cody-Waite: pi/2 =
+  // A + B + C + D, A..C of 11 bits so m A, m B, m C are exact for m < 2^13), so the result
+  // keeps its relative accuracy next to the zeros, where 1 - 2 sin^2(x/2) lost it all
+  // (166000 ulp at x = 1.5708). Beyond |x| = 8192 (m >= 2^13) the products are no longer
+  // exact and 1 - 2 sin^2(x/2) (x/2 exact, absolute error ~1e-7) takes over.
+  constexpr double A = 1.5703125, B = 0.0004837512969970703, C = 7.549533620476723e-08,
+                   D = 2.5633440682570896e-12;
+  Tensor u = mul_(x, 1.0 / std::numbers::pi, c);
+  Tensor t = to(to(u, DType::i32, c), DType::f32, c);  // trunc(u)
+  Tensor f = where_(lt_(u, t, c), sub_(t, 1.0, c), t, c);  // floor(u)
+  Tensor m = add_(mul_(f, 2.0, c), 1.0, c);
+  Tensor y = sub_(x, mul_(m, A, c), c);
+  y = sub_(y, mul_(m, B, c), c);
+  y = sub_(y, mul_(m, C, c), c);
+  y = sub_(y, mul_(m, D, c), c);
+  Tensor s = un(PrimOp::Sin, y, c);
+  Tensor even = eq_(bin(PrimOp::Mod, to(f, DType::i32, c), 2.0, c), 0.0, c);
+  Tensor near = where_(even, neg_(s, c), s, c);
+  Tensor h = un(PrimOp::Sin, mul_(x, 0.5, c), c);
+  Tensor far = sub_(1.0, mul_(mul_(h, h, c), 2.0, c), c);
+  Tensor ax = where_(lt_(x, 0.0, c), neg_(x, c), x, c);
+  return where_(lt_(ax, 8192.0, c), near, far, c);
 }
 
 Tensor erfc_abs_f(const Tensor& x, const Ctx& c) {

@@ -7,6 +7,7 @@
 #include "backends/reference/collectives.hpp"
 #include "backends/reference/kernels.hpp"
 #include "graph/diagnostics.hpp"
+#include "graph/natural_exp.hpp"
 
 namespace luminal::detail::reference {
 
@@ -93,6 +94,11 @@ std::vector<std::map<std::string, HostTensor>> run_spmd(
     const Node& m = g.nodes[n.inputs[0]];
     if (m.op == PrimOp::Mul && m.dtype == DType::f32 && uses0[n.inputs[0]] == 1) fuse[n.inputs[0]] = 1;
   }
+  // exp2(x * k log2 e) is e^(k x) with the product unrounded (graph/natural_exp.hpp): x
+  // is kept alive (one more use) until the exp2 reads it.
+  std::vector<std::optional<NaturalExp>> nat(g.nodes.size());
+  for (uint32_t id : order)
+    if ((nat[id] = natural_exp(g, id))) ++uses0[nat[id]->operand];
   // Per rank: values, remaining uses, deferred products.
   std::vector<std::vector<std::optional<View>>> vals(R, std::vector<std::optional<View>>(g.nodes.size()));
   std::vector<std::vector<int32_t>> uses(R, uses0);
@@ -136,7 +142,12 @@ std::vector<std::map<std::string, HostTensor>> run_spmd(
       const std::vector<int64_t> shape = concrete(n.shape, dims_r);
       View v;
       bool deferred_product = false;
-      switch (n.op) {
+      if (nat[id]) {  // e^(k x), see above
+        std::optional<View>& x = val[nat[id]->operand];
+        if (x->masked()) x = contiguous(*x, stats);
+        v = natural_exp(*x, nat[id]->k);
+        if (--uses[r][nat[id]->operand] == 0) x.reset();
+      } else switch (n.op) {
         case PrimOp::Input:
         case PrimOp::Param:
           v = leaf(n, shape, leaves);

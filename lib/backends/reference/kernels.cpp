@@ -240,6 +240,10 @@ View unary(PrimOp op, const View& x) {
   throw InternalError("[reference] not a unary op");
 }
 
+View natural_exp(const View& x, double k) {
+  return map1<float, float>(x, x.dtype, [k](float v) { return static_cast<float>(std::exp(k * static_cast<double>(v))); });
+}
+
 View binary(PrimOp op, const View& a, const View& b) {
   const DType t = a.dtype;
   if (t == DType::f32) {

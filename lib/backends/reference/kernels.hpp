@@ -34,6 +34,8 @@ inline float unary_f32(PrimOp op, float v) {
 }
 
 View unary(PrimOp op, const View& x);
+/// e^(k x) of an f32 view, in double precision and rounded once (graph/natural_exp.hpp).
+View natural_exp(const View& x, double k);
 View binary(PrimOp op, const View& a, const View& b);
 View where(const View& cond, const View& a, const View& b);
 View cast(const View& x, DType to);

@@ -12,6 +12,7 @@
 #include "ir/attention_match.hpp"
 #include "ir/kernel_body.hpp"
 #include "graph/dim_expr.hpp"
+#include "graph/natural_exp.hpp"
 #include "kernel/index_simplify.hpp"
 #include "kernel/lower/recognize.hpp"
 #include "luminal/error.hpp"
@@ -407,6 +408,15 @@ class Lowerer {
     auto kid = [&](size_t j) { return emit(n.inputs[j], idx, valid); };
     using kernel::BinaryOp;
     using kernel::UnaryOp;
+    // exp2(x * k log2 e) is e^(k x), the product unrounded (graph/natural_exp.hpp).
+    if (auto ne = detail::natural_exp(body_, id)) {
+      Expr x = emit(ne->operand, idx, valid);
+      if (ne->k == -1)
+        x = kernel::unary(UnaryOp::Neg, x);
+      else if (ne->k != 1)
+        x = kernel::binary(BinaryOp::Mul, x, kernel::constant(ne->k, DType::f32));  // exact: k = +-2^j
+      return kernel::unary(UnaryOp::Exp, x);
+    }
     switch (n.op) {
       case PrimOp::Input:
         return load_node(slot_buffer(n), id, idx, valid);

@@ -1,0 +1,316 @@
+// Random well-typed programs for differential testing (random_programs_test.cpp) and the
+// graph-building fuzzer (tests/fuzz/graph_fuzz.cpp). One generator, driven by a Chooser:
+// an RNG for the differential test, the fuzzer's bytes for the fuzzer.
+//
+// A program has 1-3 f32 inputs over constant dims and one symbolic dim B in [1, 6], then
+// a sequence of ops on a pool of tensors: elementwise unary and binary (with NumPy
+// broadcasting against a row or a scalar), reductions (sum/mean/max/min, softmax,
+// log_softmax, layer/rms norm, cumsum), matmul against a new input, views (transpose,
+// permute, reshape, unsqueeze + expand, slice, pad, concat, flatten) and f16/bf16 casts.
+// Ops are chosen so that results stay continuous in their inputs (no argmax, no
+// comparisons that flip), and domains are guarded (log(|x| + 1), sqrt|x|, x / (|y| + .5)):
+// a compiled program and the interpreter must then agree within rounding.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "luminal/luminal.hpp"
+
+namespace luminal::test {
+
+/// The source of every choice: pick(n) in [0, n).
+struct Chooser {
+  virtual ~Chooser() = default;
+  virtual uint32_t pick(uint32_t n) = 0;
+};
+
+struct RngChooser final : Chooser {
+  explicit RngChooser(uint64_t seed) : rng(seed) {}
+  uint32_t pick(uint32_t n) override { return n ? static_cast<uint32_t>(rng() % n) : 0; }
+  std::mt19937_64 rng;
+};
+
+/// Bytes of a fuzzer input; 0 once they run out (so every input is a finite program).
+struct ByteChooser final : Chooser {
+  ByteChooser(const uint8_t* d, size_t n) : data(d), size(n) {}
+  uint32_t pick(uint32_t n) override {
+    if (n <= 1 || pos >= size) return 0;
+    uint32_t v = data[pos++];
+    if (n > 256 && pos < size) v = v << 8 | data[pos++];
+    return v % n;
+  }
+  const uint8_t* data;
+  size_t size, pos = 0;
+};
+
+struct RandomProgram {
+  std::vector<std::string> ops;  ///< what was built, in order (for the report)
+  bool has_half = false;         ///< some value went through f16/bf16
+};
+
+// "x3": appended (GCC 12 reports a false -Wrestrict for "x" + std::to_string(i)).
+inline std::string numbered(const char* stem, int i) {
+  std::string s = stem;
+  s.append(std::to_string(i));
+  return s;
+}
+
+/// Builds a random program of `min_ops`..`max_ops` ops into `g` (inputs, outputs).
+inline RandomProgram build_random_program(Graph& g, Chooser& ch, int min_ops = 20, int max_ops = 60) {
+  RandomProgram rp;
+  const Dim B = g.dim("B", 1, 6);
+  const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 16};
+  auto cdim = [&] { return Dim(sizes[ch.pick(8)]); };
+  std::vector<Tensor> pool;
+  const int n_inputs = 1 + static_cast<int>(ch.pick(3));
+  for (int i = 0; i < n_inputs; ++i) {
+    const int rank = 1 + static_cast<int>(ch.pick(3));
+    std::vector<Dim> shape;
+    for (int a = 0; a < rank; ++a) shape.push_back(a == 0 && ch.pick(2) ? B : cdim());
+    pool.push_back(g.input(numbered("x", i), shape));
+  }
+  int extra_inputs = 0;
+  auto any = [&]() -> Tensor { return pool[ch.pick(static_cast<uint32_t>(pool.size()))]; };
+  auto last_const = [](const Tensor& t) -> int64_t {
+    if (t.rank() == 0) return -1;
+    auto c = t.shape().back().as_constant();
+    return c ? *c : -1;
+  };
+  auto same_shape = [](const Tensor& a, const Tensor& b) {
+    if (a.rank() != b.rank()) return false;
+    for (size_t i = 0; i < a.shape().size(); ++i)
+      if (!a.shape()[i].same_as(b.shape()[i])) return false;
+    return true;
+  };
+  // A second operand for `a`: a pool tensor of the same shape, a row matching a's last
+  // dim (broadcast), or a scalar.
+  auto partner = [&](const Tensor& a) -> Tensor {
+    std::vector<Tensor> same;
+    for (const auto& t : pool)
+      if (same_shape(t, a)) same.push_back(t);
+    const uint32_t k = ch.pick(4);
+    if (k < 2 && !same.empty()) return same[ch.pick(static_cast<uint32_t>(same.size()))];
+    if (k == 2 && a.rank() >= 1) {
+      std::vector<Tensor> rows;
+      for (const auto& t : pool)
+        if (t.rank() == 1 && t.shape()[0].same_as(a.shape().back())) rows.push_back(t);
+      if (!rows.empty()) return rows[ch.pick(static_cast<uint32_t>(rows.size()))];
+    }
+    return constant(0.25f * static_cast<float>(ch.pick(9)) - 1.0f);
+  };
+  const int n_ops = min_ops + static_cast<int>(ch.pick(static_cast<uint32_t>(max_ops - min_ops + 1)));
+  for (int step = 0; step < n_ops; ++step) {
+    Tensor x = any();
+    Tensor y;
+    std::string what;
+    switch (ch.pick(8)) {
+      case 0:
+      case 1: {  // unary
+        static const char* names[] = {"neg",  "abs",  "exp",   "sin",      "cos",  "tanh",  "sigmoid", "relu",
+                                      "silu", "gelu", "square", "log",     "sqrt", "rsqrt", "recip",   "erf",
+                                      "gelu_erf", "exp2", "clamp"};
+        const uint32_t k = ch.pick(19);
+        what = names[k];
+        switch (k) {
+          case 0: y = neg(x); break;
+          case 1: y = abs(x); break;
+          case 2: y = exp(clamp(x, -10.0f, 10.0f)); break;
+          case 3: y = sin(x); break;
+          case 4: y = cos(x); break;
+          case 5: y = tanh(x); break;
+          case 6: y = sigmoid(x); break;
+          case 7: y = relu(x); break;
+          case 8: y = silu(x); break;
+          case 9: y = gelu(x); break;
+          case 10: y = square(clamp(x, -100.0f, 100.0f)); break;
+          case 11: y = log(abs(x) + 1.0f); break;
+          case 12: y = sqrt(abs(x)); break;
+          case 13: y = rsqrt(abs(x) + 1.0f); break;
+          case 14: y = recip(abs(x) + 0.5f); break;
+          case 15: y = erf(x); break;
+          case 16: y = gelu_erf(x); break;
+          case 17: y = exp2(clamp(x, -10.0f, 10.0f)); break;
+          default: y = clamp(x, -1.5f, 1.5f); break;
+        }
+        break;
+      }
+      case 2: {  // binary
+        Tensor b = partner(x);
+        static const char* names[] = {"add", "sub", "mul", "maximum", "minimum", "div", "where-less"};
+        const uint32_t k = ch.pick(7);
+        what = names[k];
+        switch (k) {
+          case 0: y = x + b; break;
+          case 1: y = x - b; break;
+          case 2: y = clamp(x, -100.0f, 100.0f) * clamp(b, -100.0f, 100.0f); break;
+          case 3: y = maximum(x, b); break;
+          case 4: y = minimum(x, b); break;
+          case 5: y = x / (abs(b) + 0.5f); break;
+          default: y = where(less(x, b), x, b); break;
+        }
+        break;
+      }
+      case 3: {  // reductions
+        if (x.rank() == 0) {
+          y = x * 0.5f;
+          what = "scale";
+          break;
+        }
+        const int axis = static_cast<int>(ch.pick(static_cast<uint32_t>(x.rank())));
+        const bool keep = ch.pick(2);
+        static const char* names[] = {"sum", "mean", "max", "min", "softmax", "log_softmax", "layer_norm", "rms_norm", "cumsum"};
+        const uint32_t k = ch.pick(9);
+        what = names[k];
+        switch (k) {
+          case 0: y = sum(clamp(x, -100.0f, 100.0f), axis, keep); break;
+          case 1: y = mean(x, axis, keep); break;
+          case 2: y = max(x, axis, keep); break;
+          case 3: y = min(x, axis, keep); break;
+          case 4: y = softmax(x, axis); break;
+          case 5: y = log_softmax(x, axis); break;
+          case 6: y = layer_norm(x, Tensor(), Tensor()); break;
+          case 7: y = rms_norm(x, Tensor()); break;
+          default:
+            if (auto c = x.shape()[static_cast<size_t>(axis)].as_constant(); c && *c <= 16) {
+              y = cumsum(clamp(x, -100.0f, 100.0f), axis);
+            } else {
+              y = sum(x, axis, keep);
+              what = "sum";
+            }
+            break;
+        }
+        break;
+      }
+      case 4: {  // matmul against a new input [K, N]
+        const int64_t K = last_const(x);
+        if (K < 1 || x.rank() == 0) {
+          y = x + 1.0f;
+          what = "add";
+          break;
+        }
+        const int64_t N = sizes[ch.pick(8)];
+        Tensor w = g.input(numbered("w", extra_inputs++), {K, N});
+        y = matmul(clamp(x, -100.0f, 100.0f), w);
+        what = "matmul";
+        break;
+      }
+      case 5:
+      case 6: {  // views
+        const uint32_t k = ch.pick(8);
+        const int r = static_cast<int>(x.rank());
+        if (r == 0) {
+          y = reshape(x, {1});
+          what = "reshape";
+          break;
+        }
+        switch (k) {
+          case 0:
+            y = r >= 2 ? transpose(x, -1, -2) : unsqueeze(x, 0);
+            what = r >= 2 ? "transpose" : "unsqueeze";
+            break;
+          case 1: {
+            std::vector<int> perm(static_cast<size_t>(r));
+            for (int i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = i;
+            for (int i = r - 1; i > 0; --i) std::swap(perm[static_cast<size_t>(i)], perm[ch.pick(static_cast<uint32_t>(i + 1))]);
+            y = permute(x, perm);
+            what = "permute";
+            break;
+          }
+          case 2: {  // merge the last two constant dims, or split the last one
+            auto s = x.shape();
+            const int64_t last = last_const(x);
+            if (r >= 2 && last > 0 && s[s.size() - 2].as_constant()) {
+              const int64_t prev = *s[s.size() - 2].as_constant();
+              s.pop_back();
+              s.back() = Dim(prev * last);
+              what = "reshape-merge";
+            } else if (last > 0 && last % 2 == 0) {
+              s.back() = Dim(last / 2);
+              s.push_back(Dim(2));
+              what = "reshape-split";
+            } else {
+              s.push_back(Dim(1));
+              what = "reshape-unit";
+            }
+            y = reshape(x, s);
+            break;
+          }
+          case 3: {  // unsqueeze + expand
+            const int64_t n = sizes[ch.pick(8)];
+            auto s = x.shape();
+            s.insert(s.begin(), Dim(n));
+            y = expand(unsqueeze(x, 0), s);
+            what = "expand";
+            break;
+          }
+          case 4: {  // slice a constant axis
+            const int axis = static_cast<int>(ch.pick(static_cast<uint32_t>(r)));
+            auto c = x.shape()[static_cast<size_t>(axis)].as_constant();
+            if (!c || *c < 2) {
+              y = x * 2.0f;
+              what = "scale";
+              break;
+            }
+            const int64_t start = ch.pick(static_cast<uint32_t>(*c - 1));
+            const int64_t step_ = 1 + ch.pick(2);
+            y = slice(x, axis, start, *c, step_);
+            what = "slice";
+            break;
+          }
+          case 5: {  // pad axis 0..r-1 with constants
+            std::vector<std::pair<Dim, Dim>> p;
+            const int axis = static_cast<int>(ch.pick(static_cast<uint32_t>(r)));
+            for (int a = 0; a <= axis; ++a)
+              p.emplace_back(a == axis ? Dim(ch.pick(3)) : Dim(0), a == axis ? Dim(ch.pick(3)) : Dim(0));
+            y = pad(x, p, 0.5f * static_cast<float>(ch.pick(3)));
+            what = "pad";
+            break;
+          }
+          case 6: {  // concat with a same-shaped tensor
+            Tensor b = partner(x);
+            if (!same_shape(b, x)) b = x * 3.0f;
+            y = concat({x, b}, static_cast<int>(ch.pick(static_cast<uint32_t>(r))));
+            what = "concat";
+            break;
+          }
+          default:
+            y = flatten(x, 0, -1);
+            what = "flatten";
+            break;
+        }
+        break;
+      }
+      default: {  // casts through half precision and back
+        const DType h = ch.pick(2) ? f16 : bf16;
+        y = cast(clamp(x, -60000.0f, 60000.0f), h);
+        if (ch.pick(2)) y = cast(y, f32);
+        what = h == f16 ? "cast-f16" : "cast-bf16";
+        rp.has_half = true;
+        break;
+      }
+    }
+    // Keep tensors small: anything over 4096 elements at B = 6 is summed down.
+    int64_t elems = 1;
+    for (const Dim& d : y.shape()) elems *= d.as_constant() ? *d.as_constant() : 6;
+    if (elems > 4096) {
+      y = sum(y, 0);
+      what += "+sum";
+    }
+    if (y.dtype() == f16 || y.dtype() == bf16) rp.has_half = true;
+    rp.ops.push_back(what);
+    pool.push_back(y);
+  }
+  g.output("out", pool.back());
+  const int extra = static_cast<int>(ch.pick(3));
+  for (int i = 0; i < extra; ++i) {
+    const size_t j = n_inputs + ch.pick(static_cast<uint32_t>(pool.size() - static_cast<size_t>(n_inputs)));
+    g.output(numbered("out", i), pool[j]);
+  }
+  return rp;
+}
+
+}  // namespace luminal::test
