@@ -220,6 +220,7 @@ struct Evaluator {
 
   static double unary_op(UnaryOp op, DType dt, double v) {
     if (op == UnaryOp::Not) return v == 0;
+    if (op == UnaryOp::Exp) return static_cast<float>(std::exp(static_cast<double>(static_cast<float>(v))));
     if (dt != DType::f32) return op == UnaryOp::Neg ? -v : v;  // i32 neg: the op table's only non-f32 case
     return detail::reference::unary_f32(*prim_of(op), static_cast<float>(v));
   }

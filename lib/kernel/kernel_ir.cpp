@@ -267,7 +267,7 @@ ExprOp Expr::op() const { return node_->op; }
 
 std::string_view op_name(UnaryOp op) {
   if (auto p = prim_of(op)) return detail::prim_name(*p);
-  return "not";
+  return op == UnaryOp::Exp ? "exp" : "not";
 }
 std::string_view op_name(BinaryOp op) {
   static constexpr std::string_view names[] = {
@@ -366,7 +366,9 @@ Expr unary(UnaryOp op, Expr a) {
   if (!a.valid())
     throw InternalError("[kernel] unary " + std::string(unary_name(op)) + " of an empty expression");
   const auto prim = prim_of(op);
-  if (prim ? !detail::accepts_dtype(*prim, a.dtype()) : a.dtype() != DType::boolean)
+  const bool ok = prim ? detail::accepts_dtype(*prim, a.dtype())
+                       : a.dtype() == (op == UnaryOp::Exp ? DType::f32 : DType::boolean);
+  if (!ok)
     throw InternalError("[kernel] unary " + std::string(unary_name(op)) + " does not accept " +
                         std::string(dtype_name(a.dtype())));
   ExprNode n;

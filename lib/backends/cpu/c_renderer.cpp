@@ -30,6 +30,7 @@ constexpr std::array<OpRow<UnaryOp, std::string_view>, kNumUnaryOps> kCUnary = {
     {UnaryOp::Recip, "1.0f / {0}"},
     {UnaryOp::Neg, "-{0}"},
     {UnaryOp::Not, "(uint8_t)!{0}"},
+    {UnaryOp::Exp, "lm_exp({0})"},
 }};
 static_assert(covers_every_op(kCUnary), "the C renderer spells every kernel-IR unary op, in enum order");
 
