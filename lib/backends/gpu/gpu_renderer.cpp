@@ -35,6 +35,7 @@ constexpr std::array<OpRow<UnaryOp, GpuUnary>, kNumUnaryOps> kGpuUnary = {{
     {UnaryOp::Recip, {"1.0f / {0}", "1.0f / {0}", "1.0f / {0}"}},
     {UnaryOp::Neg, {"-{0}", "lm_ineg({0})", "-{0}"}},
     {UnaryOp::Not, {"(uint8_t)!{0}", "(uint8_t)!{0}", "(uint8_t)!{0}"}},
+    {UnaryOp::Exp, {"lm_exp({0})", "lm_exp({0})", "lm_exp({0})"}},
 }};
 static_assert(covers_every_op(kGpuUnary), "the GPU renderer spells every kernel-IR unary op, in enum order");
 
