@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Luminal builds against, if any are missing.
-# Idempotent and silent when everything is present. Usage: cmake/install-deps.sh [--dev]
-#   --dev  also installs the tools the golden-data generator needs (python3-torch).
+# Idempotent and silent when everything is present. Usage: cmake/install-deps.sh [--dev] [--fuzz]
+#   --dev   also installs the tools the golden-data generator needs (python3-torch).
+#   --fuzz  also installs clang 14 with libFuzzer (the fuzz targets of tests/fuzz are
+#           built, and run briefly by ctest -L fuzz, whenever these are present).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ gcc pkg-config libfmt-dev catch2 libbenchmark-dev
       libopenblas-dev nlohmann-json3-dev
@@ -12,7 +14,10 @@ pkgs=(cmake ninja-build g++ gcc pkg-config libfmt-dev catch2 libbenchmark-dev
       libglpk-dev coinor-cbc
       # MPI: dlopen'ed at run time, never linked; mpirun for the dist tests.
       openmpi-bin libopenmpi-dev)
-[[ "${1:-}" == "--dev" ]] && pkgs+=(python3-torch graphviz)
+for arg in "$@"; do
+  [[ "$arg" == "--dev" ]] && pkgs+=(python3-torch graphviz)
+  [[ "$arg" == "--fuzz" ]] && pkgs+=(clang-14 libclang-rt-14-dev)
+done
 
 missing=()
 for p in "${pkgs[@]}"; do
