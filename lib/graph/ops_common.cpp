@@ -321,30 +321,36 @@ Tensor tanh_f(const Tensor& x, const Ctx& c) {
   return where_(lt_(a, 0.5, c), small, big, c);
 }
 
+Tensor cos_abs_f(const Tensor& x, const Ctx& c) {
+  // 1 - 2 sin^2(x/2): x/2 is exact, so the absolute error stays ~1e-7 at any |x|; relative
+  // accuracy is lost next to the zeros of cos (cos_f keeps it, at ~25 more ops).
+  Tensor h = un(PrimOp::Sin, mul_(x, 0.5, c), c);
+  return sub_(1.0, mul_(mul_(h, h, c), 2.0, c), c);
+}
+
 Tensor cos_f(const Tensor& x, const Ctx& c) {
-  // cos x = -(-1)^f sin(y), y = x - m pi/2, m = 2f + 1, f = floor(x / pi): y is the
-  // distance to the nearest zero of cos, taken in four exact steps (Cody-Waite: pi/2 =
-  // A + B + C + D, A..C of 11 bits so m A, m B, m C are exact for m < 2^13), so the result
-  // keeps its relative accuracy next to the zeros, where 1 - 2 sin^2(x/2) lost it all
-  // (166000 ulp at x = 1.5708). Beyond |x| = 8192 (m >= 2^13) the products are no longer
-  // exact and 1 - 2 sin^2(x/2) (x/2 exact, absolute error ~1e-7) takes over.
+  // cos x = cos a = -(-1)^f sin(y), a = |x|, y = a - m pi/2, m = 2f + 1, f = floor(a / pi):
+  // y is the distance to the nearest zero of cos, taken in four exact steps (Cody-Waite:
+  // pi/2 = A + B + C + D, A..C of 11 bits so m A, m B, m C are exact for m < 2^13), so the
+  // result keeps its relative accuracy next to the zeros, where 1 - 2 sin^2(x/2) lost it
+  // all (166000 ulp at x = 1.5708). Beyond a = 8192 (m >= 2^13) the products are no longer
+  // exact and 1 - 2 sin^2(x/2) (x/2 exact, absolute error ~1e-7) takes over. One Sin serves
+  // both (its argument is selected): cos sits in RoPE, inside attention kernels.
   constexpr double A = 1.5703125, B = 0.0004837512969970703, C = 7.549533620476723e-08,
                    D = 2.5633440682570896e-12;
-  Tensor u = mul_(x, 1.0 / std::numbers::pi, c);
-  Tensor t = to(to(u, DType::i32, c), DType::f32, c);  // trunc(u)
-  Tensor f = where_(lt_(u, t, c), sub_(t, 1.0, c), t, c);  // floor(u)
-  Tensor m = add_(mul_(f, 2.0, c), 1.0, c);
-  Tensor y = sub_(x, mul_(m, A, c), c);
+  Tensor a = where_(lt_(x, 0.0, c), neg_(x, c), x, c);
+  Tensor fi = to(mul_(a, 1.0 / std::numbers::pi, c), DType::i32, c);  // floor: a >= 0
+  Tensor m = add_(mul_(to(fi, DType::f32, c), 2.0, c), 1.0, c);
+  Tensor y = sub_(a, mul_(m, A, c), c);
   y = sub_(y, mul_(m, B, c), c);
   y = sub_(y, mul_(m, C, c), c);
   y = sub_(y, mul_(m, D, c), c);
-  Tensor s = un(PrimOp::Sin, y, c);
-  Tensor even = eq_(bin(PrimOp::Mod, to(f, DType::i32, c), 2.0, c), 0.0, c);
+  Tensor near_range = lt_(a, 8192.0, c);
+  Tensor s = un(PrimOp::Sin, where_(near_range, y, mul_(x, 0.5, c), c), c);
+  Tensor even = eq_(bin(PrimOp::Mod, fi, 2.0, c), 0.0, c);
   Tensor near = where_(even, neg_(s, c), s, c);
-  Tensor h = un(PrimOp::Sin, mul_(x, 0.5, c), c);
-  Tensor far = sub_(1.0, mul_(mul_(h, h, c), 2.0, c), c);
-  Tensor ax = where_(lt_(x, 0.0, c), neg_(x, c), x, c);
-  return where_(lt_(ax, 8192.0, c), near, far, c);
+  Tensor far = sub_(1.0, mul_(mul_(s, s, c), 2.0, c), c);
+  return where_(near_range, near, far, c);
 }
 
 Tensor erfc_abs_f(const Tensor& x, const Ctx& c) {

@@ -130,6 +130,9 @@ Tensor log_f(const Tensor& x, const Ctx& c);
 Tensor sigmoid_f(const Tensor& x, const Ctx& c);
 Tensor tanh_f(const Tensor& x, const Ctx& c);
 Tensor cos_f(const Tensor& x, const Ctx& c);
+/// cos with an absolute error ~1e-7 and no more (RoPE: a rotation needs no more, and
+/// cos_f's exact argument reduction would be recomputed inside attention kernels).
+Tensor cos_abs_f(const Tensor& x, const Ctx& c);
 Tensor erfc_abs_f(const Tensor& x, const Ctx& c);                // erfc(|x|)
 Tensor matmul_(const Tensor& a, const Tensor& b, const Ctx& c);  // equal dtypes, no casts
 Tensor softmax_f(const Tensor& x, int axis, const Ctx& c);

@@ -267,7 +267,7 @@ Tensor rope(const Tensor& x, const Tensor& positions, float theta, Loc loc) {
                   mul_(i, -2.0 * std::log2(static_cast<double>(theta)) / static_cast<double>(*dv), c), c);
   Tensor pos = prim_reshape(to_f32(positions, c), {S, Dim(1)}, c.op, c.loc);
   Tensor ang = mul_(pos, prim_reshape(inv, {Dim(1), half}, c.op, c.loc), c);
-  Tensor cos_h = cos_f(ang, c), sin_h = un(PrimOp::Sin, ang, c);
+  Tensor cos_h = cos_abs_f(ang, c), sin_h = un(PrimOp::Sin, ang, c);
   Tensor cosv = concat_({cos_h, cos_h}, 1, c), sinv = concat_({sin_h, sin_h}, 1, c);  // [S, D]
   const int last = static_cast<int>(t.rank() - 1);
   Tensor x1 = slice_(t, last, Dim(0), half, 1, c), x2 = slice_(t, last, half, D, 1, c);
