@@ -1,8 +1,9 @@
 // Child process of aot_test.cpp: loads a saved program, runs it on an input large enough
-// for the generated code to start OpenMP workers, destroys the last Callable, and does it
-// again. It must exit 0: nothing but luminal::load() brought the worker runtime into this
-// process, so unloading the program used to unload that runtime under its parked workers
-// (SIGSEGV at the first destruction).
+// for the generated code to run on worker threads, destroys the last Callable, and does
+// it again. It must exit 0. When the generated code used OpenMP, nothing but
+// luminal::load() brought libgomp into this process, so unloading the program unloaded
+// that runtime under its parked workers (SIGSEGV at the first destruction); today the
+// workers are libluminal's pool, and whatever library an object needs is still pinned.
 #include <cstdio>
 #include <vector>
 

@@ -1,9 +1,8 @@
 // Issue 13: concurrency. One Callable called from 8 threads x 1000 calls (both call
 // forms, two dim bindings, outputs checked), programs compiled in parallel (the same
 // graph and different graphs), one saved file loaded in parallel, bind() between calls.
-// Run under ThreadSanitizer by .ci/run (build-tsan, OMP_NUM_THREADS=1: libgomp is not
-// instrumented, so its worker threads are left out; our own synchronization -- arena
-// pool, layout cache, JIT caches, Callable state -- is what TSan checks here).
+// Run under ThreadSanitizer by CI_TSAN=1 .ci/run (build-tsan): our own synchronization --
+// thread pool, arena pool, layout cache, JIT caches, Callable state -- is what TSan checks.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
