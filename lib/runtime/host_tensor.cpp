@@ -134,11 +134,14 @@ HostTensor HostTensor::from_f32(std::span<const float> values, std::vector<int64
 }
 
 HostTensor HostTensor::from_bytes(DType dtype, std::vector<int64_t> shape, std::span<const std::byte> bytes) {
-  HostTensor t(dtype, std::move(shape));
-  if (bytes.size() != t.bytes_.size())
+  // Checked before allocating: a corrupt shape (a crafted saved program) must not first
+  // allocate and zero what it claims (found by fuzz_aot_load: 128 GiB).
+  const size_t need = static_cast<size_t>(count(shape, dtype)) * dtype_size(dtype);
+  if (bytes.size() != need)
     throw RuntimeError("[HostTensor] " + std::to_string(bytes.size()) + " bytes for shape " +
-                       shape_text(t.shape_) + " of " + std::string(dtype_name(dtype)) + " (needs " +
-                       std::to_string(t.bytes_.size()) + ")");
+                       shape_text(shape) + " of " + std::string(dtype_name(dtype)) + " (needs " +
+                       std::to_string(need) + ")");
+  HostTensor t(dtype, std::move(shape));
   if (!bytes.empty()) std::memcpy(t.bytes_.data(), bytes.data(), bytes.size());
   return t;
 }

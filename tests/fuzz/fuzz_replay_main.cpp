@@ -6,7 +6,8 @@
 // fails the test; the long coverage-guided runs use the clang build (docs/reliability.md).
 //
 //   <target>_replay [-runs=N] [-seed=S] [-only=I] corpus_dir...
-//   -only=I reruns mutation I alone (its number is printed before it runs with -v).
+//   -only=I reruns mutation I alone (its number is printed before it runs with -v);
+//   -only=I -write=FILE writes it to FILE instead (to commit a finding to the corpus).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -89,7 +90,12 @@ bool flag(const char* arg, const char* name, uint64_t& value) {
 int main(int argc, char** argv) {
   uint64_t runs = 1000, seed = 1, only = UINT64_MAX, verbose = 0;
   std::vector<Bytes> corpus;
+  const char* write_to = nullptr;
   for (int a = 1; a < argc; ++a) {
+    if (std::strncmp(argv[a], "-write=", 7) == 0) {
+      write_to = argv[a] + 7;
+      continue;
+    }
     if (flag(argv[a], "-runs=", runs) || flag(argv[a], "-seed=", seed) || flag(argv[a], "-only=", only))
       continue;
     if (std::strcmp(argv[a], "-v") == 0) {
@@ -106,6 +112,11 @@ int main(int argc, char** argv) {
   }
   if (only != UINT64_MAX) {
     const Bytes b = mutate(corpus, seed, only);
+    if (write_to) {
+      std::ofstream(write_to, std::ios::binary)
+          .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+      return 0;
+    }
     LLVMFuzzerTestOneInput(b.data(), b.size());
     return 0;
   }

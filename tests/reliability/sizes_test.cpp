@@ -38,6 +38,15 @@ TEST_CASE("HostTensor sizes are checked", "[reliability][sizes]") {
   CHECK(lm::HostTensor(lm::f32, {0, int64_t{1} << 62}).nbytes() == 0);  // empty is fine
 }
 
+TEST_CASE("HostTensor::from_bytes compares the byte count before allocating", "[reliability][sizes]") {
+  // A crafted saved program's param claimed 2^40 f32 with 4 bytes of data: the tensor was
+  // allocated (and zeroed) first, which AddressSanitizer aborts on (fuzz_aot_load).
+  const std::byte four[4] = {};
+  CHECK_THROWS_WITH(lm::HostTensor::from_bytes(lm::f32, {int64_t{1} << 20, int64_t{1} << 20}, four),
+                    Catch::Contains("bytes for shape") && Catch::Contains("needs 4398046511104"));
+  CHECK(lm::HostTensor::from_bytes(lm::f32, {1}, four).nbytes() == 4);
+}
+
 TEST_CASE("arena sizes of huge symbolic dims are checked", "[reliability][sizes]") {
   // P is bound from an empty input [P, 0], so nothing big is passed in; the program's
   // P x P intermediate needs 2^64 bytes at P = 2^31. Before the fix the arena size
