@@ -2,8 +2,8 @@
 # Installs the Debian packages Luminal builds against, if any are missing.
 # Idempotent and silent when everything is present. Usage: cmake/install-deps.sh [--dev] [--fuzz]
 #   --dev   also installs the tools the golden-data generator needs (python3-torch).
-#   --fuzz  also installs clang 14 with libFuzzer (the fuzz targets of tests/fuzz are
-#           built, and run briefly by ctest -L fuzz, whenever these are present).
+#   --fuzz  also installs clang 14 with libFuzzer, for the coverage-guided fuzz build
+#           (-DLUMINAL_BUILD_FUZZERS=ON, docs/reliability.md); CI does not need it.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ gcc pkg-config libfmt-dev catch2 libbenchmark-dev
       libopenblas-dev nlohmann-json3-dev
