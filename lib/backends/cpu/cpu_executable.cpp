@@ -285,6 +285,11 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
     const PlanStep& es = m.lowered.steps[s];
     if (es.collective) {  // a host step between generated kernels
       if (!m.comm) throw RuntimeError("[cpu] the program has collectives: it runs with the communicator it was compiled for");
+      ctl.check_lazy([&] { return "before plan step " + std::to_string(s + 1) + " (collective)"; });
+      // The collective runs here, on the caller: the kernels issued before it (a tail job
+      // the caller did not wait for may still run on the workers) must have finished
+      // writing its input and reading the memory its result overwrites.
+      team.barrier();
       const auto& st = p.steps[s];
       const auto& body = *st.spec->body;
       dist::run_collective(*m.comm, body.nodes[body.outputs.at(0).second], out_shape(st.args.at(0)),
