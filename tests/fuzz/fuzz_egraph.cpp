@@ -63,12 +63,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } else if (cmd < 160) {  // a unary or binary node over earlier terms
       Term t{cmd < 112 ? (cmd & 1 ? Op::F : Op::G) : (cmd & 1 ? Op::Add : Op::Mul), 0, {}};
       const int arity = cmd < 112 ? 1 : 2;
-      std::vector<Id> kids;
+      Id kids[2] = {};  // (an array, not a vector: GCC 12's -Warray-bounds misreads the inlined copy)
       for (int k = 0; k < arity; ++k) {
         t.kids.push_back(next() % terms.size());
-        kids.push_back(cls[t.kids.back()]);
+        kids[k] = cls[t.kids.back()];
       }
-      cls.push_back(g.add(t.op, t.payload, std::span<const Id>(kids)));
+      cls.push_back(g.add(t.op, t.payload, std::span<const Id>(kids, static_cast<size_t>(arity))));
       terms.push_back(t);
       uf.push_back(uf.size());
     } else if (cmd < 240) {  // a union
