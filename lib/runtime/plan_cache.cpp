@@ -136,6 +136,29 @@ void put_str(std::string& s, const std::string& v) {
   s += v;
 }
 
+// Reads what put_str and the fixed-size fields wrote; every read is bounds-checked and a
+// short buffer is a RuntimeError (the caller treats the entry as corrupt).
+struct ByteReader {
+  const std::string& bytes;
+  size_t pos = 0;
+  size_t take(size_t n) {
+    if (n > bytes.size() - pos) throw RuntimeError("truncated");
+    const size_t at = pos;
+    pos += n;
+    return at;
+  }
+  uint64_t u64() {
+    uint64_t v;
+    std::memcpy(&v, bytes.data() + take(8), 8);
+    return v;
+  }
+  std::string str() {
+    const uint64_t n = u64();
+    if (n > bytes.size()) throw RuntimeError("truncated");
+    return bytes.substr(take(static_cast<size_t>(n)), static_cast<size_t>(n));
+  }
+};
+
 // The plan as stored: each distinct kernel spec once (a model's repeated layers share
 // theirs: 12 layers, 12x fewer bodies to read back, and the loaded steps share spec
 // objects again), written as a plan of one step per spec, then the steps referring to
@@ -170,23 +193,11 @@ std::string encode_plan(const compiler::KernelPlan& p) {
 }
 
 compiler::KernelPlan decode_plan(const std::string& bytes) {
-  size_t pos = 0;
-  auto take = [&](size_t n) {
-    if (n > bytes.size() - pos) throw RuntimeError("truncated");
-    const size_t at = pos;
-    pos += n;
-    return at;
-  };
-  auto take_str = [&] {
-    uint64_t n;
-    std::memcpy(&n, bytes.data() + take(8), 8);
-    if (n > bytes.size()) throw RuntimeError("truncated");
-    return bytes.substr(take(static_cast<size_t>(n)), static_cast<size_t>(n));
-  };
-  const compiler::KernelPlan specs = aot::deserialize_plan(take_str());
-  compiler::KernelPlan p = aot::deserialize_plan(take_str());
-  const std::string steps = take_str();
-  if (pos != bytes.size()) throw RuntimeError("trailing bytes");
+  ByteReader r{bytes};
+  const compiler::KernelPlan specs = aot::deserialize_plan(r.str());
+  compiler::KernelPlan p = aot::deserialize_plan(r.str());
+  const std::string steps = r.str();
+  if (r.pos != bytes.size()) throw RuntimeError("trailing bytes");
   // Steps, against the same bounds deserialize_plan checks.
   size_t sp = 0;
   auto step_pod = [&](auto& v) {
@@ -283,35 +294,19 @@ std::shared_ptr<const CachedPlan> PlanCache::find(const std::string& key, const 
   const std::string bytes = ss.str();
   // magic | format | key | plan | report | checksum of everything before it
   try {
-    size_t pos = 0;
-    auto take = [&](size_t n) {
-      if (n > bytes.size() - pos) throw RuntimeError("truncated");
-      const size_t at = pos;
-      pos += n;
-      return at;
-    };
-    auto take_u64 = [&] {
-      uint64_t v;
-      std::memcpy(&v, bytes.data() + take(8), 8);
-      return v;
-    };
-    auto take_str = [&] {
-      const uint64_t n = take_u64();
-      if (n > bytes.size()) throw RuntimeError("truncated");
-      return bytes.substr(take(static_cast<size_t>(n)), static_cast<size_t>(n));
-    };
+    ByteReader r{bytes};
     if (bytes.size() < sizeof kMagic + 12 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
       throw RuntimeError("bad magic");
-    take(sizeof kMagic);
+    r.take(sizeof kMagic);
     uint32_t format;
-    std::memcpy(&format, bytes.data() + take(4), 4);
+    std::memcpy(&format, bytes.data() + r.take(4), 4);
     if (format != kFormat) throw RuntimeError("format");
-    if (take_str() != key) throw RuntimeError("key");
-    const std::string plan = take_str();
-    const std::string report = take_str();
-    const size_t body = pos;
-    const uint64_t sum = take_u64();
-    if (pos != bytes.size() || sum != cpu::checksum64(bytes.data(), body)) throw RuntimeError("checksum");
+    if (r.str() != key) throw RuntimeError("key");
+    const std::string plan = r.str();
+    const std::string report = r.str();
+    const size_t body = r.pos;
+    const uint64_t sum = r.u64();
+    if (r.pos != bytes.size() || sum != cpu::checksum64(bytes.data(), body)) throw RuntimeError("checksum");
     auto entry = std::make_shared<CachedPlan>();
     entry->plan = std::make_shared<const compiler::KernelPlan>(decode_plan(plan));
     entry->report = aot::deserialize_report(report);
