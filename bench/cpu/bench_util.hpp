@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,20 @@
 #include "backends/cpu/jit.hpp"
 #include "backends/cpu/kernel_call.hpp"
 #include "kernel/kernel_ir.hpp"
+#include "luminal/luminal.hpp"
 
 namespace cpu_bench {
+
+/// A tensor of `shape` with values uniform in [offset - scale, offset + scale).
+inline luminal::HostTensor rand_tensor(const std::vector<int64_t>& shape, std::mt19937_64& rng, float scale,
+                                       float offset = 0) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng) + offset;
+  return luminal::HostTensor::from(v, shape);
+}
 
 struct Compiled {
   std::shared_ptr<const luminal::cpu::JitLibrary> lib;

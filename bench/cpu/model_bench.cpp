@@ -29,21 +29,13 @@ namespace lm = luminal;
 
 namespace {
 
+using cpu_bench::rand_tensor;
+
 struct Model {
   lm::Graph g;
   lm::Callable f;
   std::map<std::string, lm::HostTensor> in, out;
 };
-
-lm::HostTensor rand_tensor(const std::vector<int64_t>& shape, std::mt19937_64& rng, float scale,
-                           float offset = 0) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng) + offset;
-  return lm::HostTensor::from(v, shape);
-}
 
 // Compiles `m.g` for the cpu target, binds random params, makes random inputs.
 void prepare(Model& m, const std::map<std::string, std::vector<int64_t>>& inputs, const std::string& label) {

@@ -29,15 +29,7 @@ namespace lm = luminal;
 
 namespace {
 
-lm::HostTensor rand_tensor(const std::vector<int64_t>& shape, std::mt19937_64& rng, float scale,
-                           float offset = 0) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng) + offset;
-  return lm::HostTensor::from(v, shape);
-}
+using cpu_bench::rand_tensor;
 
 struct Model {
   lm::Graph g;
