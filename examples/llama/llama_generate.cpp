@@ -7,9 +7,14 @@
 // prompt, then generates N tokens (the first from the prompt's logits, one decode step for
 // each of the others). Prints the generated ids, the throughput of the prompt and of the
 // decode steps, the compile time and the compile reports. Progress goes to stderr.
+//
+// Under mpirun (`mpirun -np N llama-generate ...`) the N processes run the model with
+// tensor parallelism: each compiles with the job's communicator, the search shards the
+// graphs over the ranks, and every rank computes the same tokens; rank 0 prints them.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,7 +79,11 @@ int main(int argc, char** argv) try {
   if (model_dir.empty() || tokens_arg.empty() || steps < 1) usage("--model, --tokens and --steps (>= 1) are required");
   const std::vector<int32_t> prompt = parse_tokens(tokens_arg);
   const lm::Target target = target_arg.empty() ? lm::Target::best() : lm::Target::parse(target_arg);
-  auto progress = [](const std::string& msg) { std::fprintf(stderr, "llama-generate: %s\n", msg.c_str()); };
+  // Started by mpirun: one rank of a tensor-parallel job (docs/distributed.md).
+  std::shared_ptr<lm::Communicator> comm;
+  if (lm::Communicator::launched_by_mpirun()) comm = lm::Communicator::from_environment();
+  const std::string who = comm ? "llama-generate[rank " + std::to_string(comm->rank()) + "]" : "llama-generate";
+  auto progress = [&who](const std::string& msg) { std::fprintf(stderr, "%s: %s\n", who.c_str(), msg.c_str()); };
 
   auto t0 = Clock::now();
   const llama::Model model = llama::Model::load(model_dir, progress);
@@ -87,6 +96,7 @@ int main(int argc, char** argv) try {
   lm::CompileOptions options;
   options.time_budget_seconds = 120;
   if (threads > 0) options.threads = static_cast<int>(threads);  // each call's threads, the caller included
+  options.communicator = comm;
   llama::Session session(model, target, options, progress);
 
   const int64_t capacity = static_cast<int64_t>(prompt.size()) + steps;
@@ -102,6 +112,7 @@ int main(int argc, char** argv) try {
     generated.push_back(next);
   }
   const double decode_s = seconds_since(t0);
+  if (comm && comm->rank() != 0) return 0;  // every rank has the same tokens: one prints
 
   std::printf("model: %s; weights %s, %.1f MB, loaded in %.3f s\n", c.summary().c_str(),
               model.weight_dtype().c_str(), static_cast<double>(model.weight_bytes()) / 1e6, load_s);

@@ -1,0 +1,27 @@
+# `mpirun -np N llama-generate ...` prints the same tokens as one process, and the run really
+# was tensor parallel (the decode report names the ranks). Run with cmake -P and
+# -DMPIRUN="mpirun;args" -DGENERATE=path -DMODEL=dir -DNP=N.
+set(args --model ${MODEL} --tokens 1,17,42,7,99 --steps 10 --threads 1)
+execute_process(COMMAND ${GENERATE} ${args} OUTPUT_VARIABLE single RESULT_VARIABLE rc_single)
+if(NOT rc_single EQUAL 0)
+  message(FATAL_ERROR "llama-generate (one process) failed (${rc_single}):\n${single}")
+endif()
+execute_process(COMMAND ${MPIRUN} -np ${NP} ${GENERATE} ${args} OUTPUT_VARIABLE tp RESULT_VARIABLE rc_tp)
+if(NOT rc_tp EQUAL 0)
+  message(FATAL_ERROR "mpirun -np ${NP} llama-generate failed (${rc_tp}):\n${tp}")
+endif()
+string(REGEX MATCH "tokens: [0-9,]+" single_tokens "${single}")
+string(REGEX MATCH "tokens: [0-9,]+" tp_tokens "${tp}")
+if(single_tokens STREQUAL "" OR NOT single_tokens STREQUAL tp_tokens)
+  message(FATAL_ERROR "one process: '${single_tokens}', ${NP} ranks: '${tp_tokens}'\n${tp}")
+endif()
+# Rank 0 alone prints: one tokens line, and a decode step sharded over the ranks.
+string(REGEX MATCHALL "tokens: " lines "${tp}")
+list(LENGTH lines n)
+if(NOT n EQUAL 1)
+  message(FATAL_ERROR "expected one 'tokens:' line from ${NP} ranks, got ${n}:\n${tp}")
+endif()
+if(NOT tp MATCHES "decode: [^\n]*tensor parallel over ${NP} ranks[^\n]*(all_gather|all_reduce)")
+  message(FATAL_ERROR "the decode step was not sharded over ${NP} ranks:\n${tp}")
+endif()
+message(STATUS "${NP} ranks and one process: ${tp_tokens}")
