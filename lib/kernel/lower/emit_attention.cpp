@@ -1,0 +1,290 @@
+// The Attention kind: ir::match_attention's plan -> a streaming (flash) attention kernel.
+#include <cmath>
+
+#include "ir/attention_match.hpp"
+#include "kernel/lower/lowerer.hpp"
+
+namespace luminal::kernel::lower {
+
+namespace {
+
+// An index-valued scalar expression (iota arithmetic) as an Index, or nullopt.
+std::optional<Index> as_index(const Expr& e) {
+  const auto& n = e.node();
+  switch (n.op) {
+    case kernel::ExprOp::IndexValue:
+      return n.index;
+    case kernel::ExprOp::Const:
+      if (n.dtype == DType::i32) return Index(static_cast<int64_t>(n.constant));
+      return std::nullopt;
+    case kernel::ExprOp::Binary: {
+      if (n.dtype != DType::i32) return std::nullopt;
+      auto a = as_index(n.args[0]), b = as_index(n.args[1]);
+      if (!a || !b) return std::nullopt;
+      if (n.binary == kernel::BinaryOp::Add) return *a + *b;
+      if (n.binary == kernel::BinaryOp::Sub) return *a - *b;
+      return std::nullopt;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+// where(j + a < b, s, -inf) with b free of j: keys j >= b - a score -inf (a causal
+// mask). The evaluator re-checks the claim on every key it visits.
+std::optional<Index> causal_key_end(const Expr& score, int iv, int jv) {
+  (void)iv;
+  const auto& n = score.node();
+  if (n.op != kernel::ExprOp::Where) return std::nullopt;
+  const auto& f = n.args[2].node();
+  if (f.op != kernel::ExprOp::Const || !(std::isinf(f.constant) && f.constant < 0)) return std::nullopt;
+  const auto& c = n.args[0].node();
+  if (c.op != kernel::ExprOp::Binary || c.binary != kernel::BinaryOp::LessThan) return std::nullopt;
+  auto lhs = as_index(c.args[0]), rhs = as_index(c.args[1]);
+  if (!lhs || !rhs || uses_var(*rhs, jv)) return std::nullopt;
+  // lhs = j + a with a free of j: check by evaluating the slope symbolically.
+  auto aff = affine(*lhs, {jv});
+  if (!aff || coef_of(*aff, jv).as_constant() != int64_t{1} || !var_free(aff->base, {jv}))
+    return std::nullopt;
+  // Small constants only: index arithmetic is int64, the mask's i32; keep far from wrap.
+  for (const Index* x : {&aff->base, &*rhs}) {
+    int64_t budget = 64;
+    if (too_large(*x, budget)) return std::nullopt;
+  }
+  return *rhs - aff->base;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- attention
+// An Attention body (ir/attention_match.hpp) -> the Attention kind: Q and K from the
+// score contraction R1 (views folded into strides; a prologue such as RoPE computed
+// into a contiguous buffer first, as for a GEMM operand), the score epilogue over its
+// accumulator, V from R2's other operand, the output epilogue over R2's accumulator.
+// Returns false (the body then lowers as generic loops) when a piece does not fit.
+bool Lowerer::try_attention(int result) {
+  auto mt = ir::match_attention(body_);
+  if (!mt || body_.nodes[root_].dtype != DType::f32) return false;
+  const Node& r1 = body_.nodes[mt->score_reduce];
+  const Node& mul1 = body_.nodes[r1.inputs[0]];
+  const Node& r2 = body_.nodes[mt->out_reduce];
+  const Node& mul2 = body_.nodes[r2.inputs[0]];
+  if (r1.dtype != DType::f32 || r2.dtype != DType::f32 || body_.nodes[mt->score].dtype != DType::f32)
+    return false;
+  const auto& in1 = shapes_[r1.inputs[0]];
+  const size_t rank1 = in1.size(), ax1 = static_cast<size_t>(r1.axis);
+  Ctx saved = std::move(ctx_);
+  ctx_ = Ctx{};
+  auto fail = [&] {
+    ctx_ = std::move(saved);
+    return false;
+  };
+  std::vector<Index> idx1;
+  for (size_t i = 0; i < rank1; ++i) {
+    const bool unit = in1[i].as_constant() == int64_t{1};
+    idx1.push_back(unit ? Index(0) : Index::var(static_cast<int>(i)));
+    if (!unit) ctx_.extents[static_cast<int>(i)] = in1[i];
+  }
+  const int fresh_col = static_cast<int>(rank1), fresh_row = static_cast<int>(rank1) + 1;
+  ctx_.next_var = static_cast<int>(rank1) + 2;
+  // R1's output axes (its input's without the summed one) index S directly.
+  std::vector<int> out1;  // input axis of each output axis
+  for (size_t i = 0; i < rank1; ++i)
+    if (i != ax1) out1.push_back(static_cast<int>(i));
+  const auto& sshape = body_.nodes[mt->score].shape;
+  if (sshape.size() != out1.size()) return fail();
+  for (size_t t = 0; t < out1.size(); ++t)
+    if (!sshape[t].same_as(body_.nodes[mt->score_reduce].shape[t])) return fail();
+  const int key_axis1 = out1[static_cast<size_t>(mt->key_axis)];
+  if (idx1[static_cast<size_t>(key_axis1)].as_constant()) return fail();  // one key: no streaming
+  const int jv = key_axis1;
+  // Q and K are staged by the kernel through these expressions: a RoPE prologue is
+  // computed there, its sin/cos table (broadcast over heads) computed once beforehand.
+  ctx_.hoist_broadcasts = true;
+  Expr x = emit(mul1.inputs[0], idx1, std::nullopt);
+  Expr y = emit(mul1.inputs[1], idx1, std::nullopt);
+  if (speculation_failed()) return fail();
+  // K is the operand indexed by the key variable; Q the one with the query axis.
+  uint32_t qin = mul1.inputs[0], kin = mul1.inputs[1];
+  if (expr_uses_var(x, jv) && !expr_uses_var(y, jv)) {
+    std::swap(x, y);
+    std::swap(qin, kin);
+  }
+  if (expr_uses_var(x, jv) || !expr_uses_var(y, jv)) return fail();
+  int iv = -1;
+  std::vector<int> batch;
+  for (size_t i = 0; i < rank1; ++i) {
+    const int v = static_cast<int>(i);
+    if (v == jv || i == ax1 || idx1[i].as_constant()) continue;
+    const bool cx = expr_uses_var(x, v), cy = expr_uses_var(y, v);
+    if (cx && !cy) {
+      if (iv >= 0) return fail();
+      iv = v;
+    } else if (cy && !cx) {
+      return fail();  // a second key-like axis
+    } else {
+      batch.push_back(v);
+    }
+  }
+  auto plain = [](const Expr& e) {
+    return e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid;
+  };
+  VarSet interest{static_cast<int>(ax1), jv};
+  if (iv >= 0) interest.push_back(iv);
+  auto operand = [&](Expr& e, uint32_t node, int other_axis, const std::vector<Index>& idx,
+                     const std::vector<Index>& dims_of, uint32_t owner) -> std::optional<Affine> {
+    if (plain(e))
+      if (auto a = affine(e.node().index, interest)) return a;
+    std::vector<int> keep;
+    std::vector<Index> dims, at;
+    for (size_t i = 0; i < idx.size(); ++i)
+      if (static_cast<int>(i) != other_axis && !idx[i].as_constant()) {
+        keep.push_back(static_cast<int>(i));
+        dims.push_back(dims_of[i]);
+        at.push_back(idx[i]);
+      }
+    (void)owner;
+    const int buf = materialize_operand(node, keep, dims, idx.size());
+    e = kernel::load(buf, DType::f32, kernel::row_major(at, dims));
+    return affine(e.node().index, interest);
+  };
+  (void)qin;
+  (void)kin;
+  ctx_.hoist_broadcasts = false;
+  kernel::Attention a;
+  a.row_var = iv >= 0 ? iv : fresh_row;
+  a.key_var = jv;
+  a.m = iv >= 0 ? in1[static_cast<size_t>(iv)] : Index(1);
+  a.n = in1[static_cast<size_t>(jv)];
+  a.dk = in1[ax1];
+  const int pv = static_cast<int>(ax1);
+  auto view = [&](const Expr& e, const Affine& af, int row, int col) {
+    kernel::MatrixView mv;
+    mv.buffer = e.node().buffer;
+    mv.offset = af.base;
+    mv.row_stride = row >= 0 ? coef_of(af, row) : Index(0);
+    mv.col_stride = coef_of(af, col);
+    return mv;
+  };
+  a.q = x;
+  a.k = y;
+  a.depth_var = pv;
+  if (a.q.dtype() != DType::f32 || a.k.dtype() != DType::f32) return fail();
+  // The score: S at R1's output index, R1 itself the accumulator.
+  std::vector<Index> sidx;
+  for (int ax : out1) sidx.push_back(idx1[static_cast<size_t>(ax)]);
+  ctx_.memo.clear();
+  ctx_.acc_node = static_cast<int>(mt->score_reduce);
+  ctx_.acc_dtype = DType::f32;
+  ctx_.acc_key = key(mt->score_reduce, sidx, std::nullopt);
+  if (mt->score != mt->score_reduce) a.score = emit(mt->score, sidx, std::nullopt);
+  if (speculation_failed()) return fail();
+  if (a.score.valid() && expr_uses_var(a.score, pv)) return fail();
+  // R2's index: the axes P reads get S's variables, the one P is broadcast along is d.
+  const auto& in2 = shapes_[r2.inputs[0]];
+  std::vector<Index> idx2(in2.size(), Index(0));
+  int dvar = -1;
+  for (size_t t = 0; t < in2.size(); ++t) {
+    const int pa = mt->p_axis_of[t];
+    if (pa >= 0) {
+      idx2[t] = sidx[static_cast<size_t>(pa)];
+    } else if (!(in2[t].as_constant() == int64_t{1})) {
+      if (dvar >= 0) return fail();
+      dvar = fresh_col;
+      idx2[t] = Index::var(dvar);
+      ctx_.extents[dvar] = in2[t];
+      a.dv = in2[t];
+    }
+  }
+  if (dvar < 0) {
+    dvar = fresh_col;
+    a.dv = Index(1);
+  }
+  a.col_var = dvar;
+  interest = {jv, dvar};
+  if (iv >= 0) interest.push_back(iv);
+  const uint32_t vin = mul2.inputs[static_cast<size_t>(1 - mt->p_side)];
+  ctx_.memo.clear();
+  ctx_.acc_node = -1;
+  Expr ve = emit(vin, idx2, std::nullopt);
+  if (speculation_failed()) return fail();
+  if (iv >= 0 && expr_uses_var(ve, iv)) return fail();
+  const int r2_query_axis = [&] {
+    for (size_t t = 0; t < idx2.size(); ++t)
+      if (iv >= 0 && idx2[t].node().op == kernel::IndexOp::Var && idx2[t].node().value == iv)
+        return static_cast<int>(t);
+    return -1;
+  }();
+  auto av = operand(ve, vin, r2_query_axis, idx2, in2, 0);
+  if (!av) return fail();
+  a.v = view(ve, *av, jv, dvar);
+  // The output: R2's output index, row-major into `result`, under the root's epilogue.
+  std::vector<Index> out_dims, rvars;
+  std::vector<int> out_var;  // variable of each output axis (-1: unit)
+  for (size_t t = 0; t < in2.size(); ++t)
+    if (static_cast<int>(t) != r2.axis) {
+      out_dims.push_back(in2[t]);
+      rvars.push_back(idx2[t]);
+    }
+  std::vector<Index> stride(out_dims.size(), Index(1));
+  for (size_t t = out_dims.size(); t-- > 1;) stride[t - 1] = stride[t] * out_dims[t];
+  auto out_stride = [&](int var) {
+    for (size_t t = 0; t < rvars.size(); ++t)
+      if (rvars[t].node().op == kernel::IndexOp::Var && rvars[t].node().value == var) return stride[t];
+    return Index(0);
+  };
+  a.out.buffer = result;
+  a.out.col_stride = Index(1);
+  if (a.dv.as_constant() != int64_t{1} && out_stride(dvar).as_constant() != int64_t{1}) return fail();
+  a.out.row_stride = iv >= 0 ? out_stride(iv) : Index(0);
+  {
+    Index off(0);
+    for (int b : batch) off = off + out_stride(b) * Index::var(b);
+    a.out.offset = off;
+  }
+  // Every output axis is the query, the value dim or a batch axis.
+  for (const Index& rv : rvars) {
+    if (rv.as_constant()) continue;
+    const int v = static_cast<int>(rv.node().value);
+    if (rv.node().op != kernel::IndexOp::Var ||
+        (v != iv && v != dvar && std::find(batch.begin(), batch.end(), v) == batch.end()))
+      return fail();
+  }
+  if (root_ != mt->out_reduce) {
+    ctx_.memo.clear();
+    ctx_.acc_node = static_cast<int>(mt->out_reduce);
+    ctx_.acc_dtype = DType::f32;
+    ctx_.acc_key = key(mt->out_reduce, rvars, std::nullopt);
+    bool same = body_.nodes[root_].shape.size() == rvars.size();
+    for (size_t t = 0; same && t < rvars.size(); ++t) same = body_.nodes[root_].shape[t].same_as(r2.shape[t]);
+    std::vector<Index> root_idx =
+        same ? rvars : delinearize(kernel::row_major(rvars, out_dims), shapes_[root_]);
+    a.epilogue = emit(root_, root_idx, std::nullopt);
+    if (speculation_failed()) return fail();
+    if (expr_uses_var(a.epilogue, jv)) return fail();
+  }
+  // The renderer keeps a block's Q rows, a K tile and the partial outputs on the
+  // stack: constant head dims of reasonable size only.
+  for (const Index* d : {&a.dk, &a.dv}) {
+    auto c = d->as_constant();
+    if (!c || *c < 1 || *c > 1024) return fail();
+  }
+  a.exp2_scale = mt->exp2_scale;
+  if (a.score.valid()) a.key_end = causal_key_end(a.score, a.row_var, jv);
+  kernel::Kernel k;
+  k.kind = kernel::KernelKind::Attention;
+  for (int b : batch) {
+    kernel::Loop l;
+    l.var = b;
+    l.extent = in1[static_cast<size_t>(b)];
+    l.parallel = true;
+    k.loops.push_back(l);
+  }
+  k.attention = std::move(a);
+  k.name = kernel_name();
+  kernels.push_back(std::move(k));
+  ctx_ = std::move(saved);
+  return true;
+}
+
+}  // namespace luminal::kernel::lower

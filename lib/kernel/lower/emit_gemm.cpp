@@ -1,0 +1,260 @@
+// The Gemm kind: recognize_gemm's plan -> a strided GEMM with its epilogue.
+#include "kernel/lower/lowerer.hpp"
+
+namespace luminal::kernel::lower {
+
+// The emitter of recognize_gemm's plan: x and y (the product's operands) as strided
+// loads at the reduction's input index, the axes sorted into m, n and batch, operands
+// that are not strided loads copied first, the tile from the spec, the tail as the
+// epilogue. Returns false (the body then lowers as generic loops) where the operands
+// do not fit a GEMM.
+
+// The product's input index: one loop variable per non-unit axis (variable i = axis i).
+struct GemmFrame {
+  std::vector<Index> idx;  // the reduction's input index
+  const std::vector<Index>* dims = nullptr;
+  size_t rank = 0, ax = 0;  // ax: the summed axis
+  VarSet interest;          // the variables whose strides a view needs
+};
+
+namespace {
+
+struct GemmAxes {
+  int m = -1, n = -1;  // input axes (= variables); -1: absent (size 1)
+  std::vector<int> batch;
+};
+
+// m: read by x only, n: read by y only, batch: read by both; nullopt when two axes
+// would be m (or n).
+std::optional<GemmAxes> gemm_axes(const Expr& x, const Expr& y, const GemmFrame& f) {
+  GemmAxes a;
+  for (size_t i = 0; i < f.rank; ++i) {
+    if (i == f.ax || f.idx[i].as_constant()) continue;
+    const int v = static_cast<int>(i);
+    const bool cx = expr_uses_var(x, v), cy = expr_uses_var(y, v);
+    if (cx && !cy) {
+      if (a.m >= 0) return std::nullopt;
+      a.m = v;
+    } else if (cy && !cx) {
+      if (a.n >= 0) return std::nullopt;
+      a.n = v;
+    } else {
+      a.batch.push_back(v);
+    }
+  }
+  return a;
+}
+
+bool plain_f32_load(const Expr& e) {
+  return e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid;
+}
+
+// An operand as an affine view; one that is not a plain strided load (a
+// permuted-then-merged view, a computed prologue) is first copied into a contiguous
+// buffer by its own kernel, over every axis but `other_axis` (the other operand's).
+// A weight stored as f16/bf16 and read through a cast to f32 (linear(x, cast(w, f32)))
+// is B as it is: the generated GEMM converts it while packing, so the weight is read at
+// half the bytes and never copied to f32 whole on each call.
+std::optional<Expr> half_weight(const Expr& e) {
+  if (e.op() != kernel::ExprOp::Cast || e.dtype() != DType::f32 || e.node().args.size() != 1)
+    return std::nullopt;
+  const Expr& in = e.node().args[0];
+  if (in.op() == kernel::ExprOp::Load && (in.dtype() == DType::f16 || in.dtype() == DType::bf16) &&
+      !in.node().valid)
+    return in;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Affine Lowerer::gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmFrame& f, bool b_side) {
+  if (plain_f32_load(e))
+    if (auto a = affine(e.node().index, f.interest)) return *a;
+  if (b_side)
+    if (auto h = half_weight(e))
+      if (auto a = affine(h->node().index, f.interest)) {
+        e = *h;
+        return *a;
+      }
+  std::vector<int> keep;
+  std::vector<Index> dims, at;
+  for (size_t i = 0; i < f.rank; ++i)
+    if (static_cast<int>(i) != other_axis && !f.idx[i].as_constant()) {
+      keep.push_back(static_cast<int>(i));
+      dims.push_back((*f.dims)[i]);
+      at.push_back(f.idx[i]);
+    }
+  const int buf = materialize_operand(node, keep, dims, f.rank);
+  e = kernel::load(buf, DType::f32, kernel::row_major(at, dims));
+  return *affine(e.node().index, f.interest);
+}
+
+bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
+  const int red = static_cast<int>(plan.reduce);
+  const Node& rn = body_.nodes[plan.reduce];
+  const Node& mul = body_.nodes[plan.mul];
+  const auto& in_dims = shapes_[plan.mul];
+  GemmFrame f;
+  f.dims = &in_dims;
+  f.rank = in_dims.size();
+  f.ax = static_cast<size_t>(rn.axis);
+  const size_t rank = f.rank, ax = f.ax;
+
+  Ctx saved = std::move(ctx_);
+  ctx_ = Ctx{};
+  auto restore = [&] { ctx_ = std::move(saved); };
+  for (size_t i = 0; i < rank; ++i) {
+    const bool unit = in_dims[i].as_constant() == int64_t{1};
+    f.idx.push_back(unit ? Index(0) : Index::var(static_cast<int>(i)));
+    if (!unit) ctx_.extents[static_cast<int>(i)] = in_dims[i];
+  }
+  ctx_.next_var = static_cast<int>(rank) + 2;
+  Expr x = emit(mul.inputs[0], f.idx, std::nullopt);
+  Expr y = emit(mul.inputs[1], f.idx, std::nullopt);
+  if (speculation_failed()) {
+    restore();
+    return false;
+  }
+  auto axes = gemm_axes(x, y, f);
+  if (!axes) {
+    restore();
+    return false;
+  }
+  int m_axis = axes->m, n_axis = axes->n;
+  const std::vector<int>& batch = axes->batch;
+  // output index of the reduction: rank-1 dims, row-major
+  std::vector<Index> out_dims;
+  std::vector<int> out_axis;  // input axis of each output axis
+  for (size_t i = 0; i < rank; ++i)
+    if (i != ax) {
+      out_dims.push_back(in_dims[i]);
+      out_axis.push_back(static_cast<int>(i));
+    }
+  std::vector<Index> stride(out_dims.size(), Index(1));
+  for (size_t i = out_dims.size(); i-- > 1;) stride[i - 1] = stride[i] * out_dims[i];
+  auto out_stride = [&](int axis) {
+    for (size_t i = 0; i < out_axis.size(); ++i)
+      if (out_axis[i] == axis) return stride[i];
+    return Index(0);
+  };
+  auto unit_stride = [&](int axis) { return axis >= 0 && out_stride(axis).as_constant() == int64_t{1}; };
+  // C's columns must be contiguous: the operand whose own axis is the output's last
+  // one is B (y^T x^T = (x y)^T in index form)
+  Expr X = x, Y = y;
+  uint32_t xin = mul.inputs[0], yin = mul.inputs[1];
+  if (!unit_stride(n_axis) && unit_stride(m_axis)) {
+    std::swap(m_axis, n_axis);
+    std::swap(X, Y);
+    std::swap(xin, yin);
+  }
+  if (n_axis >= 0 && !unit_stride(n_axis)) {
+    restore();
+    return false;
+  }
+  f.interest = {static_cast<int>(ax)};
+  if (m_axis >= 0) f.interest.push_back(m_axis);
+  if (n_axis >= 0) f.interest.push_back(n_axis);
+  // M == 1 (decode): a dot-product reduction kernel streams the other operand once,
+  // where a packed GEMM would copy it first and pay a parallel region per batch (16
+  // heads x 1 row in attention). Only a large operand read across its rows (x @ W with
+  // W [K, N]) stays a GEMM: there a dot product would stride through memory.
+  if (m_axis < 0) {
+    bool strided_big = false;
+    if (plain_f32_load(Y))
+      if (auto ay = affine(Y.node().index, f.interest)) {
+        auto kn =
+            (in_dims[ax] * (n_axis >= 0 ? in_dims[static_cast<size_t>(n_axis)] : Index(1))).as_constant();
+        strided_big =
+            coef_of(*ay, static_cast<int>(ax)).as_constant() != int64_t{1} && kn && *kn >= (int64_t{1} << 20);
+      }
+    // An f16/bf16 weight read along k (x @ W^T, every decode projection) goes to the
+    // GEMM's few-rows path, whose dot products convert 16 halves per instruction
+    // (vcvtph2ps); the generic dot-product loop converts with ~8 integer ops per vector
+    // and made f16 decode compute-bound.
+    bool half_dot = false;
+    if (n_axis >= 0)
+      if (auto h = half_weight(Y))
+        if (auto ay = affine(h->node().index, f.interest))
+          half_dot = coef_of(*ay, static_cast<int>(ax)).as_constant() == int64_t{1};
+    if (!strided_big && !half_dot) {
+      restore();
+      return false;
+    }
+  }
+  Affine ax_ = gemm_operand(X, xin, n_axis, f, false);
+  Affine ay = gemm_operand(Y, yin, m_axis, f, true);
+
+  kernel::Gemm g;
+  const int rv = static_cast<int>(rank), cv = static_cast<int>(rank) + 1;  // unused ids when absent
+  g.row_var = m_axis >= 0 ? m_axis : rv;
+  g.col_var = n_axis >= 0 ? n_axis : cv;
+  g.m = m_axis >= 0 ? in_dims[static_cast<size_t>(m_axis)] : Index(1);
+  g.n = n_axis >= 0 ? in_dims[static_cast<size_t>(n_axis)] : Index(1);
+  g.k = in_dims[ax];
+  const int kv = static_cast<int>(ax);
+  auto view = [&](const Expr& e, const Affine& a, int row, int col) {
+    kernel::MatrixView mv;
+    mv.buffer = e.node().buffer;
+    mv.offset = a.base;                                     // batch variables stay inside the base
+    mv.col_stride = col >= 0 ? coef_of(a, col) : Index(1);  // any stride for a unit dim
+    mv.row_stride = row >= 0 ? coef_of(a, row) : mv.col_stride * (col == kv ? g.k : g.n);
+    return mv;
+  };
+  g.a = view(X, ax_, m_axis, kv);
+  g.b = view(Y, ay, kv, n_axis);
+  g.c.buffer = result;
+  {
+    Index off(0);
+    for (int b : batch) off = off + out_stride(b) * Index::var(b);
+    g.c.offset = off;
+    g.c.row_stride = m_axis >= 0 ? out_stride(m_axis) : g.n;  // any stride when M == 1
+    g.c.col_stride = Index(1);
+  }
+  // The tile comes from the spec alone (the backend says what its launch parameters
+  // mean); the implementation from its kind unless the caller forces one.
+  g.tile = opt_.gemm_tile ? opt_.gemm_tile(spec_) : kernel::GemmTile{};
+  g.impl = opt_.gemm == GemmChoice::Library            ? kernel::GemmImpl::Library
+           : opt_.gemm == GemmChoice::Generated        ? kernel::GemmImpl::Generated
+           : spec_.kind == ir::KernelKind::LibraryGemm ? kernel::GemmImpl::Library
+                                                       : kernel::GemmImpl::Generated;
+
+  // epilogue: the root at the index whose row-major position equals the reduction's
+  ctx_.memo.clear();
+  ctx_.acc_node = red;
+  ctx_.acc_dtype = DType::f32;
+  kernel::Kernel k;
+  k.kind = kernel::KernelKind::Gemm;
+  for (int b : batch) {
+    kernel::Loop l;
+    l.var = b;
+    l.extent = in_dims[static_cast<size_t>(b)];
+    k.loops.push_back(l);
+  }
+  if (static_cast<int>(root_) != red) {
+    std::vector<Index> rvars;
+    for (int a : out_axis)
+      rvars.push_back(a == m_axis   ? Index::var(g.row_var)
+                      : a == n_axis ? Index::var(g.col_var)
+                                    : f.idx[static_cast<size_t>(a)]);
+    std::vector<Index> root_idx;
+    bool same = body_.nodes[root_].shape.size() == rvars.size();
+    for (size_t i = 0; same && i < rvars.size(); ++i) same = body_.nodes[root_].shape[i].same_as(rn.shape[i]);
+    root_idx = same ? rvars : delinearize(kernel::row_major(rvars, out_dims), shapes_[root_]);
+    g.epilogue = emit(root_, root_idx, std::nullopt);
+    if (speculation_failed()) {
+      restore();
+      return false;
+    }
+  }
+  if (stopped()) {  // an operand copy could not be lowered: the whole body cannot
+    restore();
+    return true;
+  }
+  k.gemm = std::move(g);
+  k.name = kernel_name();
+  kernels.push_back(std::move(k));
+  restore();
+  return true;
+}
+
+}  // namespace luminal::kernel::lower

@@ -1,0 +1,146 @@
+// Elementwise and row-reduction kernels as loop nests (a body no specialised kind takes,
+// and the temporaries other kernels read: materialized reductions, operand copies).
+#include "kernel/lower/lowerer.hpp"
+
+namespace luminal::kernel::lower {
+
+namespace {
+
+bool worth_parallel(const std::vector<Index>& dims, int64_t inner_work = 1) {
+  int64_t n = inner_work;
+  for (const auto& d : dims) {
+    auto c = d.as_constant();
+    if (!c) return true;
+    n *= *c;
+  }
+  return n >= 32768;
+}
+
+}  // namespace
+
+std::vector<kernel::Loop> Lowerer::loops_over(const std::vector<Index>& dims, std::vector<Index>& vars,
+                                              bool parallel) {
+  std::vector<kernel::Loop> loops;
+  for (const auto& d : dims) {
+    kernel::Loop l;
+    l.var = new_var();
+    ctx_.extents[l.var] = d;
+    l.extent = d;
+    vars.push_back(Index::var(l.var));
+    loops.push_back(l);
+  }
+  if (!loops.empty()) {
+    for (auto& l : loops) l.parallel = parallel;
+    loops.back().vectorize = true;
+    // a vectorized innermost loop stays serial unless it is the only loop
+    if (loops.size() > 1) loops.back().parallel = false;
+  }
+  return loops;
+}
+
+// One kernel computing body node `id` into buffer `out` (row-major over its shape).
+void Lowerer::lower_generic(uint32_t id, int out) {
+  Ctx saved = std::move(ctx_);
+  ctx_ = Ctx{};
+  ctx_.self = static_cast<int>(id);
+  // Inside a GEMM operand's preparation a reduction materialized for it hoists its
+  // broadcast transcendental values too (a softmax prologue over RoPE'd scores): the
+  // cost model charges the operand that way (ir::hoists_broadcast).
+  ctx_.hoist_broadcasts = saved.hoist_broadcasts;
+  kernel::Kernel k;
+  const auto row = recognize_row_reduction(body_, id);
+  const int r = row.plan ? static_cast<int>(row.plan->reduce) : -1;
+  std::vector<Index> vars;
+  if (r >= 0) {
+    const Node& rn = body_.nodes[static_cast<size_t>(r)];
+    const auto& in_dims = shapes_[rn.inputs[0]];
+    const auto red = in_dims[static_cast<size_t>(rn.axis)];
+    auto rc = red.as_constant();
+    k.loops = loops_over(shapes_[id], vars, false);
+    const bool par = worth_parallel(shapes_[id], rc ? *rc : 1024);
+    for (auto& l : k.loops) {
+      l.vectorize = false;  // the reduce loop is the vector loop
+      l.parallel = par;
+    }
+    kernel::Reduction red_ir;
+    red_ir.op = rn.op == PrimOp::SumReduce ? kernel::ReduceOp::Sum : kernel::ReduceOp::Max;
+    red_ir.acc_dtype = rn.dtype;
+    kernel::Loop rl;
+    rl.var = new_var();
+    ctx_.extents[rl.var] = red;
+    rl.extent = red;
+    // OpenMP's max reduction combines partial results with '>', which drops NaN; the
+    // prelude's lm_max propagates it (as max_reduce must), so f32 max stays serial.
+    rl.vectorize = !(rn.op == PrimOp::MaxReduce && is_float(rn.dtype));
+    red_ir.loops.push_back(rl);
+    std::vector<Index> in_idx = vars;  // the reduction's output index == the root's
+    in_idx.insert(in_idx.begin() + rn.axis, Index::var(rl.var));
+    red_ir.value = emit(rn.inputs[0], in_idx, std::nullopt);
+    ctx_.acc_node = r;
+    ctx_.acc_dtype = rn.dtype;
+    ctx_.acc_key = key(static_cast<uint32_t>(r), vars, std::nullopt);
+    k.kind = kernel::KernelKind::Reduction;
+    k.reduce = std::move(red_ir);
+  } else {
+    k.loops = loops_over(shapes_[id], vars, worth_parallel(shapes_[id]));
+    k.kind = kernel::KernelKind::Elementwise;
+  }
+  k.store.buffer = out;
+  k.store.index = kernel::row_major(vars, shapes_[id]);
+  k.store.value = emit(id, vars, std::nullopt);
+  if (!stopped()) {
+    k.name = kernel_name();
+    kernels.push_back(std::move(k));
+  }
+  ctx_ = std::move(saved);
+}
+
+// A temporary buffer holding body node `id` (a reduction, or a hoisted broadcast value),
+// computed by its own loop nest first.
+int Lowerer::materialize(uint32_t id) {
+  if (auto it = materialized_.find(id); it != materialized_.end()) return it->second;
+  kernel::Buffer b;
+  b.name = name_ + "_t" + std::to_string(prog_.buffers.size());
+  b.dtype = body_.nodes[id].dtype;
+  b.elements = Index(1);
+  for (const auto& d : shapes_[id]) b.elements = b.elements * d;
+  b.role = kernel::BufferRole::Intermediate;
+  prog_.buffers.push_back(b);
+  const int buf = static_cast<int>(prog_.buffers.size() - 1);
+  lower_generic(id, buf);
+  if (!stopped()) materialized_[id] = buf;
+  return buf;
+}
+
+// A contiguous copy of body node `node` (rank `rank`) over the input axes `keep` (the
+// others pinned to 0), computed by its own elementwise kernel; returns the buffer.
+int Lowerer::materialize_operand(uint32_t node, const std::vector<int>& keep, const std::vector<Index>& dims,
+                                 size_t rank) {
+  Ctx saved = std::move(ctx_);
+  ctx_ = Ctx{};
+  ctx_.hoist_broadcasts = true;
+  kernel::Kernel k;
+  std::vector<Index> vars;
+  k.loops = loops_over(dims, vars, worth_parallel(dims));
+  std::vector<Index> at(rank, Index(0));
+  for (size_t i = 0; i < keep.size(); ++i) at[static_cast<size_t>(keep[i])] = vars[i];
+  kernel::Buffer b;
+  b.name = name_ + "_t" + std::to_string(prog_.buffers.size());
+  b.dtype = DType::f32;
+  b.elements = Index(1);
+  for (const auto& d : dims) b.elements = b.elements * d;
+  prog_.buffers.push_back(b);
+  const int buf = static_cast<int>(prog_.buffers.size() - 1);
+  k.kind = kernel::KernelKind::Elementwise;
+  k.store.buffer = buf;
+  k.store.index = kernel::row_major(vars, dims);
+  k.store.value = emit(node, at, std::nullopt);
+  if (!stopped()) {
+    k.name = kernel_name();
+    kernels.push_back(std::move(k));
+  }
+  ctx_ = std::move(saved);
+  return buf;
+}
+
+}  // namespace luminal::kernel::lower
