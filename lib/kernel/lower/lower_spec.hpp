@@ -17,7 +17,7 @@
 // so the caller runs that kernel with the interpreter.
 //
 // Each kernel kind is a recogniser (recognize.hpp: match the body, return a plan or why
-// not) and an emitter (lower_spec.cpp: the plan -> kernel IR). Nothing is thrown: what
+// not) and an emitter (emit_*.cpp: the plan -> kernel IR). Nothing is thrown: what
 // cannot be expressed comes back as a Failure with its reason, and the caller runs that
 // kernel on the interpreter. The lowering is the same for every backend (the CPU's C
 // renderer, the GPU renderers): what is backend-specific comes in through Options (the

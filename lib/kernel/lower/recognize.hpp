@@ -1,7 +1,7 @@
 // Recognisers of the kernel kinds: each looks at a kernel body (ir::KernelSpec::body, a
 // primitive DAG over input slots) and returns a plan -- which nodes play which part -- or
 // why the body is not of that kind. They read the body only (no kernel IR is built), so
-// the CPU lowering (lower_spec.cpp, whose emitters turn a plan into kernel IR) and the GPU
+// the CPU lowering (emit_*.cpp, whose emitters turn a plan into kernel IR) and the GPU
 // renderers share them. A body no specialised kind takes lowers as generic loops.
 //   GEMM             recognize_gemm
 //   row reduction    recognize_row_reduction (softmax/norm rows: a reduction with its epilogue)
