@@ -4,12 +4,15 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
 
 #include "backends/cpu/c_prelude.hpp"
+#include "backends/cpu/dot_codegen.hpp"
 #include "kernel/kernel_eval.hpp"
 #include "kernel/op_spelling.hpp"
 #include "luminal/error.hpp"
@@ -338,8 +341,11 @@ class KernelWriter {
   // the task's range [lm_lo, lm_hi) of their collapsed space: one loop over the range, or,
   // for several, rows of the innermost one (the outer indices decomposed once per row, so
   // the row loop stays a plain, vectorizable loop).
+  // `before_last` (optional) writes code right before the innermost loop opens, with
+  // every outer loop variable in scope, at the indentation it is given.
   std::string open_loops(std::ostringstream& s, const std::vector<Loop>& ls, std::string& ind,
-                         bool innermost_is_body, size_t group, const std::string& simd_clause = "") {
+                         bool innermost_is_body, size_t group, const std::string& simd_clause = "",
+                         const std::function<void(const std::string&)>& before_last = {}) {
     std::string close;
     auto open = [&](const std::string& header) {
       s << ind << header << " {\n";
@@ -354,8 +360,12 @@ class KernelWriter {
     };
     // not "v" + to_string: GCC 12 warns falsely (-Wrestrict) on that form
     auto var = [&](size_t i) { return std::to_string(ls[i].var).insert(0, 1, 'v'); };
+    auto last = [&](size_t i) {
+      if (before_last && i + 1 == ls.size()) before_last(ind);
+    };
     size_t i = 0;
     if (group == 1) {
+      last(0);
       simd(0);
       open("for (int64_t " + var(0) + " = lm_lo; " + var(0) + " < lm_hi; ++" + var(0) + ")");
       i = 1;
@@ -372,12 +382,14 @@ class KernelWriter {
         << ind << "const int64_t lm_e = lm_hi - lm_i < " << e << " - lm_s ? lm_s + (lm_hi - lm_i) : " << e
         << ";\n"
         << ind << "lm_i += lm_e - lm_s;\n";
+      last(group - 1);
       simd(group - 1);
       open("for (int64_t " + var(group - 1) + " = lm_s; " + var(group - 1) + " < lm_e; ++" + var(group - 1) +
            ")");
       i = group;
     }
     for (; i < ls.size(); ++i) {
+      last(i);
       simd(i);
       open("for (int64_t " + var(i) + " = 0; " + var(i) + " < " + ix(ls[i].extent) + "; ++" + var(i) + ")");
     }
@@ -640,10 +652,134 @@ class KernelWriter {
     return finish(s.str(), group_total(loops_, g), simd_range ? 64 : 1);
   }
 
+  // ---- row dot products: sum_k x[k] * w[row, k] per output row (dot_codegen.hpp)
+
+  // The coefficient of loop variable `var` in `i` when `i` is affine in it with a constant
+  // coefficient (0 when `i` does not use it), else nullopt.
+  static std::optional<int64_t> var_stride(const Index& i, int64_t var) {
+    if (!uses_var(i, var)) return int64_t{0};
+    const auto& n = i.node();
+    switch (n.op) {
+      case IndexOp::Var:
+        return int64_t{1};
+      case IndexOp::Add:
+      case IndexOp::Sub: {
+        auto a = var_stride(n.args[0], var), b = var_stride(n.args[1], var);
+        if (!a || !b) return std::nullopt;
+        return n.op == IndexOp::Add ? *a + *b : *a - *b;
+      }
+      case IndexOp::Mul:
+        for (size_t c = 0; c < 2; ++c)
+          if (auto k = n.args[c].as_constant())
+            if (auto t = var_stride(n.args[1 - c], var)) return *k * *t;
+        return std::nullopt;
+      default:
+        return std::nullopt;
+    }
+  }
+
+  // Whether expression `e` reads loop variable `var` (in an address, a validity
+  // predicate or an index value).
+  static bool expr_uses_var(const Expr& e, int64_t var) {
+    const ExprNode& n = e.node();
+    if ((n.op == ExprOp::Load || n.op == ExprOp::IndexValue) && uses_var(n.index, var)) return true;
+    if (n.valid && uses_var(*n.valid, var)) return true;
+    for (const auto& a : n.args)
+      if (expr_uses_var(a, var)) return true;
+    return false;
+  }
+
+  // Elements of a computed x kept on the stack (16 KiB); a longer one keeps the generic loop.
+  static constexpr int64_t kRowDotStageMax = 4096;
+
+  struct RowDot {
+    Expr x;                        // f32, the same for every row of the innermost loop
+    const ExprNode* w = nullptr;   // the weight row: a load, unit stride along k
+    bool x_in_place = false;       // x is a unit-stride f32 load: read where it is
+  };
+
+  // A Sum reduction over one vectorized loop k whose value is x * w, where w is a load
+  // (f32, or f16/bf16 under a cast to f32) with unit stride along k and x does not depend
+  // on the kernel's innermost loop (the row): every one-row product x @ W^T, with what
+  // fusion put around it. The store must not write a buffer the kernel reads (x is read
+  // once for many rows).
+  std::optional<RowDot> row_dot() const {
+    const Reduction& r = *k_.reduce;
+    if (r.op != ReduceOp::Sum || r.acc_dtype != DType::f32 || r.loops.size() != 1 || k_.loops.empty())
+      return std::nullopt;
+    const Loop& kl = r.loops[0];
+    if (!kl.vectorize || uses_var(kl.extent) || reads_.count(k_.store.buffer)) return std::nullopt;
+    const ExprNode& v = r.value.node();
+    if (v.op != ExprOp::Binary || v.binary != BinaryOp::Mul || v.dtype != DType::f32) return std::nullopt;
+    const int64_t kv = kl.var, row = k_.loops.back().var;
+    auto unit_load = [&](const Expr& e, bool half_ok) -> const ExprNode* {
+      const ExprNode* n = &e.node();
+      if (half_ok && n->op == ExprOp::Cast && n->args.size() == 1 &&
+          (n->args[0].dtype() == DType::f16 || n->args[0].dtype() == DType::bf16))
+        n = &n->args[0].node();
+      if (n->op != ExprOp::Load || n->valid || (!half_ok && n->dtype != DType::f32)) return nullptr;
+      auto st = var_stride(n->index, kv);
+      return st && *st == 1 ? n : nullptr;
+    };
+    for (size_t side = 0; side < 2; ++side) {
+      const Expr& x = v.args[1 - side];
+      const ExprNode* w = unit_load(v.args[side], true);
+      if (!w || expr_uses_var(x, row)) continue;
+      RowDot d{x, w, unit_load(x, false) != nullptr};
+      auto n = kl.extent.as_constant();
+      if (!d.x_in_place && (!n || *n > kRowDotStageMax)) continue;
+      return d;
+    }
+    return std::nullopt;
+  }
+
+  // The row-dot reduction: x computed once per run of rows (before the innermost loop)
+  // unless it is read in place, then per row one call of the generated dot product and
+  // the store's epilogue.
+  std::string row_dot_reduction(const RowDot& d) {
+    const Loop& kl = k_.reduce->loops[0];
+    const std::string kvar = std::to_string(kl.var).insert(0, 1, 'v');  // GCC 12 -Wrestrict on "v" + ...
+    const DType wdt = d.w->dtype;
+    dot_configs_.insert(wdt);
+    std::ostringstream s;
+    declare_symbols(s, "  ");
+    declare_buffers(s, "  ", reads_, {k_.store.buffer});
+    std::string ind = "  ";
+    const size_t g = task_group(k_.loops);
+    auto stage = [&](const std::string& in) {
+      if (d.x_in_place) return;
+      const int64_t n = std::max<int64_t>(*kl.extent.as_constant(), 1);
+      s << in << "float lm_x[" << n << "] __attribute__((aligned(64)));\n"
+        << in << "#pragma omp simd\n"
+        << in << "for (int64_t " << kvar << " = 0; " << kvar << " < " << ix(kl.extent) << "; ++" << kvar
+        << ") {\n";
+      std::map<const ExprNode*, std::string> memo;
+      const std::string xv = value(d.x, memo, s, in + "  ");
+      s << in << "  lm_x[" << kvar << "] = " << xv << ";\n" << in << "}\n";
+    };
+    std::string close = open_loops(s, k_.loops, ind, false, g, "", stage);
+    // the row's operands at k = 0: their addresses with the reduce variable bound to 0
+    auto at_k0 = [&](const ExprNode& ld) { return "b" + std::to_string(ld.buffer) + " + (" + ix(ld.index) + ")"; };
+    s << ind << "const float* lm_xp;\n"
+      << ind << "const " << c_type(wdt) << "* lm_wp;\n"
+      << ind << "{\n"
+      << ind << "  const int64_t " << kvar << " = 0; (void)" << kvar << ";\n"
+      << ind << "  lm_xp = " << (d.x_in_place ? at_k0(d.x.node()) : std::string("lm_x")) << ";\n"
+      << ind << "  lm_wp = " << at_k0(*d.w) << ";\n"
+      << ind << "}\n"
+      << ind << "const float acc = " << dot_function_name(opt_.isa, wdt) << "(lm_xp, lm_wp, " << ix(kl.extent)
+      << "); (void)acc;\n";
+    std::map<const ExprNode*, std::string> memo;
+    const std::string v = value(k_.store.value, memo, s, ind);
+    s << ind << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << v << ";\n" << close;
+    return finish(s.str(), group_total(k_.loops, g), 1);
+  }
+
   std::string reduction() {
     const Reduction& r = *k_.reduce;
     collect(k_.store.value);
     collect(r.value);
+    if (auto d = row_dot()) return row_dot_reduction(*d);
     std::ostringstream s;
     declare_symbols(s, "  ");
     declare_buffers(s, "  ", reads_, {k_.store.buffer});
@@ -1124,6 +1260,7 @@ class KernelWriter {
   }
 
   const std::set<std::tuple<int, int, DType>>& gemm_configs() const { return gemm_configs_; }
+  const std::set<DType>& dot_configs() const { return dot_configs_; }
 
  private:
   const Program& p_;
@@ -1134,6 +1271,7 @@ class KernelWriter {
   int tmp_ = 0;
   std::vector<Loop> loops_;  // elementwise: the loops rendered (see drop_unit_loops)
   std::set<std::tuple<int, int, DType>> gemm_configs_;
+  std::set<DType> dot_configs_;  // weight dtypes of the row-dot reductions
 };
 
 }  // namespace
@@ -1143,15 +1281,18 @@ CProgram render_c(const Program& p, const RenderOptions& opt) {
   CProgram out;
   std::ostringstream body;
   std::set<std::tuple<int, int, DType>> configs;
+  std::set<DType> dots;
   for (const auto& k : p.kernels) {
     KernelWriter w(p, k, opt);
     body << "\n/* ---- kernel " << k.name << " ---- */\n" << w.render();
     configs.insert(w.gemm_configs().begin(), w.gemm_configs().end());
+    dots.insert(w.dot_configs().begin(), w.dot_configs().end());
     out.kernels.push_back(k.name);
   }
   std::ostringstream s;
   s << c_prelude() << kRuntimeDecls;
   for (const auto& [mr, nr, bdt] : configs) s << gemm_source(opt.isa, mr, nr, bdt);
+  for (DType dt : dots) s << dot_source(opt.isa, dt);
   s << body.str();
   // The entry runs every kernel in order, waiting for each (the executable calls the
   // kernels itself and waits only where a kernel depends on unfinished work).
