@@ -32,7 +32,7 @@ using poly::Mono;
 using poly::Poly;
 using poly::remove_sub;
 
-std::optional<int64_t> as_const(const Poly& p) { return poly::const_value(p); }
+std::optional<int64_t> poly_const(const Poly& p) { return poly::const_value(p); }
 int64_t checked_mul(int64_t a, int64_t b) { return poly::mul_checked(a, b); }
 int64_t checked_add(int64_t a, int64_t b) { return poly::add_checked(a, b); }
 
@@ -150,12 +150,12 @@ class Simplifier {
         return compare(arg(0), arg(1), false);
       case IndexOp::Eq: {
         Poly a = arg(0), b = arg(1);
-        if (auto d = as_const(add(a, b, -1))) return constant(*d == 0);
+        if (auto d = poly_const(add(a, b, -1))) return constant(*d == 0);
         return of_index(eq(build(a), build(b)));
       }
       case IndexOp::And: {
         Poly a = arg(0), b = arg(1);
-        auto ca = as_const(a), cb = as_const(b);
+        auto ca = poly_const(a), cb = poly_const(b);
         if (ca == 0 || cb == 0) return {};
         if (ca && cb) return constant(1);
         if (ca && is_boolean(n.args[1])) return b;
@@ -164,7 +164,7 @@ class Simplifier {
       }
       case IndexOp::Select: {
         Poly c = arg(0);
-        if (auto cc = as_const(c)) return *cc != 0 ? arg(1) : arg(2);
+        if (auto cc = poly_const(c)) return *cc != 0 ? arg(1) : arg(2);
         return of_index(select(build(c), build(arg(1)), build(arg(2))));
       }
       case IndexOp::Min:
@@ -282,41 +282,34 @@ class Simplifier {
 
   // a < b (strict) or a <= b, decided where the ranges decide it.
   Poly compare(const Poly& a, const Poly& b, bool strict) {
-    const Poly d = add(b, a, -1);
-    const int64_t need = strict ? 1 : 0;  // true iff d >= need
-    if (auto lo = extreme(d, false); lo && non_negative(add(*lo, constant(need), -1))) return constant(1);
-    if (auto hi = extreme(d, true); hi && non_negative(add(constant(need - 1), *hi, -1))) return {};
+    if (auto decided = poly::decide_le(a, b, strict, *this)) return constant(*decided ? 1 : 0);
     return of_index(strict ? lt(build(a), build(b)) : le(build(a), build(b)));
   }
 
   // ------------------------------------------------------------ ranges
-  // 0 <= r < b for every binding in range.
-  bool in_range(const Poly& r, const Poly& b) {
-    auto lo = extreme(r, false);
-    if (!lo || !non_negative(*lo)) return false;
-    auto hi = extreme(r, true);
-    auto lo_b = extreme(b, false);
-    return hi && lo_b && non_negative(add(add(*lo_b, constant(1), -1), *hi, -1));
+  // The range reasoning is graph/int_poly.hpp's (extreme, non_negative, in_range,
+  // decide_le), shared with the dims; this class is its oracle: what the loop variables'
+  // extents and the symbols' least values say about each atom.
+  bool in_range(const Poly& r, const Poly& b) { return poly::in_range(r, b, *this); }
+  std::optional<Poly> extreme(const Poly& p, bool want_max) { return poly::extreme(p, want_max, *this); }
+  bool non_negative(const Poly& p) { return poly::non_negative(p, *this); }
+
+ public:
+  // The oracle (see int_poly.hpp). Every atom is taken as non-negative: bound() says
+  // nullopt for one that may be negative, so no atom needs a signed range.
+  std::optional<std::pair<int64_t, int64_t>> signed_range(const std::string&) const { return std::nullopt; }
+  bool atom_non_negative(const std::string& key) const {
+    const Index& a = atoms_.at(key).index;
+    return a.op() == IndexOp::Sym || a.non_negative();
+  }
+  void limit(const Poly& p) const { bounded(p); }
+  std::optional<Poly> bound(const std::string& key, bool upper) { return atom_bound(key, upper); }
+  int64_t least(const std::string& key) {
+    const Index& i = atoms_.at(key).index;
+    return std::max<int64_t>(0, least_value(i).value_or(0));
   }
 
-  // A lower (max = false) or upper bound of p over the loop variables' ranges, as a
-  // polynomial over loop-invariant atoms; nullopt when some atom has no known bound or
-  // may be negative (bounds of products multiply only for non-negative factors).
-  std::optional<Poly> extreme(const Poly& p, bool want_max) {
-    Poly out;
-    for (const auto& [m, c] : p) {
-      const bool up = (c > 0) == want_max;
-      Poly t = constant(c);
-      for (const auto& k : m) {
-        auto b = atom_bound(k, up);
-        if (!b) return std::nullopt;
-        t = mul(t, *b);
-      }
-      out = add(out, t, 1);
-    }
-    return out;
-  }
-
+ private:
   // Bounds of a non-negative atom: loop invariants bound themselves; a loop variable
   // lies in [0, extent - 1]; x % b in [0, b - 1]; x // b in [0, max(x)]; predicates in [0, 1].
   std::optional<Poly> atom_bound(const std::string& key, bool upper) {
@@ -369,38 +362,7 @@ class Simplifier {
     }
   }
 
-  // True when p >= 0 for all values of its (non-negative, loop-invariant) atoms: with
-  // each atom a written as min(a) + a' (a' >= 0), every coefficient is non-negative.
-  bool non_negative(const Poly& p) {
-    auto all_pos = [](const Poly& x) {
-      return std::all_of(x.begin(), x.end(), [](const auto& t) { return t.second >= 0; });
-    };
-    // every atom must be non-negative for the argument (an opaque one may not be)
-    for (const auto& [m, c] : p)
-      for (const auto& k : m) {
-        const Index& a = atoms_.at(k).index;
-        if (a.op() != IndexOp::Sym && !a.non_negative()) return false;
-      }
-    if (all_pos(p)) return true;
-    Poly shifted;
-    for (const auto& [m, c] : p) {
-      Poly t = constant(c);
-      for (const auto& k : m) {
-        Poly f;
-        f[{k}] = 1;
-        if (const int64_t lo = least(k); lo > 0) f[{}] = lo;
-        t = mul(t, f);
-      }
-      shifted = add(shifted, t, 1);
-    }
-    return all_pos(shifted);
-  }
-
-  // A lower bound of loop-invariant atom `key` (0 when nothing better is known).
-  int64_t least(const std::string& key) {
-    const Index& i = atoms_.at(key).index;
-    return std::max<int64_t>(0, least_value(i).value_or(0));
-  }
+  // A lower bound of loop-invariant atom `i` (least(): 0 when nothing better is known).
   std::optional<int64_t> least_value(const Index& i) {
     const auto& n = i.node();
     auto arg = [&](size_t k) { return least_value(n.args[k]); };
