@@ -34,87 +34,47 @@ std::string term_text(const Term& t) {
   return s;
 }
 
-std::pair<int64_t, int64_t> term_bounds(const Term& t) {
-  int64_t lo = t.coeff, hi = t.coeff;
-  for (const AtomPtr& a : t.atoms) {
-    const std::array<int64_t, 4> c{sat_mul(lo, a->lo), sat_mul(lo, a->hi), sat_mul(hi, a->lo),
-                                   sat_mul(hi, a->hi)};
-    lo = *std::min_element(c.begin(), c.end());
-    hi = *std::max_element(c.begin(), c.end());
+// A bound of p from the atoms' ranges (the shared oracle); an unknown or overflowing
+// bound is the int64 extreme (a dim's value always fits int64).
+int64_t bound_of(const DimPoly& p, bool upper) {
+  DimRanges ranges;
+  try {
+    if (auto b = poly::extreme(p, upper, ranges))
+      if (auto c = poly::const_value(*b)) return *c;
+  } catch (const poly::PolyOverflow&) {
   }
-  return {lo, hi};
+  return upper ? kMax : kMin;
 }
 }  // namespace
 
 int64_t checked_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) throw ShapeError("[dim] integer overflow in a dim expression");
-  return r;
+  try {
+    return poly::add_checked(a, b);
+  } catch (const poly::PolyOverflow&) {
+    throw ShapeError("[dim] integer overflow in a dim expression");
+  }
 }
 int64_t checked_mul(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) throw ShapeError("[dim] integer overflow in a dim expression");
-  return r;
-}
-int64_t sat_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (!__builtin_add_overflow(a, b, &r)) return r;
-  return a > 0 ? kMax : kMin;
-}
-int64_t sat_mul(int64_t a, int64_t b) {
-  int64_t r;
-  if (!__builtin_mul_overflow(a, b, &r)) return r;
-  return ((a < 0) != (b < 0)) ? kMin : kMax;
-}
-int64_t floor_div(int64_t a, int64_t b) {
-  if (b == -1) return a == kMin ? kMax : -a;
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-int64_t floor_mod(int64_t a, int64_t b) {
-  if (b == -1) return 0;
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
+  try {
+    return poly::mul_checked(a, b);
+  } catch (const poly::PolyOverflow&) {
+    throw ShapeError("[dim] integer overflow in a dim expression");
+  }
 }
 
-Dim make_dim(int64_t constant, std::vector<Term> terms) {
-  for (Term& t : terms) {
-    std::sort(t.atoms.begin(), t.atoms.end(),
-              [](const AtomPtr& x, const AtomPtr& y) { return x->text < y->text; });
-    t.key.clear();
-    for (size_t i = 0; i < t.atoms.size(); ++i) {
-      if (i) t.key += '*';
-      t.key += t.atoms[i]->text;
-    }
-  }
-  // Terms without atoms are constants.
-  std::vector<Term> merged;
-  for (Term& t : terms) {
-    if (t.atoms.empty()) {
-      constant = checked_add(constant, t.coeff);
-    } else {
-      merged.push_back(std::move(t));
-    }
-  }
-  std::sort(merged.begin(), merged.end(), [](const Term& x, const Term& y) { return x.key < y.key; });
-  std::vector<Term> out;
-  for (Term& t : merged) {
-    if (!out.empty() && out.back().key == t.key) {
-      out.back().coeff = checked_add(out.back().coeff, t.coeff);
-    } else {
-      out.push_back(std::move(t));
-    }
-  }
-  out.erase(std::remove_if(out.begin(), out.end(), [](const Term& t) { return t.coeff == 0; }), out.end());
-  for (const Term& t : out)
-    if (t.coeff == kMin) throw ShapeError("[dim] integer overflow in a dim expression");
-
+Dim make_dim(DimPoly p) {
   auto e = std::make_shared<DimExpr>();
-  e->constant = constant;
-  e->terms = std::move(out);
-  e->lo = e->hi = constant;
+  e->constant = poly::constant_term(p);
+  for (const auto& [m, c] : p) {
+    if (m.empty()) continue;
+    if (c == kMin) throw ShapeError("[dim] integer overflow in a dim expression");
+    Term t;
+    t.coeff = c;
+    for (const AtomKey& k : m) t.atoms.push_back(k.atom);
+    e->terms.push_back(std::move(t));
+  }
+  e->lo = bound_of(p, false);
+  e->hi = bound_of(p, true);
   std::string text;
   for (size_t i = 0; i < e->terms.size(); ++i) {
     const Term& t = e->terms[i];
@@ -124,10 +84,8 @@ Dim make_dim(int64_t constant, std::vector<Term> terms) {
       text += t.coeff < 0 ? " - " : " + ";
     }
     text += term_text(t);
-    auto [lo, hi] = term_bounds(t);
-    e->lo = sat_add(e->lo, lo);
-    e->hi = sat_add(e->hi, hi);
   }
+  const int64_t constant = e->constant;
   if (e->terms.empty()) {
     text = std::to_string(constant);
   } else if (constant > 0) {
@@ -137,15 +95,11 @@ Dim make_dim(int64_t constant, std::vector<Term> terms) {
   }
   e->text = std::move(text);
   e->hash = std::hash<std::string>{}(e->text);
+  e->poly = std::move(p);
   return Dim(std::shared_ptr<const DimExpr>(std::move(e)));
 }
 
-Dim atom_dim(AtomPtr atom) {
-  Term t;
-  t.atoms.push_back(std::move(atom));
-  t.coeff = 1;
-  return make_dim(0, {std::move(t)});
-}
+Dim atom_dim(AtomPtr atom) { return make_dim(poly::atom<AtomKey>(AtomKey{std::move(atom)})); }
 
 const Atom* as_single_atom(const Dim& d) {
   const DimExpr& e = *d.expr();
@@ -196,7 +150,7 @@ const std::shared_ptr<const DimExpr>& small_constant(int64_t v) {
   constexpr int64_t kCached = 1024;
   static const std::vector<std::shared_ptr<const DimExpr>> table = [] {
     std::vector<std::shared_ptr<const DimExpr>> t;
-    for (int64_t i = 0; i <= kCached; ++i) t.push_back(make_dim(i, {}).expr());
+    for (int64_t i = 0; i <= kCached; ++i) t.push_back(make_dim(poly::constant<AtomKey>(i)).expr());
     return t;
   }();
   return table[static_cast<size_t>(v)];
@@ -213,7 +167,7 @@ Dim::Dim(int64_t value) {
   if (value >= 0 && value <= 1024) {
     expr_ = small_constant(value);
   } else {
-    expr_ = make_dim(value, {}).expr();
+    expr_ = make_dim(poly::constant<AtomKey>(value)).expr();
   }
 }
 

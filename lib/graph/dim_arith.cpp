@@ -1,14 +1,15 @@
-// Arithmetic on Dims with the simplifications that keep shapes symbolic and comparable:
-// polynomial normal form for + - *, and for / % min max the rules
+// Arithmetic on Dims with the simplifications that keep shapes symbolic and comparable.
+// The algebra is graph/int_poly.hpp's, shared with the kernel index simplifier: its
+// normal form for + - *, and for / % min max its identities
 //   (q*c + r)/c -> q + r/c,  g*x/(g*y) -> x/y,  (a*b)/b -> a,  x/1 -> x,
 //   (q*c + r)%c -> r%c,      x%1 -> 0,          r%c -> r when 0 <= r < c,
-//   min/max decided from the bounds of their difference.
+//   min/max decided by the range of their difference,
+// with the dims' own knowledge as its range oracle (DimRanges: the variables' declared
+// ranges) plus their divisibility facts (variables declared as multiples).
 // Anything left is an opaque atom whose operands are themselves canonical.
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <string>
-#include <numeric>
 #include <optional>
 
 #include "graph/dim_expr.hpp"
@@ -86,70 +87,52 @@ bool operands_ordered(const Dim& a, const Dim& b) {
   return a.to_string() < b.to_string();
 }
 
-Dim scale(const Dim& d, int64_t k) {
-  if (k == 0) return Dim(0);
-  if (k == 1) return d;
-  const DimExpr& e = *d.expr();
-  std::vector<Term> terms = e.terms;
-  for (Term& t : terms) t.coeff = checked_mul(t.coeff, k);
-  return make_dim(checked_mul(e.constant, k), std::move(terms));
-}
-
-// A dim as a polynomial of the shared integer algebra (graph/int_poly.hpp), its atoms
-// keyed by their canonical text, and back.
-struct AsPoly {
-  poly::Poly p;
-  std::map<std::string, AtomPtr> atoms;
-};
-void add_to(AsPoly& out, const Dim& d) {
-  const DimExpr& e = *d.expr();
-  poly::add_term(out.p, {}, e.constant);
-  for (const Term& t : e.terms) {
-    poly::Mono m;
-    for (const AtomPtr& a : t.atoms) {
-      m.push_back(a->text);  // sorted by text already
-      out.atoms.emplace(a->text, a);
-    }
-    poly::add_term(out.p, m, t.coeff);
-  }
-}
-Dim to_dim(const poly::Poly& p, const std::map<std::string, AtomPtr>& atoms) {
-  std::vector<Term> terms;
-  for (const auto& [m, c] : p) {
-    if (m.empty()) continue;
-    Term t;
-    for (const std::string& k : m) t.atoms.push_back(atoms.at(k));
-    t.coeff = c;
-    terms.push_back(std::move(t));
-  }
-  return make_dim(poly::constant_term(p), std::move(terms));
-}
-poly::Poly poly_of(const Dim& d, std::map<std::string, AtomPtr>& atoms) {
-  AsPoly x;
-  add_to(x, d);
-  atoms.insert(x.atoms.begin(), x.atoms.end());
-  return x.p;
-}
+const DimPoly& poly_of(const Dim& d) { return d.expr()->poly; }
 
 // Overflowing coefficients are a ShapeError for dims (the algebra throws PolyOverflow).
 template <class F>
-auto checked(const char* what, F&& f) {
+auto checked(const char* message, F&& f) {
   try {
     return f();
   } catch (const poly::PolyOverflow&) {
-    throw ShapeError(std::string("[dim] ") + what + " overflows int64");
+    throw ShapeError(message);
+  }
+}
+constexpr const char* kArithOverflow = "[dim] integer overflow in a dim expression";
+constexpr const char* kDivOverflow = "[dim] division overflows int64";
+Dim scale(const Dim& d, int64_t k) {
+  if (k == 0) return Dim(0);
+  if (k == 1) return d;
+  return make_dim(checked(kArithOverflow, [&] { return poly::scale(poly_of(d), k); }));
+}
+
+// 0 <= a < b for every value (then a / b = 0 and a % b = a).
+bool in_range(const Dim& a, const Dim& b) {
+  DimRanges ranges;
+  try {
+    return poly::in_range(poly_of(a), poly_of(b), ranges);
+  } catch (const poly::PolyOverflow&) {
+    return false;
+  }
+}
+
+// a <= b where the range of b - a decides it (nullopt: undecided, overflow included).
+std::optional<bool> decide_le(const Dim& a, const Dim& b) {
+  DimRanges ranges;
+  try {
+    return poly::decide_le(poly_of(a), poly_of(b), /*strict=*/false, ranges);
+  } catch (const poly::PolyOverflow&) {
+    return std::nullopt;
   }
 }
 
 // a / b when b divides a exactly as polynomials (b a single term, or a = k*b).
 std::optional<Dim> exact_quotient(const Dim& a, const Dim& b) {
   if (b.expr()->terms.empty()) return std::nullopt;  // constant divisors are handled elsewhere
-  return checked("division", [&]() -> std::optional<Dim> {
-    std::map<std::string, AtomPtr> atoms;
-    const poly::Poly pa = poly_of(a, atoms), pb = poly_of(b, atoms);
-    auto q = poly::exact_quotient(pa, pb);
+  return checked(kDivOverflow, [&]() -> std::optional<Dim> {
+    auto q = poly::exact_quotient(poly_of(a), poly_of(b));
     if (!q) return std::nullopt;
-    return to_dim(*q, atoms);
+    return make_dim(std::move(*q));
   });
 }
 
@@ -158,26 +141,25 @@ Dim divide_by_constant(const Dim& a, int64_t c) {
   if (const Atom* s = as_single_atom(a);
       s && s->kind == AtomKind::Div && s->b.is_constant() && *s->b.as_constant() > 0)
     return s->a / Dim(checked_mul(*s->b.as_constant(), c));
-  std::map<std::string, AtomPtr> atoms;
-  const poly::Poly pa = checked("division", [&] { return poly_of(a, atoms); });
+  const DimPoly& pa = poly_of(a);
   // a common factor g of every coefficient and c cancels: (g*x)/(g*c) = x/c
   const int64_t g = poly::content(pa, c);
   if (g > 1) {
-    poly::Poly reduced;
+    DimPoly reduced;
     for (const auto& [m, k] : pa) reduced.emplace(m, k / g);
-    return divide_by_constant(to_dim(reduced, atoms), c / g);
+    return divide_by_constant(make_dim(std::move(reduced)), c / g);
   }
   if (c == 1) return a;
   // a = c*q + r (the shared split, the constant floored so 0 <= r's constant < c):
   // a/c = q + r/c, and r/c is a constant when r's bounds decide it.
-  poly::DivMod d;
-  checked("division", [&] {
-    poly::split(pa, poly::constant(c), d.q, d.r, /*floor_constant=*/true);
+  poly::DivModOf<AtomKey> d;
+  checked(kDivOverflow, [&] {
+    poly::split(pa, poly::constant<AtomKey>(c), d.q, d.r, /*floor_constant=*/true);
     return 0;
   });
-  const Dim qd = to_dim(d.q, atoms);
+  const Dim qd = make_dim(std::move(d.q));
   if (d.r.empty()) return qd;
-  const Dim rd = to_dim(d.r, atoms);
+  const Dim rd = make_dim(std::move(d.r));
   const int64_t lo = floor_div(rd.lower_bound(), c), hi = floor_div(rd.upper_bound(), c);
   if (lo == hi) return qd + Dim(lo);
   return qd + make_atom(AtomKind::Div, rd, Dim(c));
@@ -188,52 +170,40 @@ Dim mod_by_constant(const Dim& a, int64_t c) {
   if (const Atom* s = as_single_atom(a); s && s->kind == AtomKind::Mod && s->b.is_constant() &&
                                          *s->b.as_constant() > 0 && *s->b.as_constant() % c == 0)
     return s->a % Dim(c);
-  const DimExpr& e = *a.expr();
-  std::vector<Term> r;
-  for (const Term& t : e.terms) {
-    if (make_dim(0, {t}).known_divisor() % c == 0) continue;  // a multiple of c: adds 0
-    Term x = t;
-    x.coeff = floor_mod(t.coeff, c);
-    if (x.coeff != 0) r.push_back(std::move(x));
+  // (k*c + r) % c = r % c: a term drops where it is a multiple of c (coefficient times
+  // the variables' declared multiples), else its coefficient reduces modulo c.
+  DimPoly r;
+  for (const auto& [m, k] : poly_of(a)) {
+    int64_t divisor = k < 0 ? -k : k;  // |k| (k != INT64_MIN: make_dim rejects it)
+    for (const AtomKey& x : m)
+      if (x.atom->kind == AtomKind::Var && __builtin_mul_overflow(divisor, x.atom->multiple, &divisor))
+        divisor = 1;
+    if (!m.empty() && divisor % c == 0) continue;
+    poly::add_term(r, m, floor_mod(k, c));
   }
-  const Dim rd = make_dim(floor_mod(e.constant, c), std::move(r));
+  const Dim rd = make_dim(std::move(r));
   if (rd.is_constant()) return rd;
-  if (rd.lower_bound() >= 0 && rd.upper_bound() < c) return rd;
+  if (in_range(rd, Dim(c))) return rd;
   return make_atom(AtomKind::Mod, rd, Dim(c));
 }
 
 }  // namespace
 
 Dim operator+(const Dim& a, const Dim& b) {
-  const DimExpr& ea = *a.expr();
-  const DimExpr& eb = *b.expr();
-  if (eb.terms.empty() && eb.constant == 0) return a;
-  if (ea.terms.empty() && ea.constant == 0) return b;
-  std::vector<Term> terms = ea.terms;
-  terms.insert(terms.end(), eb.terms.begin(), eb.terms.end());
-  return make_dim(checked_add(ea.constant, eb.constant), std::move(terms));
+  if (b.as_constant() == int64_t{0}) return a;
+  if (a.as_constant() == int64_t{0}) return b;
+  return make_dim(checked(kArithOverflow, [&] { return poly::add(poly_of(a), poly_of(b)); }));
 }
 
-Dim operator-(const Dim& a, const Dim& b) { return a + scale(b, -1); }
+Dim operator-(const Dim& a, const Dim& b) {
+  if (b.as_constant() == int64_t{0}) return a;
+  return make_dim(checked(kArithOverflow, [&] { return poly::add(poly_of(a), poly_of(b), -1); }));
+}
 
 Dim operator*(const Dim& a, const Dim& b) {
   if (auto c = a.as_constant()) return scale(b, *c);
   if (auto c = b.as_constant()) return scale(a, *c);
-  const DimExpr& ea = *a.expr();
-  const DimExpr& eb = *b.expr();
-  // Distribute: (sum_i s_i)(sum_j t_j), the constants being atom-free terms.
-  std::vector<Term> xs = ea.terms, ys = eb.terms, out;
-  if (ea.constant) xs.push_back(Term{{}, ea.constant, {}});
-  if (eb.constant) ys.push_back(Term{{}, eb.constant, {}});
-  for (const Term& x : xs)
-    for (const Term& y : ys) {
-      Term t;
-      t.atoms = x.atoms;
-      t.atoms.insert(t.atoms.end(), y.atoms.begin(), y.atoms.end());
-      t.coeff = checked_mul(x.coeff, y.coeff);
-      out.push_back(std::move(t));
-    }
-  return make_dim(0, std::move(out));
+  return make_dim(checked(kArithOverflow, [&] { return poly::mul(poly_of(a), poly_of(b)); }));
 }
 
 Dim operator/(const Dim& a, const Dim& b) {
@@ -248,7 +218,7 @@ Dim operator/(const Dim& a, const Dim& b) {
   if (b.lower_bound() > 0) {
     if (a.same_as(b)) return Dim(1);
     if (auto q = exact_quotient(a, b)) return *q;
-    if (a.lower_bound() >= 0 && a.upper_bound() < b.lower_bound()) return Dim(0);
+    if (in_range(a, b)) return Dim(0);
   }
   return make_atom(AtomKind::Div, a, b);
 }
@@ -264,29 +234,23 @@ Dim operator%(const Dim& a, const Dim& b) {
   if (a.is_constant() && *a.as_constant() == 0) return Dim(0);
   if (b.lower_bound() > 0) {
     if (a.same_as(b) || exact_quotient(a, b)) return Dim(0);
-    if (a.lower_bound() >= 0 && a.upper_bound() < b.lower_bound()) return a;
+    if (in_range(a, b)) return a;
   }
   return make_atom(AtomKind::Mod, a, b);
 }
 
 Dim min(const Dim& a, const Dim& b) {
   if (a.same_as(b)) return a;
-  const Dim d = a - b;
-  if (d.upper_bound() <= 0) return a;
-  if (d.lower_bound() >= 0) return b;
-  if (a.upper_bound() <= b.lower_bound()) return a;
-  if (b.upper_bound() <= a.lower_bound()) return b;
+  if (decide_le(a, b) == true) return a;
+  if (decide_le(b, a) == true) return b;
   // min is commutative: order the operands so min(a, b) and min(b, a) are one Dim.
   return operands_ordered(a, b) ? make_atom(AtomKind::Min, a, b) : make_atom(AtomKind::Min, b, a);
 }
 
 Dim max(const Dim& a, const Dim& b) {
   if (a.same_as(b)) return a;
-  const Dim d = a - b;
-  if (d.upper_bound() <= 0) return b;
-  if (d.lower_bound() >= 0) return a;
-  if (a.upper_bound() <= b.lower_bound()) return b;
-  if (b.upper_bound() <= a.lower_bound()) return a;
+  if (decide_le(a, b) == true) return b;
+  if (decide_le(b, a) == true) return a;
   return operands_ordered(a, b) ? make_atom(AtomKind::Max, a, b) : make_atom(AtomKind::Max, b, a);
 }
 

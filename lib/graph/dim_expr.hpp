@@ -1,15 +1,18 @@
-// The canonical form behind luminal::Dim: a polynomial with integer coefficients over
-// atoms. An atom is a named variable (with an inclusive range) or an opaque
-// floor-division, floor-modulo, min or max of two canonical Dims that could not be
-// simplified away. Terms are sorted by their monomial text, so two expressions that
-// simplify to the same polynomial print -- and compare, and hash -- identically.
+// The canonical form behind luminal::Dim: a polynomial of the shared integer algebra
+// (graph/int_poly.hpp) over atoms. An atom is a named variable (with an inclusive range)
+// or an opaque floor-division, floor-modulo, min or max of two canonical Dims that could
+// not be simplified away. Atoms are keyed by their canonical text, so two expressions
+// that simplify to the same polynomial print -- and compare, and hash -- identically.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "graph/int_poly.hpp"
 #include "luminal/dim.hpp"
 
 namespace luminal::detail {
@@ -26,36 +29,58 @@ struct Atom {
 };
 using AtomPtr = std::shared_ptr<const Atom>;
 
-/// coeff * atoms[0] * atoms[1] * ... (atoms sorted by text, repeated for powers).
+/// An atom as a key of the shared polynomials: ordered and compared by its text.
+struct AtomKey {
+  AtomPtr atom;
+  bool operator<(const AtomKey& o) const { return atom->text < o.atom->text; }
+  bool operator==(const AtomKey& o) const { return atom == o.atom || atom->text == o.atom->text; }
+};
+using DimPoly = poly::PolyOf<AtomKey>;
+
+/// coeff * atoms[0] * atoms[1] * ... (atoms sorted by text, repeated for powers): one
+/// non-constant monomial of a DimExpr's polynomial, for readers that walk a dim.
 struct Term {
   std::vector<AtomPtr> atoms;
   int64_t coeff = 1;
-  std::string key;  // atom texts joined by '*': the sort and merge key
 };
 
 struct DimExpr {
-  int64_t constant = 0;
-  std::vector<Term> terms;  // sorted by key, distinct keys, non-zero coefficients
+  DimPoly poly;             // the normal form
+  int64_t constant = 0;     // its constant term,
+  std::vector<Term> terms;  // and its other terms in its order (non-zero coefficients)
   int64_t lo = 0, hi = 0;   // inclusive bounds implied by the variables' ranges
   std::string text;
   size_t hash = 0;
 };
 
-/// Builds the canonical Dim of constant + sum(terms): sorts, merges, drops zeros,
-/// computes text and bounds.
-Dim make_dim(int64_t constant, std::vector<Term> terms);
+/// The canonical Dim of a polynomial: computes the terms, text and bounds. The only way
+/// a DimExpr is made; a coefficient of INT64_MIN (it cannot be negated for printing) is a
+/// ShapeError.
+Dim make_dim(DimPoly p);
 /// A Dim that is exactly one atom with coefficient 1.
 Dim atom_dim(AtomPtr atom);
 /// The atom when `d` is exactly one atom with coefficient 1 and no constant.
 const Atom* as_single_atom(const Dim& d);
 
+/// What a dim's atoms' ranges say, as the shared algebra's range oracle (int_poly.hpp):
+/// every atom has a constant range (unbounded ones the int64 extremes), so polynomial
+/// bounds are interval arithmetic.
+struct DimRanges {
+  std::optional<std::pair<int64_t, int64_t>> constant_range(const AtomKey& k) const {
+    return std::make_pair(k.atom->lo, k.atom->hi);
+  }
+  std::optional<DimPoly> bound(const AtomKey& k, bool upper) const {
+    return poly::constant<AtomKey>(upper ? k.atom->hi : k.atom->lo);
+  }
+  bool atom_non_negative(const AtomKey& k) const { return k.atom->lo >= 0; }
+  int64_t least(const AtomKey& k) const { return k.atom->lo; }
+  void limit(const DimPoly&) const {}
+};
+
 // Checked integer arithmetic: dims that overflow int64 are a ShapeError.
 int64_t checked_add(int64_t a, int64_t b);
 int64_t checked_mul(int64_t a, int64_t b);
-// Saturating arithmetic for bounds (a bound may be "unbounded").
-int64_t sat_add(int64_t a, int64_t b);
-int64_t sat_mul(int64_t a, int64_t b);
-int64_t floor_div(int64_t a, int64_t b);
-int64_t floor_mod(int64_t a, int64_t b);
+using poly::floor_div;
+using poly::floor_mod;
 
 }  // namespace luminal::detail

@@ -62,11 +62,18 @@ inline int64_t mul_checked(int64_t a, int64_t b) {
 inline bool divides(int64_t d, int64_t c) {
   return d != 0 && !(d == -1 && c == std::numeric_limits<int64_t>::min()) && c % d == 0;
 }
+/// Floor division and modulo (b != 0). INT64_MIN // -1 saturates to INT64_MAX (its value
+/// does not fit); INT64_MIN % -1 is 0.
 inline int64_t floor_div(int64_t a, int64_t b) {
+  if (b == -1) return a == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -a;
   const int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-inline int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+inline int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  const int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
 
 template <class K = std::string>
 PolyOf<K> constant(int64_t c) {
@@ -215,29 +222,29 @@ DivModOf<K> divmod(const PolyOf<K>& a, const PolyOf<K>& b, InRange&& in_range, b
 
 // ---------------------------------------------------------------- ranges
 // What a caller knows about the values of its atoms. An oracle is any object with
+//   std::optional<std::pair<int64_t, int64_t>> constant_range(const K& key)
+//       the atom's range where it is a constant interval (any signs), else nullopt;
 //   std::optional<PolyOf<K>> bound(const K& key, bool upper)
-//       an upper (or lower) bound of a non-negative atom, as a polynomial over atoms that
-//       bound themselves (a constant where the range is numeric); nullopt: unknown;
-//   std::optional<std::pair<int64_t, int64_t>> signed_range(const K& key)
-//       the constant range of an atom that may be negative, else nullopt (the atom is
-//       then non-negative, or bound() says nullopt);
+//       an upper (or lower) bound of an atom without a constant range, as a polynomial
+//       over atoms that bound themselves; nullopt where unknown or where the atom may be
+//       negative (such bounds multiply only for non-negative factors);
 //   bool atom_non_negative(const K& key)      the atom is >= 0 for every value;
 //   int64_t least(const K& key)               a constant the atom is at least (>= 0 used);
 //   void limit(const PolyOf<K>& p)            called on every intermediate polynomial: a
 //                                             caller with a size bound throws its own error.
 
-/// An upper (want_max) or lower bound of p. A term c * a1 * ... * an of non-negative
-/// atoms takes each atom's upper or lower bound as c's sign and want_max say (bounds of
-/// products multiply only for non-negative factors); a term with an atom that may be
-/// negative needs constant ranges for all its atoms and takes the extreme corner of their
-/// product (interval arithmetic). nullopt where some bound is unknown; PolyOverflow where
-/// the bound does not fit int64.
+/// An upper (want_max) or lower bound of p, term by term. A term c * a1 * ... * an whose
+/// atoms all have constant ranges is bounded by interval arithmetic (the extreme corner of
+/// the product, any signs); otherwise each atom (non-negative: bound()'s promise) gives
+/// its upper or lower bound as c's sign and want_max say. nullopt where some bound is
+/// unknown; PolyOverflow where a bound does not fit int64.
 template <class K, class Oracle>
 std::optional<PolyOf<K>> extreme(const PolyOf<K>& p, bool want_max, Oracle& o) {
   PolyOf<K> out;
   for (const auto& [m, c] : p) {
-    const bool is_signed = std::any_of(m.begin(), m.end(), [&](const K& k) { return o.signed_range(k).has_value(); });
-    if (!is_signed) {
+    const bool intervals =
+        std::all_of(m.begin(), m.end(), [&](const K& k) { return o.constant_range(k).has_value(); });
+    if (!intervals) {
       const bool up = (c > 0) == want_max;
       PolyOf<K> t = constant<K>(c);
       for (const auto& k : m) {
@@ -250,17 +257,7 @@ std::optional<PolyOf<K>> extreme(const PolyOf<K>& p, bool want_max, Oracle& o) {
     }
     int64_t lo = c, hi = c;
     for (const auto& k : m) {
-      int64_t alo = 0, ahi = 0;
-      if (auto r = o.signed_range(k)) {
-        alo = r->first;
-        ahi = r->second;
-      } else {
-        auto bl = o.bound(k, false), bh = o.bound(k, true);
-        auto cl = bl ? const_value(*bl) : std::nullopt, ch = bh ? const_value(*bh) : std::nullopt;
-        if (!cl || !ch) return std::nullopt;
-        alo = *cl;
-        ahi = *ch;
-      }
+      const auto [alo, ahi] = *o.constant_range(k);
       const int64_t x[4] = {mul_checked(lo, alo), mul_checked(lo, ahi), mul_checked(hi, alo), mul_checked(hi, ahi)};
       lo = *std::min_element(x, x + 4);
       hi = *std::max_element(x, x + 4);

@@ -295,9 +295,9 @@ class Simplifier {
   bool non_negative(const Poly& p) { return poly::non_negative(p, *this); }
 
  public:
-  // The oracle (see int_poly.hpp). Every atom is taken as non-negative: bound() says
-  // nullopt for one that may be negative, so no atom needs a signed range.
-  std::optional<std::pair<int64_t, int64_t>> signed_range(const std::string&) const { return std::nullopt; }
+  // The oracle (see int_poly.hpp). Bounds are symbolic (extents are index expressions),
+  // so no atom has a constant range; bound() says nullopt for one that may be negative.
+  std::optional<std::pair<int64_t, int64_t>> constant_range(const std::string&) const { return std::nullopt; }
   bool atom_non_negative(const std::string& key) const {
     const Index& a = atoms_.at(key).index;
     return a.op() == IndexOp::Sym || a.non_negative();
