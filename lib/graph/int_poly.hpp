@@ -258,7 +258,8 @@ std::optional<PolyOf<K>> extreme(const PolyOf<K>& p, bool want_max, Oracle& o) {
     int64_t lo = c, hi = c;
     for (const auto& k : m) {
       const auto [alo, ahi] = *o.constant_range(k);
-      const int64_t x[4] = {mul_checked(lo, alo), mul_checked(lo, ahi), mul_checked(hi, alo), mul_checked(hi, ahi)};
+      const int64_t x[4] = {mul_checked(lo, alo), mul_checked(lo, ahi), mul_checked(hi, alo),
+                            mul_checked(hi, ahi)};
       lo = *std::min_element(x, x + 4);
       hi = *std::max_element(x, x + 4);
     }
