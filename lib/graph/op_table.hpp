@@ -22,7 +22,7 @@
 // transcendental count and the lowering to kernel IR follow from the row. A user-facing op
 // built on it is one more function in lib/graph/ops_*.cpp (docs/adding-an-op.md).
 // Other classes (binary, reduction, view) also need their lowering to kernel IR
-// (lib/backends/cpu/lower_body.cpp: a switch over PrimOp, so -Wswitch points at it).
+// (lib/kernel/lower/emit_expr.cpp: a switch over PrimOp, so -Wswitch points at it).
 #pragma once
 
 #include <array>

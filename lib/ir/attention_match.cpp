@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ir/tensor_lang.hpp"
+
 namespace luminal::ir {
 
 namespace {
@@ -11,32 +13,10 @@ using detail::Node;
 using detail::PrimOp;
 
 bool is_one(const Dim& d) { return d.as_constant() == int64_t{1}; }
-bool is_reduce(PrimOp o) { return o == PrimOp::SumReduce || o == PrimOp::MaxReduce; }
-bool is_view(PrimOp o) {
-  return o == PrimOp::Reshape || o == PrimOp::Permute || o == PrimOp::Expand || o == PrimOp::Slice ||
-         o == PrimOp::Pad;
-}
-bool is_elementwise(PrimOp o) {
-  switch (o) {
-    case PrimOp::Exp2:
-    case PrimOp::Log2:
-    case PrimOp::Sin:
-    case PrimOp::Sqrt:
-    case PrimOp::Recip:
-    case PrimOp::Neg:
-    case PrimOp::Add:
-    case PrimOp::Mul:
-    case PrimOp::Mod:
-    case PrimOp::Max:
-    case PrimOp::LessThan:
-    case PrimOp::Equal:
-    case PrimOp::Where:
-    case PrimOp::Cast:
-      return true;
-    default:
-      return false;
-  }
-}
+// The op table's classes (graph/op_table.hpp), so a new primitive is classified here too.
+bool is_reduce(PrimOp o) { return ir::is_reduce(ir::to_op(o)); }
+bool is_view(PrimOp o) { return ir::is_view(ir::to_op(o)); }
+bool is_elementwise(PrimOp o) { return ir::is_elementwise(ir::to_op(o)); }
 
 // A contraction: a sum over a product. (Usually of two broadcasts; with one query row
 // the algebra may have removed a unit broadcast, so any product counts.)

@@ -368,10 +368,15 @@ Want random_want(Rng& rng) {
 
 // A random program (as a pattern whose variables become leaves) for pass rules.
 void random_pattern(Rng& rng, Pat& p, int depth) {
-  static const Op ops[] = {Op::Exp2,   Op::Sin,       Op::Recip,     Op::Neg,       Op::Sqrt,     Op::Add,
-                           Op::Mul,    Op::Max,       Op::Add,       Op::Mul,       Op::LessThan, Op::Where,
-                           Op::Cast,   Op::SumReduce, Op::MaxReduce, Op::SumReduce, Op::Reshape,  Op::Permute,
-                           Op::Expand, Op::Slice,     Op::Pad,       Op::MatMul,    Op::Mod,      Op::Log2};
+  // Every unary math primitive from the op table (a new one joins the random programs by
+  // itself), then the rest, the common ones twice.
+#define LUMINAL_UNARY_OP(e, ...) Op::e,
+  static const Op ops[] = {LUMINAL_PRIM_UNARY_OPS(LUMINAL_UNARY_OP)  //
+                           Op::Add,      Op::Mul,       Op::Max,       Op::Add,       Op::Mul,
+                           Op::LessThan, Op::Where,     Op::Cast,      Op::SumReduce, Op::MaxReduce,
+                           Op::SumReduce, Op::Reshape,  Op::Permute,   Op::Expand,    Op::Slice,
+                           Op::Pad,      Op::MatMul,    Op::Mod};
+#undef LUMINAL_UNARY_OP
   if (depth == 0 || rng.chance(0.25)) {
     Pat::Node v;
     v.var = rng.below(3);
