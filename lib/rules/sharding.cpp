@@ -39,6 +39,10 @@ template <PatternExpr X>
 constexpr auto all_gather_(X x) {
   return op1(Op::AllGather, x);
 }
+template <PatternExpr X>
+constexpr auto all_reduce_(X x) {
+  return op1(Op::AllReduce, x);
+}
 
 uint32_t collective_payload(ir::EGraph& g, int axis, int64_t P) {
   ir::Attr a;
@@ -59,11 +63,13 @@ bool holds(const ir::EGraph& g, Id root, Op op, std::vector<Id> kids) {
   return g.lookup(op, 0u, std::span<const Id>(kids)) == g.find(root);
 }
 
-// Whether class x holds an input or param, or a view (permute, reshape, slice) of one.
+// Whether class x holds an input or param, or a view (permute, reshape, slice, pad) of
+// one. Pad: a KV cache (an input) padded to its place in concat(cache, new rows), which
+// is how concat reaches the e-graph (a sum of padded pieces).
 bool view_of_leaf(const ir::EGraph& g, Id x, int depth) {
   for (const ir::AttrNode& n : g.data(x).attributed) {
     if (n.op == Op::Param || n.op == Op::Input) return true;
-    if (depth > 0 && (n.op == Op::Permute || n.op == Op::Reshape || n.op == Op::Slice) &&
+    if (depth > 0 && (n.op == Op::Permute || n.op == Op::Reshape || n.op == Op::Slice || n.op == Op::Pad) &&
         view_of_leaf(g, g.find(n.kid), depth - 1))
       return true;
   }
@@ -301,6 +307,23 @@ void view_through_gather(ir::EGraph& g, const Match& m, Op vop) {
   }
 }
 
+// view(all_reduce(x)) = all_reduce(view(x)): a view moves elements, it never adds them, so
+// each element is the same rank-order sum either way. Why it matters: a row split's
+// all_reduce then sits in the class of the viewed value too (a decode step's
+// [1, 1, d] partial products reshaped to the [1, d] residual stream), so the extractor
+// can trade the column split's gathers for it by switching that one class; through the
+// view's class alone it would take two switches at once, which local improvement of the
+// greedy solution never tries.
+void view_through_all_reduce(ir::EGraph& g, const Match& m, Op vop) {
+  const Id X = g.find(m[a]);
+  const Id c = g.lookup(Op::AllReduce, collective_payload(g, 0, world(g)), std::span<const Id>(&X, 1));
+  if (c == egraph::kNoId) return;
+  for (const ir::AttrNode& n : attr_nodes(g, m.root(), vop)) {
+    if (g.find(n.kid) != g.find(c)) continue;
+    g.merge(m.root(), ir::add_collective(g, Op::AllReduce, g.add(vop, n.payload, {X}), 0, world(g)));
+  }
+}
+
 std::vector<RuleInfo> elementwise_rows() {
   std::vector<RuleInfo> rows;
   for (const detail::OpInfo& info : detail::kOpTable) {
@@ -383,6 +406,14 @@ RuleSet sharding_rules() {
                       "pad-through-all-gather", pad_(all_gather_(a)),
                       [](ir::EGraph& g, const Match& m) { view_through_gather(g, m, Op::Pad); }, Exact,
                       "pad_k(all_gather(x, ax)) = all_gather(pad_k(x), ax) for k != ax"),
+                  math_rule(
+                      "reshape-through-all-reduce", reshape_(all_reduce_(a)),
+                      [](ir::EGraph& g, const Match& m) { view_through_all_reduce(g, m, Op::Reshape); }, Exact,
+                      "reshape(all_reduce(x)) = all_reduce(reshape(x))"),
+                  math_rule(
+                      "permute-through-all-reduce", permute_(all_reduce_(a)),
+                      [](ir::EGraph& g, const Match& m) { view_through_all_reduce(g, m, Op::Permute); }, Exact,
+                      "permute(all_reduce(x)) = all_reduce(permute(x))"),
               },
               elementwise_rows())};
 }
