@@ -210,6 +210,9 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     KernelCost node_cost(g, graph, s.ctx.target);
     egraph::DagOptions dopt = extraction_options();
     dopt.deadline = s.deadline;
+    // A sharded e-graph: a column split's gathers against a row split's all_reduce is a
+    // choice along a whole chain of classes, which tree costs misjudge (DagOptions).
+    dopt.dag_greedy = s.world > 1;
     egraph::DagExtractor<ir::TensorLang, ir::TensorAnalysis, KernelCost> ex(g, node_cost, dopt);
     const std::vector<ir::Id>& roots = sat->roots;
     auto result = ex.extract(roots);

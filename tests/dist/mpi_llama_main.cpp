@@ -2,12 +2,13 @@
 // loads the same checkpoint, runs greedy generation once as one process (no communicator)
 // and once as a rank of the job (Communicator::from_environment), and checks at every step
 // (prefill, then each decode step with the KV cache) that the sharded run's logits equal
-// the single-process run's within rounding and that the generated ids are identical, and
-// that the logits are bit-identical on every rank. Exit status 0 on every rank when all
-// holds.
+// the single-process run's within rounding and that the generated ids are identical, that
+// the logits are bit-identical on every rank, and that the decode step has Megatron's plan
+// (2 all_reduce per layer). Exit status 0 on every rank when all holds.
 //   mpirun -np 2 dist_mpi_llama MODEL_DIR     (also -np 4 --oversubscribe)
 // MODEL_DIR is written by make-llama at test time (a model large enough for the cost model
 // to shard its decode step; the committed tiny ones stay whole).
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -87,12 +88,20 @@ int main(int argc, char** argv) {
       const size_t n = g.size() * sizeof(float);
       std::vector<std::byte> all(n * static_cast<size_t>(P));
       comm->all_gather(g.data(), all.data(), n);
-      for (int q = 1; q < P; ++q) identical = identical && std::memcmp(all.data(), all.data() + q * n, n) == 0;
+      for (int q = 1; q < P; ++q)
+        identical = identical && std::memcmp(all.data(), all.data() + q * n, n) == 0;
     }
     ok = ok && identical;
     // Not a vacuous pass: both graphs really are sharded over the ranks.
-    const bool sharded = got.prefill_report.collectives > 0 && got.decode_report.collectives > 0 &&
-                         got.decode_report.ranks == P;
+    // And the decode step has Megatron's plan: o_proj and down split by rows, one
+    // all_reduce each per layer (besides, only the new K/V rows -- outputs -- are gathered).
+    const std::string& plan = got.decode_report.sharding;
+    const size_t at = plan.find(" all_reduce");
+    size_t b = at;
+    while (at != std::string::npos && b > 0 && std::isdigit(static_cast<unsigned char>(plan[b - 1]))) --b;
+    const long long all_reduces = at == std::string::npos || b == at ? 0 : std::stoll(plan.substr(b, at - b));
+    const bool sharded = got.prefill_report.collectives > 0 && got.decode_report.ranks == P &&
+                         all_reduces == 2 * model.config().num_hidden_layers;
     ok = ok && sharded;
     std::string ids;
     for (int32_t t : got.tokens) {
@@ -100,10 +109,12 @@ int main(int argc, char** argv) {
       ids += std::to_string(t);
     }
     std::printf(
-        "rank %d of %d: tokens %s (%s the single process's); logits error ratio %.3g; identical on every rank: %s; "
+        "rank %d of %d: tokens %s (%s the single process's); logits error ratio %.3g; identical on every "
+        "rank: %s; "
         "collectives prefill %lld, decode %lld\n",
-        rank, P, ids.c_str(), same_tokens ? "equal to" : "DIFFERENT from", worst_ratio, identical ? "yes" : "no",
-        static_cast<long long>(got.prefill_report.collectives), static_cast<long long>(got.decode_report.collectives));
+        rank, P, ids.c_str(), same_tokens ? "equal to" : "DIFFERENT from", worst_ratio,
+        identical ? "yes" : "no", static_cast<long long>(got.prefill_report.collectives),
+        static_cast<long long>(got.decode_report.collectives));
     if (rank == 0) std::printf("decode: %s\n", got.decode_report.to_string().c_str());
     std::fflush(stdout);
     comm->barrier();

@@ -2,6 +2,8 @@
 // process (Communicator::local_group) compile the same decoder block; each runs its share
 // and the collectives; the outputs equal the single-process program's on every rank.
 #include <catch2/catch.hpp>
+#include <cctype>
+#include <cstring>
 #include <thread>
 
 #include "compiler/translation_models.hpp"
@@ -21,7 +23,8 @@ struct RankRun {
   CompileReport report;
 };
 
-std::vector<RankRun> run_ranks(const Graph& g, const std::map<std::string, HostTensor>& data, int P, Target target) {
+std::vector<RankRun> run_ranks(const Graph& g, const std::map<std::string, HostTensor>& data, int P,
+                               Target target) {
   auto comms = Communicator::local_group(P);
   std::vector<RankRun> runs(static_cast<size_t>(P));
   std::vector<std::string> errors(static_cast<size_t>(P));
@@ -66,7 +69,8 @@ std::map<std::string, HostTensor> run_single(const Graph& g, const std::map<std:
 // axis, then over the ranks -- another order than one process's, so the absolute error
 // follows the output's scale (f32 sums of 512-1536 products: ~1e-6 of it), not each
 // element's size.
-double error_ratio(const std::map<std::string, HostTensor>& got, const std::map<std::string, HostTensor>& want) {
+double error_ratio(const std::map<std::string, HostTensor>& got,
+                   const std::map<std::string, HostTensor>& want) {
   double scale = 0;
   for (float v : want.at("y").to_f32()) scale = std::max(scale, static_cast<double>(std::abs(v)));
   return test::compare_outputs(got, want, 1e-5 * scale, 1e-4);
@@ -74,7 +78,8 @@ double error_ratio(const std::map<std::string, HostTensor>& got, const std::map<
 
 }  // namespace
 
-TEST_CASE("the search shards a decoder block Megatron-style; every rank's output equals one process's", "[dist]") {
+TEST_CASE("the search shards a decoder block Megatron-style; every rank's output equals one process's",
+          "[dist]") {
   Graph g;
   test::build_model(g, tp_block(), 1);
   const auto data = test::random_inputs(*g.impl(), 7);
@@ -157,5 +162,84 @@ TEST_CASE("a decode step (one token) is sharded too, and equals one process's", 
   for (const RankRun& run : runs) {
     CHECK(error_ratio(run.out, want) <= 1.0);
     CHECK(std::memcmp(run.out.at("y").data(), runs[0].out.at("y").data(), run.out.at("y").nbytes()) == 0);
+  }
+}
+
+namespace {
+
+// One decode step of a Llama-style model as examples/llama builds it: one token at
+// position P after P cached tokens, RMSNorm, RoPE, the new K/V rows appended to the
+// layer's cache (concat) and returned as outputs, GQA attention over P + 1 keys, SwiGLU.
+Graph decode_step(int64_t layers) {
+  const int64_t D = 512, H = 8, KV = 4, hd = 64, F = 1536, G = H / KV;
+  Graph g;
+  const Dim P = g.dim("P", 1, 127), T = P + 1;
+  const Tensor pos = slice(arange(T), 0, P, T);
+  Tensor h = g.input("x", {1, D});
+  for (int64_t l = 0; l < layers; ++l) {
+    const std::string ls = std::to_string(l);
+    auto proj = [&](const Tensor& x, const char* w, int64_t out, int64_t in) {
+      return linear(x, g.param(w + ls, {out, in}));
+    };
+    auto heads_major = [&](const Tensor& t) {  // [T, KV, hd] -> [H, T, hd], KV heads repeated
+      return reshape(expand(reshape(permute(t, {1, 0, 2}), {KV, 1, T, hd}), {KV, G, T, hd}), {H, T, hd});
+    };
+    const Tensor x = rms_norm(h, g.param("attn_norm" + ls, {D}));
+    const Tensor q = rope(permute(reshape(proj(x, "wq", H * hd, D), {1, H, hd}), {1, 0, 2}), pos, 10000.f);
+    const Tensor k = permute(
+        rope(permute(reshape(proj(x, "wk", KV * hd, D), {1, KV, hd}), {1, 0, 2}), pos, 10000.f), {1, 0, 2});
+    const Tensor v = reshape(proj(x, "wv", KV * hd, D), {1, KV, hd});
+    g.output("k." + ls, k);
+    g.output("v." + ls, v);
+    const Tensor keys = concat({g.input("k_cache." + ls, {P, KV, hd}), k}, 0);
+    const Tensor values = concat({g.input("v_cache." + ls, {P, KV, hd}), v}, 0);
+    const Tensor a = scaled_dot_product_attention(q, heads_major(keys), heads_major(values), false);
+    h = h + proj(reshape(permute(a, {1, 0, 2}), {1, H * hd}), "wo", D, H * hd);
+    const Tensor y = rms_norm(h, g.param("mlp_norm" + ls, {D}));
+    h = h + proj(silu(proj(y, "wg", F, D)) * proj(y, "wu", F, D), "wd", D, F);
+  }
+  g.output("y", h);
+  return g;
+}
+
+// "... 2 all_gather, 4 all_reduce; ..." -> 4 for "all_reduce".
+int64_t count_in_plan(const std::string& sharding, const std::string& what) {
+  const size_t at = sharding.find(" " + what);
+  if (at == std::string::npos) return 0;
+  size_t b = at;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(sharding[b - 1]))) --b;
+  return std::stoll(sharding.substr(b, at - b));
+}
+
+}  // namespace
+
+TEST_CASE("a Llama decode step with its KV cache takes Megatron's plan: 2 all_reduce per layer", "[dist]") {
+  // The decode form: one row (the projections are batched matmuls with a unit axis), the
+  // KV cache appended by concat, and the new K/V rows as outputs (replicated, like every
+  // output: gathered when their projection is split). Two layers: the greedy extraction
+  // over tree costs used to gather the second layer's heads and FFN columns instead.
+  const int64_t layers = 2;
+  const Graph g = decode_step(layers);
+  const auto data = test::random_inputs(*g.impl(), 21, {{"P", 9}});
+  const auto want = run_single(g, data, Target::cpu());
+  for (int P : {2, 4}) {
+    INFO("ranks " << P);
+    auto runs = run_ranks(g, data, P, Target::cpu());
+    const CompileReport& rep = runs[0].report;
+    INFO(rep.to_string());
+    CHECK(count_in_plan(rep.sharding, "all_reduce") == 2 * layers);
+    // Besides the all_reduces only the new K/V rows (the outputs) may be gathered.
+    CHECK(rep.collectives - 2 * layers == count_in_plan(rep.sharding, "all_gather"));
+    CHECK(count_in_plan(rep.sharding, "all_gather") <= 2 * layers);
+    for (const RankRun& run : runs) {
+      for (const auto& [name, t] : want) {
+        INFO(name);
+        double scale = 0;
+        for (float v : t.to_f32()) scale = std::max(scale, static_cast<double>(std::abs(v)));
+        CHECK(test::compare_outputs({{name, run.out.at(name)}}, {{name, t}}, 1e-5 * std::max(scale, 1.0),
+                                    1e-4) <= 1.0);
+        CHECK(std::memcmp(run.out.at(name).data(), runs[0].out.at(name).data(), t.nbytes()) == 0);
+      }
+    }
   }
 }

@@ -10,7 +10,10 @@
 //    `double node_cost(NodeView<L> n)` summed over the distinct classes used. It starts
 //    from the greedy solution, improves it by local search (switch one class's node while
 //    that lowers the DAG cost and keeps it acyclic), and, when few classes are reachable,
-//    finds the exact optimum by branch and bound.
+//    finds the exact optimum by branch and bound. Optionally (DagOptions::dag_greedy) a
+//    second start: the same bottom-up order with each node costed by the DAG cost of the
+//    classes below it (a set union, each class once) instead of the tree cost; the better
+//    of the two improved solutions is kept.
 // A cost of +infinity means "never extract this node".
 #pragma once
 
@@ -19,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <queue>
 #include <span>
@@ -200,6 +204,14 @@ struct DagOptions {
   /// Work budget of the local improvement, in class visits (each candidate switch costs
   /// one DAG-cost evaluation, proportional to the solution's size).
   std::size_t improve_budget = 20'000'000;
+  /// Also start from a greedy solution costed by DAG cost below each node (see the file
+  /// comment), when the e-graph has at most dag_greedy_class_limit classes (each class
+  /// holds the set of classes below its choice). Tree costs count a value once per use,
+  /// so in a deep program they mostly measure how often a form reads the shared values
+  /// beneath it: a sharded program's greedy tree solution gathers where one all_reduce
+  /// would do, and single-class switches cannot undo a whole chain of such choices.
+  bool dag_greedy = false;
+  std::size_t dag_greedy_class_limit = 20000;
   /// Wall-clock deadline of the local improvement and the exact search: past it the best
   /// solution found so far is returned (the greedy one at worst).
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
@@ -246,6 +258,15 @@ class DagExtractor {
     res.cost = dag_cost(res.choice, roots);
     // 2. Local improvement.
     improve(res, roots, ix);
+    if (opt_.dag_greedy && g_.num_classes() <= opt_.dag_greedy_class_limit) {
+      Result alt;
+      alt.choice = dag_greedy(ix);
+      alt.cost = dag_cost(alt.choice, roots);
+      if (alt.cost < kInfiniteCost) {
+        improve(alt, roots, ix);
+        if (alt.cost < res.cost) res = std::move(alt);
+      }
+    }
     // 3. Exact search on small problems.
     std::vector<Id> reach = reachable_all(roots, ix);
     if (reach.size() <= opt_.exact_class_limit) exact(res, roots, ix);
@@ -313,6 +334,75 @@ class DagExtractor {
       for (Id k : g_.node(choice[c]).kids) st.push_back(g_.find(k));
     }
     return out;
+  }
+
+  // Bottom-up like GreedyExtractor, but a node costs the DAG cost of its class's choice
+  // set: its own cost plus each distinct class below it once (sorted class-id sets,
+  // merged). A node whose kids' sets hold its own class would close a cycle: skipped.
+  std::vector<Id> dag_greedy(const ClassIndex<L>& ix) const {
+    const std::size_t n = g_.num_node_ids();
+    std::vector<Id> best(n, kNoId);
+    std::vector<double> cost(n, kInfiniteCost);
+    std::vector<std::vector<Id>> below(n);  // classes below a final class's choice
+    std::vector<std::uint8_t> done(n, 0);
+    std::vector<std::uint32_t> remaining(n, 0);
+    std::vector<std::uint32_t> poff(n + 1, 0);
+    for (Id nd : ix.all_nodes()) {
+      NodeView<L> v = g_.node(nd);
+      remaining[nd] = static_cast<std::uint32_t>(v.kids.size());
+      for (Id k : v.kids) ++poff[g_.find(k) + 1];
+    }
+    for (std::size_t i = 0; i < n; ++i) poff[i + 1] += poff[i];
+    std::vector<Id> parents(poff[n]);
+    {
+      std::vector<std::uint32_t> fill(poff.begin(), poff.end() - 1);
+      for (Id nd : ix.all_nodes())
+        for (Id k : g_.node(nd).kids) parents[fill[g_.find(k)]++] = nd;
+    }
+    std::vector<Id> set, tmp;
+    // The set below node nd and its DAG cost (+infinity for a cycle or a costless node).
+    auto node_set = [&](Id nd, std::vector<Id>& out) {
+      out.clear();
+      if (node_cost_[nd] == kInfiniteCost) return kInfiniteCost;
+      const Id self = g_.class_of_node(nd);
+      for (Id k : g_.node(nd).kids) {
+        const Id kc = g_.find(k);
+        tmp.clear();
+        std::set_union(out.begin(), out.end(), below[kc].begin(), below[kc].end(), std::back_inserter(tmp));
+        out.swap(tmp);
+        auto at = std::lower_bound(out.begin(), out.end(), kc);
+        if (at == out.end() || *at != kc) out.insert(at, kc);
+      }
+      if (std::binary_search(out.begin(), out.end(), self)) return kInfiniteCost;
+      double c = node_cost_[nd];
+      for (Id k : out) c += node_cost_[best[k]];
+      return c;
+    };
+    using Item = std::pair<double, Id>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+    for (Id nd : ix.all_nodes())
+      if (remaining[nd] == 0) {
+        const double c = node_set(nd, set);
+        if (c < kInfiniteCost) heap.push({c, nd});
+      }
+    while (!heap.empty()) {
+      auto [c, nd] = heap.top();
+      heap.pop();
+      const Id cls = g_.class_of_node(nd);
+      if (done[cls]) continue;
+      done[cls] = 1;
+      cost[cls] = c;
+      best[cls] = nd;
+      node_set(nd, below[cls]);
+      for (std::uint32_t i = poff[cls]; i < poff[cls + 1]; ++i) {
+        const Id p = parents[i];
+        if (--remaining[p] == 0 && !done[g_.class_of_node(p)]) {
+          const double pc = node_set(p, set);
+          if (pc < kInfiniteCost) heap.push({pc, p});
+        }
+      }
+    }
+    return best;
   }
 
   bool past_deadline() const {
