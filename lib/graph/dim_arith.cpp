@@ -170,18 +170,16 @@ Dim mod_by_constant(const Dim& a, int64_t c) {
   if (const Atom* s = as_single_atom(a); s && s->kind == AtomKind::Mod && s->b.is_constant() &&
                                          *s->b.as_constant() > 0 && *s->b.as_constant() % c == 0)
     return s->a % Dim(c);
-  // (k*c + r) % c = r % c: a term drops where it is a multiple of c (coefficient times
-  // the variables' declared multiples), else its coefficient reduces modulo c.
-  DimPoly r;
-  for (const auto& [m, k] : poly_of(a)) {
+  // (k*c + r) % c = r % c (the shared reduction), a term known to be a multiple of c by
+  // its coefficient times its variables' declared multiples dropping whole.
+  auto multiple_of_c = [c](const poly::MonoOf<AtomKey>& m, int64_t k) {
     int64_t divisor = k < 0 ? -k : k;  // |k| (k != INT64_MIN: make_dim rejects it)
     for (const AtomKey& x : m)
       if (x.atom->kind == AtomKind::Var && __builtin_mul_overflow(divisor, x.atom->multiple, &divisor))
         divisor = 1;
-    if (!m.empty() && divisor % c == 0) continue;
-    poly::add_term(r, m, floor_mod(k, c));
-  }
-  const Dim rd = make_dim(std::move(r));
+    return divisor % c == 0;
+  };
+  const Dim rd = make_dim(poly::reduce_mod(poly_of(a), c, multiple_of_c));
   if (rd.is_constant()) return rd;
   if (in_range(rd, Dim(c))) return rd;
   return make_atom(AtomKind::Mod, rd, Dim(c));

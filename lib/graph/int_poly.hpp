@@ -10,6 +10,7 @@
 //                    monomial b (coefficient divisible, atoms contained); with a positive
 //                    constant b the constant term splits by floor division too
 //   division         (q*b + r) // b = q + r // b,   (q*b + r) % b = r % b     (any b != 0)
+//   modulo c         (k*c + r) % c = r % c: coefficients reduce modulo c   (c > 0)
 //   by ranges        r // b = 0,  r % b = r                       when 0 <= r < b
 //                    a <= b (a < b) decided                 when the range of b - a does
 //   composition      (x // c1) // c2 = x // (c1*c2)                           (c2 > 0)
@@ -201,6 +202,19 @@ std::optional<PolyOf<K>> exact_quotient(const PolyOf<K>& a, const PolyOf<K>& b) 
   const int64_t k = num / den;
   if (scale(b, k) == a) return constant<K>(k);
   return std::nullopt;
+}
+
+/// a % c = r % c for a constant c > 0, with r = a with every term reduced modulo c: its
+/// coefficient floored modulo c, or the term dropped where `multiple_of_c(m, k)` says the
+/// caller knows k*m to be a multiple of c (a dim's variables declared as multiples).
+template <class K, class MultipleOfC>
+PolyOf<K> reduce_mod(const PolyOf<K>& a, int64_t c, MultipleOfC&& multiple_of_c) {
+  PolyOf<K> r;
+  for (const auto& [m, k] : a) {
+    if (!m.empty() && multiple_of_c(m, k)) continue;
+    add_term(r, m, floor_mod(k, c));
+  }
+  return r;
 }
 
 /// The quotient and remainder by the identities above, given `in_range(r, b)`: whether
