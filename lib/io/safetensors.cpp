@@ -61,12 +61,25 @@ std::optional<uint64_t> as_u64(const json& v) {
   return std::nullopt;
 }
 
+/// Deepest nesting a header or index may have. Real ones nest 3 levels (file object, tensor
+/// entry, shape array); nlohmann parses any depth without recursion, but printing a value
+/// (an error message quoting a shape) recurses once per level: a 2 MB header of nested
+/// brackets overflowed the stack (found by fuzz_safetensors).
+constexpr int kMaxJsonDepth = 64;
+
 /// Parses JSON text, rejecting duplicate keys of the top-level object (nlohmann would
-/// silently keep the last one). Invalid UTF-8 anywhere is a parse error.
+/// silently keep the last one) and nesting deeper than kMaxJsonDepth (the deeper values
+/// are discarded while parsing, so they are never built). Invalid UTF-8 anywhere is a
+/// parse error.
 json parse_unique_keys(const char* first, const char* last, const std::string& what, const char* kind) {
   std::set<std::string> seen;
   std::string duplicate;
+  bool too_deep = false;
   auto cb = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (depth > kMaxJsonDepth) {
+      too_deep = true;
+      return false;
+    }
     if (event == json::parse_event_t::key && depth == 1 && duplicate.empty()) {
       const std::string& k = parsed.get_ref<const std::string&>();
       if (!seen.insert(k).second) duplicate = k;
@@ -79,6 +92,7 @@ json parse_unique_keys(const char* first, const char* last, const std::string& w
   } catch (const json::exception& e) {
     fail(what, std::string(kind) + " is not valid JSON (or not valid UTF-8): " + e.what());
   }
+  if (too_deep) fail(what, std::string(kind) + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   if (!duplicate.empty()) fail(what, std::string(kind) + " names '" + duplicate + "' twice");
   if (!h.is_object()) fail(what, std::string(kind) + " is not a JSON object");
   return h;

@@ -326,3 +326,28 @@ TEST_CASE("random corruptions of a valid file either load or throw RuntimeError"
   CHECK(loaded > 0);
   CHECK(rejected > 0);
 }
+
+TEST_CASE("a header nested a million levels deep is refused, not a stack overflow", "[io]") {
+  // Found by fuzz_safetensors: quoting the malformed shape in the error message printed it
+  // recursively, one frame per bracket, and 10^6 brackets (a 2 MB header) overflowed the
+  // stack (SIGSEGV). Headers may nest 64 levels; a real one nests 3.
+  TempDir dir;
+  auto nested_shape = [](size_t depth) {
+    return simple_header(R"({"dtype":"F32","shape":[)" + std::string(depth, '[') + std::string(depth, ']') +
+                         R"(],"data_offsets":[0,4]})");
+  };
+  const std::string data(4, '\0');
+  CHECK_THAT(load_error(dir, "deep.safetensors", file_bytes(nested_shape(1'000'000), data)),
+             Catch::Contains("header nests deeper than 64 levels"));
+  // The bound is exact: the shape array sits at depth 2, so 62 more levels are allowed
+  // (and then refused for what they are) and 63 are not.
+  CHECK_THAT(load_error(dir, "62.safetensors", file_bytes(nested_shape(62), data)),
+             Catch::Contains("has an entry that is not a non-negative integer"));
+  CHECK_THAT(load_error(dir, "63.safetensors", file_bytes(nested_shape(63), data)),
+             Catch::Contains("header nests deeper than 64 levels"));
+  // A sharded checkpoint's index goes through the same parser.
+  write(dir.file("model.safetensors.index.json"),
+        R"({"weight_map":{"a":)" + std::string(100'000, '[') + std::string(100'000, ']') + "}}");
+  CHECK_THROWS_WITH(load_safetensors(dir.file("model.safetensors.index.json")),
+                    Catch::Contains("index nests deeper than 64 levels"));
+}
