@@ -60,9 +60,13 @@ inline std::string numbered(const char* stem, int i) {
 }
 
 /// Builds a random program of `min_ops`..`max_ops` ops into `g` (inputs, outputs).
-inline RandomProgram build_random_program(Graph& g, Chooser& ch, int min_ops = 20, int max_ops = 60) {
+/// `prefix` goes before every name the program declares (its dim, inputs and outputs), so
+/// that several programs can share one graph (the differential test compiles them in
+/// batches); it consumes no choices, so a seed builds the same program with any prefix.
+inline RandomProgram build_random_program(Graph& g, Chooser& ch, int min_ops = 20, int max_ops = 60,
+                                          const std::string& prefix = "") {
   RandomProgram rp;
-  const Dim B = g.dim("B", 1, 6);
+  const Dim B = g.dim(prefix + "B", 1, 6);
   const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 16};
   auto cdim = [&] { return Dim(sizes[ch.pick(8)]); };
   std::vector<Tensor> pool;
@@ -71,7 +75,7 @@ inline RandomProgram build_random_program(Graph& g, Chooser& ch, int min_ops = 2
     const int rank = 1 + static_cast<int>(ch.pick(3));
     std::vector<Dim> shape;
     for (int a = 0; a < rank; ++a) shape.push_back(a == 0 && ch.pick(2) ? B : cdim());
-    pool.push_back(g.input(numbered("x", i), shape));
+    pool.push_back(g.input(prefix + numbered("x", i), shape));
   }
   int extra_inputs = 0;
   auto any = [&]() -> Tensor { return pool[ch.pick(static_cast<uint32_t>(pool.size()))]; };
@@ -193,7 +197,7 @@ inline RandomProgram build_random_program(Graph& g, Chooser& ch, int min_ops = 2
           break;
         }
         const int64_t N = sizes[ch.pick(8)];
-        Tensor w = g.input(numbered("w", extra_inputs++), {K, N});
+        Tensor w = g.input(prefix + numbered("w", extra_inputs++), {K, N});
         y = matmul(clamp(x, -100.0f, 100.0f), w);
         what = "matmul";
         break;
@@ -304,11 +308,11 @@ inline RandomProgram build_random_program(Graph& g, Chooser& ch, int min_ops = 2
     rp.ops.push_back(what);
     pool.push_back(y);
   }
-  g.output("out", pool.back());
+  g.output(prefix + "out", pool.back());
   const int extra = static_cast<int>(ch.pick(3));
   for (int i = 0; i < extra; ++i) {
     const size_t j = n_inputs + ch.pick(static_cast<uint32_t>(pool.size() - static_cast<size_t>(n_inputs)));
-    g.output(numbered("out", i), pool[j]);
+    g.output(prefix + numbered("out", i), pool[j]);
   }
   return rp;
 }

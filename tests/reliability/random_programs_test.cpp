@@ -4,15 +4,20 @@
 //
 //   LUMINAL_RANDOM_PROGRAMS=N   programs to run (default 200, what CI runs; 50 under ASan)
 //   LUMINAL_RANDOM_SEED=S       first seed (default 1); program i uses seed S + i
+//   LUMINAL_RANDOM_BATCH=K      programs compiled together as one graph (default 8; 1 =
+//                               each alone). A batch that differs is rerun program by
+//                               program, so a mismatch always names its seed.
 //
 // Every mismatch ever found is a seed in kRegressions below, run every time.
 // The 10,000-program run of docs/reliability.md:
 //   LUMINAL_RANDOM_PROGRAMS=10000 nice -n 19 build/tests/reliability/reliability_random_programs_test
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 
 #include "backends/reference/interpreter.hpp"
@@ -120,58 +125,138 @@ std::map<std::string, lm::HostTensor> perturbed(const std::map<std::string, lm::
   return out;
 }
 
-// Runs program `seed` on every target; "" when all agree, else what differs.
-std::string check_program(uint64_t seed, const std::vector<lm::Target>& ts) {
-  lm::test::RngChooser ch(seed);
+// One program built alone, its random inputs and dim, and direct interpretation of it.
+struct Prepared {
+  uint64_t seed = 0;
   lm::Graph g;
   lm::test::RandomProgram rp;
-  try {
-    rp = lm::test::build_random_program(g, ch);
-  } catch (const lm::Error& e) {
-    return "";  // a rejected construction is not a mismatch (the fuzzer checks those)
-  }
-  const lm::DimBindings dims{{"B", 1 + static_cast<int64_t>(ch.pick(6))}};
-  const auto in = inputs_for(*g.impl(), dims, seed);
-  std::map<std::string, const lm::HostTensor*> ptrs;
-  for (const auto& [k, t] : in) ptrs.emplace(k, &t);
-  std::map<std::string, lm::HostTensor> want;
-  try {
-    want = lm::detail::reference::run(*g.impl(), dims, ptrs);
-  } catch (const lm::Error& e) {
-    return "";  // e.g. a guard: the interpreter refuses it, so would every target
-  }
-  std::string ops;
-  for (const auto& o : rp.ops) ops += o + " ";
-  // A bounded search (what a budget-limited compile still owes is a correct program): the
-  // default 10 s budget made a few 60-op programs take minutes per target on a loaded host.
-  lm::CompileOptions o;
-  o.time_budget_seconds = 1.0;
-  o.node_limit = 30000;
+  lm::DimBindings dims;
+  std::map<std::string, lm::HostTensor> in, want;
   std::optional<std::map<std::string, lm::HostTensor>> noise;  // computed on the first difference
+  std::string ops;
+};
+
+// Program `seed`, or nullopt when its construction or the interpreter refuses it (a
+// rejected construction is not a mismatch: the fuzzer checks those; a guard the
+// interpreter refuses, every target would refuse).
+std::unique_ptr<Prepared> prepare(uint64_t seed) {
+  auto p = std::make_unique<Prepared>();
+  p->seed = seed;
+  lm::test::RngChooser ch(seed);
+  try {
+    p->rp = lm::test::build_random_program(p->g, ch);
+  } catch (const lm::Error&) {
+    return nullptr;
+  }
+  p->dims = {{"B", 1 + static_cast<int64_t>(ch.pick(6))}};
+  p->in = inputs_for(*p->g.impl(), p->dims, seed);
+  std::map<std::string, const lm::HostTensor*> ptrs;
+  for (const auto& [k, t] : p->in) ptrs.emplace(k, &t);
+  try {
+    p->want = lm::detail::reference::run(*p->g.impl(), p->dims, ptrs);
+  } catch (const lm::Error&) {
+    return nullptr;
+  }
+  for (const auto& o : p->rp.ops) p->ops += o + " ";
+  return p;
+}
+
+// `got` (outputs named as in the program alone) against the program's interpretation,
+// judged against its ill-conditioning when they differ. "" when they agree.
+std::string judge(Prepared& p, const std::map<std::string, lm::HostTensor>& got) {
+  std::string why = compare(got, p.want, p.rp.has_half);
+  if (why.empty()) return why;
+  if (!p.noise) {
+    const auto in2 = perturbed(p.in, p.seed);
+    std::map<std::string, const lm::HostTensor*> ptrs2;
+    for (const auto& [k, v] : in2) ptrs2.emplace(k, &v);
+    p.noise = lm::detail::reference::run(*p.g.impl(), p.dims, ptrs2);
+  }
+  why = compare(got, p.want, p.rp.has_half, &*p.noise);
+  if (why.empty()) ++ill_conditioned;
+  return why;
+}
+
+std::string describe(const Prepared& p, const lm::Target& t, const std::string& why) {
+  return "seed " + std::to_string(p.seed) + " on " + t.to_string() + ": " + why + "\n  ops: " + p.ops +
+         "\n  B = " + std::to_string(p.dims.at("B"));
+}
+
+// A bounded search (what a budget-limited compile still owes is a correct program): the
+// default 10 s budget made a few 60-op programs take minutes per target on a loaded host.
+// A batch of k programs gets k times the budget of one.
+lm::CompileOptions options(size_t k) {
+  lm::CompileOptions o;
+  o.time_budget_seconds = 1.0 * static_cast<double>(k);
+  o.node_limit = 30000 * k;
+  return o;
+}
+
+// Runs one program alone on every target: "" when all agree, else what differs.
+std::string check_alone(Prepared& p, const std::vector<lm::Target>& ts) {
   for (const lm::Target& t : ts) {
     std::string why;
     try {
-      lm::Callable f = lm::compile(g, t, o);
-      const auto got = f(in);
-      why = compare(got, want, rp.has_half);
-      if (!why.empty()) {
-        if (!noise) {
-          const auto in2 = perturbed(in, seed);
-          std::map<std::string, const lm::HostTensor*> ptrs2;
-          for (const auto& [k, v] : in2) ptrs2.emplace(k, &v);
-          noise = lm::detail::reference::run(*g.impl(), dims, ptrs2);
-        }
-        why = compare(got, want, rp.has_half, &*noise);
-        if (why.empty()) ++ill_conditioned;
-      }
+      lm::Callable f = lm::compile(p.g, t, options(1));
+      why = judge(p, f(p.in));
     } catch (const std::exception& e) {
       why = std::string("threw: ") + e.what();
     }
-    if (!why.empty())
-      return "seed " + std::to_string(seed) + " on " + t.to_string() + ": " + why + "\n  ops: " + ops +
-             "\n  B = " + std::to_string(dims.at("B"));
+    if (!why.empty()) return describe(p, t, why);
   }
   return "";
+}
+
+std::string prefix_of(size_t i) { return "p" + std::to_string(i) + "_"; }
+
+// Runs a batch of programs as one graph (disjoint programs side by side, names prefixed
+// "p<i>_") on every target: one search and one JIT compile per target for the whole
+// batch, which is where the time goes (the C and C++ compilers: ~90% of a program's cost
+// alone). Returns the mismatches, one per program: a batch that differs is rerun program
+// by program to name the seed; if every program then agrees alone, the batch itself is
+// the mismatch (a wrong answer all the same).
+std::vector<std::string> check_batch(std::vector<std::unique_ptr<Prepared>>& ps,
+                                     const std::vector<lm::Target>& ts) {
+  if (ps.empty()) return {};
+  if (ps.size() == 1) {
+    std::string why = check_alone(*ps[0], ts);
+    return why.empty() ? std::vector<std::string>{} : std::vector<std::string>{why};
+  }
+  lm::Graph g;
+  std::map<std::string, lm::HostTensor> in;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    lm::test::RngChooser ch(ps[i]->seed);  // the same choices: the same program, renamed
+    (void)lm::test::build_random_program(g, ch, 20, 60, prefix_of(i));
+    for (const auto& [k, t] : ps[i]->in) in.emplace(prefix_of(i) + k, t);
+  }
+  std::string batch_why;
+  for (const lm::Target& t : ts) {
+    try {
+      lm::Callable f = lm::compile(g, t, options(ps.size()));
+      const auto got = f(in);
+      for (size_t i = 0; i < ps.size() && batch_why.empty(); ++i) {
+        std::map<std::string, lm::HostTensor> mine;
+        const std::string pre = prefix_of(i);
+        for (const auto& [k, v] : got)
+          if (k.compare(0, pre.size(), pre) == 0) mine.emplace(k.substr(pre.size()), v);
+        if (std::string why = judge(*ps[i], mine); !why.empty())
+          batch_why = "in a batch, " + describe(*ps[i], t, why);
+      }
+    } catch (const std::exception& e) {
+      batch_why = "batch on " + t.to_string() + " threw: " + e.what();
+    }
+    if (!batch_why.empty()) break;
+  }
+  if (batch_why.empty()) return {};
+  std::vector<std::string> out;
+  for (auto& p : ps)
+    if (std::string why = check_alone(*p, ts); !why.empty()) out.push_back(why);
+  if (out.empty()) {
+    std::string seeds;
+    for (const auto& p : ps) seeds += " " + std::to_string(p->seed);
+    out.push_back(batch_why + "\n  (each program of the batch agrees alone; batch seeds" + seeds + ")");
+  }
+  return out;
 }
 
 }  // namespace
@@ -190,23 +275,34 @@ TEST_CASE("random programs agree with direct interpretation on every target", "[
   uint64_t seed0 = 1;
   if (const char* s = std::getenv("LUMINAL_RANDOM_PROGRAMS"); s && *s) n = std::strtoll(s, nullptr, 10);
   if (const char* s = std::getenv("LUMINAL_RANDOM_SEED"); s && *s) seed0 = std::strtoull(s, nullptr, 10);
+  int64_t batch_size = 8;
+  if (const char* s = std::getenv("LUMINAL_RANDOM_BATCH"); s && *s) batch_size = std::max(1LL, std::strtoll(s, nullptr, 10));
   std::vector<std::string> failures;
   for (uint64_t seed : kRegressions)
-    if (seed) {
-      if (auto why = check_program(seed, ts); !why.empty()) failures.push_back(why);
+    if (auto p = prepare(seed)) {
+      if (auto why = check_alone(*p, ts); !why.empty()) failures.push_back(why);
     }
-  for (int64_t i = 0; i < n; ++i) {
-    const uint64_t seed = seed0 + static_cast<uint64_t>(i);
-    if (auto why = check_program(seed, ts); !why.empty()) {
+  std::vector<std::unique_ptr<Prepared>> batch;
+  auto flush = [&] {
+    for (const auto& why : check_batch(batch, ts)) {
       std::printf("MISMATCH %s\n", why.c_str());
       std::fflush(stdout);
       failures.push_back(why);
     }
-    if ((i + 1) % 100 == 0) {
-      std::printf("random programs: %lld done, %zu mismatches\n", static_cast<long long>(i + 1),
+    batch.clear();
+  };
+  int64_t reported = 0;  // progress every 100 programs (at the end of the batch that passes it)
+  for (int64_t i = 0; i < n; ++i) {
+    if (auto p = prepare(seed0 + static_cast<uint64_t>(i))) batch.push_back(std::move(p));
+    if (static_cast<int64_t>(batch.size()) < batch_size && i + 1 < n) continue;
+    flush();
+    if ((i + 1) / 100 > reported / 100 || i + 1 == n) {
+      std::printf("random programs: %lld done (seeds %llu..%llu), %zu mismatches\n", static_cast<long long>(i + 1),
+                  static_cast<unsigned long long>(seed0), static_cast<unsigned long long>(seed0 + static_cast<uint64_t>(i)),
                   failures.size());
       std::fflush(stdout);
     }
+    reported = i + 1;
   }
   std::printf(
       "random programs: %lld programs (seeds %llu..%llu) on %zu targets, %zu mismatches, %lld "
