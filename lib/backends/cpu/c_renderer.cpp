@@ -342,10 +342,12 @@ class KernelWriter {
   // for several, rows of the innermost one (the outer indices decomposed once per row, so
   // the row loop stays a plain, vectorizable loop).
   // `before_last` (optional) writes code right before the innermost loop opens, with
-  // every outer loop variable in scope, at the indentation it is given.
+  // every outer loop variable in scope, at the indentation it is given; it also gets the
+  // C bounds [lo, hi) that loop will iterate.
   std::string open_loops(std::ostringstream& s, const std::vector<Loop>& ls, std::string& ind,
                          bool innermost_is_body, size_t group, const std::string& simd_clause = "",
-                         const std::function<void(const std::string&)>& before_last = {}) {
+                         const std::function<void(const std::string&, const std::string&,
+                                                  const std::string&)>& before_last = {}) {
     std::string close;
     auto open = [&](const std::string& header) {
       s << ind << header << " {\n";
@@ -360,12 +362,12 @@ class KernelWriter {
     };
     // not "v" + to_string: GCC 12 warns falsely (-Wrestrict) on that form
     auto var = [&](size_t i) { return std::to_string(ls[i].var).insert(0, 1, 'v'); };
-    auto last = [&](size_t i) {
-      if (before_last && i + 1 == ls.size()) before_last(ind);
+    auto last = [&](size_t i, const std::string& lo, const std::string& hi) {
+      if (before_last && i + 1 == ls.size()) before_last(ind, lo, hi);
     };
     size_t i = 0;
     if (group == 1) {
-      last(0);
+      last(0, "lm_lo", "lm_hi");
       simd(0);
       open("for (int64_t " + var(0) + " = lm_lo; " + var(0) + " < lm_hi; ++" + var(0) + ")");
       i = 1;
@@ -382,14 +384,14 @@ class KernelWriter {
         << ind << "const int64_t lm_e = lm_hi - lm_i < " << e << " - lm_s ? lm_s + (lm_hi - lm_i) : " << e
         << ";\n"
         << ind << "lm_i += lm_e - lm_s;\n";
-      last(group - 1);
+      last(group - 1, "lm_s", "lm_e");
       simd(group - 1);
       open("for (int64_t " + var(group - 1) + " = lm_s; " + var(group - 1) + " < lm_e; ++" + var(group - 1) +
            ")");
       i = group;
     }
     for (; i < ls.size(); ++i) {
-      last(i);
+      last(i, "0", "(" + ix(ls[i].extent) + ")");
       simd(i);
       open("for (int64_t " + var(i) + " = 0; " + var(i) + " < " + ix(ls[i].extent) + "; ++" + var(i) + ")");
     }
@@ -693,9 +695,9 @@ class KernelWriter {
   static constexpr int64_t kRowDotStageMax = 4096;
 
   struct RowDot {
-    Expr x;                        // f32, the same for every row of the innermost loop
-    const ExprNode* w = nullptr;   // the weight row: a load, unit stride along k
-    bool x_in_place = false;       // x is a unit-stride f32 load: read where it is
+    Expr x;                       // f32, the same for every row of the innermost loop
+    const ExprNode* w = nullptr;  // the weight row: a load, unit stride along k
+    bool x_in_place = false;      // x is a unit-stride f32 load: read where it is
   };
 
   // A Sum reduction over one vectorized loop k whose value is x * w, where w is a load
@@ -746,7 +748,7 @@ class KernelWriter {
     declare_buffers(s, "  ", reads_, {k_.store.buffer});
     std::string ind = "  ";
     const size_t g = task_group(k_.loops);
-    auto stage = [&](const std::string& in) {
+    auto stage = [&](const std::string& in, const std::string&, const std::string&) {
       if (d.x_in_place) return;
       const int64_t n = std::max<int64_t>(*kl.extent.as_constant(), 1);
       s << in << "float lm_x[" << n << "] __attribute__((aligned(64)));\n"
@@ -759,7 +761,9 @@ class KernelWriter {
     };
     std::string close = open_loops(s, k_.loops, ind, false, g, "", stage);
     // the row's operands at k = 0: their addresses with the reduce variable bound to 0
-    auto at_k0 = [&](const ExprNode& ld) { return "b" + std::to_string(ld.buffer) + " + (" + ix(ld.index) + ")"; };
+    auto at_k0 = [&](const ExprNode& ld) {
+      return "b" + std::to_string(ld.buffer) + " + (" + ix(ld.index) + ")";
+    };
     s << ind << "const float* lm_xp;\n"
       << ind << "const " << c_type(wdt) << "* lm_wp;\n"
       << ind << "{\n"
@@ -775,10 +779,91 @@ class KernelWriter {
     return finish(s.str(), group_total(k_.loops, g), 1);
   }
 
+  // ---- reductions vectorized along the rows: the reduce loop outside, the rows inside
+
+  // Partial sums a stack block holds (4 KiB).
+  static constexpr int64_t kRowsBlockMax = 1024;
+
+  // The stride along `var` of the address a load reads where it is valid (a padded
+  // load's index select(c, i, fallback), with c free of var, reads i).
+  static std::optional<int64_t> read_stride(const ExprNode& ld, int64_t var) {
+    const Index* i = &ld.index;
+    if (i->node().op == IndexOp::Select && !uses_var(i->node().args[0], var)) i = &i->node().args[1];
+    return var_stride(*i, var);
+  }
+
+  static void loads_of(const Expr& e, std::vector<const ExprNode*>& out) {
+    if (e.op() == ExprOp::Load) out.push_back(&e.node());
+    for (const auto& a : e.node().args) loads_of(a, out);
+  }
+
+  // A Sum reduction whose data runs along the rows rather than along k: a load is
+  // unit-stride along the kernel's innermost loop (the row), and no load that changes
+  // with the row is unit-stride along k. Attention's P.V for one query is one: the
+  // probabilities run along the keys k (the same for every row), V[k, d] along the rows
+  // d. Vectorized along k each lane would read another row of V; along the rows every
+  // load is a contiguous vector or a broadcast. The rows (a constant extent of 8 to
+  // kRowsBlockMax) keep their partial sums in a stack block.
+  bool rows_vectorize() const {
+    const Reduction& r = *k_.reduce;
+    if (r.op != ReduceOp::Sum || r.acc_dtype != DType::f32 || r.loops.size() != 1 || k_.loops.empty())
+      return false;
+    const Loop& kl = r.loops[0];
+    const Loop& rl = k_.loops.back();
+    auto rows = rl.extent.as_constant();
+    if (!kl.vectorize || uses_var(kl.extent) || !rows || *rows < 8 || *rows > kRowsBlockMax ||
+        reads_.count(k_.store.buffer))
+      return false;
+    std::vector<const ExprNode*> lds;
+    loads_of(r.value, lds);
+    bool along_rows = false;
+    for (const ExprNode* ld : lds) {
+      auto sr = read_stride(*ld, rl.var), sk = read_stride(*ld, kl.var);
+      if (sk && *sk == 1 && !(sr && *sr == 0)) return false;
+      along_rows |= sr && *sr == 1;
+    }
+    return along_rows;
+  }
+
+  std::string rows_reduction() {
+    const Reduction& r = *k_.reduce;
+    const Loop& kl = r.loops[0];
+    const Loop& rl = k_.loops.back();
+    const std::string kvar = std::to_string(kl.var).insert(0, 1, 'v'),
+                      rvar = std::to_string(rl.var).insert(0, 1, 'v');
+    std::ostringstream s;
+    declare_symbols(s, "  ");
+    declare_buffers(s, "  ", reads_, {k_.store.buffer});
+    std::string ind = "  ";
+    const size_t g = task_group(k_.loops);
+    // the run of rows [lo, hi) the innermost loop will visit: its sums first, k outside
+    auto block = [&](const std::string& in, const std::string& lo, const std::string& hi) {
+      s << in << "float lm_acc[" << *rl.extent.as_constant() << "] __attribute__((aligned(64)));\n"
+        << in << "const int64_t lm_r0 = " << lo << ", lm_rn = " << hi << " - lm_r0;\n"
+        << in << "for (int64_t lm_j = 0; lm_j < lm_rn; ++lm_j) lm_acc[lm_j] = 0.0f;\n"
+        << in << "for (int64_t " << kvar << " = 0; " << kvar << " < " << ix(kl.extent) << "; ++" << kvar
+        << ") {\n"
+        << in << "  #pragma omp simd\n"
+        << in << "  for (int64_t lm_j = 0; lm_j < lm_rn; ++lm_j) {\n"
+        << in << "    const int64_t " << rvar << " = lm_r0 + lm_j;\n";
+      std::map<const ExprNode*, std::string> memo;
+      std::string v = value(r.value, memo, s, in + "    ");
+      if (r.value.dtype() != r.acc_dtype) v = convert(v, r.value.dtype(), r.acc_dtype);
+      s << in << "    lm_acc[lm_j] = lm_acc[lm_j] + " << v << ";\n" << in << "  }\n" << in << "}\n";
+    };
+    std::string close = open_loops(s, k_.loops, ind, false, g, "", block);
+    s << ind << "const float acc = lm_acc[" << rvar << " - lm_r0]; (void)acc;\n";
+    std::map<const ExprNode*, std::string> memo;
+    const std::string v = value(k_.store.value, memo, s, ind);
+    s << ind << "b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = " << v << ";\n" << close;
+    return finish(s.str(), group_total(k_.loops, g), 1);
+  }
+
   std::string reduction() {
     const Reduction& r = *k_.reduce;
     collect(k_.store.value);
     collect(r.value);
+    if (rows_vectorize() && !row_dot()) return rows_reduction();
     if (auto d = row_dot()) return row_dot_reduction(*d);
     std::ostringstream s;
     declare_symbols(s, "  ");

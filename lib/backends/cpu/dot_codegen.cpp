@@ -11,7 +11,9 @@ const char* dtype_suffix(DType dt) { return dt == DType::f16 ? "f16" : dt == DTy
 
 // The generic loop: what the reduction renderer would emit, with FMA where the target has it.
 std::string generic_body(DType dt) {
-  const std::string w = dt == DType::f16 ? "lm_f16_to_f32(w[k])" : dt == DType::bf16 ? "lm_bf16_to_f32(w[k])" : "w[k]";
+  const std::string w = dt == DType::f16    ? "lm_f16_to_f32(w[k])"
+                        : dt == DType::bf16 ? "lm_bf16_to_f32(w[k])"
+                                            : "w[k]";
   return "  float s = 0.0f;\n"
          "  #pragma omp simd reduction(+:s)\n"
          "  for (int64_t k = 0; k < n; ++k) s = LM_FMA(x[k], " +
@@ -28,20 +30,23 @@ std::string simd_body(const std::string& V, const std::string& P, int lanes, con
     return s;
   };
   const std::string L = std::to_string(lanes), L4 = std::to_string(4 * lanes);
-  const std::string w = dt == DType::f16 ? "lm_f16_to_f32(w[k])" : dt == DType::bf16 ? "lm_bf16_to_f32(w[k])" : "w[k]";
+  const std::string w = dt == DType::f16    ? "lm_f16_to_f32(w[k])"
+                        : dt == DType::bf16 ? "lm_bf16_to_f32(w[k])"
+                                            : "w[k]";
   std::ostringstream s;
   s << "  " << V << " a0 = " << P << "setzero_ps(), a1 = a0, a2 = a0, a3 = a0;\n"
     << "  int64_t k = 0;\n"
     << "  for (; k + " << L4 << " <= n; k += " << L4 << ") {\n";
   for (int a = 0; a < 4; ++a) {
     const std::string off = a ? " + " + std::to_string(a * lanes) : "";
-    s << "    a" << a << " = " << P << "fmadd_ps(" << P << "loadu_ps(x + k" << off << "), " << w_at("w + k" + off)
-      << ", a" << a << ");\n";
+    s << "    a" << a << " = " << P << "fmadd_ps(" << P << "loadu_ps(x + k" << off << "), "
+      << w_at("w + k" + off) << ", a" << a << ");\n";
   }
   s << "  }\n"
-    << "  for (; k + " << L << " <= n; k += " << L << ") a0 = " << P << "fmadd_ps(" << P << "loadu_ps(x + k), "
-    << w_at("w + k") << ", a0);\n"
-    << "  float s = " << hsum << "(" << P << "add_ps(" << P << "add_ps(a0, a1), " << P << "add_ps(a2, a3)));\n"
+    << "  for (; k + " << L << " <= n; k += " << L << ") a0 = " << P << "fmadd_ps(" << P
+    << "loadu_ps(x + k), " << w_at("w + k") << ", a0);\n"
+    << "  float s = " << hsum << "(" << P << "add_ps(" << P << "add_ps(a0, a1), " << P
+    << "add_ps(a2, a3)));\n"
     << "  for (; k < n; ++k) s = LM_FMA(x[k], " << w << ", s);\n"
     << "  return s;\n";
   return s.str();
@@ -73,20 +78,21 @@ std::string dot_source(CpuIsa isa, DType dt) {
       s << generic_body(dt);
       break;
     case CpuIsa::Avx512: {
-      const std::string load = dt == DType::f16 ? "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(@)))"
-                               : dt == DType::bf16
-                                   ? "_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256("
-                                     "(const __m256i*)(@))), 16))"
-                                   : "_mm512_loadu_ps(@)";
+      const std::string load =
+          dt == DType::f16 ? "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(@)))"
+          : dt == DType::bf16
+              ? "_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256("
+                "(const __m256i*)(@))), 16))"
+              : "_mm512_loadu_ps(@)";
       s << simd_body("__m512", "_mm512_", 16, load, "_mm512_reduce_add_ps", dt);
       break;
     }
     case CpuIsa::Avx2: {
-      const std::string load = dt == DType::f16 ? "_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(@)))"
-                               : dt == DType::bf16
-                                   ? "_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128("
-                                     "(const __m128i*)(@))), 16))"
-                                   : "_mm256_loadu_ps(@)";
+      const std::string load =
+          dt == DType::f16    ? "_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(@)))"
+          : dt == DType::bf16 ? "_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128("
+                                "(const __m128i*)(@))), 16))"
+                              : "_mm256_loadu_ps(@)";
       // vcvtph2ps is F16C, not AVX2: without it (no such AVX2 CPU is known) the generic loop
       if (dt == DType::f16) s << "#ifdef __F16C__\n";
       s << simd_body("__m256", "_mm256_", 8, load, "lm_hsum256", dt);
