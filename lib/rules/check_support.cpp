@@ -71,6 +71,15 @@ struct Checker {
 
   // Rules that must run before this one so that it has something to act on.
   void prerequisites(Instance& inst) {
+    // A rule over MatMul nodes, on its example (primitive ops only): the products are
+    // found first, as the math phase finds them (matmul-recognize).
+    if (rule.rule && rule.example && rule.name != "matmul-recognize") {
+      bool on_matmul = false;
+      for (const Pat& p : rule.rule->lhs())
+        for (const auto& n : p.nodes) on_matmul = on_matmul || (n.var < 0 && n.op == Op::MatMul);
+      if (on_matmul)
+        if (const RuleInfo* rec = reg.find("matmul-recognize")) apply_once(*rec, inst.g, opt.ctx);
+    }
     // Passes other than the base lowering act on kernel nodes: give them some first.
     if (!rule.pass || rule.set == "lower_reference") return;
     for (const RuleInfo& r : reg.all())

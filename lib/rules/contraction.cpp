@@ -171,6 +171,81 @@ void transpose_product(ir::EGraph& g, const Match& m) {
   }
 }
 
+// Sibling products: matmul(x, w1), matmul(x, w2), ... read the same left operand; they
+// are the column slices of one matmul(x, concat(w1, w2, ...)) along n (every output
+// element is the same dot product over the same k, summed in the same order). The
+// concat is a sum of pads filled with -0 (x + -0 = x for every x, NaN and -0 included),
+// so the identity is exact. Only stored operands (a weight, or a permuted/reshaped view
+// of one) are concatenated: the GEMM reads each column range from its own buffer
+// (kernel::Gemm::b_segments), so the concat costs nothing at run time -- and a concat,
+// being computed, is never a sibling itself, which keeps the rule from nesting.
+
+bool stored_tensor(const ir::EGraph& g, Id cls) {
+  return !attr_nodes(g, cls, Op::Param).empty() || !attr_nodes(g, cls, Op::Input).empty();
+}
+bool stored_operand(const ir::EGraph& g, Id b, int depth = 6) {
+  if (stored_tensor(g, b)) return true;
+  if (depth == 0) return false;
+  for (Op view : {Op::Permute, Op::Reshape})
+    for (const ir::AttrNode& n : attr_nodes(g, b, view))
+      if (stored_operand(g, n.kid, depth - 1)) return true;
+  return false;
+}
+
+void merge_siblings(ir::EGraph& g, const Match& m, std::size_t count) {
+  std::vector<Id> roots, bs;
+  for (std::size_t i = 0; i < count; ++i) {
+    roots.push_back(g.find(m.root(i)));
+    bs.push_back(g.find(m.var(static_cast<int>(i) + 1)));  // b, c, d
+  }
+  // Each set of siblings once, in class order, and only products of stored f32 operands
+  // that agree on every axis but n.
+  for (std::size_t i = 0; i + 1 < count; ++i)
+    if (!(roots[i] < roots[i + 1])) return;
+
+  const Id x = g.find(m[a]);
+  if (g.data(x).dtype != DType::f32) return;
+  const std::vector<Dim> s0 = g.data(bs[0]).shape;
+  if (s0.size() < 2) return;
+  Dim total(0);
+  for (Id b : bs) {
+    const auto& d = g.data(b);
+    if (d.dtype != DType::f32 || d.shape.size() != s0.size() || !stored_operand(g, b)) return;
+    for (std::size_t k = 0; k + 1 < s0.size(); ++k)
+      if (!d.shape[k].same_as(s0[k])) return;
+    total = total + d.shape.back();
+  }
+  const int ax = static_cast<int>(s0.size()) - 1;
+  Id cat = egraph::kNoId;
+  Dim off(0);
+  std::vector<std::pair<Dim, Dim>> cols;
+  for (Id b : bs) {
+    const Dim n = g.data(b).shape.back();
+    const Dim hi = total - off - n;
+    const Id p = ir::add_pad(g, b, ax, off, hi, -0.0);
+    cat = cat == egraph::kNoId ? p : ir::add_plain(g, Op::Add, {cat, p});
+    cols.emplace_back(off, off + n);
+    off = off + n;
+  }
+  const Id mm = ir::add_plain(g, Op::MatMul, {x, cat});
+  for (std::size_t i = 0; i < count; ++i)
+    g.merge(roots[i], ir::add_slice(g, mm, ax, cols[i].first, cols[i].second, 1));
+}
+
+// Products sharing their left operand, as linear layers reading one activation build them
+// (Q/K/V projections, SwiGLU's gate and up), on random shapes; sometimes batched, or a
+// third sibling.
+std::shared_ptr<detail::GraphImpl> siblings_example(std::mt19937_64& rng) {
+  auto dim = [&] { return Dim(static_cast<int64_t>(rng() % 8 == 0 ? 0 : 1 + rng() % 4)); };
+  Graph g;
+  const Dim m = rng() % 3 == 0 ? g.dim("M", 1, 8) : dim(), k = dim();
+  Tensor x = rng() % 3 == 0 ? g.input("x", {Dim(2), m, k}) : g.input("x", {m, k});
+  const int n = rng() % 2 == 0 ? 3 : 2;
+  for (int i = 0; i < n; ++i)
+    g.output("y" + std::to_string(i), linear(x, g.param("w" + std::to_string(i), {dim(), k})));
+  return g.impl();
+}
+
 }  // namespace
 
 RuleSet contraction_rules() {
@@ -180,6 +255,26 @@ RuleSet contraction_rules() {
                                      "sum_k(mul(expand a, expand b)) = matmul(a', b') (a', b': a, b "
                                      "permuted/reshaped to [batch, m, k], [batch, k, n])"),
                            matmul_example),
+              [] {
+                RuleInfo r;
+                r.name = "matmul-siblings";
+                r.doc = "matmul(x, b), matmul(x, c) = slices along n of matmul(x, concat_n(b, c)) (b, c stored "
+                        "f32; the concat is pads filled with -0, added)";
+                r.rule = make_rule(egraph::multi_rule("matmul-siblings", egraph::patterns(matmul_(a, b), matmul_(a, c)),
+                                                      [](ir::EGraph& g, const Match& m) { merge_siblings(g, m, 2); }));
+                r.example = siblings_example;
+                return r;
+              }(),
+              [] {
+                RuleInfo r;
+                r.name = "matmul-siblings-3";
+                r.doc = "matmul(x, b), matmul(x, c), matmul(x, d) = slices along n of matmul(x, concat_n(b, c, d))";
+                r.rule = make_rule(egraph::multi_rule(
+                    "matmul-siblings-3", egraph::patterns(matmul_(a, b), matmul_(a, c), matmul_(a, d)),
+                    [](ir::EGraph& g, const Match& m) { merge_siblings(g, m, 3); }));
+                r.example = siblings_example;
+                return r;
+              }(),
               math_rule("matmul-transpose", permute_(matmul_(a, b)), transpose_product, Exact,
                         "transpose(a.b) = transpose(b).transpose(a) (last two axes)"),
               // Reassociation distributes sums over products, which changes NaN/inf results (an
