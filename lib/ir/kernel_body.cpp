@@ -103,6 +103,41 @@ bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id) {
   return false;
 }
 
+std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_t id) {
+  const auto& nodes = body.nodes;
+  if (nodes[id].op != PrimOp::Add || nodes[id].dtype != DType::f32) return std::nullopt;
+  StoredConcat c;
+  // The add tree's leaves, left to right.
+  std::vector<uint32_t> stack{id};
+  while (!stack.empty()) {
+    const uint32_t x = stack.back();
+    stack.pop_back();
+    if (nodes[x].op == PrimOp::Add) {
+      c.adds.push_back(x);
+      stack.push_back(nodes[x].inputs[1]);
+      stack.push_back(nodes[x].inputs[0]);
+    } else {
+      c.pads.push_back(x);
+    }
+  }
+  if (c.pads.size() < 2 || c.pads.size() > 8) return std::nullopt;
+  Dim end(0);
+  for (size_t i = 0; i < c.pads.size(); ++i) {
+    const detail::Node& p = nodes[c.pads[i]];
+    if (p.op != PrimOp::Pad || p.value != 0.0) return std::nullopt;  // +0 or -0: the sum is the piece
+    if (i == 0) c.axis = p.axis;
+    if (p.axis != c.axis) return std::nullopt;
+    uint32_t below = p.inputs[0];
+    while (is_view(to_op(nodes[below].op))) below = nodes[below].inputs[0];
+    if (nodes[below].op != PrimOp::Input || nodes[below].dtype != DType::f32) return std::nullopt;
+    const auto ax = static_cast<size_t>(c.axis);
+    if (!p.start.same_as(end)) return std::nullopt;
+    end = end + nodes[p.inputs[0]].shape[ax];
+    if (!(end + p.end).same_as(nodes[id].shape[ax])) return std::nullopt;
+  }
+  return c;
+}
+
 uint32_t BodyBuilder::slot(Id cls) {
   cls = g_.find(cls);
   auto it = slot_of_.find(cls);
@@ -415,6 +450,9 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   std::optional<AttentionMatch> att = attention ? match_attention(*spec.body) : std::nullopt;
   uint32_t p_operand = UINT32_MAX;
   if (att) p_operand = nodes[nodes[att->out_reduce].inputs[0]].inputs[static_cast<size_t>(att->p_side)];
+  // A GEMM operand that is a concat of stored tensors is read in place, segment by
+  // segment: no round trip, and its adds are never computed.
+  std::vector<uint8_t> free_add(nodes.size(), 0);
   if (gemm)
     for (size_t ni = 0; ni < nodes.size(); ++ni)
       if (is_gemm_reduce(*spec.body, nodes[ni]) || (att && (ni == att->score_reduce || ni == att->out_reduce)))
@@ -426,6 +464,10 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
           // Attention stages Q and K through their expressions (a prologue computed
           // while staging) and never stores P: only a computed V makes a round trip.
           const bool staged = att && (ni == att->score_reduce || e == p_operand);
+          if (auto cat = attention ? std::nullopt : stored_concat(*spec.body, below)) {
+            for (uint32_t x : cat->adds) free_add[x] = 1;
+            continue;
+          }
           if (!is_leaf(to_op(nodes[below].op)) && !staged)
             w.bytes_scratch += 2 * numel[src] * static_cast<double>(dtype_size(nodes[src].dtype));
         }
@@ -469,6 +511,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
         w.bytes_read += numel[i] * static_cast<double>(dtype_size(n.dtype));
         break;
       default:  // elementwise: a transcendental is a call of the prelude's polynomials
+        if (free_add[i]) break;
         if (detail::is_transcendental(n.op))
           w.transcendentals += dom[i];
         else

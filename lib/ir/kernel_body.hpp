@@ -79,6 +79,21 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
 /// the two cannot disagree.
 bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id);
 
+/// A concatenation of stored tensors along one axis, as matmul-siblings builds it: an add
+/// tree of pads (fill +-0) on `axis`, each padding a view of a slot out to the full
+/// length, the pieces consecutive: piece i covers [lo_i, lo_i + size_i) and lo_0 = 0,
+/// lo_{i+1} = lo_i + size_i, the last ending at the full length.
+struct StoredConcat {
+  int axis = 0;
+  std::vector<uint32_t> pads;  ///< the pad nodes, in column order
+  std::vector<uint32_t> adds;  ///< the add nodes joining them
+};
+/// Body node `id` as a StoredConcat, or nullopt. A GEMM whose B operand is one reads each
+/// column range from its own buffer (kernel::Gemm::b_segments), so the concat is never
+/// computed: the cost model charges it nothing, the lowering emits segments. One
+/// predicate for both, so they cannot disagree.
+std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_t id);
+
 /// True when the score `score` of an attention body is masked by where(cond, s, -inf)
 /// with a condition computed from indices only (a causal mask).
 bool causal_mask(const detail::GraphImpl& body, uint32_t score);

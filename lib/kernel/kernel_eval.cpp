@@ -268,11 +268,25 @@ struct Evaluator {
     int64_t oa = ix(g.a.offset), ob = ix(g.b.offset), oc = ix(g.c.offset);
     int64_t ra = ix(g.a.row_stride), ca = ix(g.a.col_stride);
     int64_t rb = ix(g.b.row_stride), cb = ix(g.b.col_stride), rc = ix(g.c.row_stride);
+    // A segmented B: column j is column j - n0 of the last segment starting at or before j.
+    std::vector<int64_t> n0s;
+    for (const GemmSegment& sg : g.b_segments) n0s.push_back(ix(sg.n0));
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
+        int bbuf = g.b.buffer;
+        int64_t obj = ob, rbj = rb, jj = j * cb;
+        for (size_t sgi = n0s.size(); sgi-- > 0;)
+          if (n0s[sgi] <= j) {
+            const GemmSegment& sg = g.b_segments[sgi];
+            bbuf = sg.b.buffer;
+            obj = ix(sg.b.offset);
+            rbj = ix(sg.b.row_stride);
+            jj = (j - n0s[sgi]) * ix(sg.b.col_stride);
+            break;
+          }
         double s = 0;
         for (int64_t q = 0; q < kk; ++q)
-          s += value(g.a.buffer, oa + i * ra + q * ca) * value(g.b.buffer, ob + q * rb + j * cb);
+          s += value(g.a.buffer, oa + i * ra + q * ca) * value(bbuf, obj + q * rbj + jj);
         acc = static_cast<float>(s);
         vars[static_cast<size_t>(g.row_var)] = i;
         vars[static_cast<size_t>(g.col_var)] = j;

@@ -515,6 +515,21 @@ void validate(const Program& p) {
           c.index(v->col_stride);
         }
         if (g.c.col_stride.as_constant() != 1) c.fail("GEMM output must have column stride 1");
+        if (!g.b_segments.empty()) {
+          if (g.b_segments.size() < 2 || g.b_segments.size() > kMaxGemmSegments)
+            c.fail("a segmented GEMM B needs 2 to " + std::to_string(kMaxGemmSegments) + " segments");
+          if (g.b_segments[0].n0.as_constant() != 0) c.fail("GEMM B segment 0 must start at column 0");
+          if (g.b_segments[0].b.buffer != g.b.buffer) c.fail("GEMM B segment 0 must be B");
+          for (const GemmSegment& sg : g.b_segments) {
+            c.buffer(sg.b.buffer);
+            if (p.buffers[static_cast<size_t>(sg.b.buffer)].dtype != DType::f32)
+              c.fail("GEMM B segments must be f32");
+            c.index(sg.n0);
+            c.index(sg.b.offset);
+            c.index(sg.b.row_stride);
+            c.index(sg.b.col_stride);
+          }
+        }
         c.index(g.m);
         c.index(g.n);
         c.index(g.k);
@@ -646,7 +661,10 @@ std::string to_string(const Program& p) {
     if (k.kind == KernelKind::Gemm) {
       const Gemm& g = *k.gemm;
       s << ind << "b" << g.c.buffer << "[" << g.m.to_string() << " x " << g.n.to_string() << "] = gemm(b"
-        << g.a.buffer << ", b" << g.b.buffer << ", k=" << g.k.to_string() << ") epilogue "
+        << g.a.buffer << ", b" << g.b.buffer;
+      for (size_t i = 1; i < g.b_segments.size(); ++i)
+        s << " | b" << g.b_segments[i].b.buffer << " from column " << g.b_segments[i].n0.to_string();
+      s << ", k=" << g.k.to_string() << ") epilogue "
         << (g.epilogue.valid() ? g.epilogue.to_string() : "acc") << "\n";
       continue;
     }

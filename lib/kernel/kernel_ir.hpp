@@ -259,6 +259,13 @@ struct GemmTile {
   int mr = 8, nr = 32, mc = 128, kc = 256, nc = 2048;
 };
 
+/// One column range of a segmented B: columns [n0, next segment's n0 (or n)) of B are
+/// the columns 0.. of `b`.
+struct GemmSegment {
+  MatrixView b;
+  Index n0;
+};
+
 struct Gemm {
   Index m, n, k;
   // A and B are f32, or both f16 or both bf16 (products summed in f32: tensor cores on a
@@ -272,7 +279,13 @@ struct Gemm {
   Expr epilogue;                 // over acc() (f32); invalid Expr means acc() itself
   GemmTile tile;
   GemmImpl impl = GemmImpl::Generated;
+  // A segmented B (empty: B is `b`): B is the concatenation along n of these f32 views,
+  // each read from its own buffer (sibling products merged into one, matmul-siblings:
+  // B = [Wq | Wk | Wv] is never stored). Segment 0 starts at column 0 and is `b`;
+  // the n0 increase. At most kMaxGemmSegments.
+  std::vector<GemmSegment> b_segments;
 };
+inline constexpr std::size_t kMaxGemmSegments = 4;
 
 /// Row lookup (embedding): out[i, :] = table[ids[i], :] for i < count, rows of `row`
 /// elements copied as they are (any dtype, the same in table and out). An id outside

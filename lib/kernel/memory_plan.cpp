@@ -99,6 +99,7 @@ std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
       writes = {a.out.buffer};
     } else if (k.kind == KernelKind::Gemm) {
       reads = {k.gemm->a.buffer, k.gemm->b.buffer};
+      for (const kernel::GemmSegment& sg : k.gemm->b_segments) reads.push_back(sg.b.buffer);
       reads_of(k.gemm->epilogue, reads);
       writes = {k.gemm->c.buffer};
     } else {

@@ -10,7 +10,10 @@
 //   all-no-gemm-copy -- and it is not a GEMM that another consumer also reads;
 //   single-use   -- and the producer has one consumer (no duplicated work);
 //   no-broadcast -- and the slot is not read under a broadcast (no recomputation);
-//   no-reduce    -- and the producer has no reduction (reductions stay materialized).
+//   no-reduce    -- and the producer has no reduction (reductions stay materialized);
+//   views        -- as all-no-gemm-copy, but a class that is also a slice of a wider class
+//                   (a product merged with its siblings, matmul-siblings) is read through
+//                   that slice: consumers of Q, K and V read one Q|K|V product's buffer.
 // Producers with no arithmetic (views, constants) are absorbed under every policy.
 #include <algorithm>
 #include <cstdio>
@@ -34,7 +37,7 @@ namespace {
 
 // kCheapOnly runs first: it is also every policy's fallback when the policy's own
 // producer variant cannot be absorbed (e.g. a view over a GEMM into another GEMM).
-enum Policy { kCheapOnly, kAll, kAllNoGemmCopy, kSingleUse, kNoBroadcast, kNoReduce, kNumPolicies };
+enum Policy { kCheapOnly, kAll, kAllNoGemmCopy, kSingleUse, kNoBroadcast, kNoReduce, kViews, kNumPolicies };
 // Math nodes per class whose kernels are fused (the representative and the next ones).
 constexpr std::size_t kMaxNodesPerClass = 8;
 
@@ -85,6 +88,22 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   }
 
   std::array<std::unordered_map<Id, ir::Variant>, kNumPolicies> best;
+  // Per class that is also a slice of a wider class: the direct kernel of that slice (of
+  // the widest such class, so Q, K and V all choose the one product of all three).
+  std::unordered_map<Id, ir::Variant> slice_of_wider;
+  for (Id c : order) {
+    double widest = 0;
+    for (Id nd : ix.nodes(c, ir::Op::Slice)) {
+      const Id src = g.find(g.node(nd).kids[0]);
+      double n = 1;
+      for (const Dim& d : g.data(src).shape) n *= static_cast<double>(d.as_constant().value_or(4096));
+      if (n <= widest) continue;
+      if (auto v = ir::lower_node(g, nd); v && ir::is_cheap(*v->spec)) {
+        widest = n;
+        slice_of_wider.insert_or_assign(c, std::move(*v));
+      }
+    }
+  }
   const char* dbg = std::getenv("LUMINAL_DEBUG_FUSION");
   const bool debug = dbg && *dbg;
   std::vector<std::pair<Id, ir::Variant>> todo;
@@ -122,11 +141,12 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
           for (Id k : kids) {
             if (std::find(tried.begin(), tried.end(), k) != tried.end()) continue;
             tried.push_back(k);
-            const ir::Variant* cands[2] = {nullptr, nullptr};
+            const ir::Variant* cands[3] = {nullptr, nullptr, nullptr};
+            if (auto it = slice_of_wider.find(k); it != slice_of_wider.end() && p == kViews) cands[0] = &it->second;
             if (auto it = best[static_cast<size_t>(p)].find(k); it != best[static_cast<size_t>(p)].end())
-              cands[0] = &it->second;
-            if (auto it = best[kCheapOnly].find(k); it != best[kCheapOnly].end() && p != kCheapOnly)
               cands[1] = &it->second;
+            if (auto it = best[kCheapOnly].find(k); it != best[kCheapOnly].end() && p != kCheapOnly)
+              cands[2] = &it->second;
             for (const ir::Variant* prod : cands) {
               if (!prod || prod->spec->kind == ir::KernelKind::Gather) continue;
               auto pos = std::find(v.kids.begin(), v.kids.end(), k);

@@ -909,6 +909,9 @@ class KernelWriter {
     const DType bdt = p_.buffers[static_cast<size_t>(g.b.buffer)].dtype;
     const bool half_b = bdt != DType::f32;
     const std::string BT = half_b ? "uint16_t" : "float";
+    // A segmented B (sibling products merged): each column range read from its own buffer
+    // by the generated driver (no library call takes one).
+    const bool seg_b = !g.b_segments.empty();
     gemm_configs_.insert({t.mr, t.nr, bdt});
     const std::string fn = gemm_function_name(opt_.isa, t.mr, t.nr, bdt);
     // The epilogue's context (buffers, symbols, batch loop variables) is copied by the
@@ -945,7 +948,7 @@ class KernelWriter {
       std::map<const ExprNode*, std::string> memo;
       std::string v = value(g.epilogue, memo, s, "      ");
       s << "      c[lm_r * ldc + lm_c] = " << v << ";\n    }\n  }\n}\n";
-      if (g.impl == GemmImpl::Library && !half_b) {
+      if (g.impl == GemmImpl::Library && !half_b && !seg_b) {
         // The library call's epilogue, in blocks of 8 rows on the call's threads.
         s << "typedef struct { " << ctx << " cx; float* c; int64_t ldc, M, N; } " << k_.name << "_lepi_env;\n"
           << "static void " << k_.name << "_lepi(void* lm_env, int64_t lm_lo, int64_t lm_hi, int lm_tid) {\n"
@@ -972,6 +975,26 @@ class KernelWriter {
       for (const auto& l : k_.loops) o << ", v" << l.var;
       o << "}; (void)cx;\n";
       const std::string epi = has_epi ? k_.name + "_epi" : "(lm_epi_fn)0";
+      if (seg_b) {
+        const size_t ns = g.b_segments.size();
+        std::string ptrs, rs, cs, n0;
+        for (size_t i = 0; i < ns; ++i) {
+          const GemmSegment& sg = g.b_segments[i];
+          const std::string sep = i ? ", " : "";
+          ptrs += sep + "(const float*)lm_bufs[" + std::to_string(sg.b.buffer) + "] + " + ix(sg.b.offset);
+          rs += sep + ix(sg.b.row_stride);
+          cs += sep + ix(sg.b.col_stride);
+          n0 += sep + ix(sg.n0);
+        }
+        o << ind << "const float* lm_sb[" << ns << "] = {" << ptrs << "};\n"
+          << ind << "const int64_t lm_srs[" << ns << "] = {" << rs << "}, lm_scs[" << ns << "] = {" << cs
+          << "}, lm_sn0[" << ns << "] = {" << n0 << "};\n"
+          << ind << "(void)b; (void)rsb; (void)csb;\n"
+          << ind << fn << "_seg(M, N, K, a, rsa, csa, " << ns << ", lm_sb, lm_srs, lm_scs, lm_sn0, c, ldc, " << t.mc
+          << ", " << t.nc << ", " << t.kc << ", " << epi << ", &cx, sizeof cx, lm_rt, lm_cx, " << tid << ", "
+          << (tail ? "1" : "0") << ");\n";
+        return;
+      }
       const std::string gen_call = fn + "(M, N, K, a, rsa, csa, b, rsb, csb, c, ldc, " +
                                    std::to_string(t.mc) + ", " + std::to_string(t.nc) + ", " +
                                    std::to_string(t.kc) + ", " + epi + ", &cx, sizeof cx, lm_rt, lm_cx, " +

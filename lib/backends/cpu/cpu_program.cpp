@@ -151,6 +151,7 @@ class Remap {
       case kernel::KernelKind::Gemm:
         c.gemm->a.buffer = buf(k.gemm->a.buffer);
         c.gemm->b.buffer = buf(k.gemm->b.buffer);
+        for (kernel::GemmSegment& sg : c.gemm->b_segments) sg.b.buffer = buf(sg.b.buffer);
         c.gemm->c.buffer = buf(k.gemm->c.buffer);
         c.gemm->epilogue = expr(k.gemm->epilogue);
         break;
@@ -236,6 +237,7 @@ kernel::GemmTile cpu_gemm_tile(const ir::KernelSpec& spec) {
 
 LoweredPlan lower_plan(const compiler::KernelPlan& p, kernel::lower::Options opt) {
   if (!opt.gemm_tile) opt.gemm_tile = cpu_gemm_tile;
+  opt.segmented_b = true;  // the C GEMM driver reads a segmented B (gemm_codegen.hpp)
   LoweredPlan out;
   add_value_buffers(p, out);
   std::unordered_map<SpecKey, Lowered, SpecHash> lowered;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "backends/cpu/jit.hpp"
+#include "kernel/kernel_ir.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::cpu {
@@ -215,12 +216,19 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
     // A product's arguments, as its tasks see them (copied into the job when the kernel
     // does not wait for it: the epilogue context travels by value).
     << "#define LM_EPI_CTX_MAX " << kGemmEpiContextMax << "\n"
+    << "#define LM_BSEG_MAX " << kernel::kMaxGemmSegments << "\n"
     << "typedef struct {\n"
     << "  int64_t M, N, K; const float* A; int64_t rsa, csa; const void* B; int64_t rsb, csb;\n"
     << "  float* C; int64_t ldc, MC, NC, KC, tn, rows_per, cols_per;\n"
     << "  lm_epi_fn epi; const lm_runtime* rt; void* cx;\n"
+    // A segmented B: columns [sn0[s], sn0[s+1]) are segment s's columns 0.. (B is segment 0).
+    << "  int64_t nseg; const void* sB[LM_BSEG_MAX]; int64_t srs[LM_BSEG_MAX], scs[LM_BSEG_MAX], "
+       "sn0[LM_BSEG_MAX + 1];\n"
     << "  _Alignas(16) unsigned char epi_ctx[LM_EPI_CTX_MAX];\n"
     << "} lm_gemm_env;\n"
+    // The segment holding column j.
+    << "static inline int64_t lm_bseg(const lm_gemm_env* e, int64_t j) {\n"
+    << "  int64_t s = e->nseg - 1;\n  while (s > 0 && e->sn0[s] > j) --s;\n  return s;\n}\n"
     << "#endif\n";
   s << micro_kernel(isa, mr, nr, fn + "_ukr");
   // Packing: B strips [kc][nr] and A strips [kc][mr], zero-padded past the matrix edge.
@@ -314,34 +322,27 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
     << "    task(e, 0, n, tid < 0 ? 0 : tid);\n"
     << "}\n#endif\n";
   s << "#ifndef LM_GEMM_SMALL" << sfx << "_DEFINED\n#define LM_GEMM_SMALL" << sfx << "_DEFINED\n"
-    << "static void " << small_m << "_task(void* lm_env, int64_t lo, int64_t hi, int tid) {\n"
-    << "  const lm_gemm_env* e = (const lm_gemm_env*)lm_env; (void)tid;\n"
-    << "  const int64_t M = e->M, N = e->N, K = e->K, rsa = e->rsa, csa = e->csa, rsb = e->rsb, csb = "
-       "e->csb, "
-       "ldc = e->ldc;\n"
-    << "  const float* A = e->A; const " << BT << "* B = (const " << BT << "*)e->B; float* C = e->C;\n"
-    << "  void* ctx = (void*)e->epi_ctx;\n"
+    // Columns [j0, j0 + cols) of C from B, which points at column j0 (of its segment):
+    // axpy over contiguous rows of B (cols <= 256), or dot products over its columns.
+    << "static void " << small_m << "_cols(const lm_gemm_env* e, const " << BT
+    << "* B, int64_t rsb, int64_t csb, int64_t j0, int64_t cols) {\n"
+    << "  const int64_t M = e->M, K = e->K, rsa = e->rsa, csa = e->csa, ldc = e->ldc;\n"
+    << "  const float* A = e->A; float* C = e->C;\n"
     << "  if (csb == 1) {\n"
-    << "    for (int64_t blk = lo; blk < hi; ++blk) {\n"
-    << "      const int64_t j0 = blk * 256, cols = N - j0 < 256 ? N - j0 : 256;\n"
-    << "      float acc[4][256] __attribute__((aligned(64)));\n"
-    << "      memset(acc, 0, sizeof acc);\n"
-    << "      for (int64_t k = 0; k < K; ++k) {\n"
-    << "        const " << BT << "* restrict brow = B + k * rsb + j0;\n"
-    << "        for (int64_t i = 0; i < M; ++i) {\n"
-    << "          const float a = A[i * rsa + k * csa];\n"
-    << "          float* restrict ai = acc[i];\n"
-    << "          #pragma omp simd\n"
-    << "          for (int64_t j = 0; j < cols; ++j) ai[j] = LM_FMA(a, " << rd("brow[j]") << ", ai[j]);\n"
-    << "        }\n      }\n"
-    << "      for (int64_t i = 0; i < M; ++i) memcpy(C + i * ldc + j0, acc[i], sizeof(float) * "
-       "(size_t)cols);\n"
-    << "      if (e->epi) e->epi(ctx, C + j0, ldc, 0, j0, M, cols);\n"
-    << "    }\n    return;\n  }\n"
-    << "  for (int64_t blk = lo; blk < hi; ++blk) {\n"
-    << "    const int64_t j0 = blk * 64, j1 = N < j0 + 64 ? N : j0 + 64;\n"
-    << "    for (int64_t j = j0; j < j1; ++j) {\n"
-    << "      const " << BT << "* restrict bcol = B + j * csb;\n"
+    << "    float acc[4][256] __attribute__((aligned(64)));\n"
+    << "    memset(acc, 0, sizeof acc);\n"
+    << "    for (int64_t k = 0; k < K; ++k) {\n"
+    << "      const " << BT << "* restrict brow = B + k * rsb;\n"
+    << "      for (int64_t i = 0; i < M; ++i) {\n"
+    << "        const float a = A[i * rsa + k * csa];\n"
+    << "        float* restrict ai = acc[i];\n"
+    << "        #pragma omp simd\n"
+    << "        for (int64_t j = 0; j < cols; ++j) ai[j] = LM_FMA(a, " << rd("brow[j]") << ", ai[j]);\n"
+    << "      }\n    }\n"
+    << "    for (int64_t i = 0; i < M; ++i) memcpy(C + i * ldc + j0, acc[i], sizeof(float) * (size_t)cols);\n"
+    << "  } else {\n"
+    << "    for (int64_t jj = 0; jj < cols; ++jj) {\n"
+    << "      const " << BT << "* restrict bcol = B + jj * csb;\n"
     << "      for (int64_t i = 0; i < M; ++i) {\n"
     << "        const float* restrict arow = A + i * rsa;\n"
     << "        float sum = 0.0f;\n"
@@ -352,13 +353,30 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
     << "        } else {\n"
     << "          for (int64_t k = 0; k < K; ++k) sum += arow[k * csa] * " << rd("bcol[k]") << ";\n"
     << "        }\n"
-    << "        C[i * ldc + j] = sum;\n"
+    << "        C[i * ldc + j0 + jj] = sum;\n"
     << "      }\n    }\n"
-    << "    if (e->epi) e->epi(ctx, C + j0, ldc, 0, j0, M, j1 - j0);\n"
-    << "  }\n}\n"
+    << "  }\n"
+    << "  if (e->epi) e->epi((void*)e->epi_ctx, C + j0, ldc, 0, j0, M, cols);\n"
+    << "}\n"
+    // Blocks of 256 columns (64 when a segment is read by dot products), cut at segment ends.
+    << "static int64_t " << small_m << "_width(const lm_gemm_env* e) {\n"
+    << "  for (int64_t s = 0; s < e->nseg; ++s) if (e->scs[s] != 1) return 64;\n"
+    << "  return 256;\n}\n"
+    << "static void " << small_m << "_task(void* lm_env, int64_t lo, int64_t hi, int tid) {\n"
+    << "  const lm_gemm_env* e = (const lm_gemm_env*)lm_env; (void)tid;\n"
+    << "  const int64_t W = " << small_m << "_width(e);\n"
+    << "  for (int64_t blk = lo; blk < hi; ++blk) {\n"
+    << "    const int64_t j1 = e->N < (blk + 1) * W ? e->N : (blk + 1) * W;\n"
+    << "    for (int64_t j = blk * W; j < j1;) {\n"
+    << "      const int64_t sg = lm_bseg(e, j), end = e->sn0[sg + 1] < j1 ? e->sn0[sg + 1] : j1;\n"
+    << "      " << small_m << "_cols(e, (const " << BT << "*)e->sB[sg] + (j - e->sn0[sg]) * e->scs[sg], e->srs[sg], "
+       "e->scs[sg], j, end - j);\n"
+    << "      j = end;\n"
+    << "    }\n  }\n}\n"
     << "static int " << small_m << "(lm_gemm_env* e, int tid, int tail) {\n"
-    << "  if (e->M > 4 || (e->csb != 1 && e->rsb != 1)) return 0;\n"
-    << "  const int64_t nb = e->csb == 1 ? (e->N + 255) / 256 : (e->N + 63) / 64;\n"
+    << "  if (e->M > 4) return 0;\n"
+    << "  for (int64_t s = 0; s < e->nseg; ++s) if (e->scs[s] != 1 && e->srs[s] != 1) return 0;\n"
+    << "  const int64_t W = " << small_m << "_width(e), nb = (e->N + W - 1) / W;\n"
     << "  lm_gemm_blocks(e, nb, (double)e->N * (double)e->K >= 65536.0, " << small_m << "_task, tid, tail);\n"
     << "  return 1;\n}\n"
     // Few columns (a matrix-vector product written W @ x): N <= 4 would waste most of an
@@ -387,7 +405,7 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
     << "    if (e->epi) e->epi((void*)e->epi_ctx, C + i0 * ldc, ldc, i0, 0, i1 - i0, N);\n"
     << "  }\n}\n"
     << "static int " << small_n << "(lm_gemm_env* e, int tid, int tail) {\n"
-    << "  if (e->N > 4 || e->csa != 1) return 0;\n"
+    << "  if (e->N > 4 || e->csa != 1 || e->nseg > 1) return 0;\n"
     << "  lm_gemm_blocks(e, (e->M + 63) / 64, (double)e->M * (double)e->K >= 65536.0, " << small_n
     << "_task, tid, tail);\n"
     << "  return 1;\n}\n#endif\n";
@@ -400,12 +418,10 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
   // per row range or A once per column range (~1% at 2048^3).
   s << "static void " << fn << "_tasks(void* lm_env, int64_t lo, int64_t hi, int tid) {\n"
     << "  const lm_gemm_env* e = (const lm_gemm_env*)lm_env;\n"
-    << "  const int64_t M = e->M, N = e->N, K = e->K, rsa = e->rsa, csa = e->csa, rsb = e->rsb, csb = "
-       "e->csb, "
-       "ldc = e->ldc;\n"
+    << "  const int64_t M = e->M, N = e->N, K = e->K, rsa = e->rsa, csa = e->csa, ldc = e->ldc;\n"
     << "  const int64_t MC = e->MC, NC = e->NC, KC = e->KC, tn = e->tn, rows_per = e->rows_per, cols_per = "
        "e->cols_per;\n"
-    << "  const float* A = e->A; const " << BT << "* B = (const " << BT << "*)e->B; float* C = e->C;\n"
+    << "  const float* A = e->A; float* C = e->C;\n"
     << "  const lm_epi_fn epi = e->epi; void* ctx = (void*)e->epi_ctx;\n"
     << "  const size_t abytes = ((size_t)KC * MC * sizeof(float) + 63) / 64 * 64;\n"
     << "  const size_t bbytes = ((size_t)KC * NC * sizeof(float) + 63) / 64 * 64;\n"
@@ -417,8 +433,13 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
     << "    const int64_t r0 = (task / tn) * rows_per, c0 = (task % tn) * cols_per;\n"
     << "    const int64_t r1 = r0 + rows_per < M ? r0 + rows_per : M, c1 = c0 + cols_per < N ? c0 + cols_per "
        ": N;\n"
-    << "    for (int64_t jc = c0; jc < c1; jc += NC) {\n"
-    << "      const int64_t nc = c1 - jc < NC ? c1 - jc : NC;\n"
+    // Column blocks end at segment ends: a block's B is one segment's strided view.
+    << "    for (int64_t jc = c0, nc = 0; jc < c1; jc += nc) {\n"
+    << "      nc = c1 - jc < NC ? c1 - jc : NC;\n"
+    << "      const int64_t sg = lm_bseg(e, jc);\n"
+    << "      if (jc + nc > e->sn0[sg + 1]) nc = e->sn0[sg + 1] - jc;\n"
+    << "      const int64_t rsb = e->srs[sg], csb = e->scs[sg];\n"
+    << "      const " << BT << "* Bc = (const " << BT << "*)e->sB[sg] + (jc - e->sn0[sg]) * csb;\n"
     << "      const int64_t nstrips = (nc + " << NR << " - 1) / " << NR << ";\n"
     << "      for (int64_t pc = 0; pc < K; pc += KC) {\n"
     << "        const int64_t kc = K - pc < KC ? K - pc : KC;\n"
@@ -430,8 +451,8 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
     << "        if (!lazy_b) for (int64_t js = 0; js < nstrips; ++js) {\n"
     << "          const int64_t cols = nc - js * " << NR << " < " << NR << " ? nc - js * " << NR << " : "
     << NR << ";\n"
-    << "          " << fn << "_pack_b(kc, cols, B + pc * rsb + (jc + js * " << NR
-    << ") * csb, rsb, csb, bp + js * kc * " << NR << ");\n"
+    << "          " << fn << "_pack_b(kc, cols, Bc + pc * rsb + js * " << NR
+    << " * csb, rsb, csb, bp + js * kc * " << NR << ");\n"
     << "        }\n"
     << "        for (int64_t ic = r0; ic < r1; ic += MC) {\n"
     << "          const int64_t mc = r1 - ic < MC ? r1 - ic : MC;\n"
@@ -444,12 +465,12 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
     << "          }\n"
     << "          for (int64_t js = 0; js < nstrips; ++js) {\n"
     << "            if (lazy_b) " << fn << "_pack_b(kc, nc - js * " << NR << " < " << NR << " ? nc - js * "
-    << NR << " : " << NR << ", B + pc * rsb + (jc + js * " << NR << ") * csb, rsb, csb, bp + js * kc * " << NR
+    << NR << " : " << NR << ", Bc + pc * rsb + js * " << NR << " * csb, rsb, csb, bp + js * kc * " << NR
     << ");\n"
     << "            for (int64_t is = 0; is < mstrips; ++is) {\n"
     << "              const int64_t i0 = ic + is * " << MR << ", j0 = jc + js * " << NR << ";\n"
     << "              const int64_t rows = r1 - i0 < " << MR << " ? r1 - i0 : " << MR << ";\n"
-    << "              const int64_t cols = c1 - j0 < " << NR << " ? c1 - j0 : " << NR << ";\n"
+    << "              const int64_t cols = jc + nc - j0 < " << NR << " ? jc + nc - j0 : " << NR << ";\n"
     << "              float* c = C + i0 * ldc + j0;\n"
     << "              const float* pa = ap + is * kc * " << MR << ";\n"
     << "              const float* pb = bp + js * kc * " << NR << ";\n"
@@ -468,13 +489,17 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
     << "  free(own);\n}\n";
   // The driver: small paths, else the task split (about 3 tasks per thread, so a thread
   // that loses its core for a while leaves the others something to take over).
-  s << "static void " << fn << "(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
-    << "    const " << BT << "* B, int64_t rsb, int64_t csb, float* C, int64_t ldc,\n"
+  s << "static void " << fn << "_seg(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
+    << "    int64_t nseg, const " << BT << "* const* sB, const int64_t* srs, const int64_t* scs, const int64_t* sn0,\n"
+    << "    float* C, int64_t ldc,\n"
     << "    int64_t MC, int64_t NC, int64_t KC, lm_epi_fn epi, const void* ctx, int64_t ctx_bytes,\n"
     << "    const lm_runtime* rt, void* cx, int tid, int tail) {\n"
     << "  if (M <= 0 || N <= 0) return;\n"
     << "  lm_gemm_env e;\n"
-    << "  e.M = M; e.N = N; e.K = K; e.A = A; e.rsa = rsa; e.csa = csa; e.B = B; e.rsb = rsb; e.csb = csb;\n"
+    << "  e.M = M; e.N = N; e.K = K; e.A = A; e.rsa = rsa; e.csa = csa;\n"
+    << "  e.B = sB[0]; e.rsb = srs[0]; e.csb = scs[0]; e.nseg = nseg;\n"
+    << "  for (int64_t s = 0; s < nseg; ++s) { e.sB[s] = sB[s]; e.srs[s] = srs[s]; e.scs[s] = scs[s]; e.sn0[s] = sn0[s]; }\n"
+    << "  e.sn0[nseg] = N;\n"
     << "  e.C = C; e.ldc = ldc; e.epi = epi; e.rt = rt; e.cx = cx;\n"
     << "  if (epi && ctx_bytes > 0) memcpy(e.epi_ctx, ctx, (size_t)(ctx_bytes < LM_EPI_CTX_MAX ? ctx_bytes : "
        "LM_EPI_CTX_MAX));\n"
@@ -509,6 +534,16 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
     << "    rt->parallel_for(cx, tm * tn, 1, " << fn << "_tasks, &e, sizeof e, tail);\n"
     << "  else\n"
     << "    " << fn << "_tasks(&e, 0, tm * tn, tid < 0 ? 0 : tid);\n"
+    << "}\n";
+  // One B operand: a single segment.
+  s << "static void " << fn << "(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,\n"
+    << "    const " << BT << "* B, int64_t rsb, int64_t csb, float* C, int64_t ldc,\n"
+    << "    int64_t MC, int64_t NC, int64_t KC, lm_epi_fn epi, const void* ctx, int64_t ctx_bytes,\n"
+    << "    const lm_runtime* rt, void* cx, int tid, int tail) {\n"
+    << "  const " << BT << "* sB[1] = {B};\n"
+    << "  const int64_t srs[1] = {rsb}, scs[1] = {csb}, sn0[1] = {0};\n"
+    << "  " << fn << "_seg(M, N, K, A, rsa, csa, 1, sB, srs, scs, sn0, C, ldc, MC, NC, KC, epi, ctx, ctx_bytes, rt, cx, "
+       "tid, tail);\n"
     << "}\n";
   return s.str();
 }

@@ -53,6 +53,11 @@ std::string gemm_function_name(CpuIsa isa, int mr, int nr, DType b_dtype = DType
 ///       const float* A, int64_t rsa, int64_t csa, const B_T* B, int64_t rsb, int64_t csb,
 ///       float* C, int64_t ldc, int64_t MC, int64_t NC, int64_t KC, lm_epi_fn epi,
 ///       const void* ctx, int64_t ctx_bytes, const lm_runtime* rt, void* cx, int tid, int tail);
+/// and <gemm_function_name>_seg, the same with a segmented B (kernel::Gemm::b_segments):
+///   (M, N, K, A, rsa, csa, int64_t nseg, const B_T* const* sB, const int64_t* srs,
+///    const int64_t* scs, const int64_t* sn0, float* C, ldc, ...): columns
+///   [sn0[s], sn0[s + 1] or N) of B are the columns of view s (sB[s], row stride srs[s],
+///   column stride scs[s]); nseg <= kernel::kMaxGemmSegments,
 /// plus lm_epi_fn when not yet defined. tid < 0: the caller, which may run the tasks on
 /// the call's team; tid >= 0: run everything on this thread as member tid. tail: the
 /// kernel issues nothing after this product (its tasks need not be waited for). Needs

@@ -25,6 +25,7 @@ std::vector<KernelAccess> kernel_accesses(const kernel::Program& prog) {
     KernelAccess a;
     if (k.gemm) {
       a.reads = {k.gemm->a.buffer, k.gemm->b.buffer};
+      for (const kernel::GemmSegment& sg : k.gemm->b_segments) a.reads.push_back(sg.b.buffer);
       loads(k.gemm->epilogue, a.reads);
       a.writes = {k.gemm->c.buffer};
     } else if (k.attention) {

@@ -470,6 +470,9 @@ class Writer {
   // ---------------------------------------------------------------- GEMM
   void gemm(std::ostringstream& s, LaunchShape& shape) {
     const Gemm& g = *k_.gemm;
+    // The GPU lowering never asks for a segmented B (lower::Options::segmented_b).
+    if (!g.b_segments.empty())
+      throw InternalError("[gpu] kernel " + k_.name + ": a segmented GEMM B is not rendered for GPUs");
     int64_t bm = 64, bn = 64, bk = 16;
     if (launch_.size() == 3) {
       bm = launch_[0];

@@ -1,4 +1,5 @@
 // The Gemm kind: recognize_gemm's plan -> a strided GEMM with its epilogue.
+#include "ir/kernel_body.hpp"
 #include "kernel/lower/lowerer.hpp"
 
 namespace luminal::kernel::lower {
@@ -89,6 +90,73 @@ Affine Lowerer::gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmF
   return *affine(e.node().index, f.interest);
 }
 
+// B as a concat of stored tensors (ir::stored_concat: sibling products merged by
+// matmul-siblings), read where each piece lies: every piece is emitted at the product's
+// index with the concat axis at the n variable, so its load's affine form is the
+// segment's own strided view from its first column. nullopt (B is then copied whole)
+// when the views between the product and the concat do more than broadcast, permute
+// or insert/remove unit dims, or a piece is not a strided f32 load.
+std::optional<std::vector<kernel::GemmSegment>> Lowerer::gemm_b_segments(uint32_t node, int n_axis,
+                                                                         const GemmFrame& f) {
+  if (!opt_.segmented_b || n_axis < 0) return std::nullopt;
+  auto unit = [](const Dim& d) { return d.as_constant() == int64_t{1}; };
+  std::vector<Index> idx = f.idx;
+  uint32_t cur = node;
+  for (int depth = 0; body_.nodes[cur].op != PrimOp::Add; ++depth) {
+    const Node& n = body_.nodes[cur];
+    if (depth > 16 || n.inputs.empty()) return std::nullopt;
+    const Node& in = body_.nodes[n.inputs[0]];
+    std::vector<Index> next(in.shape.size(), Index(0));
+    switch (n.op) {
+      case PrimOp::Expand:
+        for (size_t i = 0; i < in.shape.size(); ++i) next[i] = unit(in.shape[i]) ? Index(0) : idx[i];
+        break;
+      case PrimOp::Permute:
+        for (size_t i = 0; i < n.perm.size(); ++i) next[static_cast<size_t>(n.perm[i])] = idx[i];
+        break;
+      case PrimOp::Reshape: {  // unit dims inserted or removed only
+        std::vector<size_t> on, inn;
+        for (size_t i = 0; i < n.shape.size(); ++i)
+          if (!unit(n.shape[i])) on.push_back(i);
+        for (size_t i = 0; i < in.shape.size(); ++i)
+          if (!unit(in.shape[i])) inn.push_back(i);
+        if (on.size() != inn.size()) return std::nullopt;
+        for (size_t i = 0; i < on.size(); ++i) {
+          if (!n.shape[on[i]].same_as(in.shape[inn[i]])) return std::nullopt;
+          next[inn[i]] = idx[on[i]];
+        }
+        break;
+      }
+      default:
+        return std::nullopt;
+    }
+    idx = std::move(next);
+    cur = n.inputs[0];
+  }
+  const auto cat = ir::stored_concat(body_, cur);
+  if (!cat || cat->pads.size() > kernel::kMaxGemmSegments) return std::nullopt;
+  const auto ax = static_cast<size_t>(cat->axis);
+  if (idx[ax].op() != IndexOp::Var || idx[ax].node().value != n_axis) return std::nullopt;
+  std::vector<kernel::GemmSegment> segs;
+  Index n0(0);
+  for (uint32_t pad : cat->pads) {
+    const uint32_t piece = body_.nodes[pad].inputs[0];
+    Expr e = emit(piece, idx, std::nullopt);
+    if (speculation_failed() || !plain_f32_load(e)) return std::nullopt;
+    auto a = affine(e.node().index, f.interest);
+    if (!a) return std::nullopt;
+    kernel::GemmSegment sg;
+    sg.b.buffer = e.node().buffer;
+    sg.b.offset = a->base;
+    sg.b.col_stride = coef_of(*a, n_axis);
+    sg.b.row_stride = coef_of(*a, static_cast<int>(f.ax));
+    sg.n0 = n0;
+    n0 = simp(n0 + shapes_[piece][ax]);
+    segs.push_back(std::move(sg));
+  }
+  return segs;
+}
+
 bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   const int red = static_cast<int>(plan.reduce);
   const Node& rn = body_.nodes[plan.reduce];
@@ -158,7 +226,10 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   // where a packed GEMM would copy it first and pay a parallel region per batch (16
   // heads x 1 row in attention). Only a large operand read across its rows (x @ W with
   // W [K, N]) stays a GEMM: there a dot product would stride through memory.
-  if (m_axis < 0) {
+  // B a concat of stored tensors: segments read in place (a GEMM also at M == 1: the
+  // few-rows path streams each segment once).
+  std::optional<std::vector<kernel::GemmSegment>> segments = gemm_b_segments(yin, n_axis, f);
+  if (m_axis < 0 && !segments) {
     bool strided_big = false;
     if (plain_f32_load(Y))
       if (auto ay = affine(Y.node().index, f.interest)) {
@@ -182,7 +253,7 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
     }
   }
   Affine ax_ = gemm_operand(X, xin, n_axis, f, false);
-  Affine ay = gemm_operand(Y, yin, m_axis, f, true);
+  Affine ay = segments ? Affine{} : gemm_operand(Y, yin, m_axis, f, true);
 
   kernel::Gemm g;
   const int rv = static_cast<int>(rank), cv = static_cast<int>(rank) + 1;  // unused ids when absent
@@ -201,7 +272,12 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
     return mv;
   };
   g.a = view(X, ax_, m_axis, kv);
-  g.b = view(Y, ay, kv, n_axis);
+  if (segments) {
+    g.b = segments->front().b;
+    g.b_segments = std::move(*segments);
+  } else {
+    g.b = view(Y, ay, kv, n_axis);
+  }
   g.c.buffer = result;
   {
     Index off(0);

@@ -49,6 +49,10 @@ struct Options {
   /// The tile of a generated GEMM from its spec (the launch parameters the search chose;
   /// the backend knows what fits its registers). Unset: GemmTile's defaults.
   std::function<GemmTile(const ir::KernelSpec&)> gemm_tile;
+  /// The renderer reads a segmented GEMM B (Gemm::b_segments): a B operand that is a
+  /// concat of stored tensors (ir::stored_concat) is read where it lies instead of being
+  /// copied into one buffer first.
+  bool segmented_b = false;
 };
 
 /// Why a spec could not be lowered (its kernel then runs on the interpreter).

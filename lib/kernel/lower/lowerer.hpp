@@ -128,6 +128,7 @@ class Lowerer {
   // ---------------------------------------------------------------- specialised kinds
   void emit_gather(const GatherBody& m, int result);  // emit_gather.cpp
   Affine gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmFrame& f, bool b_side);
+  std::optional<std::vector<kernel::GemmSegment>> gemm_b_segments(uint32_t node, int n_axis, const GemmFrame& f);
   bool emit_gemm(const GemmBody& plan, int result);  // emit_gemm.cpp
   bool try_attention(int result);                    // emit_attention.cpp
 
