@@ -1,9 +1,11 @@
 // Fusion counts: how many kernels the extracted program has, against the primitive ops of
 // the input graph.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
 
 #include "cost/target_desc.hpp"
+#include "ir/kernel_body.hpp"
 #include "translation_models.hpp"
 
 using namespace luminal;
@@ -20,7 +22,7 @@ TEST_CASE("MLP linear -> gelu -> linear compiles to at most 2 kernels", "[compil
   CHECK(v.program.report.kernels <= 2);
 }
 
-TEST_CASE("Llama-style decoder block compiles to at most 8 kernels", "[compiler][fusion]") {
+TEST_CASE("Llama-style decoder block compiles to at most 5 kernels", "[compiler][fusion]") {
   Graph g;
   test::BlockConfig c;
   test::build_model(g, c, 1);
@@ -30,19 +32,21 @@ TEST_CASE("Llama-style decoder block compiles to at most 8 kernels", "[compiler]
               static_cast<long long>(v.program.report.kernels));
   INFO(v.program.report.to_string() << "\n" << v.program.dot);
   CHECK(v.error <= 1.0);
-  CHECK(v.program.report.kernels <= 8);
+  // Q/K/V one GEMM (RMSNorm prologue), attention, output projection, gate/up one GEMM
+  // (residual + RMSNorm prologue), down projection (SwiGLU prologue, residual epilogue).
+  CHECK(v.program.report.kernels <= 5);
 }
 
-TEST_CASE("the decoder block at d_model 4096: at most 8 kernels (9 at S = 1), attention one of them",
+TEST_CASE("the decoder block at d_model 4096: at most 5 kernels (7 at S = 1), attention one of them",
           "[compiler][fusion]") {
   // Llama-3-8B sizes (too large to interpret: counted on the search alone) over 1, 16
   // and 128 tokens. With several keys the attention is one Attention kernel; with one
   // key (S = 1) the algebra leaves no product to stream and the whole attention -- RoPE,
-  // the causal mask, the softmax -- is one GEMM-kind kernel. At S = 1 the block is 9
-  // kernels, one over the goal: the output projection could take the attention as its
-  // prologue, but a prologue that recomputes a broadcast product per output element is
-  // refused (ir::classify): in a decode step over a KV cache it made the step 1.3-1.8x
-  // slower (bench/cpu/cpu_model_bench).
+  // the causal mask, the softmax -- is one GEMM-kind kernel. Q/K/V read one product of
+  // the concatenated weights (matmul-siblings), as do gate/up when S > 1. At S = 1 the
+  // output projection could take the attention as its prologue, but a prologue that
+  // recomputes a broadcast product per output element is refused (ir::classify): in a
+  // decode step over a KV cache it made the step 1.3-1.8x slower (bench/cpu/cpu_model_bench).
   for (int64_t s : {1, 16, 128}) {
     Graph g;
     test::BlockConfig c = test::BlockConfig::llama_4096();
@@ -52,20 +56,34 @@ TEST_CASE("the decoder block at d_model 4096: at most 8 kernels (9 at S = 1), at
     std::printf("decoder block d_model 4096, S %lld: %lld primitive ops -> %lld kernels\n", static_cast<long long>(s),
                 static_cast<long long>(p.report.primitive_ops), static_cast<long long>(p.report.kernels));
     INFO("S " << s << "\n" << p.report.to_string() << "\n" << p.dot);
-    CHECK(p.report.kernels <= (s == 1 ? 9 : 8));
+    CHECK(p.report.kernels <= (s == 1 ? 7 : 5));
     int attention = 0, whole = 0;
+    std::vector<int> merged;  // per GEMM reading a concat of weights: how many
     for (const auto& st : p.plan->steps) {
       attention += st.spec->kind == ir::KernelKind::Attention ? 1 : 0;
       bool mask = false, rope = false, softmax = false;
-      for (const auto& n : st.spec->body->nodes) {
+      int pads = 0;
+      const auto& nodes = st.spec->body->nodes;
+      for (uint32_t i = 0; i < nodes.size(); ++i) {
+        const auto& n = nodes[i];
         mask = mask || n.op == detail::PrimOp::LessThan;
         rope = rope || n.op == detail::PrimOp::Sin;
         softmax = softmax || n.op == detail::PrimOp::Exp2;
+        if (auto cat = ir::stored_concat(*st.spec->body, i)) pads = std::max(pads, static_cast<int>(cat->pads.size()));
       }
       whole += mask && rope && softmax ? 1 : 0;
+      if (pads > 0 && st.spec->kind == ir::KernelKind::Gemm) merged.push_back(pads);
+      std::printf("  %s%s\n", ir::kind_name(st.spec->kind),
+                  pads > 0 ? (" over " + std::to_string(pads) + " weights").c_str() : "");
     }
     if (s > 1) CHECK(attention == 1);
     CHECK(whole == 1);
+    // Sibling products merged (matmul-siblings): Q/K/V one GEMM, gate/up one GEMM. At
+    // S = 1 gate and up are dot-product (row reduction) kernels streaming their weights,
+    // which merging would not make read fewer bytes; the model keeps them apart.
+    std::sort(merged.begin(), merged.end());
+    if (s > 1) CHECK(merged == std::vector<int>{2, 3});
+    CHECK(std::count(merged.begin(), merged.end(), 3) == 1);
   }
 }
 
