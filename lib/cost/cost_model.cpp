@@ -8,7 +8,12 @@
 namespace luminal::detail {
 
 double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
-  if (t.warp > 1) return gpu_kernel_seconds(t, w);
+  if (t.warp > 1) {
+    if (w.bytes_concat == 0) return gpu_kernel_seconds(t, w);
+    KernelWork copied = w;
+    copied.bytes_read += 2 * w.bytes_concat;
+    return gpu_kernel_seconds(t, copied);
+  }
   // Too little independent work leaves cores (SMs) idle: scale the usable peak down.
   double lanes = static_cast<double>(t.compute_units) * t.simd_lanes_f32;
   double occupancy = std::clamp(w.parallelism / lanes, 1.0 / lanes, 1.0);

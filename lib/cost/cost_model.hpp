@@ -24,6 +24,10 @@ struct KernelWork {
   /// Round trips through the kernel's own scratch (a GEMM prologue's packed operand, a
   /// hoisted broadcast): cache-resident when it fits, whatever the kernel's other traffic.
   double bytes_scratch = 0;
+  /// Bytes of a GEMM B operand that is a concat of stored tensors (sibling products merged,
+  /// matmul-siblings). The CPU GEMM reads it in place, segment by segment (free); the GPU
+  /// renderers copy it into one buffer first (a round trip).
+  double bytes_concat = 0;
   double parallelism = 1e9;  // independent output elements (limits core/SM usage)
   /// Which code runs it; the target states each engine's fraction of peak.
   enum class Engine { Loops, GeneratedGemm, LibraryGemm, Attention, Collective } engine = Engine::Loops;

@@ -466,6 +466,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
           const bool staged = att && (ni == att->score_reduce || e == p_operand);
           if (auto cat = attention ? std::nullopt : stored_concat(*spec.body, below)) {
             for (uint32_t x : cat->adds) free_add[x] = 1;
+            w.bytes_concat += numel[below] * 4;
             continue;
           }
           if (!is_leaf(to_op(nodes[below].op)) && !staged)

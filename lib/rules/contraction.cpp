@@ -203,6 +203,10 @@ void merge_siblings(ir::EGraph& g, const Match& m, std::size_t count) {
   for (std::size_t i = 0; i + 1 < count; ++i)
     if (!(roots[i] < roots[i + 1])) return;
 
+  // Tensor parallel (several ranks): each rank reads a shard of every weight, and a
+  // column shard of [Wq | Wk | Wv] is not the concat of the shards, so the sharding rules
+  // could no longer split the products; merging is for single-process programs.
+  if (g.analysis().world() > 1) return;
   const Id x = g.find(m[a]);
   if (g.data(x).dtype != DType::f32) return;
   const std::vector<Dim> s0 = g.data(bs[0]).shape;

@@ -95,7 +95,7 @@ TEST_CASE("decoder block on the CPU: Q/K/V and gate/up are one GEMM each, weight
   INFO(compiled.report.to_string() << "\n" << compiled.dot);
   CHECK(compiled.report.kernels <= 5);
   // The kernels as lowered: one GEMM reads three weights (Q, K, V), one two (gate, up).
-  auto lowered = lm::cpu::lower_plan(*compiled.plan);
+  auto lowered = lm::cpu::lower_plan(*compiled.plan, lm::cpu::cpu_lower_options());
   std::vector<size_t> segments;
   for (const auto& kern : lowered.prog.kernels)
     if (kern.gemm && !kern.gemm->b_segments.empty()) segments.push_back(kern.gemm->b_segments.size());

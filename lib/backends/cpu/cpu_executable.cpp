@@ -84,7 +84,8 @@ struct CpuExecutable::Impl {
   Impl(const compiler::KernelPlan& p, std::shared_ptr<const detail::GraphImpl> g, const CpuEnv& env,
        const CpuBuildOptions& opt)
       : graph(std::move(g)),
-        lowered(lower_plan(p)),
+        // Another renderer (the emulated GPU targets') gets the lowering every backend takes.
+        lowered(opt.render ? lower_plan(p) : lower_plan(p, cpu_lower_options())),
         arena(arena_buffers(p, lowered)),
         layouts(lowered.prog, arena),
         arenas(lowered.prog.buffers.size(), lowered.prog.symbols.size(), opt.arena_limits),

@@ -235,9 +235,15 @@ kernel::GemmTile cpu_gemm_tile(const ir::KernelSpec& spec) {
   return t;
 }
 
+kernel::lower::Options cpu_lower_options() {
+  kernel::lower::Options opt;
+  opt.gemm_tile = cpu_gemm_tile;
+  opt.segmented_b = true;  // the C GEMM driver reads a segmented B (gemm_codegen.hpp)
+  return opt;
+}
+
 LoweredPlan lower_plan(const compiler::KernelPlan& p, kernel::lower::Options opt) {
   if (!opt.gemm_tile) opt.gemm_tile = cpu_gemm_tile;
-  opt.segmented_b = true;  // the C GEMM driver reads a segmented B (gemm_codegen.hpp)
   LoweredPlan out;
   add_value_buffers(p, out);
   std::unordered_map<SpecKey, Lowered, SpecHash> lowered;

@@ -42,5 +42,8 @@ kernel::GemmTile cpu_gemm_tile(const ir::KernelSpec& spec);
 /// Buffers for every plan value, then every step lowered in plan order (the CPU's GEMM
 /// tiles unless `opt` gives its own).
 LoweredPlan lower_plan(const compiler::KernelPlan& plan, kernel::lower::Options opt = {});
+/// The options the CPU backend lowers with: its GEMM tiles, a segmented GEMM B (the GPU
+/// backends, which share lower_plan, pass their own).
+kernel::lower::Options cpu_lower_options();
 
 }  // namespace luminal::cpu
