@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   std::printf("\n%-5s %14s %14s %8s\n", "S", "merged ms", "separate ms", "speedup");
   for (int s : {1, 16, 128}) {
     std::string suffix = "/";  // appended: GCC 12 reports a false -Wrestrict for "/" + to_string(s)
-    suffix.append(std::to_string(s)).append("/real_time_median");
+    suffix.append(std::to_string(s)).append("/repeats:5/real_time_median");
     const auto m = rep.seconds.find("BM_BlockMerged" + suffix), p = rep.seconds.find("BM_BlockSeparate" + suffix);
     if (m == rep.seconds.end() || p == rep.seconds.end()) continue;
     std::printf("%-5d %14.2f %14.2f %7.2fx\n", s, m->second * 1e3, p->second * 1e3, p->second / m->second);
