@@ -137,10 +137,6 @@ std::optional<Dim> exact_quotient(const Dim& a, const Dim& b) {
 }
 
 Dim divide_by_constant(const Dim& a, int64_t c) {
-  // (x/c1)/c2 -> x/(c1*c2) for positive constants (floor division composes).
-  if (const Atom* s = as_single_atom(a);
-      s && s->kind == AtomKind::Div && s->b.is_constant() && *s->b.as_constant() > 0)
-    return s->a / Dim(checked_mul(*s->b.as_constant(), c));
   const DimPoly& pa = poly_of(a);
   // a common factor g of every coefficient and c cancels: (g*x)/(g*c) = x/c
   const int64_t g = poly::content(pa, c);
@@ -159,9 +155,19 @@ Dim divide_by_constant(const Dim& a, int64_t c) {
   });
   const Dim qd = make_dim(std::move(d.q));
   if (d.r.empty()) return qd;
-  const Dim rd = make_dim(std::move(d.r));
+  const Dim rd = make_dim(d.r);
   const int64_t lo = floor_div(rd.lower_bound(), c), hi = floor_div(rd.upper_bound(), c);
   if (lo == hi) return qd + Dim(lo);
+  // (x/c1)/c2 -> x/(c1*c2) for what is left (the shared composition, as the index
+  // simplifier applies it; here for positive constants c1).
+  auto as_floordiv = [](const AtomKey& k) -> std::optional<std::pair<DimPoly, DimPoly>> {
+    const Atom& s = *k.atom;
+    if (s.kind != AtomKind::Div || !s.b.is_constant() || *s.b.as_constant() <= 0) return std::nullopt;
+    return std::make_pair(poly_of(s.a), poly_of(s.b));
+  };
+  if (auto xd = checked(kArithOverflow,
+                        [&] { return poly::compose_floordiv(d.r, poly::constant<AtomKey>(c), as_floordiv); }))
+    return qd + make_dim(std::move(xd->first)) / make_dim(std::move(xd->second));
   return qd + make_atom(AtomKind::Div, rd, Dim(c));
 }
 

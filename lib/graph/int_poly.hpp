@@ -217,6 +217,19 @@ PolyOf<K> reduce_mod(const PolyOf<K>& a, int64_t c, MultipleOfC&& multiple_of_c)
   return r;
 }
 
+/// (x // d) // b = x // (d*b) for b > 0 (floor division composes, any d != 0). When r is
+/// exactly one atom that `as_floordiv(key)` says is x // d (an optional pair of x and d),
+/// the numerator and divisor of the composed division: (x, d*b).
+template <class K, class AsFloorDiv>
+std::optional<std::pair<PolyOf<K>, PolyOf<K>>> compose_floordiv(const PolyOf<K>& r, const PolyOf<K>& b,
+                                                                AsFloorDiv&& as_floordiv) {
+  if (r.size() != 1 || r.begin()->second != 1 || r.begin()->first.size() != 1) return std::nullopt;
+  std::optional<std::pair<PolyOf<K>, PolyOf<K>>> xd = as_floordiv(r.begin()->first[0]);
+  if (!xd) return std::nullopt;
+  xd->second = mul(xd->second, b);
+  return xd;
+}
+
 /// The quotient and remainder by the identities above, given `in_range(r, b)`: whether
 /// 0 <= r < b holds for every value of the atoms (the caller's ranges).
 template <class K>

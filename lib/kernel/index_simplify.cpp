@@ -186,11 +186,14 @@ class Simplifier {
       // 0 <= r < b: r // b = 0, r % b = r
       if (in_range(r, b)) return div ? q : r;
       // (x // d) // b = x // (d*b) when b > 0 (b == 0 divides by zero either way)
-      if (div && r.size() == 1 && r.begin()->second == 1 && r.begin()->first.size() == 1) {
-        const Index& inner = atoms_.at(r.begin()->first[0]).index;
-        if (inner.op() == IndexOp::FloorDiv)
-          return add(q, divmod(poly(inner.node().args[0]), mul(poly(inner.node().args[1]), b), true), 1);
-      }
+      auto as_floordiv = [&](const std::string& key) -> std::optional<std::pair<Poly, Poly>> {
+        const Index& inner = atoms_.at(key).index;
+        if (inner.op() != IndexOp::FloorDiv) return std::nullopt;
+        return std::make_pair(poly(inner.node().args[0]), poly(inner.node().args[1]));
+      };
+      if (div)
+        if (auto xd = poly::compose_floordiv(r, b, as_floordiv))
+          return add(q, divmod(xd->first, bounded(xd->second), true), 1);
     }
     const Index rest = div ? floordiv(build(r), build(b)) : mod(build(r), build(b));
     return div ? add(q, of_index(rest), 1) : of_index(rest);

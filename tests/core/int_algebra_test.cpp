@@ -47,15 +47,16 @@ auto cases(const S& s) {
   using T = decltype(s.B);
   const T &B = s.B, &C = s.C, &V = s.V;
   return std::vector<T>{
-      S::div(B * 4 + 3, S::k(4)),                   // (q*c + r)/c = q + r/c, 0 <= r < c
-      S::rem(B * 4 + 3, S::k(4)),                   // (q*c + r)%c = r
-      S::div(B * C, C),                             // (a*b)/b = a
-      S::rem(B * C, C),                             // (a*b)%b = 0
-      S::div(B * 6 + C * 4, S::k(2)),               // every term a multiple
-      S::div(S::div(B * 8 + 5, S::k(2)), S::k(4)),  // floor division composes
-      S::rem(V + B * 16, S::k(16)),                 // r%c = r by V's range
-      S::div(V + B * 16, S::k(16)),                 // r/c = 0 by V's range
-      (B + C) * (B - C) - B * B + C * C + V - V,    // the normal form cancels to 0
+      S::div(B * 4 + 3, S::k(4)),                    // (q*c + r)/c = q + r/c, 0 <= r < c
+      S::rem(B * 4 + 3, S::k(4)),                    // (q*c + r)%c = r
+      S::div(B * C, C),                              // (a*b)/b = a
+      S::rem(B * C, C),                              // (a*b)%b = 0
+      S::div(B * 6 + C * 4, S::k(2)),                // every term a multiple
+      S::div(S::div(B * 8 + 5, S::k(2)), S::k(4)),   // floor division composes
+      S::rem(V + B * 16, S::k(16)),                  // r%c = r by V's range
+      S::div(V + B * 16, S::k(16)),                  // r/c = 0 by V's range
+      (B + C) * (B - C) - B * B + C * C + V - V,     // the normal form cancels to 0
+      S::div(S::div(B + V * 64, S::k(2)), S::k(4)),  // (x // 2) // 4 = x // 8
   };
 }
 }  // namespace
@@ -70,7 +71,7 @@ TEST_CASE("int algebra: dims and kernel indices reach the same normal form", "[d
   // Exact known normal forms, printed each side's way.
   const std::vector<std::pair<std::string, std::string>> expect{
       {"B", "B"}, {"3", "3"},  {"B", "B"}, {"0", "0"}, {"B*3 + C*2", "((B * 3) + (C * 2))"},
-      {"B", "B"}, {"V", "v0"}, {"B", "B"}, {"0", "0"},
+      {"B", "B"}, {"V", "v0"}, {"B", "B"}, {"0", "0"}, {"B/8 + V*8", "((v0 * 8) + (B // 8))"},
   };
   REQUIRE(dims.size() == expect.size());
   REQUIRE(raw.size() == expect.size());
