@@ -64,7 +64,8 @@ std::optional<uint64_t> as_u64(const json& v) {
 /// Deepest nesting a header or index may have. Real ones nest 3 levels (file object, tensor
 /// entry, shape array); nlohmann parses any depth without recursion, but printing a value
 /// (an error message quoting a shape) recurses once per level: a 2 MB header of nested
-/// brackets overflowed the stack (found by fuzz_safetensors).
+/// brackets overflowed the stack (found while writing fuzz_safetensors, with a crafted
+/// input through its replay driver).
 constexpr int kMaxJsonDepth = 64;
 
 /// Parses JSON text, rejecting duplicate keys of the top-level object (nlohmann would
@@ -92,7 +93,8 @@ json parse_unique_keys(const char* first, const char* last, const std::string& w
   } catch (const json::exception& e) {
     fail(what, std::string(kind) + " is not valid JSON (or not valid UTF-8): " + e.what());
   }
-  if (too_deep) fail(what, std::string(kind) + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  if (too_deep)
+    fail(what, std::string(kind) + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   if (!duplicate.empty()) fail(what, std::string(kind) + " names '" + duplicate + "' twice");
   if (!h.is_object()) fail(what, std::string(kind) + " is not a JSON object");
   return h;

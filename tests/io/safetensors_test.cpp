@@ -328,9 +328,10 @@ TEST_CASE("random corruptions of a valid file either load or throw RuntimeError"
 }
 
 TEST_CASE("a header nested a million levels deep is refused, not a stack overflow", "[io]") {
-  // Found by fuzz_safetensors: quoting the malformed shape in the error message printed it
-  // recursively, one frame per bracket, and 10^6 brackets (a 2 MB header) overflowed the
-  // stack (SIGSEGV). Headers may nest 64 levels; a real one nests 3.
+  // Found while writing fuzz_safetensors (a crafted input, not a mutation): quoting the
+  // malformed shape in the error message printed it recursively, one frame per bracket,
+  // and 10^6 brackets (a 2 MB header) overflowed the stack (SIGSEGV). Headers may nest 64
+  // levels; a real one nests 3.
   TempDir dir;
   auto nested_shape = [](size_t depth) {
     return simple_header(R"({"dtype":"F32","shape":[)" + std::string(depth, '[') + std::string(depth, ']') +

@@ -276,7 +276,8 @@ TEST_CASE("random programs agree with direct interpretation on every target", "[
   if (const char* s = std::getenv("LUMINAL_RANDOM_PROGRAMS"); s && *s) n = std::strtoll(s, nullptr, 10);
   if (const char* s = std::getenv("LUMINAL_RANDOM_SEED"); s && *s) seed0 = std::strtoull(s, nullptr, 10);
   int64_t batch_size = 8;
-  if (const char* s = std::getenv("LUMINAL_RANDOM_BATCH"); s && *s) batch_size = std::max(1LL, std::strtoll(s, nullptr, 10));
+  if (const char* s = std::getenv("LUMINAL_RANDOM_BATCH"); s && *s)
+    batch_size = std::max(1LL, std::strtoll(s, nullptr, 10));
   std::vector<std::string> failures;
   for (uint64_t seed : kRegressions)
     if (auto p = prepare(seed)) {
@@ -297,9 +298,9 @@ TEST_CASE("random programs agree with direct interpretation on every target", "[
     if (static_cast<int64_t>(batch.size()) < batch_size && i + 1 < n) continue;
     flush();
     if ((i + 1) / 100 > reported / 100 || i + 1 == n) {
-      std::printf("random programs: %lld done (seeds %llu..%llu), %zu mismatches\n", static_cast<long long>(i + 1),
-                  static_cast<unsigned long long>(seed0), static_cast<unsigned long long>(seed0 + static_cast<uint64_t>(i)),
-                  failures.size());
+      std::printf("random programs: %lld done (seeds %llu..%llu), %zu mismatches\n",
+                  static_cast<long long>(i + 1), static_cast<unsigned long long>(seed0),
+                  static_cast<unsigned long long>(seed0 + static_cast<uint64_t>(i)), failures.size());
       std::fflush(stdout);
     }
     reported = i + 1;
