@@ -231,6 +231,10 @@ void WorkerPool::start_locked() {
     teams_.push_back(std::make_unique<TeamState>());
     free_teams_.push_back(teams_.back().get());
   }
+  // Wait until every worker runs: a thread's start (its stack, TLS, a sanitizer's
+  // bookkeeping) then happens inside this first call, never during a later call that
+  // promised not to allocate, and the first team is formed of live workers.
+  while (running_.load(std::memory_order_acquire) < capacity_) std::this_thread::yield();
 }
 
 void WorkerPool::release_team(TeamState* t) {
@@ -272,6 +276,7 @@ TeamState* WorkerPool::form_team(int want, int& members) {
 }
 
 void WorkerPool::worker_main(PoolWorker* w) {
+  running_.fetch_add(1, std::memory_order_release);
   for (;;) {
     // Wait for a call: poll, then sleep.
     TeamState* t = nullptr;

@@ -76,6 +76,7 @@ class WorkerPool {
   const int capacity_;
   const int64_t spin_ns_;
   std::atomic<int> started_{0};
+  std::atomic<int> running_{0};  // workers that have entered worker_main
   std::mutex mu_;
   bool stop_ = false;
   std::vector<std::unique_ptr<PoolWorker>> workers_;

@@ -172,6 +172,23 @@ TEST_CASE("jit is thread-safe: concurrent compiles of one source run the compile
 }
 
 TEST_CASE("jit without a disk cache compiles in a private folder it removes", "[cpu][jit]") {
+  // Counted in a temp folder of our own: other processes (tests run side by side, other
+  // programs using Luminal) make and remove luminal-jit-* folders in the shared one.
+  std::string own = (fs::temp_directory_path() / "luminal-jit-test-tmp-XXXXXX").string();
+  REQUIRE(::mkdtemp(own.data()) != nullptr);
+  const char* old_tmpdir = std::getenv("TMPDIR");
+  const std::string saved = old_tmpdir ? old_tmpdir : "";
+  ::setenv("TMPDIR", own.c_str(), 1);
+  struct Restore {
+    bool had;
+    std::string value, own;
+    ~Restore() {
+      if (had) ::setenv("TMPDIR", value.c_str(), 1);
+      else ::unsetenv("TMPDIR");
+      std::error_code ec;
+      fs::remove_all(own, ec);
+    }
+  } restore{old_tmpdir != nullptr, saved, own};
   auto count_scratch = [] {
     int n = 0;
     for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
