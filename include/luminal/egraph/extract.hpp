@@ -107,6 +107,31 @@ Term<L> build_term(const EGraph<L, A>& g, const std::vector<Id>& choice, std::sp
   }
   return t;
 }
+/// The nodes that use each class, as a CSR (`parents[off[c] .. off[c + 1])` for class c),
+/// and each node's number of kid slots in `remaining`: what bottom-up extraction walks.
+struct ParentIndex {
+  std::vector<std::uint32_t> off, remaining;
+  std::vector<Id> parents;
+};
+template <Language L, class A>
+ParentIndex parent_index(const EGraph<L, A>& g, const ClassIndex<L>& ix) {
+  const std::size_t n = g.num_node_ids();
+  ParentIndex r;
+  r.off.assign(n + 1, 0);
+  r.remaining.assign(n, 0);
+  for (Id nd : ix.all_nodes()) {
+    NodeView<L> v = g.node(nd);
+    r.remaining[nd] = static_cast<std::uint32_t>(v.kids.size());
+    for (Id k : v.kids) ++r.off[g.find(k) + 1];
+  }
+  for (std::size_t i = 0; i < n; ++i) r.off[i + 1] += r.off[i];
+  r.parents.resize(r.off[n]);
+  std::vector<std::uint32_t> fill(r.off.begin(), r.off.end() - 1);
+  for (Id nd : ix.all_nodes())
+    for (Id k : g.node(nd).kids) r.parents[fill[g.find(k)]++] = nd;
+  return r;
+}
+
 }  // namespace detail
 
 /// Greedy bottom-up extraction (see the file comment). Needs a rebuilt e-graph.
@@ -139,21 +164,10 @@ class GreedyExtractor {
     cost_.assign(n, kInfiniteCost);
     best_.assign(n, kNoId);
     std::vector<std::uint8_t> done(n, 0);
-    std::vector<std::uint32_t> remaining(n, 0);
-    // Parent slots per class, as a CSR.
-    std::vector<std::uint32_t> poff(n + 1, 0);
-    for (Id nd : ix.all_nodes()) {
-      NodeView<L> v = g_.node(nd);
-      remaining[nd] = static_cast<std::uint32_t>(v.kids.size());
-      for (Id k : v.kids) ++poff[k + 1];
-    }
-    for (std::size_t i = 0; i < n; ++i) poff[i + 1] += poff[i];
-    std::vector<Id> parents(poff[n]);
-    {
-      std::vector<std::uint32_t> fill(poff.begin(), poff.end() - 1);
-      for (Id nd : ix.all_nodes())
-        for (Id k : g_.node(nd).kids) parents[fill[k]++] = nd;
-    }
+    detail::ParentIndex pi = detail::parent_index(g_, ix);
+    const std::vector<std::uint32_t>& poff = pi.off;
+    const std::vector<Id>& parents = pi.parents;
+    std::vector<std::uint32_t>& remaining = pi.remaining;
     using Item = std::pair<double, Id>;
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
     std::vector<double> kc;
@@ -345,20 +359,10 @@ class DagExtractor {
     std::vector<double> cost(n, kInfiniteCost);
     std::vector<std::vector<Id>> below(n);  // classes below a final class's choice
     std::vector<std::uint8_t> done(n, 0);
-    std::vector<std::uint32_t> remaining(n, 0);
-    std::vector<std::uint32_t> poff(n + 1, 0);
-    for (Id nd : ix.all_nodes()) {
-      NodeView<L> v = g_.node(nd);
-      remaining[nd] = static_cast<std::uint32_t>(v.kids.size());
-      for (Id k : v.kids) ++poff[g_.find(k) + 1];
-    }
-    for (std::size_t i = 0; i < n; ++i) poff[i + 1] += poff[i];
-    std::vector<Id> parents(poff[n]);
-    {
-      std::vector<std::uint32_t> fill(poff.begin(), poff.end() - 1);
-      for (Id nd : ix.all_nodes())
-        for (Id k : g_.node(nd).kids) parents[fill[g_.find(k)]++] = nd;
-    }
+    detail::ParentIndex pi = detail::parent_index(g_, ix);
+    const std::vector<std::uint32_t>& poff = pi.off;
+    const std::vector<Id>& parents = pi.parents;
+    std::vector<std::uint32_t>& remaining = pi.remaining;
     std::vector<Id> set, tmp;
     // The set below node nd and its DAG cost (+infinity for a cycle or a costless node).
     auto node_set = [&](Id nd, std::vector<Id>& out) {
