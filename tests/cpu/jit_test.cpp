@@ -10,6 +10,7 @@
 
 #include "backends/cpu/jit.hpp"
 #include "luminal/error.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using luminal::cpu::Jit;
@@ -17,18 +18,9 @@ using luminal::cpu::JitConfig;
 
 namespace {
 
-// A fresh, empty cache folder per test case.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "luminal-jit-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(t.data()) != nullptr);
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+// A fresh, empty folder per test case.
+struct TempDir : testsupport::TempDir {
+  TempDir() : testsupport::TempDir("jit-test") {}
 };
 
 JitConfig config_in(const fs::path& dir) {

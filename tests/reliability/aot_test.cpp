@@ -20,6 +20,7 @@
 #include "luminal/luminal.hpp"
 #include "runtime/aot.hpp"
 #include "runtime/executable.hpp"
+#include "support/temp_dir.hpp"
 
 namespace lm = luminal;
 namespace fs = std::filesystem;
@@ -28,17 +29,9 @@ extern char** environ;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "luminal-rel-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(t.data()) != nullptr);
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+// A fresh, empty folder per test case.
+struct TempDir : testsupport::TempDir {
+  TempDir() : testsupport::TempDir("rel-test") {}
 };
 
 std::string slurp(const fs::path& p) {
