@@ -20,43 +20,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from reference import Llama  # noqa: E402  (our own model definition and loader)
 
 
-class Cached(Llama):
-    def rope_at(self, x, pos):  # x [heads, S, hd], pos [S]
-        return self.rope(x, pos)
-
-    def step(self, ids, start, kc, vc):
-        """ids: tokens at positions start..start+S-1; kc/vc: per layer [KV, T, hd] buffers."""
-        w, S, H, KV, hd = self.w, len(ids), self.heads, self.kv_heads, self.head_dim
-        pos = torch.arange(start, start + S)
-        h = w["model.embed_tokens.weight"][torch.tensor(ids, dtype=torch.long)]
-        T = start + S
-        mask = None
-        if S > 1:
-            mask = torch.ones(S, T, dtype=torch.bool).tril(diagonal=start)
-        for l in range(self.layers):
-            p = f"model.layers.{l}."
-            x = self.rms(h, w[p + "input_layernorm.weight"])
-            q = (x @ w[p + "self_attn.q_proj.weight"].T).view(S, H, hd).transpose(0, 1)
-            k = (x @ w[p + "self_attn.k_proj.weight"].T).view(S, KV, hd).transpose(0, 1)
-            v = (x @ w[p + "self_attn.v_proj.weight"].T).view(S, KV, hd).transpose(0, 1)
-            q, k = self.rope(q, pos), self.rope(k, pos)
-            kc[l][:, start:T] = k
-            vc[l][:, start:T] = v
-            K = kc[l][:, :T].repeat_interleave(H // KV, dim=0)
-            V = vc[l][:, :T].repeat_interleave(H // KV, dim=0)
-            s = (q @ K.transpose(1, 2)) / (hd ** 0.5)
-            if mask is not None:
-                s = s.masked_fill(~mask, float("-inf"))
-            a = (s.softmax(-1) @ V).transpose(0, 1).reshape(S, H * hd)
-            h = h + a @ w[p + "self_attn.o_proj.weight"].T
-            y = self.rms(h, w[p + "post_attention_layernorm.weight"])
-            h = h + (torch.nn.functional.silu(y @ w[p + "mlp.gate_proj.weight"].T) *
-                     (y @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
-        h = self.rms(h[-1:], w["model.norm.weight"])
-        head = w["model.embed_tokens.weight"] if self.tied else w["lm_head.weight"]
-        return (h @ head.T)[0]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model_dir")
@@ -67,21 +30,25 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
-    m = Cached(args.model_dir)
+    m = Llama(args.model_dir)
     vocab = m.w["model.embed_tokens.weight"].shape[0]
     tokens = [(i * 7919 + 13) % vocab for i in range(args.prompt)]
     T = args.prompt + args.decode + 1
     pre, dec, ids = [], [], []
     for r in range(-1, args.reps):
-        kc = [torch.empty(m.kv_heads, T, m.head_dim) for _ in range(m.layers)]
-        vc = [torch.empty(m.kv_heads, T, m.head_dim) for _ in range(m.layers)]
+        cache = [(torch.empty(m.kv_heads, T, m.head_dim), torch.empty(m.kv_heads, T, m.head_dim))
+                 for _ in range(m.layers)]
+
+        def step(ids, start):  # the last position's logits, the cache filled through start + len(ids)
+            return m.logits(m.hidden(ids, start, cache)[-1:])[0]
+
         t0 = time.perf_counter()
-        nxt = int(m.step(tokens, 0, kc, vc).argmax())
+        nxt = int(step(tokens, 0).argmax())
         tp = time.perf_counter() - t0
         out = [nxt]
         t0 = time.perf_counter()
         for s in range(args.decode):
-            nxt = int(m.step([nxt], args.prompt + s, kc, vc).argmax())
+            nxt = int(step([nxt], args.prompt + s).argmax())
             out.append(nxt)
         td = time.perf_counter() - t0
         if r >= 0:

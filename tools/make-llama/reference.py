@@ -93,11 +93,15 @@ class Llama:
         rot = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
         return x * emb.cos() + rot * emb.sin()
 
-    def forward(self, ids):  # ids: list of ints -> logits [S, vocab]
+    def hidden(self, ids, start=0, cache=None):
+        """The residual stream after the last layer for tokens at positions start..start+S-1.
+        cache: None (a whole sequence from position 0) or per-layer (k, v) buffers
+        [KV, T, hd] that hold positions 0..start-1 and receive this call's keys and values."""
         w, S, H, KV, hd = self.w, len(ids), self.heads, self.kv_heads, self.head_dim
-        pos = torch.arange(S)
+        T = start + S
+        pos = torch.arange(start, T)
         h = w["model.embed_tokens.weight"][torch.tensor(ids, dtype=torch.long)]
-        mask = torch.ones(S, S, dtype=torch.bool).tril()
+        mask = torch.ones(S, T, dtype=torch.bool).tril(diagonal=start) if S > 1 else None
         for l in range(self.layers):
             p = f"model.layers.{l}."
             x = self.rms(h, w[p + "input_layernorm.weight"])
@@ -105,19 +109,31 @@ class Llama:
             k = (x @ w[p + "self_attn.k_proj.weight"].T).view(S, KV, hd).transpose(0, 1)
             v = (x @ w[p + "self_attn.v_proj.weight"].T).view(S, KV, hd).transpose(0, 1)
             q, k = self.rope(q, pos), self.rope(k, pos)
+            if cache is not None:
+                kc, vc = cache[l]
+                kc[:, start:T] = k
+                vc[:, start:T] = v
+                k, v = kc[:, :T], vc[:, :T]
             k = k.repeat_interleave(H // KV, dim=0)
             v = v.repeat_interleave(H // KV, dim=0)
             s = (q @ k.transpose(1, 2)) / (hd ** 0.5)
-            s = s.masked_fill(~mask, float("-inf")).softmax(-1)
-            a = (s @ v).transpose(0, 1).reshape(S, H * hd)
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf"))
+            a = (s.softmax(-1) @ v).transpose(0, 1).reshape(S, H * hd)
             h = h + a @ w[p + "self_attn.o_proj.weight"].T
             y = self.rms(h, w[p + "post_attention_layernorm.weight"])
             g = y @ w[p + "mlp.gate_proj.weight"].T
             u = y @ w[p + "mlp.up_proj.weight"].T
             h = h + (torch.nn.functional.silu(g) * u) @ w[p + "mlp.down_proj.weight"].T
-        h = self.rms(h, w["model.norm.weight"])
-        head = w["model.embed_tokens.weight"] if self.tied else w["lm_head.weight"]
+        return h
+
+    def logits(self, h):  # the final norm and the LM head: [S, d] -> [S, vocab]
+        h = self.rms(h, self.w["model.norm.weight"])
+        head = self.w["model.embed_tokens.weight"] if self.tied else self.w["lm_head.weight"]
         return h @ head.T
+
+    def forward(self, ids):  # ids: list of ints -> logits [S, vocab]
+        return self.logits(self.hidden(ids))
 
 
 def main():
