@@ -53,6 +53,20 @@ bool outputs_alias_inputs(const GraphImpl& g, const std::map<std::string, HostTe
   return aliased;
 }
 
+// Hands computed tensors to the caller's map: copied into a caller's tensor of the same
+// dtype and shape that can be written (the caller keeps its buffer), moved in otherwise.
+void deliver(std::map<std::string, HostTensor>&& computed, std::map<std::string, HostTensor>& outputs) {
+  for (auto& [name, t] : computed) {
+    auto it = outputs.find(name);
+    if (it != outputs.end() && it->second.dtype() == t.dtype() && it->second.shape() == t.shape() &&
+        it->second.is_writable()) {
+      if (t.nbytes()) std::memcpy(it->second.mutable_data(), t.data(), t.nbytes());
+    } else {
+      outputs.insert_or_assign(name, std::move(t));
+    }
+  }
+}
+
 std::string ints(const std::vector<int64_t>& s) {
   std::string t = "(";
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -175,15 +189,7 @@ Status Callable::run(const std::map<std::string, HostTensor>& inputs,
       std::map<std::string, HostTensor> fresh;
       const Status s = run(inputs, fresh, options);
       if (!s) return s;
-      for (auto& [name, t] : fresh) {
-        auto it = outputs.find(name);
-        if (it != outputs.end() && it->second.dtype() == t.dtype() && it->second.shape() == t.shape() &&
-            it->second.is_writable()) {
-          if (t.nbytes()) std::memcpy(it->second.mutable_data(), t.data(), t.nbytes());
-        } else {
-          outputs.insert_or_assign(name, std::move(t));
-        }
-      }
+      deliver(std::move(fresh), outputs);
       return {};
     }
     const CallControl ctl(options);
@@ -200,15 +206,7 @@ Status Callable::run(const std::map<std::string, HostTensor>& inputs,
       return {};
     }
     std::map<std::string, HostTensor> result = call(st, inputs, ctl);
-    for (auto& [name, t] : result) {
-      auto it = outputs.find(name);
-      if (it != outputs.end() && it->second.dtype() == t.dtype() && it->second.shape() == t.shape() &&
-          it->second.is_writable()) {
-        if (t.nbytes()) std::memcpy(it->second.mutable_data(), t.data(), t.nbytes());
-      } else {
-        outputs.insert_or_assign(name, std::move(t));
-      }
-    }
+    deliver(std::move(result), outputs);
     return {};
   } catch (const std::exception& e) {
     return failed(e);
