@@ -23,8 +23,9 @@ int hip_device_count();
 
 /// Whether this build runs generated kernels on the device itself (not only compiles
 /// them, or runs them on the host emulator). Without it Target::best() never picks the
-/// GPU. CUDA: the driver-API runtime (backends/cuda/cuda_executable.hpp); HIP has none yet.
+/// GPU. Both run on the shared device runtime (backends/gpu/device_executable.hpp): CUDA
+/// on the driver API, HIP on the HIP runtime API.
 constexpr bool has_cuda_codegen() { return true; }
-constexpr bool has_hip_codegen() { return false; }
+constexpr bool has_hip_codegen() { return true; }
 
 }  // namespace luminal::detail

@@ -42,7 +42,7 @@ TEST_CASE("availability: reference and cpu always; best() is available", "[targe
   CHECK(Target::best().is_available());
   CHECK_FALSE(Target::cuda(1000).is_available());
   CHECK_FALSE(Target::hip(1000).is_available());
-  // A GPU is best only where this build generates code for it (none yet): otherwise the
+  // A GPU is best only where this build runs generated code on it: otherwise the
   // CPU backend, never a GPU target whose kernels would run on the host interpreter.
   const Target b = Target::best();
   if (detail::has_cuda_codegen() && Target::cuda().is_available()) {

@@ -9,6 +9,10 @@
 namespace luminal::cuda {
 
 namespace {
+constexpr int kAttrMajor = 75, kAttrMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_*
+constexpr int kCaptureThreadLocal = 1;           // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+constexpr unsigned kStreamNonBlocking = 1;       // CU_STREAM_NON_BLOCKING
+
 template <class F>
 bool bind(void* h, const char* name, F& f) {
   f = reinterpret_cast<F>(dlsym(h, name));
@@ -38,7 +42,8 @@ const Driver* Driver::get(std::string* why) {
         bind(h, "cuMemAllocHost_v2", d->cuMemAllocHost) && bind(h, "cuMemFreeHost", d->cuMemFreeHost) &&
         bind(h, "cuMemcpyHtoDAsync_v2", d->cuMemcpyHtoDAsync) &&
         bind(h, "cuMemcpyDtoHAsync_v2", d->cuMemcpyDtoHAsync) && bind(h, "cuStreamCreate", d->cuStreamCreate) &&
-        bind(h, "cuStreamSynchronize", d->cuStreamSynchronize) && bind(h, "cuLaunchKernel", d->cuLaunchKernel) &&
+        bind(h, "cuStreamSynchronize", d->cuStreamSynchronize) &&
+        bind(h, "cuStreamDestroy_v2", d->cuStreamDestroy) && bind(h, "cuLaunchKernel", d->cuLaunchKernel) &&
         bind(h, "cuStreamBeginCapture_v2", d->cuStreamBeginCapture) &&
         bind(h, "cuStreamEndCapture", d->cuStreamEndCapture) &&
         bind(h, "cuGraphInstantiateWithFlags", d->cuGraphInstantiate) &&
@@ -66,5 +71,91 @@ void Driver::check(CUresult rc, const char* what) const {
   cuGetErrorString(rc, &msg);
   throw RuntimeError(std::string("[cuda] ") + what + ": " + (msg ? msg : "error " + std::to_string(rc)));
 }
+
+std::string Driver::arch(int device) const {
+  int dev = 0, major = 0, minor = 0;
+  check(cuDeviceGet(&dev, device), "cuDeviceGet");
+  check(cuDeviceGetAttribute(&major, kAttrMajor, dev), "compute capability");
+  check(cuDeviceGetAttribute(&minor, kAttrMinor, dev), "compute capability");
+  return "sm_" + std::to_string(major * 10 + minor);
+}
+
+void Driver::make_current(int device) const {
+  void* ctx = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(ctx_mu_);
+    auto it = primary_ctx_.find(device);
+    if (it == primary_ctx_.end()) {
+      int dev = 0;
+      check(cuDeviceGet(&dev, device), "cuDeviceGet");
+      check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+      primary_ctx_.emplace(device, ctx);
+    } else {
+      ctx = it->second;
+    }
+  }
+  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+}
+
+void* Driver::load_module(const std::string& image) const {
+  void* m = nullptr;
+  check(cuModuleLoadData(&m, image.data()), "cuModuleLoadData");
+  return m;
+}
+void Driver::unload_module(void* module) const noexcept { cuModuleUnload(module); }
+void* Driver::function(void* module, const std::string& kernel) const {
+  void* f = nullptr;
+  check(cuModuleGetFunction(&f, module, kernel.c_str()), kernel.c_str());
+  return f;
+}
+std::uint64_t Driver::alloc(std::size_t bytes) const {
+  CUdeviceptr p = 0;
+  check(cuMemAlloc(&p, bytes), "device arena allocation");
+  return p;
+}
+void Driver::free(std::uint64_t ptr) const noexcept { cuMemFree(ptr); }
+void* Driver::alloc_pinned(std::size_t bytes) const {
+  void* p = nullptr;
+  check(cuMemAllocHost(&p, bytes), "pinned staging allocation");
+  return p;
+}
+void Driver::free_pinned(void* ptr) const noexcept { cuMemFreeHost(ptr); }
+void* Driver::create_stream() const {
+  void* s = nullptr;
+  check(cuStreamCreate(&s, kStreamNonBlocking), "cuStreamCreate");
+  return s;
+}
+void Driver::destroy_stream(void* stream) const noexcept { cuStreamDestroy(stream); }
+void Driver::copy_in(std::uint64_t dst, const void* src, std::size_t bytes, void* stream) const {
+  check(cuMemcpyHtoDAsync(dst, src, bytes, stream), "input copy");
+}
+void Driver::copy_out(void* dst, std::uint64_t src, std::size_t bytes, void* stream) const {
+  check(cuMemcpyDtoHAsync(dst, src, bytes, stream), "output copy");
+}
+void Driver::launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void* stream,
+                    const char* what) const {
+  check(cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream, args, nullptr), what);
+}
+void Driver::synchronize(void* stream, const char* what) const { check(cuStreamSynchronize(stream), what); }
+bool Driver::begin_capture(void* stream) const {
+  check(cuStreamBeginCapture(stream, kCaptureThreadLocal), "cuStreamBeginCapture");
+  return true;
+}
+void* Driver::end_capture(void* stream) const {
+  void* g = nullptr;
+  check(cuStreamEndCapture(stream, &g), "cuStreamEndCapture");
+  void* exec = nullptr;
+  const CUresult rc = cuGraphInstantiate(&exec, g, 0);
+  cuGraphDestroy(g);
+  check(rc, "cuGraphInstantiate");
+  return exec;
+}
+void Driver::abort_capture(void* stream) const noexcept {
+  void* g = nullptr;
+  cuStreamEndCapture(stream, &g);
+  if (g) cuGraphDestroy(g);
+}
+void Driver::launch_graph(void* graph, void* stream) const { check(cuGraphLaunch(graph, stream), "cuGraphLaunch"); }
+void Driver::destroy_graph(void* graph) const noexcept { cuGraphExecDestroy(graph); }
 
 }  // namespace luminal::cuda

@@ -1,17 +1,22 @@
 // The CUDA driver API through dlopen("libcuda.so.1"): only the entry points the runtime
-// uses, declared by hand (no CUDA header is needed to build, nothing links the driver).
+// uses, declared by hand (no CUDA header is needed to build, nothing links the driver),
+// and the shared GPU runtime's DeviceApi on top of them.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+
+#include "backends/gpu/device_api.hpp"
 
 namespace luminal::cuda {
 
 using CUdeviceptr = unsigned long long;
 using CUresult = int;
 
-struct Driver {
+struct Driver final : gpu::DeviceApi {
   CUresult (*cuInit)(unsigned) = nullptr;
   CUresult (*cuDriverGetVersion)(int*) = nullptr;
   CUresult (*cuDeviceGet)(int*, int) = nullptr;
@@ -30,6 +35,7 @@ struct Driver {
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, void*) = nullptr;        // _v2
   CUresult (*cuStreamCreate)(void**, unsigned) = nullptr;
   CUresult (*cuStreamSynchronize)(void*) = nullptr;
+  CUresult (*cuStreamDestroy)(void*) = nullptr;  // _v2
   CUresult (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
                              void**, void**) = nullptr;
   CUresult (*cuStreamBeginCapture)(void*, int) = nullptr;  // _v2
@@ -44,6 +50,34 @@ struct Driver {
   static const Driver* get(std::string* why = nullptr);
   /// Throws RuntimeError "[cuda] <what>: <driver's message>" unless rc is CUDA_SUCCESS.
   void check(CUresult rc, const char* what) const;
+
+  // gpu::DeviceApi
+  const char* name() const override { return "cuda"; }
+  std::string arch(int device) const override;
+  void make_current(int device) const override;
+  void* load_module(const std::string& image) const override;
+  void unload_module(void* module) const noexcept override;
+  void* function(void* module, const std::string& kernel) const override;
+  std::uint64_t alloc(std::size_t bytes) const override;
+  void free(std::uint64_t ptr) const noexcept override;
+  void* alloc_pinned(std::size_t bytes) const override;
+  void free_pinned(void* ptr) const noexcept override;
+  void* create_stream() const override;
+  void destroy_stream(void* stream) const noexcept override;
+  void copy_in(std::uint64_t dst, const void* src, std::size_t bytes, void* stream) const override;
+  void copy_out(void* dst, std::uint64_t src, std::size_t bytes, void* stream) const override;
+  void launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void* stream,
+              const char* what) const override;
+  void synchronize(void* stream, const char* what) const override;
+  bool begin_capture(void* stream) const override;
+  void* end_capture(void* stream) const override;
+  void abort_capture(void* stream) const noexcept override;
+  void launch_graph(void* graph, void* stream) const override;
+  void destroy_graph(void* graph) const noexcept override;
+
+ private:
+  mutable std::mutex ctx_mu_;
+  mutable std::map<int, void*> primary_ctx_;  // retained once per device, never released
 };
 
 }  // namespace luminal::cuda

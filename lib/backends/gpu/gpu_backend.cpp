@@ -11,9 +11,10 @@
 #include "backends/cpu/jit.hpp"
 #include "backends/cuda/cuda_executable.hpp"
 #include "backends/cuda/cuda_module.hpp"
-#include "backends/hip/hip_module.hpp"
 #include "backends/gpu/gpu_program.hpp"
 #include "backends/gpu/gpu_renderer.hpp"
+#include "backends/hip/hip_executable.hpp"
+#include "backends/hip/hip_module.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::gpu {
@@ -97,9 +98,10 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan, std::shared
     out.exe = std::move(exe);
     // Counted per plan kernel (as CompileReport::kernels): the steps whose code was generated.
     out.generated_kernels = static_cast<int64_t>(plan->steps.size()) - out.interpreted;
-  } else if (arch.dialect == Dialect::Cuda && !options.compile_only) {
+  } else if (!options.compile_only) {
     // The device itself (compile() checked that it is available).
-    auto exe = std::make_shared<const cuda::CudaExecutable>(plan, graph, target, options);
+    auto exe = arch.dialect == Dialect::Cuda ? cuda::make_executable(plan, graph, target, options)
+                                             : hip::make_executable(plan, graph, target, options);
     out.codegen = exe->codegen();
     out.resources = exe->resources();
     out.generated_kernels = static_cast<int64_t>(plan->steps.size());

@@ -1,0 +1,247 @@
+#include "backends/gpu/device_executable.hpp"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "backends/cpu/cpu_program.hpp"
+#include "kernel/memory_plan.hpp"
+#include "luminal/error.hpp"
+
+namespace luminal::gpu {
+
+namespace {
+constexpr size_t kAlign = 256;  // device allocations and arena offsets
+}  // namespace
+
+struct DeviceExecutable::Impl {
+  const DeviceApi* api = nullptr;
+  std::string tag;  // "[cuda] "
+  int device = 0;
+  std::shared_ptr<const compiler::KernelPlan> plan;
+  std::shared_ptr<const detail::GraphImpl> graph;
+  cpu::LoweredPlan lowered;
+  GpuSource src;
+  std::string codegen;
+  std::vector<KernelResources> resources;
+  void* module = nullptr;
+  void* stream = nullptr;
+  std::vector<void*> fns;  // per kernel
+
+  // Everything one binding of the dims needs; a captured graph refers to these
+  // addresses, so a binding's memory never moves.
+  struct Binding {
+    std::vector<int64_t> syms;   // the dims' values, in program symbol order
+    std::vector<size_t> bytes;   // per buffer
+    std::vector<size_t> offset;  // per buffer, in the arena
+    uint64_t arena = 0;
+    size_t arena_bytes = 0;
+    char* pinned = nullptr;         // staging: leaves, then outputs
+    std::vector<size_t> pinned_at;  // per buffer (leaves and computed outputs)
+    size_t pinned_bytes = 0;
+    void* graph = nullptr;  // the captured program, when the API captures
+  };
+  mutable std::mutex mu;
+  mutable std::map<std::vector<int64_t>, std::unique_ptr<Binding>> bindings;
+
+  bool is_leaf(size_t b) const { return b < plan->leaf_name.size() && !plan->leaf_name[b].empty(); }
+  bool is_output(size_t b) const {
+    for (const auto& [name, v] : plan->outputs)
+      if (v == b) return true;
+    return false;
+  }
+
+  Binding& binding(const std::vector<int64_t>& key, const std::map<std::string, int64_t>& syms) const {
+    auto it = bindings.find(key);
+    if (it != bindings.end()) return *it->second;
+    auto b = std::make_unique<Binding>();
+    b->syms = key;
+    const kernel::Program& prog = lowered.prog;
+    const size_t nb = prog.buffers.size();
+    b->bytes.resize(nb);
+    std::vector<kernel::BufferLifetime> life(nb);
+    const int end = static_cast<int>(prog.kernels.size());
+    for (size_t i = 0; i < nb; ++i) {
+      b->bytes[i] = static_cast<size_t>(prog.buffers[i].elements.evaluate({}, syms)) * dtype_size(prog.buffers[i].dtype);
+      life[i].bytes = std::max<size_t>(b->bytes[i], 1);
+      life[i].first_def = end;
+      life[i].last_use = 0;
+    }
+    // Lifetimes in kernel order from the launch parameter lists; leaves and outputs live
+    // through the whole program (copied in before, out after).
+    for (int k = 0; k < end; ++k)
+      for (int buf : src.launches[static_cast<size_t>(k)].buffers) {
+        auto& l = life[static_cast<size_t>(buf)];
+        l.first_def = std::min(l.first_def, k);
+        l.last_use = std::max(l.last_use, k);
+      }
+    for (size_t i = 0; i < nb; ++i) {
+      if (is_leaf(i) || is_output(i)) {
+        life[i].first_def = 0;
+        life[i].last_use = end;
+      }
+      if (life[i].first_def > life[i].last_use) life[i].first_def = life[i].last_use;
+    }
+    const kernel::MemoryPlan mp = kernel::plan_memory(life, kAlign);
+    b->offset = mp.offsets;
+    b->arena_bytes = std::max<size_t>(mp.arena_bytes, kAlign);
+    b->arena = api->alloc(b->arena_bytes);
+    b->pinned_at.assign(nb, 0);
+    for (size_t i = 0; i < nb; ++i)
+      if (is_leaf(i) || is_output(i)) {
+        b->pinned_at[i] = b->pinned_bytes;
+        b->pinned_bytes += (b->bytes[i] + kAlign - 1) / kAlign * kAlign;
+      }
+    if (b->pinned_bytes > 0) b->pinned = static_cast<char*>(api->alloc_pinned(b->pinned_bytes));
+    // The binding is kept (and freed by the destructor) before anything else can throw.
+    Binding& kept = *bindings.emplace(key, std::move(b)).first->second;
+    if (api->begin_capture(stream)) {
+      try {
+        enqueue(kept);
+      } catch (...) {
+        api->abort_capture(stream);
+        throw;
+      }
+      kept.graph = api->end_capture(stream);
+    }
+    return kept;
+  }
+
+  // The program on the stream: inputs in, kernels, outputs out.
+  void enqueue(const Binding& b) const {
+    const kernel::Program& prog = lowered.prog;
+    std::map<std::string, int64_t> syms;
+    for (size_t i = 0; i < prog.symbols.size(); ++i) syms[prog.symbols[i]] = b.syms[i];
+    for (size_t i = 0; i < prog.buffers.size(); ++i)
+      if (is_leaf(i) && b.bytes[i] > 0) api->copy_in(b.arena + b.offset[i], b.pinned + b.pinned_at[i], b.bytes[i], stream);
+    std::vector<uint64_t> ptrs;
+    std::vector<int64_t> symv;
+    std::vector<void*> args;
+    for (size_t k = 0; k < prog.kernels.size(); ++k) {
+      const LaunchShape& l = src.launches[k];
+      int64_t g[3];
+      for (int a = 0; a < 3; ++a) g[a] = l.grid[a].evaluate({}, syms);
+      if (g[0] <= 0 || g[1] <= 0 || g[2] <= 0) continue;
+      ptrs.clear();
+      for (int buf : l.buffers) ptrs.push_back(b.arena + b.offset[static_cast<size_t>(buf)]);
+      symv.assign(b.syms.begin(), b.syms.end());
+      args.clear();
+      for (auto& p : ptrs) args.push_back(&p);
+      for (auto& s : symv) args.push_back(&s);
+      const unsigned grid[3] = {static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
+      const unsigned block[3] = {static_cast<unsigned>(l.block[0]), static_cast<unsigned>(l.block[1]),
+                                 static_cast<unsigned>(l.block[2])};
+      api->launch(fns[k], grid, block, args.data(), stream, prog.kernels[k].name.c_str());
+    }
+    for (size_t i = 0; i < prog.buffers.size(); ++i)
+      if (!is_leaf(i) && is_output(i) && b.bytes[i] > 0)
+        api->copy_out(b.pinned + b.pinned_at[i], b.arena + b.offset[i], b.bytes[i], stream);
+  }
+};
+
+DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const compiler::KernelPlan> plan,
+                                   std::shared_ptr<const detail::GraphImpl> graph, const Target& target,
+                                   const DeviceBuildFn& build)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.api = &api;
+  m.tag = std::string("[") + api.name() + "] ";
+  m.device = target.device();
+  m.plan = std::move(plan);
+  m.graph = std::move(graph);
+  m.lowered = cpu::lower_plan(*m.plan, {});
+  if (m.lowered.interpreted > 0)
+    throw CompileError(m.tag + std::to_string(m.lowered.interpreted) +
+                       " kernel(s) cannot be generated for the GPU and the device runtime has no interpreter "
+                       "fallback: " + m.lowered.interpreted_why);
+  const std::string device_arch = api.arch(m.device);
+  if (!target.arch().empty() && target.arch() != device_arch)
+    throw CompileError(m.tag + "target " + target.to_string() + " asks for " + target.arch() + " but device " +
+                       std::to_string(m.device) + " is " + device_arch);
+  DeviceBuild built = build(m.lowered.prog, *m.plan, device_arch);
+  m.src = std::move(built.src);
+  m.codegen = std::move(built.codegen);
+  m.resources = std::move(built.resources);
+  api.make_current(m.device);
+  m.module = api.load_module(built.image);
+  for (const auto& l : m.src.launches) m.fns.push_back(api.function(m.module, l.name));
+  m.stream = api.create_stream();
+}
+
+DeviceExecutable::~DeviceExecutable() {
+  Impl& m = *impl_;
+  if (!m.api) return;
+  try {
+    m.api->make_current(m.device);
+  } catch (...) {  // a failing driver at teardown: release what we can
+  }
+  for (auto& [key, b] : m.bindings) {
+    if (b->graph) m.api->destroy_graph(b->graph);
+    if (b->arena) m.api->free(b->arena);
+    if (b->pinned) m.api->free_pinned(b->pinned);
+  }
+  if (m.stream) m.api->destroy_stream(m.stream);
+  if (m.module) m.api->unload_module(m.module);
+}
+
+const std::string& DeviceExecutable::codegen() const { return impl_->codegen; }
+const std::vector<KernelResources>& DeviceExecutable::resources() const { return impl_->resources; }
+int64_t DeviceExecutable::kernels() const { return static_cast<int64_t>(impl_->lowered.prog.kernels.size()); }
+
+std::map<std::string, HostTensor> DeviceExecutable::run(const DimBindings& dims,
+                                                        const std::map<std::string, const HostTensor*>& tensors) const {
+  const Impl& m = *impl_;
+  const DeviceApi& api = *m.api;
+  const kernel::Program& prog = m.lowered.prog;
+  const compiler::KernelPlan& p = *m.plan;
+  std::vector<int64_t> key;
+  std::map<std::string, int64_t> syms;
+  for (const auto& s : prog.symbols) {
+    auto it = dims.find(s);
+    if (it == dims.end()) throw RuntimeError(m.tag + "dim '" + s + "' is not bound");
+    key.push_back(it->second);
+    syms[s] = it->second;
+  }
+  std::lock_guard<std::mutex> lock(m.mu);
+  api.make_current(m.device);
+  Impl::Binding& b = m.binding(key, syms);
+  // Inputs and params into the pinned staging; ids of gathers checked like on the CPU.
+  for (size_t v = 0; v < p.leaf_name.size(); ++v) {
+    if (p.leaf_name[v].empty()) continue;
+    auto it = tensors.find(p.leaf_name[v]);
+    if (it == tensors.end() || !it->second) throw RuntimeError(m.tag + "no data for '" + p.leaf_name[v] + "'");
+    const size_t n = std::min(b.bytes[v], it->second->nbytes());
+    if (n) std::memcpy(b.pinned + b.pinned_at[v], it->second->data(), n);
+  }
+  for (const auto& k : prog.kernels)
+    if (k.gather && m.is_leaf(static_cast<size_t>(k.gather->ids))) {
+      const auto* ids = reinterpret_cast<const int32_t*>(b.pinned + b.pinned_at[static_cast<size_t>(k.gather->ids)]);
+      const int64_t count = k.gather->count.evaluate({}, syms), rows = k.gather->rows.evaluate({}, syms);
+      for (int64_t i = 0; i < count; ++i)
+        if (ids[i] < 0 || ids[i] >= rows) throw RuntimeError(kernel::gather_id_error(k.gather->op_name, ids[i], i, rows));
+    }
+  if (b.graph)
+    api.launch_graph(b.graph, m.stream);
+  else
+    m.enqueue(b);
+  api.synchronize(m.stream, "the program");
+  std::map<std::string, HostTensor> out;
+  for (const auto& [name, v] : p.outputs) {
+    std::vector<int64_t> shape;
+    DType dt = prog.buffers[v].dtype;
+    if (!p.leaf_name[v].empty()) {  // an input passed through
+      const HostTensor* t = tensors.at(p.leaf_name[v]);
+      out.insert_or_assign(name, HostTensor::from_bytes(t->dtype(), t->shape(),
+                                                        std::span<const std::byte>(t->data(), t->nbytes())));
+      continue;
+    }
+    for (const Dim& dm : m.lowered.value_shape[v]) shape.push_back(dm.evaluate(dims));
+    out.insert_or_assign(
+        name, HostTensor::from_bytes(dt, shape,
+                                     std::span<const std::byte>(reinterpret_cast<const std::byte*>(b.pinned + b.pinned_at[v]),
+                                                                b.bytes[v])));
+  }
+  return out;
+}
+
+}  // namespace luminal::gpu

@@ -1,0 +1,66 @@
+// The GPU runtime shared by CUDA and HIP: a kernel plan lowered to kernel IR, rendered,
+// compiled by the backend (NVRTC, hipRTC) for the device's architecture and run on one
+// stream through a DeviceApi (the driver, loaded with dlopen).
+//
+//  * Memory: per binding of the dynamic dims, one device arena laid out by the memory
+//    planner (kernel/memory_plan.hpp: intermediates share space by liveness; inputs,
+//    params and outputs live for the whole program) and one pinned host staging buffer.
+//  * The whole program -- host-to-device copies of the inputs from the pinned staging,
+//    every kernel, device-to-host copies of the outputs -- is queued in that order. Where
+//    the API can capture (CUDA Graphs) it is captured once per binding and replayed by
+//    every later call with the same dims; otherwise it is queued anew on each call.
+//  * Calls are serialized (one stream per executable); gather ids that come from the
+//    caller are checked on the host first, as on the CPU.
+// It cannot run on the machines that build Luminal's CI (no GPU): tests/gpu/run.sh
+// exercises it on a machine with one.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/gpu/device_api.hpp"
+#include "backends/gpu/gpu_renderer.hpp"
+#include "compiler/plan.hpp"
+#include "luminal/callable.hpp"
+#include "luminal/compile.hpp"
+#include "runtime/executable.hpp"
+
+namespace luminal::gpu {
+
+/// What a backend hands the runtime for one program: the rendered source (its launch
+/// shapes) and the device image compiled from it.
+struct DeviceBuild {
+  GpuSource src;
+  std::string image;
+  std::string codegen;                     ///< "nvrtc 13.0 cubin sm_90"
+  std::vector<KernelResources> resources;  ///< in launch order
+};
+
+/// Renders and compiles the lowered program for the device's architecture (which the
+/// backend may map, e.g. to PTX for the newest architecture its compiler knows).
+using DeviceBuildFn =
+    std::function<DeviceBuild(const kernel::Program&, const compiler::KernelPlan&, const std::string& device_arch)>;
+
+class DeviceExecutable final : public detail::Executable {
+ public:
+  /// Throws CompileError (a step that cannot be generated for the GPU, an explicit target
+  /// arch that is not the device's, a compile failure) or RuntimeError (the driver).
+  DeviceExecutable(const DeviceApi& api, std::shared_ptr<const compiler::KernelPlan> plan,
+                   std::shared_ptr<const detail::GraphImpl> graph, const Target& target, const DeviceBuildFn& build);
+  ~DeviceExecutable() override;
+
+  std::map<std::string, HostTensor> run(const DimBindings& dims,
+                                        const std::map<std::string, const HostTensor*>& tensors) const override;
+
+  const std::string& codegen() const;
+  const std::vector<KernelResources>& resources() const;
+  int64_t kernels() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace luminal::gpu

@@ -1,0 +1,144 @@
+#include "backends/hip/hip_driver.hpp"
+
+#include <dlfcn.h>
+
+#include <cctype>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "luminal/error.hpp"
+
+namespace luminal::hip {
+
+namespace {
+constexpr unsigned kStreamNonBlocking = 1;  // hipStreamNonBlocking
+constexpr unsigned kHostMallocDefault = 0;  // hipHostMallocDefault
+constexpr std::size_t kPropBytes = 4096;    // more than any hipDeviceProp_t layout (ROCm 5.2: 792)
+
+template <class F>
+bool bind(void* h, const char* name, F& f) {
+  f = reinterpret_cast<F>(dlsym(h, name));
+  return f != nullptr;
+}
+}  // namespace
+
+std::string arch_from_gcn_name(const char* bytes, std::size_t max_len) {
+  const std::size_t n = strnlen(bytes, max_len);
+  if (n == max_len || n < 4 || std::strncmp(bytes, "gfx", 3) != 0) return "";
+  std::string a(bytes, n);
+  a = a.substr(0, a.find(':'));  // drop target features (":sramecc+:xnack-")
+  for (std::size_t i = 3; i < a.size(); ++i)
+    if (!std::isalnum(static_cast<unsigned char>(a[i]))) return "";
+  return a;
+}
+
+const Driver* Driver::get(std::string* why) {
+  static std::once_flag once;
+  static Driver* instance = nullptr;
+  static std::string failure;
+  std::call_once(once, [] {
+    void* h = nullptr;
+    for (const char* n : {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"})
+      if ((h = dlopen(n, RTLD_NOW | RTLD_LOCAL))) break;  // stays loaded, like any driver
+    if (!h) {
+      failure = "the HIP runtime (libamdhip64.so.6/.5) is not installed";
+      return;
+    }
+    auto* d = new Driver();  // never destroyed, like the runtime itself
+    const bool ok =
+        bind(h, "hipInit", d->hipInit) && bind(h, "hipGetDeviceCount", d->hipGetDeviceCount) &&
+        bind(h, "hipGetDeviceProperties", d->hipGetDeviceProperties) && bind(h, "hipSetDevice", d->hipSetDevice) &&
+        bind(h, "hipModuleLoadData", d->hipModuleLoadData) && bind(h, "hipModuleUnload", d->hipModuleUnload) &&
+        bind(h, "hipModuleGetFunction", d->hipModuleGetFunction) && bind(h, "hipMalloc", d->hipMalloc) &&
+        bind(h, "hipFree", d->hipFree) && bind(h, "hipHostMalloc", d->hipHostMalloc) &&
+        bind(h, "hipHostFree", d->hipHostFree) && bind(h, "hipMemcpyHtoDAsync", d->hipMemcpyHtoDAsync) &&
+        bind(h, "hipMemcpyDtoHAsync", d->hipMemcpyDtoHAsync) &&
+        bind(h, "hipStreamCreateWithFlags", d->hipStreamCreateWithFlags) &&
+        bind(h, "hipStreamDestroy", d->hipStreamDestroy) &&
+        bind(h, "hipStreamSynchronize", d->hipStreamSynchronize) &&
+        bind(h, "hipModuleLaunchKernel", d->hipModuleLaunchKernel) &&
+        bind(h, "hipGetErrorString", d->hipGetErrorString);
+    if (!ok) {
+      failure = "libamdhip64 lacks entry points the runtime needs";
+      delete d;
+      return;
+    }
+    if (hipError rc = d->hipInit(0); rc != 0) {
+      const char* msg = d->hipGetErrorString(rc);
+      failure = "hipInit failed: " + std::string(msg ? msg : "hipError " + std::to_string(rc));
+      delete d;
+      return;
+    }
+    int count = 0;
+    if (hipError rc = d->hipGetDeviceCount(&count); rc != 0 || count == 0) {
+      failure = "no HIP device";
+      delete d;
+      return;
+    }
+    instance = d;
+  });
+  if (!instance && why) *why = failure;
+  return instance;
+}
+
+void Driver::check(hipError rc, const char* what) const {
+  if (rc == 0) return;
+  const char* msg = hipGetErrorString(rc);
+  throw RuntimeError(std::string("[hip] ") + what + ": " + (msg ? msg : "hipError " + std::to_string(rc)));
+}
+
+std::string Driver::arch(int device) const {
+  std::vector<char> prop(kPropBytes, 0);
+  check(hipGetDeviceProperties(prop.data(), device), "hipGetDeviceProperties");
+  std::string a = arch_from_gcn_name(prop.data() + kGcnArchNameOffset, 256);
+  if (a.empty())
+    throw RuntimeError("[hip] cannot read device " + std::to_string(device) +
+                       "'s architecture from this HIP runtime's device properties");
+  return a;
+}
+
+void Driver::make_current(int device) const { check(hipSetDevice(device), "hipSetDevice"); }
+void* Driver::load_module(const std::string& image) const {
+  void* m = nullptr;
+  check(hipModuleLoadData(&m, image.data()), "hipModuleLoadData");
+  return m;
+}
+void Driver::unload_module(void* module) const noexcept { hipModuleUnload(module); }
+void* Driver::function(void* module, const std::string& kernel) const {
+  void* f = nullptr;
+  check(hipModuleGetFunction(&f, module, kernel.c_str()), kernel.c_str());
+  return f;
+}
+std::uint64_t Driver::alloc(std::size_t bytes) const {
+  void* p = nullptr;
+  check(hipMalloc(&p, bytes), "device arena allocation");
+  return reinterpret_cast<std::uint64_t>(p);
+}
+void Driver::free(std::uint64_t ptr) const noexcept { hipFree(reinterpret_cast<void*>(ptr)); }
+void* Driver::alloc_pinned(std::size_t bytes) const {
+  void* p = nullptr;
+  check(hipHostMalloc(&p, bytes, kHostMallocDefault), "pinned staging allocation");
+  return p;
+}
+void Driver::free_pinned(void* ptr) const noexcept { hipHostFree(ptr); }
+void* Driver::create_stream() const {
+  void* s = nullptr;
+  check(hipStreamCreateWithFlags(&s, kStreamNonBlocking), "hipStreamCreateWithFlags");
+  return s;
+}
+void Driver::destroy_stream(void* stream) const noexcept { hipStreamDestroy(stream); }
+void Driver::copy_in(std::uint64_t dst, const void* src, std::size_t bytes, void* stream) const {
+  check(hipMemcpyHtoDAsync(reinterpret_cast<void*>(dst), src, bytes, stream), "input copy");
+}
+void Driver::copy_out(void* dst, std::uint64_t src, std::size_t bytes, void* stream) const {
+  check(hipMemcpyDtoHAsync(dst, reinterpret_cast<void*>(src), bytes, stream), "output copy");
+}
+void Driver::launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void* stream,
+                    const char* what) const {
+  check(hipModuleLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream, args, nullptr),
+        what);
+}
+void Driver::synchronize(void* stream, const char* what) const { check(hipStreamSynchronize(stream), what); }
+
+}  // namespace luminal::hip
