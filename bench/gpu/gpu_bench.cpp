@@ -16,6 +16,7 @@
 #include "compiler/translation_models.hpp"
 #include "cost/target_desc.hpp"
 #include "luminal/luminal.hpp"
+#include "runtime/plan_cache.hpp"
 
 namespace lm = luminal;
 namespace fs = std::filesystem;
@@ -114,16 +115,17 @@ lm::Graph& block() {
 }
 
 // Compile of the block for sm_90 with NVRTC, nothing cached (a fresh disk cache folder,
-// the in-memory modules dropped).
+// the in-memory plans and modules dropped): the search, lowering, rendering and NVRTC.
 void BM_CompileBlockSm90Cold(benchmark::State& state) {
   int i = 0;
-  double codegen = 0;
+  double codegen = 0, plan_hits = 0;
   for (auto _ : state) {
     state.PauseTiming();
     const fs::path dir = fs::temp_directory_path() / ("luminal-gpu-bench-" + std::to_string(::getpid()) + "-" +
                                                       std::to_string(i++));
     fs::remove_all(dir);
     lm::gpu::clear_module_memory_cache();
+    lm::detail::PlanCache::clear_memory();
     lm::CompileOptions o;
     o.compile_only = true;
     o.cache_dir = dir.string();
@@ -131,29 +133,39 @@ void BM_CompileBlockSm90Cold(benchmark::State& state) {
     lm::Callable f = lm::compile(block(), lm::Target::parse("cuda:sm_90"), o);
     state.PauseTiming();
     codegen += f.report().codegen_seconds;
+    plan_hits += f.report().plan_cached;
     fs::remove_all(dir);
     state.ResumeTiming();
   }
   state.counters["codegen_s"] = codegen / static_cast<double>(state.iterations());
+  state.counters["plan_cached"] = plan_hits / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_CompileBlockSm90Cold)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3)->ReportAggregatesOnly();
 
-// The same compile with the module on disk (as in a new process: nothing in memory).
+// The same compile with the plan and the module on disk (as in a new process: nothing in
+// memory): the plan cache skips the search, the module cache NVRTC.
 void BM_CompileBlockSm90DiskCache(benchmark::State& state) {
   const fs::path dir = fs::temp_directory_path() / ("luminal-gpu-bench-disk-" + std::to_string(::getpid()));
   lm::CompileOptions o;
   o.compile_only = true;
   o.cache_dir = dir.string();
-  lm::compile(block(), lm::Target::parse("cuda:sm_90"), o);  // fills the disk cache
-  double codegen = 0;
+  // Fills the disk cache: from nothing in memory either, or a memory hit left by an earlier
+  // benchmark would leave this folder empty.
+  lm::gpu::clear_module_memory_cache();
+  lm::detail::PlanCache::clear_memory();
+  lm::compile(block(), lm::Target::parse("cuda:sm_90"), o);
+  double codegen = 0, plan_hits = 0;
   for (auto _ : state) {
     state.PauseTiming();
     lm::gpu::clear_module_memory_cache();
+    lm::detail::PlanCache::clear_memory();
     state.ResumeTiming();
     lm::Callable f = lm::compile(block(), lm::Target::parse("cuda:sm_90"), o);
     codegen += f.report().codegen_seconds;
+    plan_hits += f.report().plan_cached;
   }
   state.counters["codegen_s"] = codegen / static_cast<double>(state.iterations());
+  state.counters["plan_cached"] = plan_hits / static_cast<double>(state.iterations());
   fs::remove_all(dir);
 }
 BENCHMARK(BM_CompileBlockSm90DiskCache)->Unit(benchmark::kMillisecond)->Iterations(5)->Repetitions(3)->ReportAggregatesOnly();
