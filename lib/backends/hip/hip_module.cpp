@@ -1,6 +1,7 @@
 #include "backends/hip/hip_module.hpp"
 
 #include "backends/gpu/module_cache.hpp"
+#include "backends/hip/code_object.hpp"
 #include "backends/hip/hiprtc.hpp"
 #include "luminal/error.hpp"
 
@@ -27,7 +28,10 @@ HipModule compile_module(const std::string& source, const std::string& arch, con
   m.log = std::move(d.log);
   m.codegen = codegen;
   m.from_cache = d.from != gpu::DeviceModule::From::Compiler;
+  // A hipRTC that prints resource remarks is read from its log; hipRTC 5.2 prints none, so
+  // the code object's own metadata is the source there.
   m.resources = parse_amdgpu_remarks(m.log);
+  if (m.resources.empty()) m.resources = code_object_resources(m.image);
   return m;
 }
 
