@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "backends/gpu/rtc.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::cuda {
@@ -13,11 +14,7 @@ constexpr int kAttrMajor = 75, kAttrMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_
 constexpr int kCaptureThreadLocal = 1;           // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 constexpr unsigned kStreamNonBlocking = 1;       // CU_STREAM_NON_BLOCKING
 
-template <class F>
-bool bind(void* h, const char* name, F& f) {
-  f = reinterpret_cast<F>(dlsym(h, name));
-  return f != nullptr;
-}
+using gpu::bind_symbol;
 }  // namespace
 
 const Driver* Driver::get(std::string* why) {
@@ -32,23 +29,23 @@ const Driver* Driver::get(std::string* why) {
     }
     auto* d = new Driver();  // never destroyed, like the driver itself
     const bool ok =
-        bind(h, "cuInit", d->cuInit) && bind(h, "cuDriverGetVersion", d->cuDriverGetVersion) &&
-        bind(h, "cuDeviceGet", d->cuDeviceGet) && bind(h, "cuDeviceGetAttribute", d->cuDeviceGetAttribute) &&
-        bind(h, "cuDeviceGetName", d->cuDeviceGetName) &&
-        bind(h, "cuDevicePrimaryCtxRetain", d->cuDevicePrimaryCtxRetain) &&
-        bind(h, "cuCtxSetCurrent", d->cuCtxSetCurrent) && bind(h, "cuModuleLoadData", d->cuModuleLoadData) &&
-        bind(h, "cuModuleUnload", d->cuModuleUnload) && bind(h, "cuModuleGetFunction", d->cuModuleGetFunction) &&
-        bind(h, "cuMemAlloc_v2", d->cuMemAlloc) && bind(h, "cuMemFree_v2", d->cuMemFree) &&
-        bind(h, "cuMemAllocHost_v2", d->cuMemAllocHost) && bind(h, "cuMemFreeHost", d->cuMemFreeHost) &&
-        bind(h, "cuMemcpyHtoDAsync_v2", d->cuMemcpyHtoDAsync) &&
-        bind(h, "cuMemcpyDtoHAsync_v2", d->cuMemcpyDtoHAsync) && bind(h, "cuStreamCreate", d->cuStreamCreate) &&
-        bind(h, "cuStreamSynchronize", d->cuStreamSynchronize) &&
-        bind(h, "cuStreamDestroy_v2", d->cuStreamDestroy) && bind(h, "cuLaunchKernel", d->cuLaunchKernel) &&
-        bind(h, "cuStreamBeginCapture_v2", d->cuStreamBeginCapture) &&
-        bind(h, "cuStreamEndCapture", d->cuStreamEndCapture) &&
-        bind(h, "cuGraphInstantiateWithFlags", d->cuGraphInstantiate) &&
-        bind(h, "cuGraphLaunch", d->cuGraphLaunch) && bind(h, "cuGraphExecDestroy", d->cuGraphExecDestroy) &&
-        bind(h, "cuGraphDestroy", d->cuGraphDestroy) && bind(h, "cuGetErrorString", d->cuGetErrorString);
+        bind_symbol(h, "cuInit", d->cuInit) && bind_symbol(h, "cuDriverGetVersion", d->cuDriverGetVersion) &&
+        bind_symbol(h, "cuDeviceGet", d->cuDeviceGet) && bind_symbol(h, "cuDeviceGetAttribute", d->cuDeviceGetAttribute) &&
+        bind_symbol(h, "cuDeviceGetName", d->cuDeviceGetName) &&
+        bind_symbol(h, "cuDevicePrimaryCtxRetain", d->cuDevicePrimaryCtxRetain) &&
+        bind_symbol(h, "cuCtxSetCurrent", d->cuCtxSetCurrent) && bind_symbol(h, "cuModuleLoadData", d->cuModuleLoadData) &&
+        bind_symbol(h, "cuModuleUnload", d->cuModuleUnload) && bind_symbol(h, "cuModuleGetFunction", d->cuModuleGetFunction) &&
+        bind_symbol(h, "cuMemAlloc_v2", d->cuMemAlloc) && bind_symbol(h, "cuMemFree_v2", d->cuMemFree) &&
+        bind_symbol(h, "cuMemAllocHost_v2", d->cuMemAllocHost) && bind_symbol(h, "cuMemFreeHost", d->cuMemFreeHost) &&
+        bind_symbol(h, "cuMemcpyHtoDAsync_v2", d->cuMemcpyHtoDAsync) &&
+        bind_symbol(h, "cuMemcpyDtoHAsync_v2", d->cuMemcpyDtoHAsync) && bind_symbol(h, "cuStreamCreate", d->cuStreamCreate) &&
+        bind_symbol(h, "cuStreamSynchronize", d->cuStreamSynchronize) &&
+        bind_symbol(h, "cuStreamDestroy_v2", d->cuStreamDestroy) && bind_symbol(h, "cuLaunchKernel", d->cuLaunchKernel) &&
+        bind_symbol(h, "cuStreamBeginCapture_v2", d->cuStreamBeginCapture) &&
+        bind_symbol(h, "cuStreamEndCapture", d->cuStreamEndCapture) &&
+        bind_symbol(h, "cuGraphInstantiateWithFlags", d->cuGraphInstantiate) &&
+        bind_symbol(h, "cuGraphLaunch", d->cuGraphLaunch) && bind_symbol(h, "cuGraphExecDestroy", d->cuGraphExecDestroy) &&
+        bind_symbol(h, "cuGraphDestroy", d->cuGraphDestroy) && bind_symbol(h, "cuGetErrorString", d->cuGetErrorString);
     if (!ok) {
       failure = "libcuda.so.1 lacks entry points the runtime needs (a driver older than CUDA 11.4?)";
       delete d;

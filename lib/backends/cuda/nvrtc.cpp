@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "backends/gpu/rtc.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::cuda {
@@ -36,11 +37,7 @@ namespace {
 // Every compile's options beside -arch (part of the module cache key).
 constexpr const char* kOptions[] = {"-std=c++17", "--fmad=false", "-w", "-Xptxas=-v"};
 
-template <class F>
-bool bind(void* h, const char* name, F& f) {
-  f = reinterpret_cast<F>(dlsym(h, name));
-  return f != nullptr;
-}
+using gpu::bind_symbol;
 
 }  // namespace
 
@@ -67,19 +64,19 @@ const Nvrtc* Nvrtc::get(std::string* why) {
     }
     auto api = std::make_shared<Api>();
     api->handle = h;
-    bool ok = bind(h, "nvrtcVersion", api->version) && bind(h, "nvrtcCreateProgram", api->create) &&
-              bind(h, "nvrtcDestroyProgram", api->destroy) && bind(h, "nvrtcCompileProgram", api->compile) &&
-              bind(h, "nvrtcGetProgramLogSize", api->log_size) && bind(h, "nvrtcGetProgramLog", api->log) &&
-              bind(h, "nvrtcGetPTXSize", api->ptx_size) && bind(h, "nvrtcGetPTX", api->ptx) &&
-              bind(h, "nvrtcGetErrorString", api->error_string);
+    bool ok = bind_symbol(h, "nvrtcVersion", api->version) && bind_symbol(h, "nvrtcCreateProgram", api->create) &&
+              bind_symbol(h, "nvrtcDestroyProgram", api->destroy) && bind_symbol(h, "nvrtcCompileProgram", api->compile) &&
+              bind_symbol(h, "nvrtcGetProgramLogSize", api->log_size) && bind_symbol(h, "nvrtcGetProgramLog", api->log) &&
+              bind_symbol(h, "nvrtcGetPTXSize", api->ptx_size) && bind_symbol(h, "nvrtcGetPTX", api->ptx) &&
+              bind_symbol(h, "nvrtcGetErrorString", api->error_string);
     if (!ok) {
       failure = "the NVRTC library lacks nvrtcCompileProgram and friends";
       return;
     }
-    bind(h, "nvrtcGetCUBINSize", api->cubin_size);
-    bind(h, "nvrtcGetCUBIN", api->cubin);
-    bind(h, "nvrtcGetNumSupportedArchs", api->num_archs);
-    bind(h, "nvrtcGetSupportedArchs", api->archs);
+    bind_symbol(h, "nvrtcGetCUBINSize", api->cubin_size);
+    bind_symbol(h, "nvrtcGetCUBIN", api->cubin);
+    bind_symbol(h, "nvrtcGetNumSupportedArchs", api->num_archs);
+    bind_symbol(h, "nvrtcGetSupportedArchs", api->archs);
     auto* n = new Nvrtc();  // never destroyed: compiled modules may outlive static objects
     n->api_ = api;
     api->version(&n->major_, &n->minor_);
@@ -94,11 +91,7 @@ const Nvrtc* Nvrtc::get(std::string* why) {
   return instance;
 }
 
-std::string Nvrtc::options_string() {
-  std::string s;
-  for (const char* o : kOptions) s += std::string(s.empty() ? "" : " ") + o;
-  return s;
-}
+std::string Nvrtc::options_string() { return gpu::join_options(kOptions); }
 
 std::string Nvrtc::version() const { return std::to_string(major_) + "." + std::to_string(minor_); }
 
@@ -124,41 +117,21 @@ NvrtcOutput Nvrtc::compile(const std::string& source, const std::string& arch, b
                        supported_list());
   if (cubin && (!a.cubin_size || !a.cubin))
     throw CompileError("[cuda] NVRTC " + version() + " cannot return CUBIN (nvrtcGetCUBIN missing)");
-  Api::Prog prog = nullptr;
-  if (int rc = a.create(&prog, source.c_str(), program_name.c_str(), 0, nullptr, nullptr); rc != 0)
-    throw CompileError(std::string("[cuda] nvrtcCreateProgram failed: ") + a.error_string(rc));
-  struct Destroy {
-    const Api& a;
-    Api::Prog& p;
-    ~Destroy() { a.destroy(&p); }
-  } destroy{a, prog};
   // sm_90a / sm_100a: architecture-specific features; PTX takes the compute_ form.
   const std::string target = cubin ? arch : "compute_" + arch.substr(3);
   std::vector<std::string> opts = {"-arch=" + target};
   for (const char* o : kOptions) opts.push_back(o);
-  std::vector<const char*> argv;
-  for (const auto& o : opts) argv.push_back(o.c_str());
-  const int rc = a.compile(prog, static_cast<int>(argv.size()), argv.data());
+  gpu::RtcResult r = gpu::rtc_compile(a, source, program_name.c_str(), opts, "[cuda] NVRTC " + version(), arch,
+                                      [&](Api::Prog prog, std::string& image) {
+                                        size_t n = 0;
+                                        (cubin ? a.cubin_size : a.ptx_size)(prog, &n);
+                                        image.resize(n);
+                                        (cubin ? a.cubin : a.ptx)(prog, image.data());
+                                      });
   NvrtcOutput out;
   out.cubin = cubin;
-  size_t n = 0;
-  if (a.log_size(prog, &n) == 0 && n > 1) {
-    out.log.resize(n);
-    a.log(prog, out.log.data());
-    while (!out.log.empty() && out.log.back() == '\0') out.log.pop_back();
-  }
-  if (rc != 0)
-    throw CompileError("[cuda] NVRTC " + version() + " failed to compile the generated kernels for " + arch +
-                       " (" + a.error_string(rc) + "):\n" + out.log);
-  if (cubin) {
-    a.cubin_size(prog, &n);
-    out.image.resize(n);
-    a.cubin(prog, out.image.data());
-  } else {
-    a.ptx_size(prog, &n);
-    out.image.resize(n);
-    a.ptx(prog, out.image.data());
-  }
+  out.image = std::move(r.image);
+  out.log = std::move(r.log);
   out.resources = parse_ptxas_log(out.log);
   return out;
 }

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/gpu/rtc.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::hip {
@@ -16,11 +17,7 @@ constexpr unsigned kStreamNonBlocking = 1;  // hipStreamNonBlocking
 constexpr unsigned kHostMallocDefault = 0;  // hipHostMallocDefault
 constexpr std::size_t kPropBytes = 4096;    // more than any hipDeviceProp_t layout (ROCm 5.2: 792)
 
-template <class F>
-bool bind(void* h, const char* name, F& f) {
-  f = reinterpret_cast<F>(dlsym(h, name));
-  return f != nullptr;
-}
+using gpu::bind_symbol;
 }  // namespace
 
 std::string arch_from_gcn_name(const char* bytes, std::size_t max_len) {
@@ -47,18 +44,18 @@ const Driver* Driver::get(std::string* why) {
     }
     auto* d = new Driver();  // never destroyed, like the runtime itself
     const bool ok =
-        bind(h, "hipInit", d->hipInit) && bind(h, "hipGetDeviceCount", d->hipGetDeviceCount) &&
-        bind(h, "hipGetDeviceProperties", d->hipGetDeviceProperties) && bind(h, "hipSetDevice", d->hipSetDevice) &&
-        bind(h, "hipModuleLoadData", d->hipModuleLoadData) && bind(h, "hipModuleUnload", d->hipModuleUnload) &&
-        bind(h, "hipModuleGetFunction", d->hipModuleGetFunction) && bind(h, "hipMalloc", d->hipMalloc) &&
-        bind(h, "hipFree", d->hipFree) && bind(h, "hipHostMalloc", d->hipHostMalloc) &&
-        bind(h, "hipHostFree", d->hipHostFree) && bind(h, "hipMemcpyHtoDAsync", d->hipMemcpyHtoDAsync) &&
-        bind(h, "hipMemcpyDtoHAsync", d->hipMemcpyDtoHAsync) &&
-        bind(h, "hipStreamCreateWithFlags", d->hipStreamCreateWithFlags) &&
-        bind(h, "hipStreamDestroy", d->hipStreamDestroy) &&
-        bind(h, "hipStreamSynchronize", d->hipStreamSynchronize) &&
-        bind(h, "hipModuleLaunchKernel", d->hipModuleLaunchKernel) &&
-        bind(h, "hipGetErrorString", d->hipGetErrorString);
+        bind_symbol(h, "hipInit", d->hipInit) && bind_symbol(h, "hipGetDeviceCount", d->hipGetDeviceCount) &&
+        bind_symbol(h, "hipGetDeviceProperties", d->hipGetDeviceProperties) && bind_symbol(h, "hipSetDevice", d->hipSetDevice) &&
+        bind_symbol(h, "hipModuleLoadData", d->hipModuleLoadData) && bind_symbol(h, "hipModuleUnload", d->hipModuleUnload) &&
+        bind_symbol(h, "hipModuleGetFunction", d->hipModuleGetFunction) && bind_symbol(h, "hipMalloc", d->hipMalloc) &&
+        bind_symbol(h, "hipFree", d->hipFree) && bind_symbol(h, "hipHostMalloc", d->hipHostMalloc) &&
+        bind_symbol(h, "hipHostFree", d->hipHostFree) && bind_symbol(h, "hipMemcpyHtoDAsync", d->hipMemcpyHtoDAsync) &&
+        bind_symbol(h, "hipMemcpyDtoHAsync", d->hipMemcpyDtoHAsync) &&
+        bind_symbol(h, "hipStreamCreateWithFlags", d->hipStreamCreateWithFlags) &&
+        bind_symbol(h, "hipStreamDestroy", d->hipStreamDestroy) &&
+        bind_symbol(h, "hipStreamSynchronize", d->hipStreamSynchronize) &&
+        bind_symbol(h, "hipModuleLaunchKernel", d->hipModuleLaunchKernel) &&
+        bind_symbol(h, "hipGetErrorString", d->hipGetErrorString);
     if (!ok) {
       failure = "libamdhip64 lacks entry points the runtime needs";
       delete d;

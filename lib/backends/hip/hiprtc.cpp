@@ -6,6 +6,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "backends/gpu/rtc.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::hip {
@@ -27,11 +28,7 @@ namespace {
 constexpr const char* kOptions[] = {"-O3", "-std=c++17", "-ffp-contract=off", "-w",
                                     "-Rpass-analysis=kernel-resource-usage"};
 
-template <class F>
-bool bind(void* h, const char* name, F& f) {
-  f = reinterpret_cast<F>(dlsym(h, name));
-  return f != nullptr;
-}
+using gpu::bind_symbol;
 
 }  // namespace
 
@@ -62,10 +59,10 @@ const Hiprtc* Hiprtc::get(std::string* why) {
       return;
     }
     auto* api = new Api();
-    if (!(bind(h, "hiprtcCreateProgram", api->create) && bind(h, "hiprtcDestroyProgram", api->destroy) &&
-          bind(h, "hiprtcCompileProgram", api->compile) && bind(h, "hiprtcGetProgramLogSize", api->log_size) &&
-          bind(h, "hiprtcGetProgramLog", api->log) && bind(h, "hiprtcGetCodeSize", api->code_size) &&
-          bind(h, "hiprtcGetCode", api->code) && bind(h, "hiprtcGetErrorString", api->error_string))) {
+    if (!(bind_symbol(h, "hiprtcCreateProgram", api->create) && bind_symbol(h, "hiprtcDestroyProgram", api->destroy) &&
+          bind_symbol(h, "hiprtcCompileProgram", api->compile) && bind_symbol(h, "hiprtcGetProgramLogSize", api->log_size) &&
+          bind_symbol(h, "hiprtcGetProgramLog", api->log) && bind_symbol(h, "hiprtcGetCodeSize", api->code_size) &&
+          bind_symbol(h, "hiprtcGetCode", api->code) && bind_symbol(h, "hiprtcGetErrorString", api->error_string))) {
       failure = "libamdhip64 lacks the hipRTC entry points";
       delete api;
       return;
@@ -78,7 +75,7 @@ const Hiprtc* Hiprtc::get(std::string* why) {
     }
     int (*isa_count)(size_t*) = nullptr;
     int (*isa_name)(size_t, const char**) = nullptr;
-    if (!bind(comgr, "amd_comgr_get_isa_count", isa_count) || !bind(comgr, "amd_comgr_get_isa_name", isa_name)) {
+    if (!bind_symbol(comgr, "amd_comgr_get_isa_count", isa_count) || !bind_symbol(comgr, "amd_comgr_get_isa_name", isa_name)) {
       failure = "libamd_comgr.so.2 lacks amd_comgr_get_isa_count/name";
       delete api;
       return;
@@ -98,7 +95,7 @@ const Hiprtc* Hiprtc::get(std::string* why) {
       }
     int v = 0;
     int (*runtime_version)(int*) = nullptr;
-    if (bind(h, "hipRuntimeGetVersion", runtime_version) && runtime_version(&v) == 0 && v > 0)
+    if (bind_symbol(h, "hipRuntimeGetVersion", runtime_version) && runtime_version(&v) == 0 && v > 0)
       r->version_ = std::to_string(v / 10000000) + '.' + std::to_string(v / 100000 % 100);
     else
       r->version_.assign(1, '?');
@@ -108,11 +105,7 @@ const Hiprtc* Hiprtc::get(std::string* why) {
   return instance;
 }
 
-std::string Hiprtc::options_string() {
-  std::string s;
-  for (const char* o : kOptions) s += std::string(s.empty() ? "" : " ") + o;
-  return s;
-}
+std::string Hiprtc::options_string() { return gpu::join_options(kOptions); }
 
 void Hiprtc::check_arch(const std::string& arch) const {
   for (const auto& a : isas_)
@@ -129,32 +122,18 @@ void Hiprtc::check_arch(const std::string& arch) const {
 HiprtcOutput Hiprtc::compile(const std::string& source, const std::string& arch) const {
   check_arch(arch);  // before hipRTC: comgr aborts on an architecture it does not know
   const Api& a = *api_;
-  Api::Prog prog = nullptr;
-  if (int rc = a.create(&prog, source.c_str(), "luminal.hip", 0, nullptr, nullptr); rc != 0)
-    throw CompileError(std::string("[hip] hiprtcCreateProgram failed: ") + a.error_string(rc));
-  struct Destroy {
-    const Api& a;
-    Api::Prog& p;
-    ~Destroy() { a.destroy(&p); }
-  } destroy{a, prog};
   std::vector<std::string> opts = {"--gpu-architecture=" + arch};
   for (const char* o : kOptions) opts.push_back(o);
-  std::vector<const char*> argv;
-  for (const auto& o : opts) argv.push_back(o.c_str());
-  const int rc = a.compile(prog, static_cast<int>(argv.size()), argv.data());
+  gpu::RtcResult r = gpu::rtc_compile(a, source, "luminal.hip", opts, "[hip] hipRTC " + version_, arch,
+                                      [&](Api::Prog prog, std::string& image) {
+                                        size_t n = 0;
+                                        a.code_size(prog, &n);
+                                        image.resize(n);
+                                        a.code(prog, image.data());
+                                      });
   HiprtcOutput out;
-  size_t n = 0;
-  if (a.log_size(prog, &n) == 0 && n > 1) {
-    out.log.resize(n);
-    a.log(prog, out.log.data());
-    while (!out.log.empty() && out.log.back() == '\0') out.log.pop_back();
-  }
-  if (rc != 0)
-    throw CompileError("[hip] hipRTC " + version_ + " failed to compile the generated kernels for " + arch + " (" +
-                       a.error_string(rc) + "):\n" + out.log);
-  a.code_size(prog, &n);
-  out.image.resize(n);
-  a.code(prog, out.image.data());
+  out.image = std::move(r.image);
+  out.log = std::move(r.log);
   return out;
 }
 
