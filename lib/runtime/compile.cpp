@@ -15,6 +15,7 @@
 #include "cost/target_desc.hpp"
 #include "dist/collectives.hpp"
 #include "dist/plan_summary.hpp"
+#include "dist/shared_search.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/plan_cache.hpp"
 
@@ -79,7 +80,9 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
     program.report = hit->report;
     program.report.plan_cached = true;
   } else {
-    program = compiler::compile_graph(*state->graph, target, options);
+    // Tensor parallelism: rank 0 searches and every rank runs its plan.
+    program = comm ? dist::search_once_for_all_ranks(*comm, *state->graph, target, options)
+                   : compiler::compile_graph(*state->graph, target, options);
     // A search cut short by its wall-clock budget depends on how busy the machine was:
     // such a plan is correct but may be far from the best, so it is not kept (the next
     // compile searches again). Node and iteration limits are deterministic: cached.

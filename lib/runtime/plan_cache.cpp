@@ -234,6 +234,24 @@ compiler::KernelPlan decode_plan(const std::string& bytes) {
 
 }  // namespace
 
+std::string encode_cached_plan(const CachedPlan& entry) {
+  std::string out;
+  put_str(out, encode_plan(*entry.plan));
+  put_str(out, aot::serialize_report(entry.report));
+  return out;
+}
+
+CachedPlan decode_cached_plan(const std::string& bytes) {
+  ByteReader r{bytes};
+  const std::string plan = r.str();
+  const std::string report = r.str();
+  if (r.pos != bytes.size()) throw RuntimeError("[plan] trailing bytes after the report");
+  CachedPlan e;
+  e.plan = std::make_shared<const compiler::KernelPlan>(decode_plan(plan));
+  e.report = aot::deserialize_report(report);
+  return e;
+}
+
 std::string PlanCache::key(const GraphImpl& g, const Target& target, const CompileOptions& o) {
   if (disabled()) return {};
   std::string k;

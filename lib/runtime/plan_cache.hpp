@@ -43,6 +43,11 @@ struct PlanCacheStats {
   uint64_t corrupt_entries = 0;  ///< disk entries rejected (and deleted)
 };
 
+/// A plan and its report as bytes (the disk entry's body; each distinct kernel spec once),
+/// and back: decode throws RuntimeError on bytes that are not such an encoding.
+std::string encode_cached_plan(const CachedPlan& entry);
+CachedPlan decode_cached_plan(const std::string& bytes);
+
 class PlanCache {
  public:
   /// Empty when the cache is disabled (LUMINAL_PLAN_CACHE=0).

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cctype>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "compiler/translation_models.hpp"
@@ -121,29 +122,81 @@ TEST_CASE("a small block stays whole: the cost model finds no gain in sharding i
   CHECK(error_ratio(runs[1].out, run_single(g, data, Target::cpu())) <= 1.0);
 }
 
-TEST_CASE("ranks that compile different programs fail at compile time, naming the ranks", "[dist]") {
-  // Rank 1 compiles another graph (as a rank whose time-budgeted search extracted another
-  // plan would): its collectives would pair with the wrong ones, so compile() refuses.
-  Graph g0, g1;
-  test::build_model(g0, tp_block(), 1);
-  test::build_model(g1, BlockConfig{}, 1);
-  auto comms = Communicator::local_group(2);
-  std::vector<std::string> errors(2);
+namespace {
+
+// compile() on `P` in-process ranks, rank r with graph graphs[r] and options made by
+// opts(r); each rank's CompileError message ("" when it compiled) and report.
+struct RankCompile {
+  std::string error;
+  CompileReport report;
+};
+std::vector<RankCompile> compile_ranks(const std::vector<const Graph*>& graphs,
+                                       const std::function<CompileOptions(int)>& opts) {
+  const int P = static_cast<int>(graphs.size());
+  auto comms = Communicator::local_group(P);
+  std::vector<RankCompile> out(static_cast<size_t>(P));
   std::vector<std::thread> ts;
-  for (int r = 0; r < 2; ++r)
+  for (int r = 0; r < P; ++r)
     ts.emplace_back([&, r] {
+      CompileOptions o = opts(r);
+      o.communicator = comms[static_cast<size_t>(r)];
       try {
-        CompileOptions o;
-        o.communicator = comms[static_cast<size_t>(r)];
-        compile(r == 0 ? g0 : g1, Target::cpu(), o);
+        out[static_cast<size_t>(r)].report = compile(*graphs[static_cast<size_t>(r)], Target::cpu(), o).report();
       } catch (const CompileError& e) {
-        errors[static_cast<size_t>(r)] = e.what();
+        out[static_cast<size_t>(r)].error = e.what();
       }
     });
   for (auto& t : ts) t.join();
-  for (const auto& e : errors) {
-    INFO(e);
-    CHECK(e.find("rank(s) 1 compiled a different plan than rank 0") != std::string::npos);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ranks that compile different programs fail at compile time, naming the ranks", "[dist]") {
+  // Rank 1 compiles another graph: its collectives would pair with the wrong ones, so
+  // compile() refuses on every rank before any search.
+  Graph g0, g1;
+  test::build_model(g0, tp_block(), 1);
+  test::build_model(g1, BlockConfig{}, 1);
+  for (const auto& r : compile_ranks({&g0, &g1}, [](int) { return CompileOptions{}; })) {
+    INFO(r.error);
+    CHECK(r.error.find("rank(s) 1 compile a different graph, target or search options than rank 0") !=
+          std::string::npos);
+  }
+  // The same graph with other search options on rank 2 of 3: refused, naming rank 2.
+  for (const auto& r : compile_ranks({&g0, &g0, &g0}, [](int rank) {
+         CompileOptions o;
+         if (rank == 2) o.node_limit = 1234;
+         return o;
+       })) {
+    INFO(r.error);
+    CHECK(r.error.find("rank(s) 2 compile a different") != std::string::npos);
+  }
+}
+
+TEST_CASE("one search for every rank: rank 0's plan runs everywhere", "[dist]") {
+  // The search is wall-clock budgeted, so ranks searching on their own could extract
+  // different plans on a busy machine; rank 0 searches and sends its plan instead.
+  Graph g;
+  test::build_model(g, tp_block(), 1);
+  const auto runs = compile_ranks({&g, &g, &g, &g}, [](int) { return CompileOptions{}; });
+  for (size_t r = 0; r < runs.size(); ++r) {
+    INFO("rank " << r << ": " << runs[r].error);
+    REQUIRE(runs[r].error.empty());
+    CHECK(runs[r].report.kernels == runs[0].report.kernels);
+    CHECK(runs[r].report.egraph_nodes == runs[0].report.egraph_nodes);  // the searched e-graph: rank 0's
+    CHECK(runs[r].report.collectives == runs[0].report.collectives);
+    CHECK((runs[r].report.stop_reason.find("plan searched by rank 0") != std::string::npos) == (r > 0));
+  }
+  // A search that fails on rank 0 fails every rank with its message; no rank is left
+  // waiting in a collective.
+  for (const auto& r : compile_ranks({&g, &g}, [](int) {
+         CompileOptions o;
+         o.skip_rules = {"no-such-rule"};
+         return o;
+       })) {
+    INFO(r.error);
+    CHECK(r.error.find("no-such-rule") != std::string::npos);
   }
 }
 
