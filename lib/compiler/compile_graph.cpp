@@ -38,13 +38,14 @@ bool is_leaf(PrimOp op) {
 }
 bool is_free_leaf(PrimOp op) { return op == PrimOp::Constant || op == PrimOp::Iota; }
 
-// Local structural hashes (depth-limited), names of params ignored.
+// Local structural hashes (depth-limited), names of params and inputs ignored: a decode
+// step's layers each read an input of their own (their KV cache) and still repeat.
 std::vector<uint64_t> local_hashes(const GraphImpl& g, const std::vector<uint32_t>& live, int depth) {
   std::vector<uint64_t> h(g.nodes.size(), 0), own(g.nodes.size(), 0);
   for (uint32_t id : live) {
     Node n = g.nodes[id];
     n.inputs.clear();
-    if (n.op == PrimOp::Param) n.name.clear();
+    if (n.op == PrimOp::Param || n.op == PrimOp::Input) n.name.clear();
     own[id] = ir::hash_body_node(n);
   }
   for (uint32_t id : live) h[id] = own[id];
