@@ -9,8 +9,9 @@
 //    rewriting a slot, the caller waits until the old job is complete, stores seq =
 //    kNoJob and waits for users == 0 (seq_cst): a member either saw the old seq and is
 //    counted in users, or sees kNoJob and leaves the slot alone.
-//  * A chunk's completion is `done` (acq_rel) of its slot; the caller reads it with
-//    acquire, so everything a chunk wrote is visible once the job counts as complete.
+//  * Each member adds the chunks it ran to `done` (acq_rel) of the slot once it finds none
+//    left; the caller reads it with acquire, so everything a chunk wrote is visible once
+//    the job counts as complete.
 //  * Sleeping: a waiter announces itself (sleepers / caller_waiting / sleeping, seq_cst),
 //    re-reads the futex word and sleeps only if it is unchanged; a waker changes the word
 //    first (seq_cst) and then checks the announcement. One of the two sees the other.
@@ -125,13 +126,21 @@ void run_chunks(TeamState& t, JobSlot& j, int tid) {
   const int was_tid = t_tid;
   t_in_task = true;
   t_tid = tid;
+  // Completions are counted once per member and job, after its last chunk, not per chunk:
+  // the caller only needs the total, and every chunk a member claimed is done by the time
+  // it finds none left. Per-chunk counting bounced two shared cache lines between the
+  // cores for each of a decode step's ~2000 chunks.
+  int64_t mine = 0;
   for (;;) {
     const int64_t c = j.next.fetch_add(1, std::memory_order_relaxed);
     if (c >= nchunks) break;
     const int64_t lo = c * chunk;
     fn(env, lo, std::min(n, lo + chunk), tid);
-    j.done.fetch_add(1, std::memory_order_acq_rel);
-    if (tid != 0) {  // a member: the caller may be asleep waiting for this chunk
+    ++mine;
+  }
+  if (mine > 0) {
+    j.done.fetch_add(mine, std::memory_order_acq_rel);
+    if (tid != 0) {  // a member: the caller may be asleep waiting for these chunks
       t.completions.fetch_add(1, std::memory_order_seq_cst);
       if (t.caller_waiting.load(std::memory_order_seq_cst)) futex_wake(&t.completions, 1);
     }
