@@ -49,7 +49,8 @@ k::Program attention_program(const Case& c) {
   // K through a prologue (x * 0.5 + 1), as RoPE is staged with the tile.
   a.k = k::binary(k::BinaryOp::Add,
                   k::binary(k::BinaryOp::Mul,
-                            k::load(1, lm::DType::f32, k::floordiv(h, Index(2)) * Index(c.n * c.dk) + j * Index(c.dk) + p4),
+                            k::load(1, lm::DType::f32,
+                                    k::floordiv(h, Index(2)) * Index(c.n * c.dk) + j * Index(c.dk) + p4),
                             k::constant(0.5)),
                   k::constant(1.0));
   a.v = {2, h * Index(c.dv), Index(c.heads * c.dv), Index(1)};
@@ -60,9 +61,9 @@ k::Program attention_program(const Case& c) {
   a.depth_var = 4;
   k::Expr scaled = k::binary(k::BinaryOp::Mul, k::acc(), k::constant(1.0 / std::sqrt(double(c.dk))));
   if (c.causal) {
-    k::Expr allowed = k::binary(k::BinaryOp::LessThan, k::index_value(j),
-                                k::binary(k::BinaryOp::Add, k::index_value(i),
-                                          k::constant(double(c.offset + 1), lm::DType::i32)));
+    k::Expr allowed = k::binary(
+        k::BinaryOp::LessThan, k::index_value(j),
+        k::binary(k::BinaryOp::Add, k::index_value(i), k::constant(double(c.offset + 1), lm::DType::i32)));
     a.score = k::where(allowed, scaled, k::constant(-std::numeric_limits<double>::infinity()));
     if (c.with_key_end) a.key_end = i + Index(c.offset + 1);
   } else {
@@ -74,7 +75,7 @@ k::Program attention_program(const Case& c) {
   return p;
 }
 
-void check(const Case& c) {
+void check(const Case& c, luminal::cpu::RenderOptions opt = {}) {
   const k::Program p = attention_program(c);
   cpu_test::HostBuffers ref = cpu_test::allocate(p, {}, 7), got = cpu_test::allocate(p, {}, 7);
   if (c.poison_masked_v) {
@@ -90,7 +91,12 @@ void check(const Case& c) {
     }
   }
   k::evaluate(p, ref.ptrs(), {});
-  luminal::cpu::CProgram cp = luminal::cpu::render_c(p);
+  luminal::cpu::CProgram cp = luminal::cpu::render_c(p, opt);
+  if (c.m == 1 && c.dv % 16 == 0 && opt.isa != luminal::cpu::CpuIsa::Generic) {
+    // One query row takes the single-row form: no transposed K tile.
+    INFO(cp.source);
+    CHECK(cp.source.find("lm_kt[") == std::string::npos);
+  }
   auto lib = luminal::cpu::Jit::global().compile(cp.source);
   auto ptrs = got.ptrs();
   luminal::cpu::run_generated(lib->function<luminal::cpu::KernelFn>(cp.entry), ptrs.data(), nullptr);
@@ -120,19 +126,43 @@ void check(const Case& c) {
 
 TEST_CASE("attention kernel: generated C matches the evaluator", "[cpu][attention]") {
   const Case cases[] = {
-      {3, 5, 7, 8, 8, 2, true, true, false},          // smaller than one block
-      {2, 37, 70, 16, 24, 33, true, true, false},     // uneven blocks, bottom-right causal
-      {2, 40, 40, 8, 8, 0, true, true, true},         // square causal, poisoned masked V
-      {2, 40, 40, 8, 8, 0, true, false, true},        // the same without skipping
-      {2, 21, 19, 12, 4, -5, true, true, false},      // the first rows see no key: NaN
-      {4, 33, 65, 32, 16, 0, false, false, false},    // no mask
-      {1, 1, 1, 4, 4, 0, true, true, false},          // one query, one key
+      {3, 5, 7, 8, 8, 2, true, true, false},        // smaller than one block
+      {2, 37, 70, 16, 24, 33, true, true, false},   // uneven blocks, bottom-right causal
+      {2, 40, 40, 8, 8, 0, true, true, true},       // square causal, poisoned masked V
+      {2, 40, 40, 8, 8, 0, true, false, true},      // the same without skipping
+      {2, 21, 19, 12, 4, -5, true, true, false},    // the first rows see no key: NaN
+      {4, 33, 65, 32, 16, 0, false, false, false},  // no mask
+      {1, 1, 1, 4, 4, 0, true, true, false},        // one query, one key
   };
   for (const Case& c : cases) {
     INFO("heads " << c.heads << " m " << c.m << " n " << c.n << " dk " << c.dk << " dv " << c.dv << " offset "
                   << c.offset << " causal " << c.causal << " key_end " << c.with_key_end);
     check(c);
   }
+}
+
+TEST_CASE("attention kernel: one query row (a decode step) on every ISA", "[cpu][attention]") {
+  const Case cases[] = {
+      {3, 1, 70, 16, 24, 0, false, false, false},  // keys over uneven blocks, no mask
+      {6, 1, 129, 64, 64, 0, false, false, true},  // the 110m decode shape; inf/NaN in V
+      {2, 1, 1, 8, 8, 0, false, false, false},     // one key
+      {2, 1, 40, 8, 8, 20, true, true, true},      // causal, keys past key_end poisoned
+      {2, 1, 40, 8, 8, 20, true, false, true},     // the same without skipping
+      {2, 1, 5, 8, 8, -1, true, true, false},      // the row sees no key: NaN
+      {2, 1, 33, 12, 20, 0, false, false, false},  // widths that are no multiple of a vector
+  };
+  std::vector<luminal::cpu::CpuIsa> isas = {luminal::cpu::CpuIsa::Generic};
+  if (luminal::cpu::host_isa() != luminal::cpu::CpuIsa::Generic) isas.push_back(luminal::cpu::CpuIsa::Avx2);
+  if (luminal::cpu::host_isa() == luminal::cpu::CpuIsa::Avx512) isas.push_back(luminal::cpu::CpuIsa::Avx512);
+  for (const Case& c : cases)
+    for (luminal::cpu::CpuIsa isa : isas) {
+      INFO("heads " << c.heads << " n " << c.n << " dk " << c.dk << " dv " << c.dv << " offset " << c.offset
+                    << " causal " << c.causal << " key_end " << c.with_key_end << " isa "
+                    << static_cast<int>(isa));
+      luminal::cpu::RenderOptions opt;
+      opt.isa = isa;
+      check(c, opt);
+    }
 }
 
 TEST_CASE("attention kernel: the evaluator rejects a key_end that cuts unmasked keys", "[cpu][attention]") {
@@ -143,7 +173,8 @@ TEST_CASE("attention kernel: the evaluator rejects a key_end that cuts unmasked 
   CHECK_THROWS_AS(k::evaluate(p, hb.ptrs(), {}), lm::InternalError);
 }
 
-TEST_CASE("cpu: scaled_dot_product_attention runs as one generated attention kernel", "[cpu][attention][e2e]") {
+TEST_CASE("cpu: scaled_dot_product_attention runs as one generated attention kernel",
+          "[cpu][attention][e2e]") {
   for (bool causal : {true, false}) {
     lm::Graph g;
     lm::Tensor q = g.input("q", {4, 24, 16}), kk = g.input("k", {4, 40, 16}), v = g.input("v", {4, 40, 8});

@@ -1100,6 +1100,12 @@ class KernelWriter {
     const int vw = opt_.isa == CpuIsa::Avx512 ? 16 : 8;
     const int rb = opt_.isa == CpuIsa::Avx512 ? 4 : 2;
     const bool simd_v = simd && v_unit && dch % vw == 0 && dch / vw <= 4;
+    // One query row (a decode step): the tile machinery below works on blocks of rb rows
+    // and stores the K tile transposed, which for one row costs more than the products.
+    // Instead each key's score is one dot product along the head dim (vectorized, K read
+    // in place through its expression) and e * V updates a single row in registers.
+    const bool one_row = simd && v_unit && dv % vw == 0 && a.m.as_constant() == int64_t{1};
+    const int64_t och = dv % (4 * vw) == 0 ? 4 * vw : dv % (2 * vw) == 0 ? 2 * vw : vw;  // its value chunk
     const std::string V = opt_.isa == CpuIsa::Avx512 ? "__m512" : "__m256";
     const std::string P = opt_.isa == CpuIsa::Avx512 ? "_mm512_" : "_mm256_";
     collect(a.score);
@@ -1136,13 +1142,14 @@ class KernelWriter {
     }
     std::string ind = "    ", close = "  }\n";
     s << ind << "const int64_t lm_i0 = lm_qb * " << QB << ", lm_rows = lm_imin(" << QB << ", lm_m - lm_i0);\n"
-      << ind << "float lm_q[" << QB << " * " << DK << "] __attribute__((aligned(64)));\n"
-      << ind << "float lm_kt[" << DK << " * " << KB << "] __attribute__((aligned(64)));\n"
-      << ind << "float lm_s[" << QB << " * " << KB << "] __attribute__((aligned(64)));\n"
+      << ind << "float lm_q[" << QB << " * " << DK << "] __attribute__((aligned(64)));\n";
+    if (!one_row) s << ind << "float lm_kt[" << DK << " * " << KB << "] __attribute__((aligned(64)));\n";
+    s << ind << "float lm_s[" << QB << " * " << KB << "] __attribute__((aligned(64)));\n"
       << ind << "float lm_o[" << QB << " * " << DV << "] __attribute__((aligned(64)));\n"
       << ind << "float lm_mx[" << QB << "], lm_l[" << QB << "], lm_al[" << QB << "];\n"
       << ind << "const float* lm_vp = " << v << " + " << ix(a.v.offset) << ";\n"
-      << ind << "const int64_t lm_rows_padded = (lm_rows + " << rb - 1 << ") / " << rb << " * " << rb << ";\n"
+      << ind << "const int64_t lm_rows_padded = (lm_rows + " << rb - 1 << ") / " << rb << " * " << rb
+      << ";\n"
       // Q rows staged through the q expression (a RoPE prologue computed here).
       << ind << "for (int64_t r = 0; r < lm_rows; ++r) {\n"
       << ind << "  const int64_t " << rv << " = lm_i0 + r; (void)" << rv << ";\n"
@@ -1167,7 +1174,8 @@ class KernelWriter {
       << ind << "for (int64_t g = 0; g * " << rb << " < lm_rows; ++g) {\n"
       << ind << "  lm_ge[g] = " << (a.key_end ? "0" : "lm_n") << ";\n";
     if (a.key_end)
-      s << ind << "  for (int64_t r = g * " << rb << "; r < lm_imin(lm_rows, (g + 1) * " << rb << "); ++r) {\n"
+      s << ind << "  for (int64_t r = g * " << rb << "; r < lm_imin(lm_rows, (g + 1) * " << rb
+        << "); ++r) {\n"
         << ind << "    const int64_t " << rv << " = lm_i0 + r; (void)" << rv << ";\n"
         << ind << "    lm_ge[g] = lm_imax(lm_ge[g], lm_imin(lm_n, " << ix(*a.key_end) << "));\n"
         << ind << "  }\n";
@@ -1176,64 +1184,84 @@ class KernelWriter {
       << ind << "}\n";
     const std::string in2 = ind + "  ";
     s << ind << "for (int64_t lm_j0 = 0; lm_j0 < lm_kend; lm_j0 += " << KB << ") {\n"
-      << in2 << "const int64_t lm_cols = lm_imin(" << KB << ", lm_kend - lm_j0);\n"
-      // The K tile, transposed, through the k expression (past the last key: a copy of
-      // the block's first, whose scores are never read).
-      << in2 << "for (int64_t jj = 0; jj < " << KB << "; ++jj) {\n"
-      << in2 << "  const int64_t " << kv << " = lm_j0 + (jj < lm_cols ? jj : 0); (void)" << kv << ";\n"
-      << in2 << "  for (int64_t " << pv << " = 0; " << pv << " < " << DK << "; ++" << pv << ") {\n";
-    {
+      << in2 << "const int64_t lm_cols = lm_imin(" << KB << ", lm_kend - lm_j0);\n";
+    if (one_row) {
+      // Row 0's raw scores: q . k per key, the k expression evaluated along the head dim.
+      s << in2 << "for (int64_t jj = 0; jj < lm_cols; ++jj) {\n"
+        << in2 << "  const int64_t " << kv << " = lm_j0 + jj; (void)" << kv << ";\n"
+        << in2 << "  const int64_t " << rv << " = lm_i0; (void)" << rv << ";\n"
+        << in2 << "  float lm_dot = 0.0f;\n"
+        << in2 << "  #pragma omp simd reduction(+:lm_dot)\n"
+        << in2 << "  for (int64_t " << pv << " = 0; " << pv << " < " << DK << "; ++" << pv << ") {\n";
       std::map<const ExprNode*, std::string> memo;
       std::string kval = value(a.k, memo, s, in2 + "    ");
-      s << in2 << "    lm_kt[" << pv << " * " << KB << " + jj] = " << kval << ";\n";
-    }
-    s << in2 << "  }\n"
-      << in2 << "}\n"
-      << in2 << "for (int64_t r0 = 0; r0 < lm_rows; r0 += " << rb << ") {\n";
-    const std::string in3 = in2 + "  ";
-    // A group whose rows see none of these keys: every score -inf (e = 0).
-    s << in3 << "if (lm_ge[r0 / " << rb << "] <= lm_j0) {\n"
-      << in3 << "  for (int64_t x = 0; x < " << rb * kKB << "; ++x) lm_s[r0 * " << KB << " + x] = -__builtin_inff();\n"
-      << in3 << "  continue;\n"
-      << in3 << "}\n";
-    if (simd) {
-      // rb rows x kKB keys of vector accumulators in registers, explicit FMAs.
-      for (int r = 0; r < rb; ++r)
-        for (int w = 0; w < kKB / vw; ++w) s << in3 << V << " lm_c" << r << "_" << w << " = " << P << "setzero_ps();\n";
-      s << in3 << "for (int64_t p = 0; p < " << DK << "; ++p) {\n";
-      for (int w = 0; w < kKB / vw; ++w)
-        s << in3 << "  const " << V << " lm_k" << w << " = " << P << "load_ps(lm_kt + p * " << KB << " + " << w * vw
-          << ");\n";
-      for (int r = 0; r < rb; ++r) {
-        s << in3 << "  { const " << V << " lm_qv = " << P << "set1_ps(lm_q[(r0 + " << r << ") * " << DK << " + p]);";
-        for (int w = 0; w < kKB / vw; ++w)
-          s << " lm_c" << r << "_" << w << " = " << P << "fmadd_ps(lm_qv, lm_k" << w << ", lm_c" << r << "_" << w << ");";
-        s << " }\n";
-      }
-      s << in3 << "}\n";
-      for (int r = 0; r < rb; ++r)
-        for (int w = 0; w < kKB / vw; ++w)
-          s << in3 << P << "store_ps(lm_s + (r0 + " << r << ") * " << KB << " + " << w * vw << ", lm_c" << r << "_" << w
-            << ");\n";
+      s << in2 << "    lm_dot += lm_q[" << pv << "] * " << kval << ";\n"
+        << in2 << "  }\n"
+        << in2 << "  lm_s[jj] = lm_dot;\n"
+        << in2 << "}\n";
     } else {
-      s << in3 << "float";
-      for (int r = 0; r < rb; ++r) s << (r ? ", " : " ") << "lm_a" << r << "[" << KB << "]";
-      s << ";\n" << in3 << "for (int jj = 0; jj < " << KB << "; ++jj) {";
-      for (int r = 0; r < rb; ++r) s << " lm_a" << r << "[jj] = 0.0f;";
-      s << " }\n"
-        << in3 << "for (int64_t p = 0; p < " << DK << "; ++p) {\n"
-        << in3 << "  const float* lm_kr = lm_kt + p * " << KB << ";\n";
-      for (int r = 0; r < rb; ++r)
-        s << in3 << "  const float lm_q" << r << " = lm_q[(r0 + " << r << ") * " << DK << " + p];\n";
-      s << in3 << "  #pragma omp simd\n" << in3 << "  for (int jj = 0; jj < " << KB << "; ++jj) {";
-      for (int r = 0; r < rb; ++r)
-        s << " lm_a" << r << "[jj] = LM_FMA(lm_q" << r << ", lm_kr[jj], lm_a" << r << "[jj]);";
-      s << " }\n" << in3 << "}\n";
-      for (int r = 0; r < rb; ++r)
-        s << in3 << "for (int jj = 0; jj < " << KB << "; ++jj) lm_s[(r0 + " << r << ") * " << KB << " + jj] = lm_a"
-          << r << "[jj];\n";
+      // The K tile, transposed, through the k expression (past the last key: a copy of
+      // the block's first, whose scores are never read).
+      s << in2 << "for (int64_t jj = 0; jj < " << KB << "; ++jj) {\n"
+        << in2 << "  const int64_t " << kv << " = lm_j0 + (jj < lm_cols ? jj : 0); (void)" << kv << ";\n"
+        << in2 << "  for (int64_t " << pv << " = 0; " << pv << " < " << DK << "; ++" << pv << ") {\n";
+      {
+        std::map<const ExprNode*, std::string> memo;
+        std::string kval = value(a.k, memo, s, in2 + "    ");
+        s << in2 << "    lm_kt[" << pv << " * " << KB << " + jj] = " << kval << ";\n";
+      }
+      s << in2 << "  }\n"
+        << in2 << "}\n"
+        << in2 << "for (int64_t r0 = 0; r0 < lm_rows; r0 += " << rb << ") {\n";
+      const std::string in3 = in2 + "  ";
+      // A group whose rows see none of these keys: every score -inf (e = 0).
+      s << in3 << "if (lm_ge[r0 / " << rb << "] <= lm_j0) {\n"
+        << in3 << "  for (int64_t x = 0; x < " << rb * kKB << "; ++x) lm_s[r0 * " << KB
+        << " + x] = -__builtin_inff();\n"
+        << in3 << "  continue;\n"
+        << in3 << "}\n";
+      if (simd) {
+        // rb rows x kKB keys of vector accumulators in registers, explicit FMAs.
+        for (int r = 0; r < rb; ++r)
+          for (int w = 0; w < kKB / vw; ++w)
+            s << in3 << V << " lm_c" << r << "_" << w << " = " << P << "setzero_ps();\n";
+        s << in3 << "for (int64_t p = 0; p < " << DK << "; ++p) {\n";
+        for (int w = 0; w < kKB / vw; ++w)
+          s << in3 << "  const " << V << " lm_k" << w << " = " << P << "load_ps(lm_kt + p * " << KB << " + "
+            << w * vw << ");\n";
+        for (int r = 0; r < rb; ++r) {
+          s << in3 << "  { const " << V << " lm_qv = " << P << "set1_ps(lm_q[(r0 + " << r << ") * " << DK
+            << " + p]);";
+          for (int w = 0; w < kKB / vw; ++w)
+            s << " lm_c" << r << "_" << w << " = " << P << "fmadd_ps(lm_qv, lm_k" << w << ", lm_c" << r << "_"
+              << w << ");";
+          s << " }\n";
+        }
+        s << in3 << "}\n";
+        for (int r = 0; r < rb; ++r)
+          for (int w = 0; w < kKB / vw; ++w)
+            s << in3 << P << "store_ps(lm_s + (r0 + " << r << ") * " << KB << " + " << w * vw << ", lm_c" << r
+              << "_" << w << ");\n";
+      } else {
+        s << in3 << "float";
+        for (int r = 0; r < rb; ++r) s << (r ? ", " : " ") << "lm_a" << r << "[" << KB << "]";
+        s << ";\n" << in3 << "for (int jj = 0; jj < " << KB << "; ++jj) {";
+        for (int r = 0; r < rb; ++r) s << " lm_a" << r << "[jj] = 0.0f;";
+        s << " }\n"
+          << in3 << "for (int64_t p = 0; p < " << DK << "; ++p) {\n"
+          << in3 << "  const float* lm_kr = lm_kt + p * " << KB << ";\n";
+        for (int r = 0; r < rb; ++r)
+          s << in3 << "  const float lm_q" << r << " = lm_q[(r0 + " << r << ") * " << DK << " + p];\n";
+        s << in3 << "  #pragma omp simd\n" << in3 << "  for (int jj = 0; jj < " << KB << "; ++jj) {";
+        for (int r = 0; r < rb; ++r)
+          s << " lm_a" << r << "[jj] = LM_FMA(lm_q" << r << ", lm_kr[jj], lm_a" << r << "[jj]);";
+        s << " }\n" << in3 << "}\n";
+        for (int r = 0; r < rb; ++r)
+          s << in3 << "for (int jj = 0; jj < " << KB << "; ++jj) lm_s[(r0 + " << r << ") * " << KB
+            << " + jj] = lm_a" << r << "[jj];\n";
+      }
+      s << in2 << "}\n";
     }
-    s << in2 << "}\n";
     // scores, online softmax per row
     const std::string c = float_literal(a.exp2_scale);
     s << in2 << "for (int64_t r = 0; r < lm_rows; ++r) {\n"
@@ -1250,11 +1278,13 @@ class KernelWriter {
     s << in2 << "  float lm_bmax = -__builtin_inff();\n"
       << in2 << "  for (int64_t jj = 0; jj < lm_cols; ++jj) lm_bmax = lm_max(lm_bmax, lm_sr[jj]);\n"
       << in2 << "  const float lm_mold = lm_mx[r], lm_mnew = lm_max(lm_mold, lm_bmax);\n"
-      << in2 << "  const float lm_alpha = lm_mold == lm_mnew ? 1.0f : lm_exp2((lm_mold - lm_mnew) * " << c << ");\n"
+      << in2 << "  const float lm_alpha = lm_mold == lm_mnew ? 1.0f : lm_exp2((lm_mold - lm_mnew) * " << c
+      << ");\n"
       << in2 << "  float lm_sum = 0.0f;\n"
       << in2 << "  for (int64_t jj = 0; jj < " << KB << "; ++jj) {\n"
       << in2 << "    const float lm_sv = jj < lm_cols ? lm_sr[jj] : -__builtin_inff();\n"
-      << in2 << "    const float lm_e = lm_sv == -__builtin_inff() ? 0.0f : lm_exp2((lm_sv - lm_mnew) * " << c << ");\n"
+      << in2 << "    const float lm_e = lm_sv == -__builtin_inff() ? 0.0f : lm_exp2((lm_sv - lm_mnew) * " << c
+      << ");\n"
       << in2 << "    lm_sr[jj] = lm_e;\n"
       << in2 << "    lm_sum += lm_e;\n"
       << in2 << "  }\n"
@@ -1263,7 +1293,25 @@ class KernelWriter {
       << in2 << "  lm_al[r] = lm_alpha;\n"
       << in2 << "}\n";
     // o = o * alpha + e V, a value chunk at a time in registers
-    if (simd_v) {
+    if (one_row) {
+      const int nvec = static_cast<int>(och / vw);
+      s << in2 << "for (int64_t d0 = 0; d0 < " << DV << "; d0 += " << och << ") {\n";
+      const std::string in4 = in2 + "  ";
+      s << in4 << "const " << V << " lm_al0 = " << P << "set1_ps(lm_al[0]);\n";
+      for (int w = 0; w < nvec; ++w)
+        s << in4 << V << " lm_o0_" << w << " = " << P << "mul_ps(" << P << "load_ps(lm_o + d0 + " << w * vw
+          << "), lm_al0);\n";
+      s << in4 << "for (int64_t jj = 0; jj < lm_cols; ++jj) {\n"
+        << in4 << "  const float* lm_vr = lm_vp + (lm_j0 + jj) * (" << ix(a.v.row_stride) << ") + d0;\n"
+        << in4 << "  const " << V << " lm_e = " << P << "set1_ps(lm_s[jj]);";
+      for (int w = 0; w < nvec; ++w)
+        s << " lm_o0_" << w << " = " << P << "fmadd_ps(lm_e, " << P << "loadu_ps(lm_vr + " << w * vw
+          << "), lm_o0_" << w << ");";
+      s << "\n" << in4 << "}\n";
+      for (int w = 0; w < nvec; ++w)
+        s << in4 << P << "store_ps(lm_o + d0 + " << w * vw << ", lm_o0_" << w << ");\n";
+      s << in2 << "}\n" << ind << "}\n";
+    } else if (simd_v) {
       const int nvec = static_cast<int>(dch) / vw;
       s << in2 << "for (int64_t r0 = 0; r0 < lm_rows; r0 += " << rb << ") {\n"
         << in2 << "  for (int64_t d0 = 0; d0 < " << DV << "; d0 += " << DCH << ") {\n";
@@ -1273,8 +1321,8 @@ class KernelWriter {
       for (int r = 0; r < rb; ++r) {
         s << in4 << "const " << V << " lm_al" << r << " = " << P << "set1_ps(lm_al[r0 + " << r << "]);\n";
         for (int w = 0; w < nvec; ++w)
-          s << in4 << V << " lm_o" << r << "_" << w << " = " << P << "mul_ps(" << P << "load_ps(lm_o + (r0 + " << r
-            << ") * " << DV << " + d0 + " << w * vw << "), lm_al" << r << ");\n";
+          s << in4 << V << " lm_o" << r << "_" << w << " = " << P << "mul_ps(" << P << "load_ps(lm_o + (r0 + "
+            << r << ") * " << DV << " + d0 + " << w * vw << "), lm_al" << r << ");\n";
       }
       s << in4 << "for (int64_t jj = 0; jj < lm_gc; ++jj) {\n"
         << in4 << "  const float* lm_vr = lm_vp + (lm_j0 + jj) * (" << ix(a.v.row_stride) << ") + d0;\n";
