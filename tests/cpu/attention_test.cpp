@@ -92,8 +92,9 @@ void check(const Case& c, luminal::cpu::RenderOptions opt = {}) {
   }
   k::evaluate(p, ref.ptrs(), {});
   luminal::cpu::CProgram cp = luminal::cpu::render_c(p, opt);
-  if (c.m == 1 && c.dv % 16 == 0 && opt.isa != luminal::cpu::CpuIsa::Generic) {
-    // One query row takes the single-row form: no transposed K tile.
+  const int64_t few_rows = opt.isa == luminal::cpu::CpuIsa::Avx512 ? 4 : 2;
+  if (c.m <= few_rows && c.dv % 16 == 0 && opt.isa != luminal::cpu::CpuIsa::Generic) {
+    // A few query rows take the few-rows form: no transposed K tile.
     INFO(cp.source);
     CHECK(cp.source.find("lm_kt[") == std::string::npos);
   }
@@ -141,7 +142,7 @@ TEST_CASE("attention kernel: generated C matches the evaluator", "[cpu][attentio
   }
 }
 
-TEST_CASE("attention kernel: one query row (a decode step) on every ISA", "[cpu][attention]") {
+TEST_CASE("attention kernel: a few query rows (a decode step) on every ISA", "[cpu][attention]") {
   const Case cases[] = {
       {3, 1, 70, 16, 24, 0, false, false, false},  // keys over uneven blocks, no mask
       {6, 1, 129, 64, 64, 0, false, false, true},  // the 110m decode shape; inf/NaN in V
@@ -150,6 +151,10 @@ TEST_CASE("attention kernel: one query row (a decode step) on every ISA", "[cpu]
       {2, 1, 40, 8, 8, 20, true, false, true},     // the same without skipping
       {2, 1, 5, 8, 8, -1, true, true, false},      // the row sees no key: NaN
       {2, 1, 33, 12, 20, 0, false, false, false},  // widths that are no multiple of a vector
+      {4, 3, 129, 64, 64, 0, false, false, true},  // a KV head's 3 query heads as rows
+      {2, 2, 70, 16, 32, 0, false, false, false},  // two rows
+      {2, 4, 40, 8, 16, 30, true, true, true},     // four causal rows, poisoned V past key_end
+      {2, 3, 9, 8, 16, -2, true, true, false},     // the first rows see no key: NaN
   };
   std::vector<luminal::cpu::CpuIsa> isas = {luminal::cpu::CpuIsa::Generic};
   if (luminal::cpu::host_isa() != luminal::cpu::CpuIsa::Generic) isas.push_back(luminal::cpu::CpuIsa::Avx2);

@@ -1100,11 +1100,14 @@ class KernelWriter {
     const int vw = opt_.isa == CpuIsa::Avx512 ? 16 : 8;
     const int rb = opt_.isa == CpuIsa::Avx512 ? 4 : 2;
     const bool simd_v = simd && v_unit && dch % vw == 0 && dch / vw <= 4;
-    // One query row (a decode step): the tile machinery below works on blocks of rb rows
-    // and stores the K tile transposed, which for one row costs more than the products.
-    // Instead each key's score is one dot product along the head dim (vectorized, K read
-    // in place through its expression) and e * V updates a single row in registers.
-    const bool one_row = simd && v_unit && dv % vw == 0 && a.m.as_constant() == int64_t{1};
+    // At most rb query rows (a decode step: one row, or a KV head's group of query heads):
+    // the tile machinery below stores a transposed K tile per block of keys, which for so
+    // few rows costs more than the products. Instead each key's scores are dot products
+    // along the head dim (vectorized, K read in place through its expression, once for
+    // all the rows) and e * V updates the rows in registers.
+    const std::optional<int64_t> m_const = a.m.as_constant();
+    const int few = m_const && *m_const >= 1 && *m_const <= rb ? static_cast<int>(*m_const) : 0;
+    const bool one_row = simd && v_unit && dv % vw == 0 && few > 0;
     const int64_t och = dv % (4 * vw) == 0 ? 4 * vw : dv % (2 * vw) == 0 ? 2 * vw : vw;  // its value chunk
     const std::string V = opt_.isa == CpuIsa::Avx512 ? "__m512" : "__m256";
     const std::string P = opt_.isa == CpuIsa::Avx512 ? "_mm512_" : "_mm256_";
@@ -1186,19 +1189,23 @@ class KernelWriter {
     s << ind << "for (int64_t lm_j0 = 0; lm_j0 < lm_kend; lm_j0 += " << KB << ") {\n"
       << in2 << "const int64_t lm_cols = lm_imin(" << KB << ", lm_kend - lm_j0);\n";
     if (one_row) {
-      // Row 0's raw scores: q . k per key, the k expression evaluated along the head dim.
+      // The rows' raw scores: q . k per key, the k expression evaluated along the head dim.
+      std::string accs;
+      for (int r = 0; r < few; ++r) accs += (r ? ", lm_d" : "lm_d") + std::to_string(r);
       s << in2 << "for (int64_t jj = 0; jj < lm_cols; ++jj) {\n"
         << in2 << "  const int64_t " << kv << " = lm_j0 + jj; (void)" << kv << ";\n"
         << in2 << "  const int64_t " << rv << " = lm_i0; (void)" << rv << ";\n"
-        << in2 << "  float lm_dot = 0.0f;\n"
-        << in2 << "  #pragma omp simd reduction(+:lm_dot)\n"
+        << in2 << "  float " << accs << ";\n";
+      for (int r = 0; r < few; ++r) s << in2 << "  lm_d" << r << " = 0.0f;\n";
+      s << in2 << "  #pragma omp simd reduction(+:" << accs << ")\n"
         << in2 << "  for (int64_t " << pv << " = 0; " << pv << " < " << DK << "; ++" << pv << ") {\n";
       std::map<const ExprNode*, std::string> memo;
       std::string kval = value(a.k, memo, s, in2 + "    ");
-      s << in2 << "    lm_dot += lm_q[" << pv << "] * " << kval << ";\n"
-        << in2 << "  }\n"
-        << in2 << "  lm_s[jj] = lm_dot;\n"
-        << in2 << "}\n";
+      for (int r = 0; r < few; ++r)
+        s << in2 << "    lm_d" << r << " += lm_q[" << r * dk << " + " << pv << "] * " << kval << ";\n";
+      s << in2 << "  }\n";
+      for (int r = 0; r < few; ++r) s << in2 << "  lm_s[" << r * kKB << " + jj] = lm_d" << r << ";\n";
+      s << in2 << "}\n";
     } else {
       // The K tile, transposed, through the k expression (past the last key: a copy of
       // the block's first, whose scores are never read).
@@ -1297,19 +1304,28 @@ class KernelWriter {
       const int nvec = static_cast<int>(och / vw);
       s << in2 << "for (int64_t d0 = 0; d0 < " << DV << "; d0 += " << och << ") {\n";
       const std::string in4 = in2 + "  ";
-      s << in4 << "const " << V << " lm_al0 = " << P << "set1_ps(lm_al[0]);\n";
-      for (int w = 0; w < nvec; ++w)
-        s << in4 << V << " lm_o0_" << w << " = " << P << "mul_ps(" << P << "load_ps(lm_o + d0 + " << w * vw
-          << "), lm_al0);\n";
+      for (int r = 0; r < few; ++r) {
+        s << in4 << "const " << V << " lm_al" << r << " = " << P << "set1_ps(lm_al[" << r << "]);\n";
+        for (int w = 0; w < nvec; ++w)
+          s << in4 << V << " lm_o" << r << "_" << w << " = " << P << "mul_ps(" << P << "load_ps(lm_o + "
+            << r * dv << " + d0 + " << w * vw << "), lm_al" << r << ");\n";
+      }
       s << in4 << "for (int64_t jj = 0; jj < lm_cols; ++jj) {\n"
-        << in4 << "  const float* lm_vr = lm_vp + (lm_j0 + jj) * (" << ix(a.v.row_stride) << ") + d0;\n"
-        << in4 << "  const " << V << " lm_e = " << P << "set1_ps(lm_s[jj]);";
+        << in4 << "  const float* lm_vr = lm_vp + (lm_j0 + jj) * (" << ix(a.v.row_stride) << ") + d0;\n";
       for (int w = 0; w < nvec; ++w)
-        s << " lm_o0_" << w << " = " << P << "fmadd_ps(lm_e, " << P << "loadu_ps(lm_vr + " << w * vw
-          << "), lm_o0_" << w << ");";
-      s << "\n" << in4 << "}\n";
-      for (int w = 0; w < nvec; ++w)
-        s << in4 << P << "store_ps(lm_o + d0 + " << w * vw << ", lm_o0_" << w << ");\n";
+        s << in4 << "  const " << V << " lm_w" << w << " = " << P << "loadu_ps(lm_vr + " << w * vw << ");\n";
+      for (int r = 0; r < few; ++r) {
+        s << in4 << "  { const " << V << " lm_e = " << P << "set1_ps(lm_s[" << r * kKB << " + jj]);";
+        for (int w = 0; w < nvec; ++w)
+          s << " lm_o" << r << "_" << w << " = " << P << "fmadd_ps(lm_e, lm_w" << w << ", lm_o" << r << "_"
+            << w << ");";
+        s << " }\n";
+      }
+      s << in4 << "}\n";
+      for (int r = 0; r < few; ++r)
+        for (int w = 0; w < nvec; ++w)
+          s << in4 << P << "store_ps(lm_o + " << r * dv << " + d0 + " << w * vw << ", lm_o" << r << "_" << w
+            << ");\n";
       s << in2 << "}\n" << ind << "}\n";
     } else if (simd_v) {
       const int nvec = static_cast<int>(dch) / vw;
