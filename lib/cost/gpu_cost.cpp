@@ -1,5 +1,7 @@
 #include "cost/gpu_cost.hpp"
 
+#include "cost/gpu_launch.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -25,6 +27,119 @@ GpuBlock gemm_block(int64_t bm, int64_t bn, int64_t bk) {
   return b;
 }
 
+namespace {
+
+// Cycles of the SM clock the per-block estimates below count in (~1.6 GHz on the
+// A100/H100/MI200 class; the tables state throughputs, not clocks).
+constexpr double kClock = 1.6e9;
+
+// One block's time per K step when `resident` blocks share an SM: the SM's pipes are
+// busy `work` seconds per block, and a block waits `latency` for its tile's loads (the
+// kernel stages a tile, synchronizes, computes: no double buffering), which the other
+// resident blocks' work hides.
+double round_seconds(double work, double latency, double resident) {
+  return std::max(resident * work, work + latency) / resident;
+}
+
+// Latency of a tile's loads: operands that fit in L2 come from it (~40% of the trip to
+// HBM), larger ones from memory.
+double load_latency(const TargetDesc& t, double bytes) {
+  return bytes <= t.llc_bytes ? 0.4 * t.mem_latency_s : t.mem_latency_s;
+}
+
+// Blocks over SMs: the per-SM block count (the busiest SM) at `resident` at a time.
+double per_sm_rounds(double blocks, double units, double resident, double& used) {
+  const double per_sm = std::ceil(blocks / units);
+  used = std::max(1.0, std::min(resident, per_sm));
+  return std::ceil(per_sm / used);
+}
+
+// Tensor-core GEMM (mma.sync m16n8k16, gpu_renderer's gemm_mma): 8 warps in 2 x 4, each
+// an (bm/2) x (bn/4) warp tile of mt x nt products; a K step of 32 stages (bm + bn) x 32
+// halves as 32-bit k-pairs. Per block and K step the SM spends the larger of
+//  * the tensor pipe: 2 bm bn 32 FLOPs at the SM's f16 matrix rate, and
+//  * the fragment loads: 8 warps x 2 k16 steps x (4 mt + 2 nt) 32-bit shared loads at 32
+//    words per cycle (no ldmatrix: this bounds a 128 x 128 tile near 2/3 of the peak),
+// plus the staging: a load instruction per half (about 4 issue slots with its address
+// and packing) or per 8 halves with 128-bit loads; then the memory latency of the
+// stage, hidden only by other resident blocks. +inf without f16/bf16 operands or
+// without the instruction.
+double mma_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmLaunch& L) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (!w.half_operands || t.matrix_engine != 1 || L.bm % 32 != 0 || L.bn % 32 != 0) return inf;
+  const double units = std::max(1, t.compute_units);
+  const double bm = static_cast<double>(L.bm), bn = static_cast<double>(L.bn);
+  const double mt = bm / 32, nt = bn / 32;
+  GpuBlock b;
+  b.threads = 256;
+  b.registers = static_cast<int>(mt * nt * 4 + mt * 4 + nt * 2 + 40);
+  b.shared_bytes = static_cast<int>((bm + bn) * 16 * 4);
+  const int resident = resident_blocks(t, b);
+  if (resident == 0) return inf;
+  const double tensor_s = 2 * bm * bn * 32 / (t.peak_flops_f16 / units);
+  const double frag_s = 8 * 2 * (4 * mt + 2 * nt) / kClock;
+  const double stage_loads = (bm + bn) * 32 / 32 / (L.vec > 1 ? 8 : 1);  // warp load instructions
+  const double stage_s = stage_loads * 4 / 4 / kClock;                    // 4 slots each, 4 schedulers
+  const double work = std::max(tensor_s, frag_s) + stage_s;
+  const double blocks = std::ceil(w.gemm_m / bm) * std::ceil(w.gemm_n / bn) * std::max(1.0, w.batches);
+  double used = 1;
+  const double rounds = per_sm_rounds(blocks, units, resident, used);
+  const double ksteps = std::ceil(w.gemm_k / 32);
+  const double bytes = w.bytes_read + w.bytes_written;
+  const double compute_s = rounds * ksteps * round_seconds(work, load_latency(t, bytes), used) * used;
+  const double reread = 2.0 * w.gemm_k * std::max(1.0, w.batches) *
+                        (w.gemm_m * std::ceil(w.gemm_n / bn) + w.gemm_n * std::ceil(w.gemm_m / bm));
+  const double memory_s = std::max(bytes / t.mem_bandwidth, reread / t.cache_bandwidth);
+  return std::max(compute_s, memory_s) + t.launch_overhead_s;
+}
+
+// Skinny GEMM (decode, M = 1..8: gpu_renderer's gemm_skinny): a block computes bm rows
+// x bn columns, its 256 threads split ks ways along K, partials summed through shared
+// memory. It streams B once: the time is B's bytes at the bandwidth the loads in flight
+// sustain -- by Little's law an SM needs bandwidth/SMs x latency bytes in flight; each
+// resident thread keeps about two loads of 2-4 bytes (scalar) or 16 bytes (128-bit) in
+// flight -- and the FMAs, which run at the f32 rate.
+double skinny_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmLaunch& L) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (L.bm < 1 || L.bm > 8 || L.bn < 1 || L.ks < 1 || L.bn * L.ks != 256) return inf;
+  const double units = std::max(1, t.compute_units);
+  const double bm = static_cast<double>(L.bm), bn = static_cast<double>(L.bn);
+  GpuBlock b;
+  b.threads = 256;
+  b.registers = static_cast<int>(bm + 48);
+  b.shared_bytes = static_cast<int>(256 * bm * 4);
+  const int resident = resident_blocks(t, b);
+  if (resident == 0) return inf;
+  const double blocks = std::ceil(w.gemm_m / bm) * std::ceil(w.gemm_n / bn) * std::max(1.0, w.batches);
+  const double threads_per_sm = std::min(static_cast<double>(resident), std::ceil(blocks / units)) * 256;
+  const double active = std::min(1.0, blocks / units);
+  const double elem = w.half_operands ? 2 : 4;
+  const double in_flight = threads_per_sm * 2 * (L.vec > 1 ? 16 : elem);
+  const double need = t.mem_bandwidth / units * std::max(t.mem_latency_s, 1e-9);
+  const double mem_eff = std::min(1.0, in_flight / need) * active;
+  const double bytes = w.bytes_read + w.bytes_written;
+  // A (bm x K per block) is re-read by every column block and B by every row block:
+  // from cache.
+  const double reread = elem * w.gemm_k * std::max(1.0, w.batches) *
+                        (w.gemm_m * std::ceil(w.gemm_n / bn) + w.gemm_n * std::max(0.0, std::ceil(w.gemm_m / bm) - 1));
+  const double memory_s = std::max(bytes / (t.mem_bandwidth * std::max(mem_eff, 1e-3)), reread / t.cache_bandwidth);
+  // Rows beyond M are predicated off but still issue: bm FMAs per B element. Each FMA
+  // needs its A element and each bm of them a B element: a warp load per warp FMA
+  // (scalar) or per 8 (128-bit), and the load units take a quarter of the FMA lanes' rate.
+  const double fmas = 2 * bm * std::ceil(w.gemm_m / bm) * w.gemm_n * w.gemm_k * std::max(1.0, w.batches);
+  const double per_load = bm / (bm + 1) * (L.vec > 1 ? 16 / elem : 1);
+  const double lsu = std::min(1.0, per_load / 4);
+  const double compute_s = fmas / (t.peak_flops_f32 * t.loop_efficiency * lsu * std::max(active, 1e-3));
+  // Each thread's K loop waits for its loads once per step; resident warps overlap
+  // those waits, blocks beyond one wave repeat them.
+  const double steps = std::ceil(w.gemm_k / (static_cast<double>(L.ks) * (L.vec > 1 ? 16 / elem : 1)));
+  const double waves = std::ceil(blocks / (units * resident));
+  const double latency_s = waves * steps * load_latency(t, bytes);
+  return std::max({compute_s, memory_s, latency_s}) + t.launch_overhead_s;
+}
+
+}  // namespace
+
 double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   const double inf = std::numeric_limits<double>::infinity();
   const double units = std::max(1, t.compute_units);
@@ -37,8 +152,12 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   GpuBlock block;
 
   if (w.engine == KernelWork::Engine::GeneratedGemm && w.gemm_m > 0) {
+    const GpuGemmLaunch L = GpuGemmLaunch::from(w.launch);
+    if (L.engine == GpuGemmEngine::Mma) return mma_gemm_seconds(t, w, L);
+    if (L.engine == GpuGemmEngine::Skinny) return skinny_gemm_seconds(t, w, L);
     // Without a launch alternative the renderer uses its default tile, 64 x 64 x 16.
-    const std::vector<int64_t> tile = w.launch.size() == 3 ? w.launch : std::vector<int64_t>{64, 64, 16};
+    const std::vector<int64_t> tile = w.launch.size() >= 3 ? std::vector<int64_t>(w.launch.begin(), w.launch.begin() + 3)
+                                                           : std::vector<int64_t>{64, 64, 16};
     const double bm = static_cast<double>(tile[0]), bn = static_cast<double>(tile[1]);
     block = gemm_block(tile[0], tile[1], tile[2]);
     blocks = std::ceil(w.gemm_m / bm) * std::ceil(w.gemm_n / bn) * std::max(1.0, w.batches);
@@ -54,8 +173,8 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const double smem_bound = std::min(1.0, tm * tn / (tm + tn) / 4.0);
     const double fill = (w.gemm_m / (std::ceil(w.gemm_m / bm) * bm)) * (w.gemm_n / (std::ceil(w.gemm_n / bn) * bn));
     efficiency = t.gemm_efficiency * fill * smem_bound;
-    // The generated GEMM computes in f32 FMAs (the kernel IR's GEMM operands are f32):
-    // no tensor-core peak for it, whatever its operands held.
+    // The FMA tile computes in f32 (half operands converted while staging): no
+    // tensor-core peak for it (that is the Mma alternative's).
     const double memory_s = std::max(bytes / t.mem_bandwidth, reread / t.cache_bandwidth);
     const int resident = resident_blocks(t, block);
     if (resident == 0) return inf;
@@ -72,7 +191,16 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
       const double waves = std::ceil(blocks / slots);
       utilization = blocks / (waves * slots) * std::min(1.0, resident * warps_per_block / 16.0);
     }
-    const double compute_s = flops / (peak * std::max(efficiency * utilization, 1e-4));
+    double compute_s = flops / (peak * std::max(efficiency * utilization, 1e-4));
+    // The tile loop stages, synchronizes, computes: each K step waits for its loads unless
+    // other resident blocks have work (the floor that makes short K expensive, priced as
+    // for the tensor-core tiles).
+    const double work = 2 * bm * bn * static_cast<double>(tile[2]) /
+                        (peak / units * std::max(t.gemm_efficiency * smem_bound, 1e-4));
+    double used = 1;
+    const double rounds = per_sm_rounds(blocks, units, resident, used);
+    const double ksteps = std::ceil(w.gemm_k / static_cast<double>(std::max<int64_t>(1, tile[2])));
+    compute_s = std::max(compute_s, rounds * ksteps * round_seconds(work, load_latency(t, bytes), used) * used);
     return std::max(compute_s, memory_s) + t.launch_overhead_s;
   }
 

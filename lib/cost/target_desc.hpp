@@ -54,6 +54,12 @@ struct TargetDesc {
   int regs_per_unit = 0;         // 32-bit registers per SM (VGPR lanes per CU)
   int max_threads_per_unit = 0;  // resident threads per SM / CU
   int max_blocks_per_unit = 0;   // resident blocks per SM / CU
+  /// The matrix instructions generated GEMMs can use (cost/gpu_launch.hpp): 0 none,
+  /// 1 mma.sync m16n8k16 f16/bf16 -> f32 (NVIDIA sm_80 and later).
+  int matrix_engine = 0;
+  /// Round-trip latency of a global load from memory (HBM), seconds: with the bytes an SM
+  /// keeps in flight it bounds the bandwidth a streaming kernel reaches (Little's law).
+  double mem_latency_s = 0;
   /// Between ranks: shared memory for the CPU (MPI processes on one host), NVLink for
   /// the GPUs; LUMINAL_LINK=name picks another (describe_link).
   LinkDesc link;

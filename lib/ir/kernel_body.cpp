@@ -542,12 +542,15 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     if (gemm && is_gemm_reduce(*spec.body, n)) {
       w.gemm_k = in / out;
       // f16/bf16 operands (cast to f32 right before the product) can feed tensor cores.
+      // Both from the same half type: the GPU lowering keeps such operands as halves.
       bool half = true;
+      DType from = DType::f32;
       for (uint32_t e : nodes[n.inputs[0]].inputs) {
         uint32_t x = e;
         while (is_view(to_op(nodes[x].op))) x = nodes[x].inputs[0];
-        half = half && nodes[x].op == PrimOp::Cast &&
-               (nodes[nodes[x].inputs[0]].dtype == DType::f16 || nodes[nodes[x].inputs[0]].dtype == DType::bf16);
+        const DType in = nodes[x].op == PrimOp::Cast ? nodes[nodes[x].inputs[0]].dtype : DType::f32;
+        half = half && (in == DType::f16 || in == DType::bf16) && (from == DType::f32 || from == in);
+        from = in;
       }
       w.half_operands = half;
     } else if (w.rows == 0) {

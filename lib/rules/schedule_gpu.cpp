@@ -9,6 +9,11 @@
 //  * gpu-gemm-tiles: every generated GEMM with each thread-block tile {bm, bn, bk} of
 //    kGemmTiles (256 threads, a (bm/16) x (bn/16) micro tile each; the renderer keeps
 //    bk within the architecture's static shared memory);
+//  * gpu-gemm-tensor-cores: a GEMM whose operands are cast from f16/bf16, on a target with
+//    mma.sync m16n8k16 (TargetDesc::matrix_engine), with each tensor-core tile of kMmaTiles,
+//    staged with scalar or 128-bit loads (cost/gpu_launch.hpp);
+//  * gpu-gemm-skinny: every generated GEMM as a skinny GEMM (8 rows x bn columns a block,
+//    K split ks ways inside it), scalar or 128-bit loads -- the decode shape, M = 1..8;
 //  * gpu-row-mapping: every reduction (row) kernel with a row per thread {1}, per block
 //    {2} or per warp {3} (gpu/gpu_renderer.hpp).
 #include <array>
@@ -33,17 +38,50 @@ constexpr std::array<std::array<int64_t, 3>, 7> kGemmTiles{{
     {16, 16, 16},
 }};
 
-// Adds, for every kernel node of `kind` without a launch, the same kernel with each of
-// `launches`.
-template <class Launches>
-std::size_t add_launches(EGraph& g, const PassContext& ctx, ir::KernelKind kind, const Launches& launches) {
+// {bm, bn, bk = 32, engine 1 (Mma), vec}: tile sides multiples of 32 (8 warps in 2 x 4).
+constexpr std::array<std::array<int64_t, 5>, 10> kMmaTiles{{
+    {128, 128, 32, 1, 1},
+    {128, 64, 32, 1, 1},
+    {64, 128, 32, 1, 1},
+    {64, 64, 32, 1, 1},
+    {32, 32, 32, 1, 1},
+    {128, 128, 32, 1, 8},
+    {128, 64, 32, 1, 8},
+    {64, 128, 32, 1, 8},
+    {64, 64, 32, 1, 8},
+    {32, 32, 32, 1, 8},
+}};
+
+// {bm = 8, bn, bk (unused), engine 2 (Skinny), ks, vec}: bn x ks = 256 threads.
+constexpr std::array<std::array<int64_t, 6>, 8> kSkinny{{
+    {8, 8, 0, 2, 32, 1},
+    {8, 16, 0, 2, 16, 1},
+    {8, 32, 0, 2, 8, 1},
+    {8, 64, 0, 2, 4, 1},
+    {8, 8, 0, 2, 32, 8},
+    {8, 16, 0, 2, 16, 8},
+    {8, 32, 0, 2, 8, 8},
+    {8, 64, 0, 2, 4, 8},
+}};
+
+// Both operands of the spec's product cast from the same f16/bf16 type (what the GPU
+// lowering keeps as halves: kernel::lower::Options::half_operands).
+bool half_operands(const EGraph& g, const ir::KernelSpec& spec) {
+  return ir::kernel_work(g, spec, {}, {}).half_operands;
+}
+
+// Adds, for every kernel node of `kind` without a launch (and accepted by `want`), the
+// same kernel with each of `launches`.
+template <class Launches, class Want>
+std::size_t add_launches(EGraph& g, const PassContext& ctx, ir::KernelKind kind, const Launches& launches,
+                         Want want) {
   if (!g.is_clean()) g.rebuild();
   std::vector<std::pair<Id, ir::Variant>> todo;
   const auto& ix = g.index();
   for (Id cls : ix.classes_with(ir::Op::Kernel))
     for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
       const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
-      if (spec.kind != kind || !spec.launch.empty()) continue;
+      if (spec.kind != kind || !spec.launch.empty() || !want(g, spec)) continue;
       for (const auto& l : launches) {
         auto s = std::make_shared<ir::KernelSpec>(spec);
         s->launch.assign(l.begin(), l.end());
@@ -61,13 +99,24 @@ std::size_t add_launches(EGraph& g, const PassContext& ctx, ir::KernelKind kind,
   return g.num_nodes() - before;
 }
 
+constexpr auto kAny = [](const EGraph&, const ir::KernelSpec&) { return true; };
+
 std::size_t gpu_gemm_tiles(EGraph& g, const PassContext& ctx) {
-  return add_launches(g, ctx, ir::KernelKind::Gemm, kGemmTiles);
+  return add_launches(g, ctx, ir::KernelKind::Gemm, kGemmTiles, kAny);
+}
+
+std::size_t gpu_gemm_tensor_cores(EGraph& g, const PassContext& ctx) {
+  if (ctx.target.matrix_engine != 1) return 0;
+  return add_launches(g, ctx, ir::KernelKind::Gemm, kMmaTiles, half_operands);
+}
+
+std::size_t gpu_gemm_skinny(EGraph& g, const PassContext& ctx) {
+  return add_launches(g, ctx, ir::KernelKind::Gemm, kSkinny, kAny);
 }
 
 std::size_t gpu_row_mapping(EGraph& g, const PassContext& ctx) {
   constexpr std::array<std::array<int64_t, 1>, 3> kMappings{{{1}, {2}, {3}}};
-  return add_launches(g, ctx, ir::KernelKind::Reduction, kMappings);
+  return add_launches(g, ctx, ir::KernelKind::Reduction, kMappings, kAny);
 }
 
 }  // namespace
@@ -77,6 +126,11 @@ RuleSet schedule_gpu_rules() {
           {
               pass_rule("gpu-gemm-tiles", gpu_gemm_tiles, Exact,
                         "gemm kernel = the same gemm launched with each thread-block tile"),
+              pass_rule("gpu-gemm-tensor-cores", gpu_gemm_tensor_cores, Exact,
+                        "half-operand gemm kernel = the same gemm on tensor cores (mma.sync m16n8k16, f32 "
+                        "accumulate) with each tile"),
+              pass_rule("gpu-gemm-skinny", gpu_gemm_skinny, Exact,
+                        "gemm kernel = the same gemm as 8-row blocks with K split across the block's threads"),
               pass_rule("gpu-row-mapping", gpu_row_mapping, Exact,
                         "row kernel = the same kernel with a row per thread, per warp or per block"),
           }};

@@ -243,8 +243,8 @@ TEST_CASE("the same schedule rules pick different GEMM tiles for sm_90 and gfx90
     const auto a = chosen_gemm_tile("cuda:sm_90", m, k, n), b = chosen_gemm_tile("hip:gfx90a", m, k, n);
     std::printf("gemm %lldx%lldx%lld: sm_90 tile %s, gfx90a tile %s\n", static_cast<long long>(m),
                 static_cast<long long>(k), static_cast<long long>(n), tile_string(a).c_str(), tile_string(b).c_str());
-    CHECK(a.size() == 3);
-    CHECK(b.size() == 3);
+    CHECK(a.size() >= 3);
+    CHECK(b.size() >= 3);
     differ += a != b;
   }
   CHECK(differ > 0);
@@ -273,7 +273,7 @@ TEST_CASE("tensor-core GEMM kernels compile with NVRTC for sm_80 and sm_90 witho
   kk.gemm = g;
   p.kernels.push_back(kk);
   for (auto [target, arch] : {std::pair<const char*, const char*>{"cuda:sm_80", "sm_80"}, {"cuda:sm_90", "sm_90"}})
-    for (const auto& tile : std::vector<std::vector<int64_t>>{{128, 128, 32}, {128, 64, 32}, {64, 64, 32}}) {
+    for (const auto& tile : std::vector<std::vector<int64_t>>{{128, 128, 32, 1}, {128, 64, 32, 1}, {64, 64, 32, 1}}) {
       const gpu::GpuSource src =
           gpu::render_gpu(p, gpu::arch_for(Target::parse(target)), [&](const k::Kernel&) { return tile; });
       REQUIRE(src.kernels.find("tensor cores") != std::string::npos);

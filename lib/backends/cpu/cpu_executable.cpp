@@ -85,7 +85,7 @@ struct CpuExecutable::Impl {
        const CpuBuildOptions& opt)
       : graph(std::move(g)),
         // Another renderer (the emulated GPU targets') gets the lowering every backend takes.
-        lowered(opt.render ? lower_plan(p) : lower_plan(p, cpu_lower_options())),
+        lowered(opt.render ? lower_plan(p, opt.render_lower) : lower_plan(p, cpu_lower_options())),
         arena(arena_buffers(p, lowered)),
         layouts(lowered.prog, arena),
         arenas(lowered.prog.buffers.size(), lowered.prog.symbols.size(), opt.arena_limits),

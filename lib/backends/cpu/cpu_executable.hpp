@@ -33,6 +33,7 @@
 #include "backends/cpu/c_renderer.hpp"
 #include "backends/cpu/jit.hpp"
 #include "compiler/plan.hpp"
+#include "kernel/lower/lower_spec.hpp"
 #include "runtime/call_control.hpp"
 #include "luminal/communicator.hpp"
 #include "runtime/executable.hpp"
@@ -65,6 +66,8 @@ struct CpuBuildOptions {
   /// by `jit`. Unset: render_c and the C JIT.
   std::function<CProgram(const kernel::Program&)> render;
   Jit* jit = nullptr;
+  /// The lowering options that renderer takes (the GPU renderers: half GEMM operands).
+  kernel::lower::Options render_lower;
   /// Workers the calls borrow (null: detail::WorkerPool::shared()) and the threads of a
   /// call that does not say (0: all of the pool's workers plus the caller).
   std::shared_ptr<detail::WorkerPool> pool;

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "backends/cpu/cpu_program.hpp"
+#include "backends/gpu/gpu_program.hpp"
 #include "kernel/memory_plan.hpp"
 #include "luminal/error.hpp"
 
@@ -149,7 +150,7 @@ DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const c
   m.device = target.device();
   m.plan = std::move(plan);
   m.graph = std::move(graph);
-  m.lowered = cpu::lower_plan(*m.plan, {});
+  m.lowered = cpu::lower_plan(*m.plan, gpu_lower_options());  // half GEMM operands kept
   if (m.lowered.interpreted > 0)
     throw CompileError(m.tag + std::to_string(m.lowered.interpreted) +
                        " kernel(s) cannot be generated for the GPU and the device runtime has no interpreter "

@@ -319,6 +319,27 @@ LM_DEVICE float lm_shfl_xor_f32(float v, int m) {
 }
 LM_DEVICE int32_t lm_shfl_xor_i32(int32_t v, int m) { return (int32_t)lm_emu_exchange((uint32_t)v, m); }
 
+/* A 128-bit load: on the device one ld.global.v4 that faults unless the address is 16-byte
+   aligned, so the emulator refuses a misaligned one too (the renderer's run-time guard
+   must have sent such a tile to its scalar loads). */
+struct alignas(16) lm_u32x4 {
+  uint32_t x, y, z, w;
+};
+LM_DEVICE int lm_aligned16(const void* p) { return ((uintptr_t)p & 15u) == 0; }
+static unsigned long long lm_emu_ld128_n; /* 128-bit loads run (tests ask lm_emu_ld128_count) */
+extern "C" unsigned long long lm_emu_ld128_count(void) { return __atomic_load_n(&lm_emu_ld128_n, __ATOMIC_RELAXED); }
+LM_DEVICE lm_u32x4 lm_ld128(const void* p) {
+  __atomic_fetch_add(&lm_emu_ld128_n, 1ull, __ATOMIC_RELAXED);
+  if (!lm_aligned16(p)) {
+    fprintf(stderr, "[luminal emulator] kernel %s: misaligned 128-bit load at %p\n",
+            lm_emu::cur_block ? lm_emu::cur_block->kernel : "?", p);
+    abort();
+  }
+  lm_u32x4 r;
+  memcpy(&r, p, 16);
+  return r;
+}
+
 LM_DEVICE void lm_atomic_add_f32(float* p, float v) {
   uint32_t* u = (uint32_t*)p;
   uint32_t old = __atomic_load_n(u, __ATOMIC_RELAXED), upd;

@@ -76,6 +76,7 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan, std::shared
     cpu::CpuBuildOptions bo;
     bo.cache_dir = options.cache_dir;
     bo.jit = &jit;
+    bo.render_lower = gpu_lower_options();
     const ScheduleOf schedule = plan_schedules(*plan);
     std::string* device_source = &out.source;
     bo.render = [arch, schedule, device_source](const kernel::Program& prog) {
@@ -107,7 +108,7 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan, std::shared
     out.generated_kernels = static_cast<int64_t>(plan->steps.size());
     out.exe = std::move(exe);
   } else {
-    cpu::LoweredPlan lp = cpu::lower_plan(*plan, {});
+    cpu::LoweredPlan lp = cpu::lower_plan(*plan, gpu_lower_options());
     out.interpreted = lp.interpreted;
     out.interpreted_why = lp.interpreted_why;
     out.generated_kernels = static_cast<int64_t>(plan->steps.size()) - lp.interpreted;

@@ -33,6 +33,11 @@ LM_DEVICE void lm_sync() { __syncthreads(); }
 LM_DEVICE float lm_shfl_xor_f32(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 LM_DEVICE int32_t lm_shfl_xor_i32(int32_t v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 LM_DEVICE void lm_atomic_add_f32(float* p, float v) { atomicAdd(p, v); }
+struct alignas(16) lm_u32x4 {
+  uint32_t x, y, z, w;
+};
+LM_DEVICE int lm_aligned16(const void* p) { return ((uint64_t)p & 15u) == 0; }
+LM_DEVICE lm_u32x4 lm_ld128(const void* p) { return *(const lm_u32x4*)p; }
 )LMCU";
 
 const char* kCudaMma = R"LMCU(
@@ -66,6 +71,11 @@ LM_DEVICE void lm_sync() { __syncthreads(); }
 LM_DEVICE float lm_shfl_xor_f32(float v, int m) { return __shfl_xor(v, m, LM_WARP); }
 LM_DEVICE int32_t lm_shfl_xor_i32(int32_t v, int m) { return __shfl_xor(v, m, LM_WARP); }
 LM_DEVICE void lm_atomic_add_f32(float* p, float v) { atomicAdd(p, v); }
+struct alignas(16) lm_u32x4 {
+  uint32_t x, y, z, w;
+};
+LM_DEVICE int lm_aligned16(const void* p) { return ((uint64_t)p & 15u) == 0; }
+LM_DEVICE lm_u32x4 lm_ld128(const void* p) { return *(const lm_u32x4*)p; }
 )LMHIP";
 
 // Integer helpers and reductions: the same text on the device and in the emulator.

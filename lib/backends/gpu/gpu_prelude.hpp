@@ -22,6 +22,9 @@
 //      b[0] = B[2t..2t+1][g]     b[1] = B[2t+8..2t+9][g]
 //      c[i], d[i] = C/D[g + 8*(i/2)][2t + i%2]
 //    (PTX ISA, "mma.m16n8k16" fragment layouts for .f16/.bf16 A, B and .f32 C, D.)
+//  * lm_ld128(p): the 16 bytes at p as four 32-bit words (x = lowest address; a word's low
+//    half is the lower-addressed f16/bf16); p must be 16-byte aligned (lm_aligned16(p)):
+//    the device faults and the emulator aborts otherwise, so callers guard it.
 #pragma once
 
 #include <string>

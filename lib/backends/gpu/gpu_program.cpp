@@ -14,4 +14,10 @@ ScheduleOf plan_schedules(const compiler::KernelPlan& plan) {
   };
 }
 
+kernel::lower::Options gpu_lower_options() {
+  kernel::lower::Options o;
+  o.half_operands = true;
+  return o;
+}
+
 }  // namespace luminal::gpu

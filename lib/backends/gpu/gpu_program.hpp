@@ -5,11 +5,16 @@
 
 #include "backends/gpu/gpu_renderer.hpp"
 #include "compiler/plan.hpp"
+#include "kernel/lower/lower_spec.hpp"
 
 namespace luminal::gpu {
 
 /// The spec launch parameters of kernel `k` of a program lowered from `plan`, by its
 /// k<step>_ name ({} when it has none).
 ScheduleOf plan_schedules(const compiler::KernelPlan& plan);
+
+/// How the GPU backends lower a plan: the kernel IR every backend takes, with f16/bf16
+/// GEMM operands kept as halves (tensor cores; the FMA tiles convert while staging).
+kernel::lower::Options gpu_lower_options();
 
 }  // namespace luminal::gpu

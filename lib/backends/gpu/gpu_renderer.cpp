@@ -1,5 +1,6 @@
 #include "backends/gpu/gpu_renderer.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 
 #include "backends/gpu/emu_header.hpp"
 #include "backends/gpu/gpu_prelude.hpp"
+#include "cost/gpu_launch.hpp"
 #include "kernel/kernel_eval.hpp"
 #include "kernel/op_spelling.hpp"
 #include "luminal/error.hpp"
@@ -473,15 +475,18 @@ class Writer {
     // The GPU lowering never asks for a segmented B (lower::Options::segmented_b).
     if (!g.b_segments.empty())
       throw InternalError("[gpu] kernel " + k_.name + ": a segmented GEMM B is not rendered for GPUs");
-    int64_t bm = 64, bn = 64, bk = 16;
-    if (launch_.size() == 3) {
-      bm = launch_[0];
-      bn = launch_[1];
-      bk = launch_[2];
-    }
+    // The search's alternative (cost/gpu_launch.hpp); without one the 64 x 64 x 16 FMA tile.
+    const detail::GpuGemmLaunch L = detail::GpuGemmLaunch::from(launch_);
+    int64_t bm = L.bm, bn = L.bn, bk = L.bk;
     const DType dt = p_.buffers[static_cast<size_t>(g.a.buffer)].dtype;
-    if (dt != DType::f32 && arch_.dialect == Dialect::Cuda && arch_.mma_m16n8k16 && bm % 32 == 0 && bn % 32 == 0)
-      return gemm_mma(s, shape, bm, bn, dt);
+    const DType dtb = p_.buffers[static_cast<size_t>(g.b.buffer)].dtype;
+    if (L.engine == detail::GpuGemmEngine::Skinny) return gemm_skinny(s, shape, L);
+    // Tensor cores where the alternative asks for them and they can run it: both operands
+    // the same half type, mma.sync on the target, tile sides multiples of 32; otherwise
+    // the FMA tile of the same size (the rules make Mma alternatives only where it holds).
+    if (L.engine == detail::GpuGemmEngine::Mma && dt != DType::f32 && dt == dtb && arch_.dialect == Dialect::Cuda &&
+        arch_.mma_m16n8k16 && bm % 32 == 0 && bn % 32 == 0)
+      return gemm_mma(s, shape, bm, bn, dt, L.vec > 1);
     // 16 x 16 threads, each a (bm/16) x (bn/16) micro tile.
     bm = std::max<int64_t>(16, bm / 16 * 16);
     bn = std::max<int64_t>(16, bn / 16 * 16);
@@ -670,7 +675,7 @@ class Writer {
   // gpu_prelude.hpp). The shared tiles hold k-pairs as 32-bit words -- A as [m][k/2],
   // B as [n][k/2] -- so every fragment register is one aligned word; BK is 32 (two k16
   // steps per tile). Out-of-range rows, columns and k are zero-filled.
-  void gemm_mma(std::ostringstream& s, LaunchShape& shape, int64_t bm, int64_t bn, DType dt) {
+  void gemm_mma(std::ostringstream& s, LaunchShape& shape, int64_t bm, int64_t bn, DType dt, bool v128) {
     const Gemm& g = *k_.gemm;
     const int64_t mt = bm / 2 / 16, nt = bn / 4 / 8, words = 16;  // BK = 32 halves = 16 words
     const Index batches = product(k_.loops);
@@ -680,14 +685,11 @@ class Writer {
     shape.min_blocks = mt * nt > 4 ? 1 : 2;
     shape.schedule = "gemm, tensor cores (mma.sync m16n8k16 " + std::string(dt == DType::bf16 ? "bf16" : "f16") +
                      "), tiles " + std::to_string(bm) + "x" + std::to_string(bn) + "x32, 8 warps of " +
-                     std::to_string(mt) + "x" + std::to_string(nt) + " mma tiles";
+                     std::to_string(mt) + "x" + std::to_string(nt) + " mma tiles" +
+                     (v128 ? ", 128-bit staging loads" : "");
     shape.grid[0] = ceil_div(g.n, bn);
     shape.grid[1] = capped(ceil_div(g.m, bm), 65535);
     shape.grid[2] = capped(batches, 65535);
-    auto half = [&](int buffer, const std::string& idx) {
-      std::string x = "(uint32_t)b";
-      return x.append(std::to_string(buffer)).append("[").append(idx).append("]");
-    };
     s << "  __shared__ uint32_t lm_a2[" << bm * words << "];  /* [m][k/2]: k pairs */\n";
     s << "  __shared__ uint32_t lm_b2[" << bn * words << "];  /* [n][k/2] */\n";
     s << "  const int64_t lm_m = " << ix(g.m) << ", lm_n = " << ix(g.n) << ", lm_k = " << ix(g.k)
@@ -709,22 +711,10 @@ class Writer {
     s << "        for (int j = 0; j < " << nt << "; ++j)\n";
     s << "          for (int r = 0; r < 4; ++r) lm_c[i][j][r] = 0.0f;\n";
     s << "      for (int64_t lm_k0 = 0; lm_k0 < lm_k; lm_k0 += 32) {\n";
-    s << "        for (int lm_e = threadIdx.x; lm_e < " << bm * words << "; lm_e += " << kThreads << ") {\n";
-    s << "          const int64_t gi = lm_i0 + lm_e / " << words << ", gk = lm_k0 + 2 * (lm_e % " << words << ");\n";
-    s << "          const uint32_t lo = (gi < lm_m && gk < lm_k) ? " << half(g.a.buffer, "lm_oa + gi * lm_ra + gk * lm_ca")
-      << " : 0u;\n";
-    s << "          const uint32_t hi = (gi < lm_m && gk + 1 < lm_k) ? "
-      << half(g.a.buffer, "lm_oa + gi * lm_ra + (gk + 1) * lm_ca") << " : 0u;\n";
-    s << "          lm_a2[lm_e] = lo | (hi << 16);\n";
-    s << "        }\n";
-    s << "        for (int lm_e = threadIdx.x; lm_e < " << bn * words << "; lm_e += " << kThreads << ") {\n";
-    s << "          const int64_t gj = lm_j0 + lm_e / " << words << ", gk = lm_k0 + 2 * (lm_e % " << words << ");\n";
-    s << "          const uint32_t lo = (gj < lm_n && gk < lm_k) ? " << half(g.b.buffer, "lm_ob + gk * lm_rb + gj * lm_cb")
-      << " : 0u;\n";
-    s << "          const uint32_t hi = (gj < lm_n && gk + 1 < lm_k) ? "
-      << half(g.b.buffer, "lm_ob + (gk + 1) * lm_rb + gj * lm_cb") << " : 0u;\n";
-    s << "          lm_b2[lm_e] = lo | (hi << 16);\n";
-    s << "        }\n";
+    stage_half(s, "lm_a2", bm, g.a.buffer, "lm_oa", "lm_ra", "lm_ca", "lm_i0", "lm_m",
+               v128 ? contiguity(g.a.row_stride, g.a.col_stride) : 0);
+    stage_half(s, "lm_b2", bn, g.b.buffer, "lm_ob", "lm_cb", "lm_rb", "lm_j0", "lm_n",
+               v128 ? contiguity(g.b.col_stride, g.b.row_stride) : 0);
     s << "        lm_sync();\n";
     s << "        for (int kk = 0; kk < 2; ++kk) {\n";
     s << "          uint32_t a[" << mt << "][4], b[" << nt << "][2];\n";
@@ -769,6 +759,215 @@ class Writer {
     s << "            b" << g.c.buffer << "[lm_oc + v" << g.row_var << " * lm_rc + v" << g.col_var << "] = " << v
       << ";\n";
     s << "          }\n    }\n  }\n";
+  }
+
+  // How an operand's 128-bit loads can run: 1 when k is its contiguous side (8 k-consecutive
+  // halves per load), 2 when its rows (m of A, n of B) are (8 row-consecutive halves at k
+  // and at k + 1, paired), 0 when neither stride is a constant 1.
+  static int contiguity(const Index& row_stride, const Index& k_stride) {
+    if (k_stride.as_constant() == int64_t{1}) return 1;
+    if (row_stride.as_constant() == int64_t{1}) return 2;
+    return 0;
+  }
+
+  // Stages a rows x 32 tile of a half operand into `sh` as [row][k/2] 32-bit k-pairs
+  // (low half = the lower k), zero outside the matrix. Element (r, k) of the operand is
+  // b<buffer>[off + r * srow + k * sk], rows from r0 up to rlim. mode 0: a scalar load per
+  // half; mode 1 / 2 (contiguity()): lm_ld128 where the whole vector lies inside the
+  // matrix and the block's base address and the other stride keep it 16-byte aligned (a
+  // uniform run-time check per tile), the scalar loads otherwise.
+  void stage_half(std::ostringstream& s, const std::string& sh, int64_t rows, int buffer, const std::string& off,
+                  const std::string& srow, const std::string& sk, const std::string& r0, const std::string& rlim,
+                  int mode) {
+    const std::string b = "b" + std::to_string(buffer);
+    auto at = [&](const std::string& r, const std::string& k) {
+      return "(uint32_t)" + b + "[" + off + " + (" + r + ") * " + srow + " + (" + k + ") * " + sk + "]";
+    };
+    // one 32-bit k-pair (row r, halves k and k + 1), zero-filled
+    auto pair = [&](const std::string& ind, const std::string& dst, const std::string& r, const std::string& k) {
+      s << ind << "{\n";
+      s << ind << "  const uint32_t lo = (" << r << " < " << rlim << " && " << k << " < lm_k) ? " << at(r, k)
+        << " : 0u;\n";
+      s << ind << "  const uint32_t hi = (" << r << " < " << rlim << " && " << k << " + 1 < lm_k) ? "
+        << at(r, k + " + 1") << " : 0u;\n";
+      s << ind << "  " << dst << " = lo | (hi << 16);\n";
+      s << ind << "}\n";
+    };
+    auto scalar = [&](const std::string& ind) {
+      s << ind << "for (int lm_e = threadIdx.x; lm_e < " << rows * 16 << "; lm_e += " << kThreads << ") {\n";
+      s << ind << "  const int64_t gr = " << r0 << " + lm_e / 16, gk = lm_k0 + 2 * (lm_e % 16);\n";
+      pair(ind + "  ", sh + "[lm_e]", "gr", "gk");
+      s << ind << "}\n";
+    };
+    if (mode == 0) {
+      scalar("        ");
+      return;
+    }
+    const std::string other = mode == 1 ? srow : sk;
+    s << "        if (lm_aligned16(" << b << " + " << off << ") && " << other << " % 8 == 0) {\n";
+    if (mode == 1) {
+      s << "          for (int lm_e = threadIdx.x; lm_e < " << rows * 4 << "; lm_e += " << kThreads << ") {\n";
+      s << "            const int64_t gr = " << r0 << " + lm_e / 4, gk = lm_k0 + 8 * (lm_e % 4);\n";
+      s << "            uint32_t* lm_d = " << sh << " + (lm_e / 4) * 16 + 4 * (lm_e % 4);\n";
+      s << "            if (gr < " << rlim << " && gk + 8 <= lm_k) {\n";
+      s << "              const lm_u32x4 v = lm_ld128(" << b << " + " << off << " + gr * " << srow << " + gk);\n";
+      s << "              lm_d[0] = v.x;\n              lm_d[1] = v.y;\n              lm_d[2] = v.z;\n"
+        << "              lm_d[3] = v.w;\n";
+      s << "            } else {\n";
+      s << "              for (int q = 0; q < 4; ++q)\n";
+      pair("                ", "lm_d[q]", "gr", "gk + 2 * q");
+      s << "            }\n          }\n";
+    } else {
+      const int64_t groups = rows / 8;
+      s << "          for (int lm_e = threadIdx.x; lm_e < " << groups * 16 << "; lm_e += " << kThreads << ") {\n";
+      s << "            const int64_t gr = " << r0 << " + 8 * (lm_e % " << groups << "), gk = lm_k0 + 2 * (lm_e / "
+        << groups << ");\n";
+      s << "            uint32_t* lm_d = " << sh << " + 8 * (lm_e % " << groups << ") * 16 + lm_e / " << groups << ";\n";
+      s << "            if (gr + 8 <= " << rlim << " && gk + 1 < lm_k) {\n";
+      s << "              const lm_u32x4 v0 = lm_ld128(" << b << " + " << off << " + gr + gk * " << sk << ");\n";
+      s << "              const lm_u32x4 v1 = lm_ld128(" << b << " + " << off << " + gr + (gk + 1) * " << sk << ");\n";
+      s << "              const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};\n";
+      s << "#pragma unroll\n";
+      s << "              for (int i = 0; i < 8; ++i)\n";
+      s << "                lm_d[i * 16] = ((w0[i / 2] >> (16 * (i % 2))) & 0xffffu) | "
+        << "(((w1[i / 2] >> (16 * (i % 2))) & 0xffffu) << 16);\n";
+      s << "            } else {\n";
+      s << "              for (int i = 0; i < 8; ++i)\n";
+      pair("                ", "lm_d[i * 16]", "gr + i", "gk");
+      s << "            }\n          }\n";
+    }
+    s << "        } else {\n";
+    scalar("          ");
+    s << "        }\n";
+  }
+
+  // Decode-shaped GEMMs (M = 1..8, large K; the search's Skinny alternative): a block
+  // computes bm (<= 8) rows x bn columns; its 256 threads are bn columns x ks slices of K
+  // (split-K inside the block: consecutive threads take consecutive K positions when B is
+  // K-contiguous, consecutive columns otherwise, so loads coalesce), each accumulating
+  // its rows' partial dot products in f32 registers; the partials meet in shared memory
+  // and are summed in slice order (deterministic), then the epilogue and the only store.
+  // With 128-bit loads (vec > 1; A and B both K-contiguous and of one type) each thread
+  // reads 16 bytes of B and of each A row per step, guarded per thread by alignment and
+  // by the end of K (scalar loads there).
+  void gemm_skinny(std::ostringstream& s, LaunchShape& shape, const detail::GpuGemmLaunch& L) {
+    const Gemm& g = *k_.gemm;
+    int64_t bm = std::clamp<int64_t>(L.bm, 1, 8), bn = L.bn, ks = L.ks;
+    if (bn < 1 || ks < 1 || bn * ks != kThreads) {
+      bn = 32;
+      ks = 8;
+    }
+    const DType da = p_.buffers[static_cast<size_t>(g.a.buffer)].dtype;
+    const DType db = p_.buffers[static_cast<size_t>(g.b.buffer)].dtype;
+    const bool a_kc = g.a.col_stride.as_constant() == int64_t{1};
+    const bool b_kc = g.b.row_stride.as_constant() == int64_t{1};
+    const bool v128 = L.vec > 1 && a_kc && b_kc && da == db;
+    const int64_t ve = da == DType::f32 ? 4 : 8;  // elements per 128-bit load
+    const Index batches = product(k_.loops);
+    shape.sync = true;
+    shape.static_shared = static_cast<int>(bm * bn * ks * 4);
+    shape.min_blocks = 4;
+    shape.schedule = "gemm, skinny: " + std::to_string(bm) + " rows x " + std::to_string(bn) + " columns a block, K split " +
+                     std::to_string(ks) + " ways across its threads" + (v128 ? ", 128-bit loads" : "");
+    shape.grid[0] = ceil_div(g.n, bn);
+    shape.grid[1] = capped(ceil_div(g.m, bm), 65535);
+    shape.grid[2] = capped(batches, 65535);
+    auto A = [&](const std::string& r, const std::string& k) {
+      return operand(g.a.buffer, "lm_oa + (" + r + ") * lm_ra + (" + k + ") * lm_ca");
+    };
+    auto B = [&](const std::string& k) { return operand(g.b.buffer, "lm_ob + (" + k + ") * lm_rb + lm_j * lm_cb"); };
+    auto unpack = [&](const std::string& ind, const std::string& v, const std::string& out) {
+      s << ind << "float " << out << "[" << ve << "];\n";
+      s << ind << "{\n" << ind << "  const uint32_t w[4] = {" << v << ".x, " << v << ".y, " << v << ".z, " << v
+        << ".w};\n";
+      s << "#pragma unroll\n";
+      s << ind << "  for (int e = 0; e < " << ve << "; ++e) " << out << "[e] = ";
+      if (da == DType::f32)
+        s << "lm_u2f(w[e]);\n";
+      else
+        s << convert("(uint16_t)(w[e / 2] >> (16 * (e % 2)))", da, DType::f32) << ";\n";
+      s << ind << "}\n";
+    };
+    s << "  __shared__ float lm_part[" << bm * bn * ks << "];  /* [row][column][slice] */\n";
+    s << "  const int64_t lm_m = " << ix(g.m) << ", lm_n = " << ix(g.n) << ", lm_k = " << ix(g.k)
+      << ", lm_batches = " << ix(batches) << ";\n";
+    if (b_kc)
+      s << "  const int lm_s = threadIdx.x % " << ks << ", lm_c = threadIdx.x / " << ks << ";\n";
+    else
+      s << "  const int lm_c = threadIdx.x % " << bn << ", lm_s = threadIdx.x / " << bn << ";\n";
+    s << "  /* loop bounds depend on block indices only: barriers stay uniform */\n";
+    s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
+    delinearize(s, "    ", k_.loops, "lm_b");
+    s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
+      << ", lm_ca = " << ix(g.a.col_stride) << ";\n";
+    s << "    const int64_t lm_ob = " << ix(g.b.offset) << ", lm_rb = " << ix(g.b.row_stride)
+      << ", lm_cb = " << ix(g.b.col_stride) << ";\n";
+    s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
+    s << "    for (int64_t lm_ti = blockIdx.y; lm_ti * " << bm << " < lm_m; lm_ti += gridDim.y) {\n";
+    s << "      const int64_t lm_i0 = lm_ti * " << bm << ", lm_j0 = (int64_t)blockIdx.x * " << bn
+      << ", lm_j = lm_j0 + lm_c;\n";
+    s << "      float lm_acc[" << bm << "];\n";
+    s << "#pragma unroll\n      for (int i = 0; i < " << bm << "; ++i) lm_acc[i] = 0.0f;\n";
+    s << "      if (lm_j < lm_n) {\n";
+    auto scalar_k = [&](const std::string& ind, const std::string& start, const std::string& end,
+                        const std::string& step) {
+      s << ind << "for (int64_t lm_kk = " << start << "; lm_kk < " << end << "; lm_kk += " << step << ") {\n";
+      s << ind << "  const float lm_bv = " << B("lm_kk") << ";\n";
+      s << "#pragma unroll\n";
+      s << ind << "  for (int i = 0; i < " << bm << "; ++i)\n";
+      s << ind << "    if (lm_i0 + i < lm_m) lm_acc[i] = LM_FMA(" << A("lm_i0 + i", "lm_kk") << ", lm_bv, lm_acc[i]);\n";
+      s << ind << "}\n";
+    };
+    if (v128) {
+      s << "        const int lm_vok = lm_aligned16(b" << g.a.buffer << " + lm_oa) && lm_ra % " << ve
+        << " == 0 && lm_aligned16(b" << g.b.buffer << " + lm_ob + lm_j * lm_cb);\n";
+      s << "        if (lm_vok) {\n";
+      s << "          for (int64_t lm_k0 = (int64_t)lm_s * " << ve << "; lm_k0 < lm_k; lm_k0 += " << ks * ve << ") {\n";
+      s << "            if (lm_k0 + " << ve << " <= lm_k) {\n";
+      s << "              const lm_u32x4 lm_vb = lm_ld128(b" << g.b.buffer << " + lm_ob + lm_j * lm_cb + lm_k0);\n";
+      unpack("              ", "lm_vb", "lm_fb");
+      s << "#pragma unroll\n";
+      s << "              for (int i = 0; i < " << bm << "; ++i) {\n";
+      s << "                if (lm_i0 + i >= lm_m) continue;\n";
+      s << "                const lm_u32x4 lm_va = lm_ld128(b" << g.a.buffer << " + lm_oa + (lm_i0 + i) * lm_ra + lm_k0);\n";
+      unpack("                ", "lm_va", "lm_fa");
+      s << "#pragma unroll\n";
+      s << "                for (int e = 0; e < " << ve << "; ++e) lm_acc[i] = LM_FMA(lm_fa[e], lm_fb[e], lm_acc[i]);\n";
+      s << "              }\n";
+      s << "            } else {\n";
+      scalar_k("              ", "lm_k0", "lm_k", "1");
+      s << "            }\n";
+      s << "          }\n";
+      s << "        } else {\n";
+      scalar_k("          ", "lm_s", "lm_k", std::to_string(ks));
+      s << "        }\n";
+    } else {
+      scalar_k("        ", "lm_s", "lm_k", std::to_string(ks));
+    }
+    s << "      }\n";
+    s << "#pragma unroll\n";
+    s << "      for (int i = 0; i < " << bm << "; ++i) lm_part[(i * " << bn << " + lm_c) * " << ks
+      << " + lm_s] = lm_acc[i];\n";
+    s << "      lm_sync();\n";
+    s << "      for (int lm_o = threadIdx.x; lm_o < " << bm * bn << "; lm_o += " << kThreads << ") {\n";
+    s << "        const int i = lm_o / " << bn << ", c = lm_o % " << bn << ";\n";
+    s << "        float lm_sum = 0.0f;\n";
+    s << "        for (int q = 0; q < " << ks << "; ++q) lm_sum = lm_sum + lm_part[lm_o * " << ks << " + q];\n";
+    s << "        const int64_t v" << g.row_var << " = lm_i0 + i, v" << g.col_var << " = lm_j0 + c;\n";
+    s << "        if (v" << g.row_var << " >= lm_m || v" << g.col_var << " >= lm_n) continue;\n";
+    s << "        const float acc = lm_sum;\n";
+    std::string v = "acc";
+    if (g.epilogue.valid()) {
+      std::map<const ExprNode*, std::string> memo;
+      v = value(g.epilogue, memo, s, "        ");
+      const DType cd = p_.buffers[static_cast<size_t>(g.c.buffer)].dtype;
+      if (g.epilogue.dtype() != cd) v = convert(v, g.epilogue.dtype(), cd);
+    }
+    s << "        b" << g.c.buffer << "[lm_oc + v" << g.row_var << " * lm_rc + v" << g.col_var << "] = " << v << ";\n";
+    s << "      }\n";
+    s << "      lm_sync();\n";
+    s << "    }\n  }\n";
+    (void)db;
   }
 
   void epilogue(std::ostringstream& s, const std::string& ind, const std::string& reg, const std::string& row,

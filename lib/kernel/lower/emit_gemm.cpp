@@ -66,12 +66,20 @@ std::optional<Expr> half_weight(const Expr& e) {
   return std::nullopt;
 }
 
+// The half type a GEMM operand is cast from (f32 when it is not a cast of a half value).
+DType half_source(const Expr& e) {
+  if (e.op() != kernel::ExprOp::Cast || e.dtype() != DType::f32 || e.node().args.size() != 1) return DType::f32;
+  const DType in = e.node().args[0].dtype();
+  return in == DType::f16 || in == DType::bf16 ? in : DType::f32;
+}
+
 }  // namespace
 
-Affine Lowerer::gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmFrame& f, bool b_side) {
+Affine Lowerer::gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmFrame& f, bool b_side,
+                             bool half) {
   if (plain_f32_load(e))
     if (auto a = affine(e.node().index, f.interest)) return *a;
-  if (b_side)
+  if (b_side || half)
     if (auto h = half_weight(e))
       if (auto a = affine(h->node().index, f.interest)) {
         e = *h;
@@ -85,8 +93,8 @@ Affine Lowerer::gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmF
       dims.push_back((*f.dims)[i]);
       at.push_back(f.idx[i]);
     }
-  const int buf = materialize_operand(node, keep, dims, f.rank);
-  e = kernel::load(buf, DType::f32, kernel::row_major(at, dims));
+  const int buf = materialize_operand(node, keep, dims, f.rank, half);
+  e = kernel::load(buf, prog_.buffers[static_cast<size_t>(buf)].dtype, kernel::row_major(at, dims));
   return *affine(e.node().index, f.interest);
 }
 
@@ -252,8 +260,13 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
       return false;
     }
   }
-  Affine ax_ = gemm_operand(X, xin, n_axis, f, false);
-  Affine ay = segments ? Affine{} : gemm_operand(Y, yin, m_axis, f, true);
+  // Both operands cast from the same half type, for a renderer that takes half operands
+  // (GPU tensor cores, f16 in / f32 accumulate as PyTorch computes an f16 matmul): both
+  // stay halves, so the product reads half the bytes and can run on tensor cores.
+  const DType xh = half_source(X), yh = half_source(Y);
+  const bool half = opt_.half_operands && !segments && xh != DType::f32 && xh == yh;
+  Affine ax_ = gemm_operand(X, xin, n_axis, f, false, half);
+  Affine ay = segments ? Affine{} : gemm_operand(Y, yin, m_axis, f, true, half);
 
   kernel::Gemm g;
   const int rv = static_cast<int>(rank), cv = static_cast<int>(rank) + 1;  // unused ids when absent

@@ -115,7 +115,7 @@ int Lowerer::materialize(uint32_t id) {
 // A contiguous copy of body node `node` (rank `rank`) over the input axes `keep` (the
 // others pinned to 0), computed by its own elementwise kernel; returns the buffer.
 int Lowerer::materialize_operand(uint32_t node, const std::vector<int>& keep, const std::vector<Index>& dims,
-                                 size_t rank) {
+                                 size_t rank, bool keep_half) {
   Ctx saved = std::move(ctx_);
   ctx_ = Ctx{};
   ctx_.hoist_broadcasts = true;
@@ -135,6 +135,15 @@ int Lowerer::materialize_operand(uint32_t node, const std::vector<int>& keep, co
   k.store.buffer = buf;
   k.store.index = kernel::row_major(vars, dims);
   k.store.value = emit(node, at, std::nullopt);
+  if (keep_half && k.store.value.valid() && k.store.value.op() == kernel::ExprOp::Cast &&
+      k.store.value.dtype() == DType::f32) {
+    // f16/bf16 -> f32 is exact: storing the half value itself loses nothing.
+    const Expr in = k.store.value.node().args[0];
+    if (in.dtype() == DType::f16 || in.dtype() == DType::bf16) {
+      k.store.value = in;
+      prog_.buffers[static_cast<size_t>(buf)].dtype = in.dtype();
+    }
+  }
   if (!stopped()) {
     k.name = kernel_name();
     kernels.push_back(std::move(k));

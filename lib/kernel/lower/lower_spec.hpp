@@ -53,6 +53,11 @@ struct Options {
   /// concat of stored tensors (ir::stored_concat) is read where it lies instead of being
   /// copied into one buffer first.
   bool segmented_b = false;
+  /// The renderer takes f16/bf16 GEMM operands on both sides (the GPU renderers: tensor
+  /// cores, or conversion while staging tiles): a product of two operands cast from the
+  /// same half type keeps both as halves -- read in place where they are strided views,
+  /// copied as halves (exactly) otherwise -- instead of widening A to an f32 copy.
+  bool half_operands = false;
 };
 
 /// Why a spec could not be lowered (its kernel then runs on the interpreter).

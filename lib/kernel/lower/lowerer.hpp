@@ -122,12 +122,16 @@ class Lowerer {
                                        bool parallel);
   void lower_generic(uint32_t id, int out);
   int materialize(uint32_t id);
+  /// `keep_half`: a value cast from f16/bf16 is stored as that half type (exact), the
+  /// buffer's dtype says which.
   int materialize_operand(uint32_t node, const std::vector<int>& keep, const std::vector<Index>& dims,
-                          size_t rank);
+                          size_t rank, bool keep_half = false);
 
   // ---------------------------------------------------------------- specialised kinds
   void emit_gather(const GatherBody& m, int result);  // emit_gather.cpp
-  Affine gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmFrame& f, bool b_side);
+  /// `half`: both operands are cast from the same f16/bf16 type and the renderer takes
+  /// half operands (Options::half_operands): keep this one as halves.
+  Affine gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmFrame& f, bool b_side, bool half = false);
   std::optional<std::vector<kernel::GemmSegment>> gemm_b_segments(uint32_t node, int n_axis, const GemmFrame& f);
   bool emit_gemm(const GemmBody& plan, int result);  // emit_gemm.cpp
   bool try_attention(int result);                    // emit_attention.cpp

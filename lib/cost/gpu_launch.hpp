@@ -1,0 +1,49 @@
+// How a generated GEMM's launch alternative (ir::KernelSpec::launch, the search's choice)
+// is spelled for GPU targets. One spelling read by the schedule rules that make the
+// alternatives (rules/schedule_gpu.cpp), the cost model that ranks them (gpu_cost.cpp)
+// and the renderer that emits them (backends/gpu/gpu_renderer.cpp):
+//
+//   {bm, bn, bk}                 f32 FMA thread-block tile (engine Fma)
+//   {bm, bn, bk, engine}         engine: 0 Fma, 1 Mma (mma.sync m16n8k16, bk = 32),
+//                                2 Skinny (below)
+//   {bm, bn, bk, 2, ks, vec}     Skinny: a block computes bm (<= 8) rows x bn columns with
+//                                its 256 threads split ks ways along K (split-K inside the
+//                                block, partials summed through shared memory in a fixed
+//                                order); vec = halves (or floats) per 128-bit load
+//   Fma and Mma take an optional 5th element vec too: 8 for f16/bf16, 4 for f32 = 128-bit
+//   global loads of the tiles' k-contiguous operands (guarded at run time by alignment,
+//   scalar loads otherwise); 1 or absent = scalar loads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace luminal::detail {
+
+enum class GpuGemmEngine : int64_t { Fma = 0, Mma = 1, Skinny = 2 };
+
+struct GpuGemmLaunch {
+  int64_t bm = 64, bn = 64, bk = 16;
+  GpuGemmEngine engine = GpuGemmEngine::Fma;
+  int64_t ks = 1;   ///< Skinny: K slices per block
+  int64_t vec = 1;  ///< elements per global load of a k-contiguous operand (1: scalar)
+
+  static GpuGemmLaunch from(const std::vector<int64_t>& l) {
+    GpuGemmLaunch g;
+    if (l.size() < 3) return g;
+    g.bm = l[0];
+    g.bn = l[1];
+    g.bk = l[2];
+    if (l.size() > 3 && l[3] >= 0 && l[3] <= 2) g.engine = static_cast<GpuGemmEngine>(l[3]);
+    if (g.engine == GpuGemmEngine::Skinny) {
+      g.ks = l.size() > 4 ? l[4] : 32;
+      g.vec = l.size() > 5 ? l[5] : 1;
+    } else if (l.size() > 4) {
+      g.vec = l[4];
+    }
+    if (g.vec < 1) g.vec = 1;
+    return g;
+  }
+};
+
+}  // namespace luminal::detail

@@ -1,0 +1,335 @@
+// The GEMM paths the GPU search chooses between (cost/gpu_launch.hpp): tensor cores
+// (mma.sync m16n8k16, f16/bf16 in, f32 accumulate) with scalar or 128-bit staging, and
+// the skinny split-K GEMM for decode shapes, each run on the emulator of the very source
+// NVRTC compiles and checked against the kernel IR evaluator at odd sizes, transposed
+// operands, batches, aligned and misaligned operands; then whole graphs (an f16 matmul
+// as PyTorch computes it on a GPU) compiled for cuda:sm_90+emu against the reference
+// interpreter, with the schedule the cost model chose; then NVRTC's resource figures.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "backends/cuda/cuda_module.hpp"
+#include "backends/cuda/nvrtc.hpp"
+#include "backends/gpu/gpu_backend.hpp"
+#include "backends/gpu/gpu_renderer.hpp"
+#include "compiler/compile_graph.hpp"
+#include "compiler/translation_models.hpp"
+#include "cost/gpu_launch.hpp"
+#include "cpu/harness.hpp"
+#include "ir/tensor_lang.hpp"
+#include "luminal/luminal.hpp"
+
+namespace k = luminal::kernel;
+using namespace luminal;
+
+namespace {
+
+gpu::GpuArch arch_of(const char* target) { return gpu::arch_for(Target::parse(target)); }
+
+struct Layout {
+  bool a_t = false;    // A stored [K][M] (m contiguous) instead of [M][K]
+  bool b_kc = false;   // B stored [N][K] (k contiguous: x @ W^T) instead of [K][N]
+  int64_t a_off = 0;   // first element of A inside its buffer (misaligns when not a multiple of 8)
+  int64_t b_off = 0;
+};
+
+// Appends C[b] = A[b] @ B (+ epilogue) over `batches` batch points as a GEMM kernel named
+// `name`, with its own buffers.
+void add_gemm(k::Program& p, const std::string& name, DType dt, int64_t M, int64_t N, int64_t K, int64_t batches,
+              const Layout& lay) {
+  const int a = static_cast<int>(p.buffers.size());
+  p.buffers.push_back({name + "_a", dt, lay.a_off + batches * M * K, k::BufferRole::Input});
+  p.buffers.push_back({name + "_b", dt, lay.b_off + K * N, k::BufferRole::Input});
+  p.buffers.push_back({name + "_c", DType::f32, batches * M * N, k::BufferRole::Output});
+  k::Kernel kk;
+  kk.name = name;
+  kk.kind = k::KernelKind::Gemm;
+  k::Loop l;
+  l.var = 0;
+  l.extent = batches;
+  kk.loops.push_back(l);
+  k::Gemm g;
+  g.m = M;
+  g.n = N;
+  g.k = K;
+  const k::Index b = k::Index::var(0);
+  g.a = lay.a_t ? k::MatrixView{a, b * (M * K) + lay.a_off, 1, M} : k::MatrixView{a, b * (M * K) + lay.a_off, K, 1};
+  g.b = lay.b_kc ? k::MatrixView{a + 1, lay.b_off, 1, K} : k::MatrixView{a + 1, lay.b_off, N, 1};
+  g.c = {a + 2, b * (M * N), N, 1};
+  g.row_var = 1;
+  g.col_var = 2;
+  // an epilogue that depends on the row, the column and the batch point
+  g.epilogue = k::binary(k::BinaryOp::Add, k::binary(k::BinaryOp::Mul, k::acc(), k::constant(0.5)),
+                         k::cast(k::index_value(k::Index::var(1) + k::Index::var(2) * 3 + b * 7), DType::f32));
+  kk.gemm = g;
+  p.kernels.push_back(kk);
+}
+
+struct Emulated {
+  std::string source;
+  unsigned long long vector_loads = 0;  // lm_ld128 calls the emulator ran
+};
+
+// Renders `p` with each kernel's launch from `launch_of`, runs it on the emulator and
+// compares every output with the evaluator.
+Emulated run_and_compare(const k::Program& p, const gpu::GpuArch& arch, const gpu::ScheduleOf& launch_of,
+                         double rtol = 1e-4, double atol = 1e-4) {
+  cpu_test::HostBuffers ref = cpu_test::allocate(p, {}, 7), got = cpu_test::allocate(p, {}, 7);
+  k::evaluate(p, ref.ptrs(), {});
+  const gpu::GpuSource src = gpu::render_gpu(p, arch, launch_of);
+  auto lib = gpu::emulator_jit().compile(gpu::emulation_source(src, p, arch));
+  auto ptrs = got.ptrs();
+  for (const auto& l : src.launches) lib->function<cpu::KernelFn>(l.name + "_emu")(ptrs.data(), nullptr, nullptr, nullptr);
+  for (size_t bi = 0; bi < p.buffers.size(); ++bi) {
+    const auto& b = p.buffers[bi];
+    if (b.role != k::BufferRole::Output) continue;
+    const int64_t n = b.elements.evaluate({}, {});
+    for (int64_t i = 0; i < n; ++i) {
+      const double r = cpu_test::element(b, ref.bytes[bi], i), g = cpu_test::element(b, got.bytes[bi], i);
+      if ((std::isnan(r) && std::isnan(g)) || r == g) continue;
+      if (!(std::abs(r - g) <= atol + rtol * std::abs(r))) {
+        INFO("buffer " << b.name << " element " << i << ": evaluator " << r << ", emulated " << g);
+        REQUIRE(std::abs(r - g) <= atol + rtol * std::abs(r));
+      }
+    }
+  }
+  Emulated e;
+  e.source = src.kernels;
+  using Count = unsigned long long (*)();
+  e.vector_loads = lib->function<Count>("lm_emu_ld128_count")();
+  return e;
+}
+
+gpu::ScheduleOf same_launch(std::vector<int64_t> l) {
+  return [l](const k::Kernel&) { return l; };
+}
+
+}  // namespace
+
+TEST_CASE("tensor-core GEMM: 128-bit staging for every operand layout, aligned or not", "[gpu][emu][mma][vector]") {
+  // Odd M and N, K a multiple of 8 (rows aligned) or not, both operand orientations,
+  // batches, operands starting at aligned (0, 8) and misaligned (3) elements.
+  for (DType dt : {DType::f16, DType::bf16}) {
+    k::Program aligned, misaligned;
+    int n = 0;
+    for (bool a_t : {false, true})
+      for (bool b_kc : {false, true}) {
+        const std::string id = std::to_string(n++);
+        add_gemm(aligned, std::string("al").append(id), dt, 37, 72, 48, 2, Layout{a_t, b_kc, a_t ? 0 : 8, b_kc ? 8 : 0});
+        add_gemm(misaligned, std::string("mis").append(id), dt, 40, 40, 45, 1, Layout{a_t, b_kc, 3, 5});
+      }
+    const gpu::GpuArch sm90 = arch_of("cuda:sm_90+emu");
+    for (int64_t bm : {64, 32}) {
+      INFO((dt == DType::f16 ? "f16" : "bf16") << " tile " << bm);
+      const Emulated al = run_and_compare(aligned, sm90, same_launch({bm, 64, 32, 1, 8}));
+      CHECK(al.source.find("tensor cores (mma.sync") != std::string::npos);
+      CHECK(al.source.find("128-bit staging loads") != std::string::npos);
+      CHECK(al.vector_loads > 0);  // the vector path ran (aligned operands)
+      // Misaligned starts and rows: every tile takes the scalar loads (a 128-bit load at a
+      // misaligned address aborts the emulator, as it faults on the device).
+      const Emulated mis = run_and_compare(misaligned, sm90, same_launch({bm, 64, 32, 1, 8}));
+      CHECK(mis.vector_loads == 0);
+      // Scalar staging: same results.
+      const Emulated sc = run_and_compare(aligned, sm90, same_launch({bm, 64, 32, 1, 1}));
+      CHECK(sc.vector_loads == 0);
+    }
+  }
+}
+
+TEST_CASE("tensor cores only where asked and possible: FMA tiles otherwise", "[gpu][emu][mma]") {
+  k::Program p;
+  add_gemm(p, "mm", DType::f16, 21, 19, 23, 1, Layout{});
+  const gpu::GpuArch sm90 = arch_of("cuda:sm_90+emu");
+  // engine 0 (or no 4th element): the FMA tile, halves converted while staging
+  CHECK(run_and_compare(p, sm90, same_launch({64, 64, 32})).source.find("f32 FMA") != std::string::npos);
+  CHECK(run_and_compare(p, sm90, same_launch({32, 32, 32, 1})).source.find("tensor cores") != std::string::npos);
+  // 16 x 16 cannot be split over 8 warps of m16n8 tiles: FMA
+  CHECK(run_and_compare(p, sm90, same_launch({16, 16, 16, 1})).source.find("tensor cores") == std::string::npos);
+  // HIP has no mma.sync: FMA, wave64 included
+  CHECK(run_and_compare(p, arch_of("hip:gfx90a+emu"), same_launch({32, 32, 32, 1})).source.find("tensor cores") ==
+        std::string::npos);
+}
+
+TEST_CASE("skinny split-K GEMM: decode rows, odd K, both B layouts, scalar and 128-bit", "[gpu][emu][skinny][vector]") {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    k::Program p;
+    int n = 0;
+    for (int64_t M : {1, 5, 8, 11})
+      for (int64_t K : {512, 301})
+        for (bool b_kc : {true, false})
+          add_gemm(p, std::string("g").append(std::to_string(n++)), dt, M, 45, K, M == 5 ? 2 : 1,
+                   Layout{false, b_kc, 0, 0});
+    // one with both operands misaligned: scalar loads only
+    add_gemm(p, "mis", dt, 3, 40, 256, 1, Layout{false, true, 1, 3});
+    for (auto [bn, ks] : {std::pair<int64_t, int64_t>{8, 32}, {32, 8}, {64, 4}})
+      for (int64_t vec : {1, 8}) {
+        INFO(dtype_name(dt) << " bn " << bn << " ks " << ks << " vec " << vec);
+        const Emulated e = run_and_compare(p, arch_of("cuda:sm_90+emu"), same_launch({8, bn, 0, 2, ks, vec}), 2e-4, 2e-4);
+        CHECK(e.source.find("gemm, skinny") != std::string::npos);
+        CHECK((e.vector_loads > 0) == (vec > 1));
+      }
+    // wave64
+    run_and_compare(p, arch_of("hip:gfx90a+emu"), same_launch({8, 16, 0, 2, 16, 8}), 2e-4, 2e-4);
+  }
+}
+
+// ---------------------------------------------------------------- whole graphs
+
+namespace {
+
+// The launch of the plan's first generated GEMM for `target` (the cost model's choice).
+std::vector<int64_t> chosen_launch(const Graph& g, const char* target) {
+  compiler::CompiledProgram p = compiler::compile_graph(*g.impl(), Target::parse(target), {});
+  for (const auto& st : p.plan->steps)
+    if (st.spec->kind == ir::KernelKind::Gemm) return st.spec->launch;
+  return {};
+}
+
+detail::GpuGemmEngine engine_of(const std::vector<int64_t>& l) { return detail::GpuGemmLaunch::from(l).engine; }
+
+std::string launch_string(const std::vector<int64_t>& l) {
+  std::string s;
+  for (int64_t x : l) {
+    if (!s.empty()) s.push_back(',');
+    s.append(std::to_string(x));
+  }
+  return "{" + s + "}";
+}
+
+// Runs `g` compiled for cuda:sm_90+emu and the reference interpreter on the same inputs
+// (with `fill` applied to them), compares.
+void check_graph(const Graph& g, const char* name, const std::function<void(HostTensor&)>& fill = {}) {
+  auto inputs = test::random_inputs(*g.impl(), 3);
+  if (fill)
+    for (auto& [n, t] : inputs) fill(t);
+  std::map<std::string, const HostTensor*> ptrs;
+  for (const auto& [n, v] : inputs) ptrs.emplace(n, &v);
+  auto want = detail::reference::run(*g.impl(), {}, ptrs);
+  Callable f = compile(g, Target::parse("cuda:sm_90+emu"));
+  std::map<std::string, HostTensor> feed;
+  for (uint32_t id : g.impl()->params) f.bind(g.impl()->nodes[id].name, inputs.at(g.impl()->nodes[id].name));
+  for (uint32_t id : g.impl()->inputs) feed.emplace(g.impl()->nodes[id].name, inputs.at(g.impl()->nodes[id].name));
+  auto got = f(feed);
+  INFO(name << ": " << f.report().to_string());
+  // f16/bf16 results: the accumulation order differs from the interpreter's, so the final
+  // rounding to a half may differ by one unit (2^-11 relative for f16, 2^-8 for bf16).
+  CHECK(test::compare_outputs(got, want, 1e-2, 8e-3) <= 1.0);
+  CHECK(f.report().interpreted_kernels == 0);
+}
+
+}  // namespace
+
+TEST_CASE("f16 matmuls reach tensor cores in compiled graphs, chosen by the cost model", "[gpu][emu][mma][graph]") {
+  // PyTorch's f16 matmul on a GPU: f16 operands, f32 accumulation, an f16 result. At
+  // 512 x 256 x 512 the model prices the tensor-core tile below the FMA tiles and the
+  // skinny path (smaller products are launch-bound and may go either way).
+  for (DType dt : {DType::f16, DType::bf16}) {
+    Graph g;
+    g.output("y", matmul(g.input("a", {512, 256}, dt), g.input("b", {256, 512}, dt)));
+    const auto l = chosen_launch(g, "cuda:sm_90");
+    std::printf("%s 512x256x512 on sm_90: launch %s\n", std::string(dtype_name(dt)).c_str(), launch_string(l).c_str());
+    CHECK(engine_of(l) == detail::GpuGemmEngine::Mma);
+    check_graph(g, "512x256x512");
+    // An A100 (sm_80) has mma.sync too; gfx90a does not (no Mma alternative there).
+    CHECK(engine_of(chosen_launch(g, "cuda:sm_80")) == detail::GpuGemmEngine::Mma);
+    CHECK(engine_of(chosen_launch(g, "hip:gfx90a")) != detail::GpuGemmEngine::Mma);
+  }
+  {  // f32 operands never take tensor cores
+    Graph g;
+    g.output("y", matmul(g.input("a", {512, 256}), g.input("b", {256, 512})));
+    CHECK(engine_of(chosen_launch(g, "cuda:sm_90")) != detail::GpuGemmEngine::Mma);
+  }
+  {  // 4096^3 (compile only): tensor cores with 128-bit staging
+    Graph g;
+    g.output("y", matmul(g.input("a", {4096, 4096}, DType::f16), g.param("w", {4096, 4096}, DType::f16)));
+    const auto l = chosen_launch(g, "cuda:sm_90");
+    std::printf("f16 4096^3 on sm_90: launch %s\n", launch_string(l).c_str());
+    CHECK(engine_of(l) == detail::GpuGemmEngine::Mma);
+    CHECK(detail::GpuGemmLaunch::from(l).vec > 1);
+  }
+}
+
+TEST_CASE("f16 matmuls on the emulator: odd sizes, transposed operands, batches, edge values", "[gpu][emu][mma][graph]") {
+  {  // odd sizes, every side off the tile
+    Graph g;
+    g.output("y", matmul(g.input("a", {67, 45}, DType::f16), g.input("b", {45, 33}, DType::f16)));
+    check_graph(g, "odd");
+  }
+  {  // transposed operands (views read in place as halves)
+    Graph g;
+    auto a = g.input("a", {40, 70}, DType::f16), b = g.input("b", {50, 40}, DType::f16);
+    g.output("y", matmul(a.transpose(0, 1), b.transpose(0, 1)));
+    check_graph(g, "transposed");
+  }
+  {  // batches, a broadcast weight, an f16 linear with bias
+    Graph g;
+    auto x = g.input("x", {3, 37, 48}, DType::f16);
+    g.output("y", matmul(x, g.param("w", {48, 40}, DType::f16)));
+    g.output("z", linear(x, g.param("w2", {24, 48}, DType::f16), g.param("bias", {24}, DType::f16)));
+    check_graph(g, "batched + linear");
+  }
+  {  // edge values: +-0, inf, NaN, the largest halves (f32 accumulation does not overflow)
+    Graph g;
+    g.output("y", matmul(g.input("a", {33, 40}, DType::f16), g.input("b", {40, 35}, DType::f16)));
+    check_graph(g, "edge values", [](HostTensor& t) {
+      auto* h = reinterpret_cast<uint16_t*>(t.mutable_data());
+      const uint16_t edges[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x7bff, 0xfbff, 0x0001};
+      for (int64_t i = 0; i < t.numel(); i += 97) h[i] = edges[(i / 97) % 8];
+    });
+  }
+}
+
+TEST_CASE("decode-shaped f16 GEMMs take the skinny split-K path with 128-bit loads", "[gpu][emu][skinny][graph]") {
+  for (int64_t m : {2, 4, 8}) {
+    Graph g;
+    g.output("y", linear(g.input("x", {m, 1024}, DType::f16), g.param("w", {96, 1024}, DType::f16)));
+    const auto l = chosen_launch(g, "cuda:sm_90");
+    std::printf("linear M=%lld K=1024 N=96 f16 on sm_90: launch %s\n", static_cast<long long>(m), launch_string(l).c_str());
+    CHECK(engine_of(l) == detail::GpuGemmEngine::Skinny);
+    CHECK(detail::GpuGemmLaunch::from(l).vec > 1);
+    check_graph(g, "decode linear");
+  }
+  {  // M = 1: the search forms a dot-product reduction (K split across a block's threads)
+    Graph g;
+    g.output("y", linear(g.input("x", {1, 1024}, DType::f16), g.param("w", {96, 1024}, DType::f16)));
+    check_graph(g, "M = 1 linear");
+  }
+  {  // Llama-3-8B projection sizes (compile only): the cost model still picks it
+    Graph g;
+    g.output("y", linear(g.input("x", {4, 4096}, DType::f16), g.param("w", {14336, 4096}, DType::f16)));
+    const auto l = chosen_launch(g, "cuda:sm_90");
+    std::printf("linear M=4 K=4096 N=14336 f16 on sm_90: launch %s\n", launch_string(l).c_str());
+    CHECK(engine_of(l) == detail::GpuGemmEngine::Skinny);
+  }
+}
+
+TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills", "[gpu][nvrtc][mma][skinny]") {
+  std::string why;
+  if (!cuda::nvrtc_available(&why)) {
+    WARN("NVRTC is not available here (" << why << "); skipped");
+    return;
+  }
+  k::Program p;
+  add_gemm(p, "tc128", DType::f16, 4096, 4096, 4096, 1, Layout{false, true, 0, 0});
+  add_gemm(p, "tc64", DType::bf16, 4096, 4096, 4096, 1, Layout{true, false, 0, 0});
+  add_gemm(p, "skinny", DType::f16, 1, 14336, 4096, 1, Layout{false, true, 0, 0});
+  const std::map<std::string, std::vector<int64_t>> launch{
+      {"tc128", {128, 128, 32, 1, 8}}, {"tc64", {64, 64, 32, 1, 8}}, {"skinny", {8, 16, 0, 2, 16, 8}}};
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    const gpu::GpuSource src = gpu::render_gpu(p, arch_of((std::string("cuda:") + arch).c_str()),
+                                               [&](const k::Kernel& kk) { return launch.at(kk.name); });
+    const cuda::CudaModule m = cuda::compile_module(src.device_source(), arch, true);
+    REQUIRE(m.resources.size() == 3);
+    for (const auto& r : m.resources) {
+      std::printf("%s %s: %d registers, %d B shared, %d B spilled\n", arch, r.name.c_str(), r.registers,
+                  r.shared_bytes, r.spill_bytes);
+      CHECK(r.spill_bytes == 0);
+    }
+    // The 128-bit loads are vector loads in the PTX (not split into scalars by ptxas).
+    const cuda::CudaModule ptx = cuda::compile_module(src.device_source(), arch, false);
+    CHECK(ptx.image.find(".v4.u32") != std::string::npos);
+  }
+}
