@@ -72,7 +72,10 @@ double mma_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmL
   const double mt = bm / 32, nt = bn / 32;
   GpuBlock b;
   b.threads = 256;
-  b.registers = static_cast<int>(mt * nt * 4 + mt * 4 + nt * 2 + 40);
+  // ptxas (NVRTC 13, -Xptxas=-v, sm_80 and sm_90) gives these kernels about twice their
+  // accumulators plus 64: 194 registers at 128 x 128 (one block per SM), 96 at 64 x 64
+  // (tests/gpu "[nvrtc][mma]" prints them).
+  b.registers = static_cast<int>(2 * (mt * nt * 4) + 64);
   b.shared_bytes = static_cast<int>((bm + bn) * 16 * 4);
   const int resident = resident_blocks(t, b);
   if (resident == 0) return inf;
@@ -135,7 +138,12 @@ double skinny_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGe
   const double steps = std::ceil(w.gemm_k / (static_cast<double>(L.ks) * (L.vec > 1 ? 16 / elem : 1)));
   const double waves = std::ceil(blocks / (units * resident));
   const double latency_s = waves * steps * load_latency(t, bytes);
-  return std::max({compute_s, memory_s, latency_s}) + t.launch_overhead_s;
+  // Every FMA reads its A element from L1 (B once per row block): the L1's 128 bytes a
+  // cycle per SM (64 per CU on AMD) bound the skinny GEMM well before the FMA lanes when
+  // M is not small -- where the tiled GEMMs win.
+  const double l1_bytes = elem * w.gemm_n * w.gemm_k * std::max(1.0, w.batches) * (w.gemm_m + std::ceil(w.gemm_m / bm));
+  const double l1_s = l1_bytes / (units * (t.warp == 64 ? 64.0 : 128.0) * kClock);
+  return std::max({compute_s, memory_s, latency_s, l1_s}) + t.launch_overhead_s;
 }
 
 }  // namespace
@@ -195,8 +203,13 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     // The tile loop stages, synchronizes, computes: each K step waits for its loads unless
     // other resident blocks have work (the floor that makes short K expensive, priced as
     // for the tensor-core tiles).
-    const double work = 2 * bm * bn * static_cast<double>(tile[2]) /
+    const double pure = 2 * bm * bn * static_cast<double>(tile[2]) /
                         (peak / units * std::max(t.gemm_efficiency * smem_bound, 1e-4));
+    // Staging a K step: a warp load per 32 elements (per 128 with 128-bit loads), about 4
+    // issue slots each with its address and guard, 4 schedulers.
+    const double stage = (bm + bn) * static_cast<double>(tile[2]) / 32 / (L.vec > 1 ? 4 : 1) / kClock;
+    const double work = pure + stage;
+    compute_s *= work / pure;
     double used = 1;
     const double rounds = per_sm_rounds(blocks, units, resident, used);
     const double ksteps = std::ceil(w.gemm_k / static_cast<double>(std::max<int64_t>(1, tile[2])));

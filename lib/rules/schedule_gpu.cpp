@@ -8,7 +8,8 @@
 //
 //  * gpu-gemm-tiles: every generated GEMM with each thread-block tile {bm, bn, bk} of
 //    kGemmTiles (256 threads, a (bm/16) x (bn/16) micro tile each; the renderer keeps
-//    bk within the architecture's static shared memory);
+//    bk within the architecture's static shared memory), and the larger ones with 128-bit
+//    loads of f32 operands (kFmaVec);
 //  * gpu-gemm-tensor-cores: a GEMM whose operands are cast from f16/bf16, on a target with
 //    mma.sync m16n8k16 (TargetDesc::matrix_engine), with each tensor-core tile of kMmaTiles,
 //    staged with scalar or 128-bit loads (cost/gpu_launch.hpp);
@@ -36,6 +37,14 @@ constexpr std::array<std::array<int64_t, 3>, 7> kGemmTiles{{
     {32, 64, 32},
     {32, 32, 32},
     {16, 16, 16},
+}};
+
+// The larger FMA tiles again with 128-bit loads of their f32 operands: {bm, bn, bk, 0, 4}.
+constexpr std::array<std::array<int64_t, 5>, 4> kFmaVec{{
+    {128, 128, 32, 0, 4},
+    {128, 64, 32, 0, 4},
+    {64, 128, 32, 0, 4},
+    {64, 64, 32, 0, 4},
 }};
 
 // {bm, bn, bk = 32, engine 1 (Mma), vec}: tile sides multiples of 32 (8 warps in 2 x 4).
@@ -102,7 +111,9 @@ std::size_t add_launches(EGraph& g, const PassContext& ctx, ir::KernelKind kind,
 constexpr auto kAny = [](const EGraph&, const ir::KernelSpec&) { return true; };
 
 std::size_t gpu_gemm_tiles(EGraph& g, const PassContext& ctx) {
-  return add_launches(g, ctx, ir::KernelKind::Gemm, kGemmTiles, kAny);
+  // (each call extends the kernels still without a launch: the originals stay)
+  const std::size_t n = add_launches(g, ctx, ir::KernelKind::Gemm, kGemmTiles, kAny);
+  return n + add_launches(g, ctx, ir::KernelKind::Gemm, kFmaVec, kAny);
 }
 
 std::size_t gpu_gemm_tensor_cores(EGraph& g, const PassContext& ctx) {

@@ -139,6 +139,26 @@ TEST_CASE("tensor-core GEMM: 128-bit staging for every operand layout, aligned o
   }
 }
 
+TEST_CASE("FMA tiles: 128-bit loads of f32 operands, every layout, aligned or not", "[gpu][emu][vector]") {
+  k::Program aligned, misaligned;
+  int n = 0;
+  for (bool a_t : {false, true})
+    for (bool b_kc : {false, true}) {
+      const std::string id = std::to_string(n++);
+      add_gemm(aligned, std::string("al").append(id), DType::f32, 37, 44, 40, 2, Layout{a_t, b_kc, 4, 8});
+      add_gemm(misaligned, std::string("mis").append(id), DType::f32, 36, 36, 41, 1, Layout{a_t, b_kc, 1, 2});
+    }
+  for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"})
+    for (int64_t bm : {64, 32}) {
+      INFO(t << " tile " << bm);
+      const Emulated al = run_and_compare(aligned, arch_of(t), same_launch({bm, 64, 32, 0, 4}), 2e-5, 2e-5);
+      CHECK(al.source.find("f32 FMA, 128-bit loads") != std::string::npos);
+      CHECK(al.vector_loads > 0);
+      CHECK(run_and_compare(misaligned, arch_of(t), same_launch({bm, 64, 32, 0, 4}), 2e-5, 2e-5).vector_loads == 0);
+      CHECK(run_and_compare(aligned, arch_of(t), same_launch({bm, 64, 32}), 2e-5, 2e-5).vector_loads == 0);
+    }
+}
+
 TEST_CASE("tensor cores only where asked and possible: FMA tiles otherwise", "[gpu][emu][mma]") {
   k::Program p;
   add_gemm(p, "mm", DType::f16, 21, 19, 23, 1, Layout{});

@@ -501,7 +501,7 @@ class Writer {
     shape.static_shared = static_cast<int>((bm + bn) * bk * 4);
     shape.schedule = "gemm, shared-memory tiles " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
                      std::to_string(bk) + ", " + std::to_string(tm) + "x" + std::to_string(tn) +
-                     " per thread, f32 FMA";
+                     " per thread, f32 FMA" + (L.vec > 1 && bk % 4 == 0 ? ", 128-bit loads" : "");
     shape.grid[0] = ceil_div(g.n, bn);
     shape.grid[1] = capped(ceil_div(g.m, bm), 65535);
     shape.grid[2] = capped(batches, 65535);
@@ -528,25 +528,87 @@ class Writer {
     s << "#pragma unroll\n";
     s << "        for (int j = 0; j < " << tn << "; ++j) lm_c[i][j] = 0.0f;\n";
     s << "      for (int64_t lm_k0 = 0; lm_k0 < lm_k; lm_k0 += " << bk << ") {\n";
-    // Loads: consecutive threads read consecutive addresses of whichever side is contiguous.
-    s << "        for (int lm_e = threadIdx.x; lm_e < " << bm * bk << "; lm_e += " << kThreads << ") {\n";
-    if (a_k_contig)
-      s << "          const int r = lm_e / " << bk << ", kk = lm_e % " << bk << ";\n";
-    else
-      s << "          const int r = lm_e % " << bm << ", kk = lm_e / " << bm << ";\n";
-    s << "          const int64_t gi = lm_i0 + r, gk = lm_k0 + kk;\n";
-    s << "          lm_as[kk * " << bm << " + r] = (gi < lm_m && gk < lm_k) ? "
-      << operand(g.a.buffer, "lm_oa + gi * lm_ra + gk * lm_ca") << " : 0.0f;\n";
-    s << "        }\n";
-    s << "        for (int lm_e = threadIdx.x; lm_e < " << bn * bk << "; lm_e += " << kThreads << ") {\n";
-    if (b_n_contig)
-      s << "          const int c = lm_e % " << bn << ", kk = lm_e / " << bn << ";\n";
-    else
-      s << "          const int c = lm_e / " << bk << ", kk = lm_e % " << bk << ";\n";
-    s << "          const int64_t gj = lm_j0 + c, gk = lm_k0 + kk;\n";
-    s << "          lm_bs[kk * " << bn << " + c] = (gj < lm_n && gk < lm_k) ? "
-      << operand(g.b.buffer, "lm_ob + gk * lm_rb + gj * lm_cb") << " : 0.0f;\n";
-    s << "        }\n";
+    // Loads: consecutive threads read consecutive addresses of whichever side is contiguous;
+    // with 128-bit loads (f32 operands, vec > 1) 4 elements along that side per load.
+    const bool v128 = L.vec > 1 && bk % 4 == 0;
+    auto stage = [&](const std::string& ind, bool a_side, bool vector) {
+      const bool contig = a_side ? a_k_contig : !b_n_contig;  // true: along k
+      const int64_t rows = a_side ? bm : bn;
+      const std::string sh = a_side ? "lm_as" : "lm_bs", r0 = a_side ? "lm_i0" : "lm_j0",
+                        lim = a_side ? "lm_m" : "lm_n";
+      auto addr = [&](const std::string& r, const std::string& k) {
+        return a_side ? "lm_oa + (" + r + ") * lm_ra + (" + k + ") * lm_ca"
+                      : "lm_ob + (" + k + ") * lm_rb + (" + r + ") * lm_cb";
+      };
+      const int buffer = a_side ? g.a.buffer : g.b.buffer;
+      auto elem = [&](const std::string& r, const std::string& k) {
+        return "(" + r + " < " + lim + " && " + k + " < lm_k) ? " + operand(buffer, addr(r, k)) + " : 0.0f";
+      };
+      if (!vector) {
+        s << ind << "for (int lm_e = threadIdx.x; lm_e < " << rows * bk << "; lm_e += " << kThreads << ") {\n";
+        if (contig)
+          s << ind << "  const int r = lm_e / " << bk << ", kk = lm_e % " << bk << ";\n";
+        else
+          s << ind << "  const int r = lm_e % " << rows << ", kk = lm_e / " << rows << ";\n";
+        s << ind << "  const int64_t gr = " << r0 << " + r, gk = lm_k0 + kk;\n";
+        s << ind << "  " << sh << "[kk * " << rows << " + r] = " << elem("gr", "gk") << ";\n";
+        s << ind << "}\n";
+        return;
+      }
+      // 4 consecutive elements along the contiguous side (k or the rows) per lm_ld128
+      s << ind << "for (int lm_e = threadIdx.x; lm_e < " << rows * bk / 4 << "; lm_e += " << kThreads << ") {\n";
+      if (contig)
+        s << ind << "  const int r = lm_e / " << bk / 4 << ", kk = 4 * (lm_e % " << bk / 4 << ");\n";
+      else
+        s << ind << "  const int r = 4 * (lm_e % " << rows / 4 << "), kk = lm_e / " << rows / 4 << ";\n";
+      s << ind << "  const int64_t gr = " << r0 << " + r, gk = lm_k0 + kk;\n";
+      const std::string step = contig ? "" : "";
+      (void)step;
+      if (contig) {
+        s << ind << "  if (gr < " << lim << " && gk + 4 <= lm_k) {\n";
+        s << ind << "    const lm_u32x4 v = lm_ld128(b" << buffer << " + " << addr("gr", "gk") << ");\n";
+        s << ind << "    " << sh << "[kk * " << rows << " + r] = lm_u2f(v.x);\n";
+        s << ind << "    " << sh << "[(kk + 1) * " << rows << " + r] = lm_u2f(v.y);\n";
+        s << ind << "    " << sh << "[(kk + 2) * " << rows << " + r] = lm_u2f(v.z);\n";
+        s << ind << "    " << sh << "[(kk + 3) * " << rows << " + r] = lm_u2f(v.w);\n";
+        s << ind << "  } else {\n";
+        s << ind << "    for (int q = 0; q < 4; ++q) " << sh << "[(kk + q) * " << rows << " + r] = "
+          << elem("gr", "gk + q") << ";\n";
+      } else {
+        s << ind << "  if (gr + 4 <= " << lim << " && gk < lm_k) {\n";
+        s << ind << "    const lm_u32x4 v = lm_ld128(b" << buffer << " + " << addr("gr", "gk") << ");\n";
+        s << ind << "    " << sh << "[kk * " << rows << " + r] = lm_u2f(v.x);\n";
+        s << ind << "    " << sh << "[kk * " << rows << " + r + 1] = lm_u2f(v.y);\n";
+        s << ind << "    " << sh << "[kk * " << rows << " + r + 2] = lm_u2f(v.z);\n";
+        s << ind << "    " << sh << "[kk * " << rows << " + r + 3] = lm_u2f(v.w);\n";
+        s << ind << "  } else {\n";
+        s << ind << "    for (int q = 0; q < 4; ++q) " << sh << "[kk * " << rows << " + r + q] = "
+          << elem("gr + q", "gk") << ";\n";
+      }
+      s << ind << "  }\n";
+      s << ind << "}\n";
+    };
+    for (bool a_side : {true, false}) {
+      const DType od = a_side ? dt : dtb;
+      // a vector is 16 bytes of f32 along the contiguous side; the other stride and the
+      // block's base keep every vector aligned (checked per tile, uniform)
+      const bool contig_k = a_side ? a_k_contig : !b_n_contig;
+      const bool has_contig = a_side ? (a_k_contig || g.a.row_stride.as_constant() == int64_t{1})
+                                     : (b_n_contig || g.b.row_stride.as_constant() == int64_t{1});
+      const int64_t rows = a_side ? bm : bn;
+      if (v128 && od == DType::f32 && has_contig && rows % 4 == 0) {
+        const std::string other = a_side ? (contig_k ? "lm_ra" : "lm_ca") : (contig_k ? "lm_cb" : "lm_rb");
+        const std::string base = a_side ? "lm_oa" : "lm_ob";
+        s << "        if (lm_aligned16(b" << (a_side ? g.a.buffer : g.b.buffer) << " + " << base << ") && " << other
+          << " % 4 == 0) {\n";
+        stage("          ", a_side, true);
+        s << "        } else {\n";
+        stage("          ", a_side, false);
+        s << "        }\n";
+      } else {
+        stage("        ", a_side, false);
+      }
+    }
     s << "        lm_sync();\n";
     s << "#pragma unroll 4\n";
     s << "        for (int kk = 0; kk < " << bk << "; ++kk) {\n";
