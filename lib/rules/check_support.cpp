@@ -82,8 +82,15 @@ struct Checker {
     }
     // Passes other than the base lowering act on kernel nodes: give them some first.
     if (!rule.pass || rule.set == "lower_reference") return;
+    // A pass's own example is primitive ops: its products found first, as for rules.
+    if (rule.example)
+      if (const RuleInfo* rec = reg.find("matmul-recognize")) apply_once(*rec, inst.g, opt.ctx);
     for (const RuleInfo& r : reg.all())
       if (r.set == "lower_reference" && r.pass) apply_once(r, inst.g, opt.ctx);
+    // GPU schedules run after fusion in the search: their kernels are fused ones (a GEMM
+    // with its operands' casts inside).
+    if (rule.set == "schedule_gpu")
+      if (const RuleInfo* fuse = reg.find("fuse-producers")) apply_once(*fuse, inst.g, opt.ctx);
   }
 
   Verdict run_one(int attempt, int regime) {

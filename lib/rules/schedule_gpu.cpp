@@ -10,8 +10,8 @@
 //    kGemmTiles (256 threads, a (bm/16) x (bn/16) micro tile each; the renderer keeps
 //    bk within the architecture's static shared memory), and the larger ones with 128-bit
 //    loads of f32 operands (kFmaVec);
-//  * gpu-gemm-tensor-cores: a GEMM whose operands are cast from f16/bf16, on a target with
-//    mma.sync m16n8k16 (TargetDesc::matrix_engine), with each tensor-core tile of kMmaTiles,
+//  * gpu-gemm-tensor-cores: a GEMM whose operands are cast from f16/bf16 with each
+//    tensor-core tile of kMmaTiles (priced +inf on targets without the instruction),
 //    staged with scalar or 128-bit loads (cost/gpu_launch.hpp);
 //  * gpu-gemm-skinny: every generated GEMM as a skinny GEMM (8 rows x bn columns a block,
 //    K split ks ways inside it), scalar or 128-bit loads -- the decode shape, M = 1..8;
@@ -19,9 +19,11 @@
 //    {2} or per warp {3} (gpu/gpu_renderer.hpp).
 #include <array>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "ir/build.hpp"
+#include "luminal/luminal.hpp"
 #include "ir/kernel_body.hpp"
 #include "rules/registry.hpp"
 
@@ -116,9 +118,24 @@ std::size_t gpu_gemm_tiles(EGraph& g, const PassContext& ctx) {
   return n + add_launches(g, ctx, ir::KernelKind::Gemm, kFmaVec, kAny);
 }
 
+// Offered for every half-operand GEMM whatever the target: where the target has no
+// matrix instruction (TargetDesc::matrix_engine) the cost model prices them +inf.
 std::size_t gpu_gemm_tensor_cores(EGraph& g, const PassContext& ctx) {
-  if (ctx.target.matrix_engine != 1) return 0;
   return add_launches(g, ctx, ir::KernelKind::Gemm, kMmaTiles, half_operands);
+}
+
+// The checker's example for the tensor-core rule (its random programs have no
+// half-operand products): f16/bf16 matmuls and linears at small random sizes.
+std::shared_ptr<detail::GraphImpl> half_gemm_example(std::mt19937_64& rng) {
+  auto dim = [&] { return static_cast<int64_t>(1 + rng() % 5); };
+  const DType dt = rng() % 2 ? DType::f16 : DType::bf16;
+  Graph g;
+  const int64_t m = dim(), k = dim(), n = dim();
+  if (rng() % 2)
+    g.output("y", matmul(g.input("a", {m, k}, dt), g.input("b", {k, n}, dt)));
+  else
+    g.output("y", linear(g.input("x", {2, m, k}, dt), g.param("w", {n, k}, dt), g.param("bias", {n}, dt)));
+  return g.impl();
 }
 
 std::size_t gpu_gemm_skinny(EGraph& g, const PassContext& ctx) {
@@ -137,9 +154,13 @@ RuleSet schedule_gpu_rules() {
           {
               pass_rule("gpu-gemm-tiles", gpu_gemm_tiles, Exact,
                         "gemm kernel = the same gemm launched with each thread-block tile"),
-              pass_rule("gpu-gemm-tensor-cores", gpu_gemm_tensor_cores, Exact,
-                        "half-operand gemm kernel = the same gemm on tensor cores (mma.sync m16n8k16, f32 "
-                        "accumulate) with each tile"),
+              [] {
+                RuleInfo r = pass_rule("gpu-gemm-tensor-cores", gpu_gemm_tensor_cores, Exact,
+                                       "half-operand gemm kernel = the same gemm on tensor cores (mma.sync "
+                                       "m16n8k16, f32 accumulate) with each tile");
+                r.example = half_gemm_example;
+                return r;
+              }(),
               pass_rule("gpu-gemm-skinny", gpu_gemm_skinny, Exact,
                         "gemm kernel = the same gemm as 8-row blocks with K split across the block's threads"),
               pass_rule("gpu-row-mapping", gpu_row_mapping, Exact,
