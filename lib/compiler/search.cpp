@@ -160,6 +160,27 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, c
                        since(t1));
       }
     }
+    // The kernel rules (engine rules of the pass sets: online-softmax), applied by the
+    // runner to every e-node like the math rules, within fusion's budget.
+    {
+      std::vector<std::string> sets(s.pass_sets.begin(), s.pass_sets.end());
+      auto rules = rules::Registry::global().engine_rules(sets, o.fast_math, o.skip_rules);
+      if (!rules.empty() && Clock::now() < fuse_deadline) {
+        auto t1 = Clock::now();
+        egraph::Runner<ir::TensorLang, ir::TensorAnalysis> runner(g);
+        const double secs = std::chrono::duration<double>(fuse_deadline - t1).count();
+        runner.iter_limit(4).node_limit(std::max(ctx.node_limit, g.num_nodes() + node_limit));
+        if (fuse_deadline != Clock::time_point::max()) runner.time_limit(std::max(secs, 0.0));
+        egraph::Report rep = runner.run(rules);
+        res.iterations += static_cast<int64_t>(rep.iterations.size());
+        if (rep.stop == egraph::StopReason::TimeLimit || rep.stop == egraph::StopReason::NodeLimit)
+          skipped = egraph::to_string(rep.stop);
+        if (s.trace)
+          for (const auto& r : rep.rules)
+            std::fprintf(stderr, "[luminal rules] %-32s matches=%zu applied=%zu time=%.5fs\n", r.name.c_str(),
+                         r.matches, r.applied, r.search_s + r.apply_s);
+      }
+    }
     if (!lowering_cut.empty()) stops.push_back(lowering_cut + " (lowering: the loaded program and part of the rest)");
     if (!skipped.empty()) stops.push_back(skipped + " (fusion)");
     res.phases.push_back(fmt("lower+fuse: %zu -> %zu nodes, %zu classes, %.4f s%s%s", n0, g.num_nodes(),
@@ -184,6 +205,9 @@ double KernelCost::operator()(const ir::NodeView& v) const {
   auto it = memo_.find(v.payload);
   if (it != memo_.end()) return it->second;
   const auto& spec = *g_->analysis().attrs().get(v.payload).kernel;
+  // Attention as two passes is the math's definition, not a kernel a backend runs: the
+  // online-softmax rule gives its class the streaming node.
+  if (spec.kind == ir::KernelKind::AttentionTwoPass) return egraph::kInfiniteCost;
   double c = detail::kernel_seconds(target_, ir::kernel_work(*g_, spec, {}, dims_));
   memo_.emplace(v.payload, c);
   return c;

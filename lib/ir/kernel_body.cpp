@@ -272,7 +272,8 @@ std::optional<KernelKind> classify(const detail::GraphImpl& b) {
   }
   bool any_gemm = false;
   for (uint32_t r : reduces) any_gemm = any_gemm || is_gemm_reduce(b, nodes[r]);
-  if (reduces.size() == 4 && match_attention(b)) return KernelKind::Attention;
+  // Attention as the math defines it; the streaming kernel is the online-softmax rule's.
+  if (reduces.size() == 4 && match_attention(b)) return KernelKind::AttentionTwoPass;
   if (any_gemm) {
     // The contraction: the one reduction the root reaches along epilogue-safe edges.
     // Every other reduction must lie inside its operands (a prologue: RMSNorm's row
@@ -569,6 +570,9 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
       break;
     case KernelKind::Attention:
       w.engine = detail::KernelWork::Engine::Attention;
+      break;
+    case KernelKind::AttentionTwoPass:  // never run: the extractor's cost is infinite
+      w.engine = detail::KernelWork::Engine::Loops;
       break;
     case KernelKind::Collective:
       break;  // returned above

@@ -124,6 +124,8 @@ const char* kind_name(KernelKind k) {
       return "gather";
     case KernelKind::Attention:
       return "attention";
+    case KernelKind::AttentionTwoPass:
+      return "attention_two_pass";
     case KernelKind::Collective:
       return "collective";
   }

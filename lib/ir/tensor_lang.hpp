@@ -101,8 +101,16 @@ enum class KernelKind : uint8_t {
   LibraryGemm,  ///< the same body, executed by a BLAS library call (CPU target)
   Gather,       ///< gather(table, ids)
   /// matmul, masked softmax over the keys, matmul: one streaming kernel (online
-  /// softmax, ir/attention_match.hpp); S and P are never materialized
+  /// softmax, ir/attention_match.hpp); S and P are never materialized. Its value is the
+  /// online-softmax recurrence over blocks of keys (ir/online_softmax.hpp), not the
+  /// body's two passes: only the rule online-softmax makes one (rules/fusion.cpp), beside
+  /// an AttentionTwoPass node of the same body, and the rule checker compares the two.
   Attention,
+  /// The same body as its math defines it: a max over the keys, then the sums (two
+  /// passes). What fusion builds from matmul, masked softmax, matmul; no backend runs it
+  /// as one kernel (its cost is infinite), the online-softmax rule gives its class the
+  /// streaming Attention node.
+  AttentionTwoPass,
   /// one collective over a slot (all_reduce, all_gather, reduce_scatter): a host step
   /// that calls the communicator between generated kernels (docs/distributed.md)
   Collective,

@@ -9,7 +9,9 @@
 #include "backends/reference/collectives.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "backends/reference/kernels.hpp"
+#include "ir/attention_match.hpp"
 #include "ir/build.hpp"
+#include "ir/online_softmax.hpp"
 #include "luminal/error.hpp"
 #include "rules/check_cases.hpp"
 
@@ -35,6 +37,61 @@ rf::View from_host(const HostTensor& t) {
 
 void need(bool ok, const std::string& why) {
   if (!ok) throw Wrong{why};
+}
+
+// The value of an Attention kernel node: not its body's two passes but the online-softmax
+// recurrence (ir/online_softmax.hpp) over blocks of kAttentionBlock keys, so the rule that
+// makes such a node (online-softmax) is checked against the two-pass node beside it. The
+// scores and values are read from the body at the summation's index (P's uses read S
+// instead), the sum over keys is the recurrence, and what follows it in the body (an
+// epilogue, reshapes) runs on the result.
+constexpr int64_t kAttentionBlock = 2;  // small instances span several blocks
+
+HostTensor attention_online(const detail::GraphImpl& body, const DimBindings& dims,
+                            const std::map<std::string, const HostTensor*>& in) {
+  const auto mt = ir::match_attention(body);
+  need(mt.has_value(), "attention kernel: its body is not matmul, softmax, matmul");
+  const detail::Node& r2 = body.nodes[mt->out_reduce];
+  const detail::Node& mul2 = body.nodes[r2.inputs[0]];
+  need(mul2.dtype == DType::f32 && body.nodes[mt->score].dtype == DType::f32,
+       "attention kernel: scores and products must be f32");
+  detail::GraphImpl parts = body;
+  for (detail::Node& nd : parts.nodes)
+    for (uint32_t& x : nd.inputs)
+      if (x == mt->prob) x = mt->score;
+  parts.outputs = {{"s", mul2.inputs[static_cast<size_t>(mt->p_side)]},
+                   {"v", mul2.inputs[static_cast<size_t>(1 - mt->p_side)]}};
+  auto sv = rf::run(parts, dims, in);
+  const HostTensor &s = sv.at("s"), &v = sv.at("v");
+  need(s.shape() == v.shape(), "attention kernel: scores and values at different indices");
+  const auto& sh = s.shape();
+  const auto ax = static_cast<size_t>(r2.axis);
+  need(ax < sh.size(), "attention kernel: summed axis out of range");
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < ax; ++i) outer *= sh[i];
+  for (size_t i = ax + 1; i < sh.size(); ++i) inner *= sh[i];
+  const int64_t n = sh[ax];
+  std::vector<int64_t> rshape(sh.begin(), sh.end());
+  rshape.erase(rshape.begin() + static_cast<std::ptrdiff_t>(ax));
+  HostTensor r(DType::f32, rshape);
+  auto out = r.mutable_values<float>();
+  const float *sp = s.values<float>().data(), *vp = v.values<float>().data();
+  const auto c = static_cast<float>(mt->exp2_scale);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      out[static_cast<size_t>(o * inner + i)] =
+          ir::online_softmax_dot(sp + o * n * inner + i, vp + o * n * inner + i, n, inner, c, kAttentionBlock);
+  detail::GraphImpl epi = body;
+  detail::Node& at = epi.nodes[mt->out_reduce];
+  at.op = detail::PrimOp::Input;
+  at.inputs.clear();
+  at.name = "%attention";
+  epi.inputs.push_back(mt->out_reduce);
+  std::map<std::string, const HostTensor*> in2 = in;
+  in2["%attention"] = &r;
+  auto res = rf::run(epi, dims, in2);
+  need(res.count("out") == 1, "attention kernel: its body has no output 'out'");
+  return std::move(res.at("out"));
 }
 
 // Evaluates one node on its children's values: the interpreter's kernels for math nodes,
@@ -176,6 +233,7 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
           slots.push_back(std::move(t));
         }
         for (size_t i = 0; i < k.size(); ++i) in[ir::slot_name(static_cast<uint32_t>(i))] = &slots[i];
+        if (a.kernel->kind == ir::KernelKind::Attention) return from_host(attention_online(*a.kernel->body, dims, in));
         auto out = rf::run(*a.kernel->body, dims, in);
         need(out.count("out") == 1, "kernel body has no output 'out'");
         return from_host(out.at("out"));

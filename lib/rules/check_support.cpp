@@ -80,6 +80,14 @@ struct Checker {
       if (on_matmul)
         if (const RuleInfo* rec = reg.find("matmul-recognize")) apply_once(*rec, inst.g, opt.ctx);
     }
+    // An engine rule over kernel nodes (the fusion set's online-softmax): the kernels it
+    // acts on are made first, as the search makes them (lowering, then fusion).
+    if (rule.rule && rule.set == "fusion") {
+      for (const RuleInfo& r : reg.all())
+        if (r.set == "lower_reference" && r.pass) apply_once(r, inst.g, opt.ctx);
+      if (const RuleInfo* fuse = reg.find("fuse-producers")) apply_once(*fuse, inst.g, opt.ctx);
+      return;
+    }
     // Passes other than the base lowering act on kernel nodes: give them some first.
     if (!rule.pass || rule.set == "lower_reference") return;
     // A pass's own example is primitive ops: its products found first, as for rules.

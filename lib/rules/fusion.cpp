@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/attention_match.hpp"
 #include "ir/build.hpp"
 #include "ir/kernel_body.hpp"
 #include "luminal/egraph/extract.hpp"
@@ -273,6 +274,85 @@ std::shared_ptr<detail::GraphImpl> fusion_example(std::mt19937_64& rng) {
   return g.impl();
 }
 
+// The online-softmax rule. Fusion builds matmul, masked softmax, matmul as one kernel of
+// kind AttentionTwoPass: its body as the math defines it (the max over every key first,
+// then the sums), which no backend runs as one kernel. This rule states
+//
+//   kernel[two passes](slots) = kernel[Attention](slots)
+//
+// where an Attention node's value is the online-softmax recurrence over blocks of keys
+// (ir/online_softmax.hpp: exact at fully masked blocks, masked rows, empty key axes,
+// inf/NaN scores and values; otherwise it differs from the two passes by rounding only,
+// as a reordered sum does). The rule checker evaluates the Attention node by that
+// recurrence and compares it with the two-pass node. It is an engine rule: the runner
+// applies it to every e-node of every class (the kernel phase of the search), and
+// extraction chooses the streaming node because the two-pass one has no cost.
+// Only f32 scores and products: the recurrence is stated in f32.
+bool streamable(const ir::KernelSpec& spec) {
+  if (spec.kind != ir::KernelKind::AttentionTwoPass) return false;
+  const auto m = ir::match_attention(*spec.body);
+  if (!m) return false;
+  const auto& nodes = spec.body->nodes;
+  return nodes[m->score].dtype == DType::f32 && nodes[nodes[m->out_reduce].inputs[0]].dtype == DType::f32;
+}
+
+void stream_attention(ir::EGraph& g, const egraph::Match& m) {
+  // The class's kernel nodes are read from the index, valid only on a rebuilt e-graph;
+  // an earlier application merged, so rebuild (cheap: one pending merge; this happens
+  // once per attention kernel, not per match).
+  if (!g.is_clean()) g.rebuild();
+  const Id cls = g.find(m.root());
+  const auto& ix = g.index();
+  std::vector<ir::Variant> twins;
+  for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
+    const auto& spec = g.analysis().attrs().get(g.node(nd).payload).kernel;
+    if (!spec || !streamable(*spec)) continue;
+    auto twin = std::make_shared<ir::KernelSpec>(*spec);
+    twin->kind = ir::KernelKind::Attention;
+    twin->finalize();
+    auto kids = g.node(nd).kids;
+    twins.push_back(ir::Variant{std::move(twin), std::vector<Id>(kids.begin(), kids.end())});
+  }
+  for (const ir::Variant& v : twins) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+}
+
+// Attention on random small shapes for the online-softmax rule: causal or not (fully
+// masked key blocks), grouped heads, sometimes a batch axis (rank 4), empty axes.
+std::shared_ptr<detail::GraphImpl> attention_example(std::mt19937_64& rng) {
+  auto dim = [&](int lo) { return static_cast<int64_t>(rng() % 10 == 0 ? lo : 1 + rng() % 4); };
+  Graph g;
+  const int64_t s = dim(0), d = dim(1), h = dim(1), sk = s + static_cast<int64_t>(rng() % 4);
+  const int64_t kv = 1 + static_cast<int64_t>(rng() % 2);
+  const bool batch = rng() % 3 == 0, causal = rng() % 3 != 0;
+  auto shape = [&](std::vector<int64_t> sh) {
+    if (batch) sh.insert(sh.begin(), 2);
+    return std::vector<Dim>(sh.begin(), sh.end());
+  };
+  Tensor q = g.input("q", shape({kv * h, s, d})), k = g.input("k", shape({kv, sk, d})),
+         v = g.input("v", shape({kv, sk, d + 1}));
+  auto rep = [&](const Tensor& t, int64_t w) {
+    if (batch) return reshape(expand(reshape(t, {2, kv, 1, sk, w}), {2, kv, h, sk, w}), {2, kv * h, sk, w});
+    return reshape(expand(reshape(t, {kv, 1, sk, w}), {kv, h, sk, w}), {kv * h, sk, w});
+  };
+  g.output("y", scaled_dot_product_attention(q, rep(k, d), rep(v, d + 1), causal));
+  return g.impl();
+}
+
+RuleInfo online_softmax_rule() {
+  RuleInfo r;
+  r.name = "online-softmax";
+  r.doc = "kernel[attention, two passes: max, then sums](slots) = kernel[attention, online softmax over key "
+          "blocks, fully masked blocks skipped](slots)";
+  // Any class (a bare variable): the applier looks at the class's kernel nodes.
+  egraph::Pattern<ir::TensorLang> any;
+  any.nodes.push_back({});
+  any.nodes.back().var = 0;
+  any.var_names[0] = "?k";
+  r.rule = std::make_shared<const TensorRule>(TensorRule("online-softmax", {any}, {}, stream_attention));
+  r.example = attention_example;
+  return r;
+}
+
 }  // namespace
 
 RuleSet fusion_rules() {
@@ -286,6 +366,7 @@ RuleSet fusion_rules() {
               }(),
               pass_rule("gemm-tile-configs", gemm_tiles, Exact,
                         "gemm kernel = the same gemm with each of the target's tile configurations"),
+              online_softmax_rule(),
           }};
 }
 
