@@ -337,10 +337,12 @@ struct Evaluator {
       }
       const float r = 1.0f / l;
       for (int64_t d = 0; d < dv; ++d) {
+        // sum_j P_j V_j with P_j = e_j / L, as the body (a convex combination: it
+        // overflows only where the values do); no keys: +0, the sum over nothing.
         float o = 0;
         for (int64_t j = 0; j < n; ++j)
-          o += s[static_cast<size_t>(j)] * static_cast<float>(read(a.v.buffer, ov + j * rv + d * cv));
-        acc = o * r;
+          o += (s[static_cast<size_t>(j)] * r) * static_cast<float>(read(a.v.buffer, ov + j * rv + d * cv));
+        acc = o;
         vars[static_cast<size_t>(a.col_var)] = d;
         write(a.out.buffer, oo + i * ro + d, a.epilogue.valid() ? eval(a.epilogue) : acc);
       }

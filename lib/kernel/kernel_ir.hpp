@@ -305,7 +305,8 @@ struct Gather {
 ///
 ///   s_j  = score(acc = sum_p q(i, p) * k(j, p))           for every key j < n
 ///   M    = max_j s_j  (NaN propagates);   e_j = exp2((s_j - M) * exp2_scale)
-///   out[i, d] = epilogue(acc = (sum_j e_j * V[j, d]) * (1 / sum_j e_j))     d < dv
+///   out[i, d] = epilogue(acc = sum_j (e_j * (1 / sum_j e_j)) * V[j, d])     d < dv
+///   (no keys, n = 0: acc = +0, the sum over nothing)
 ///
 /// q and k are expressions over row_var (i) resp. key_var (j), depth_var (p) and the
 /// batch variables: a prologue (RoPE) is computed while the kernel stages its Q rows and
@@ -313,7 +314,10 @@ struct Gather {
 /// epilogue row_var, col_var (d) and the batch variables. This is softmax(Q K^T) V of the
 /// body up to rounding: a renderer streams over blocks of keys with a running max m and
 /// rescales its partial sums by exp2((m_old - m_new) * exp2_scale) (the online-softmax
-/// identity), never storing s or e. A fully masked row (every s_j = -inf) gives NaN, as
+/// identity; ir/online_softmax.hpp states it, with its guards, as the rule checker
+/// checks it), never storing s or e; the CPU renderer keeps its partial output
+/// normalised, a convex combination of values, so it overflows only where the
+/// definition does. A fully masked row (every s_j = -inf) gives NaN, as
 /// the body does (0 * inf).
 ///
 /// key_end (optional, an Index over row_var and the batch variables) states that every

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -23,6 +24,7 @@ namespace {
 struct Case {
   int64_t heads, m, n, dk, dv, offset;
   bool causal, with_key_end, poison_masked_v;
+  bool huge_v = false;  // values near FLT_MAX: the output is a convex combination of them
 };
 
 // Q [H, m, dk], K [H/2 (grouped), n, dk] read as head h / 2 through a prologue, V
@@ -90,6 +92,16 @@ void check(const Case& c, luminal::cpu::RenderOptions opt = {}) {
       }
     }
   }
+  if (c.huge_v)
+    for (auto* hb : {&ref, &got}) {
+      auto& v = hb->bytes[2];
+      for (size_t e = 0; e + 4 <= v.size(); e += 4) {
+        float x;
+        std::memcpy(&x, v.data() + e, 4);
+        x = 3.0e38f * (0.5f + 0.5f * std::min(std::fabs(x), 1.0f));  // one sign: no cancellation
+        std::memcpy(v.data() + e, &x, 4);
+      }
+    }
   k::evaluate(p, ref.ptrs(), {});
   luminal::cpu::CProgram cp = luminal::cpu::render_c(p, opt);
   const int64_t few_rows = opt.isa == luminal::cpu::CpuIsa::Avx512 ? 4 : 2;
@@ -121,6 +133,9 @@ void check(const Case& c, luminal::cpu::RenderOptions opt = {}) {
   // Fully masked rows and poisoned columns must really have produced NaN.
   if (c.causal && c.offset < 0) CHECK(nans > 0);
   if (c.poison_masked_v) CHECK(nans > 0);
+  // A kernel that divides by the sum only at the end overflows here; the definition does not.
+  if (c.huge_v)
+    for (int64_t e = 0; e < ob.elements.evaluate({}, {}); ++e) CHECK(std::isfinite(cpu_test::element(ob, got.bytes[3], e)));
 }
 
 }  // namespace
@@ -134,6 +149,8 @@ TEST_CASE("attention kernel: generated C matches the evaluator", "[cpu][attentio
       {2, 21, 19, 12, 4, -5, true, true, false},    // the first rows see no key: NaN
       {4, 33, 65, 32, 16, 0, false, false, false},  // no mask
       {1, 1, 1, 4, 4, 0, true, true, false},        // one query, one key
+      {2, 37, 70, 16, 16, 33, true, true, false, true},  // values near FLT_MAX
+      {2, 33, 65, 8, 16, 0, false, false, false, true},  // the same, no mask
   };
   for (const Case& c : cases) {
     INFO("heads " << c.heads << " m " << c.m << " n " << c.n << " dk " << c.dk << " dv " << c.dv << " offset "
@@ -155,6 +172,7 @@ TEST_CASE("attention kernel: a few query rows (a decode step) on every ISA", "[c
       {2, 2, 70, 16, 32, 0, false, false, false},  // two rows
       {2, 4, 40, 8, 16, 30, true, true, true},     // four causal rows, poisoned V past key_end
       {2, 3, 9, 8, 16, -2, true, true, false},     // the first rows see no key: NaN
+      {2, 2, 70, 16, 16, 30, true, true, false, true},  // values near FLT_MAX
   };
   std::vector<luminal::cpu::CpuIsa> isas = {luminal::cpu::CpuIsa::Generic};
   if (luminal::cpu::host_isa() != luminal::cpu::CpuIsa::Generic) isas.push_back(luminal::cpu::CpuIsa::Avx2);

@@ -1295,9 +1295,16 @@ class KernelWriter {
       << in2 << "    lm_sr[jj] = lm_e;\n"
       << in2 << "    lm_sum += lm_e;\n"
       << in2 << "  }\n"
-      << in2 << "  lm_l[r] = lm_l[r] * lm_alpha + lm_sum;\n"
+      // The output is kept normalised, a convex combination of values as the two-pass
+      // sum of P_j V_j is (ir/online_softmax.hpp), so it overflows only where that does:
+      // the old part scaled by l_old * alpha / l_new, this block's weights by 1 / l_new
+      // (l_new = 0: nothing visible yet, o and e are 0; NaN propagates).
+      << in2 << "  const float lm_lo = lm_l[r] * lm_alpha, lm_ln = lm_lo + lm_sum;\n"
+      << in2 << "  const float lm_f = lm_ln == 0.0f ? 0.0f : 1.0f / lm_ln;\n"
+      << in2 << "  for (int64_t jj = 0; jj < " << KB << "; ++jj) lm_sr[jj] *= lm_f;\n"
+      << in2 << "  lm_l[r] = lm_ln;\n"
       << in2 << "  lm_mx[r] = lm_mnew;\n"
-      << in2 << "  lm_al[r] = lm_alpha;\n"
+      << in2 << "  lm_al[r] = lm_ln == 0.0f ? 1.0f : lm_lo * lm_f;\n"
       << in2 << "}\n";
     // o = o * alpha + e V, a value chunk at a time in registers
     if (one_row) {
@@ -1406,7 +1413,8 @@ class KernelWriter {
     s << ind << "float* lm_out = " << o << " + " << ix(a.out.offset) << ";\n"
       << ind << "for (int64_t r = 0; r < lm_rows; ++r) {\n"
       << ind << "  const int64_t " << rv << " = lm_i0 + r; (void)" << rv << ";\n"
-      << ind << "  const float lm_rl = 1.0f / lm_l[r];\n"
+      // l = 0: every key masked (NaN, as the body's exp2(-inf + inf)) or no keys (+0).
+      << ind << "  const float lm_rl = lm_l[r] != 0.0f ? 1.0f : lm_n == 0 ? 0.0f : __builtin_nanf(\"\");\n"
       << ind << "  for (int64_t d = 0; d < " << DV << "; ++d) {\n"
       << ind << "    const int64_t " << cv << " = d; (void)" << cv << ";\n"
       << ind << "    const float acc = lm_o[r * " << DV << " + d] * lm_rl;\n";
