@@ -106,14 +106,15 @@ enum class KernelKind : uint8_t {
   /// body's two passes: only the rule online-softmax makes one (rules/fusion.cpp), beside
   /// an AttentionTwoPass node of the same body, and the rule checker compares the two.
   Attention,
+  /// one collective over a slot (all_reduce, all_gather, reduce_scatter): a host step
+  /// that calls the communicator between generated kernels (docs/distributed.md)
+  Collective,
   /// The same body as its math defines it: a max over the keys, then the sums (two
   /// passes). What fusion builds from matmul, masked softmax, matmul; no backend runs it
   /// as one kernel (its cost is infinite), the online-softmax rule gives its class the
   /// streaming Attention node.
+  /// (Last, so the numbers of the kinds a plan or an AOT file holds did not change.)
   AttentionTwoPass,
-  /// one collective over a slot (all_reduce, all_gather, reduce_scatter): a host step
-  /// that calls the communicator between generated kernels (docs/distributed.md)
-  Collective,
 };
 const char* kind_name(KernelKind k);
 

@@ -301,7 +301,7 @@ compiler::KernelPlan read_plan(Reader& r) {
   const uint32_t ns = r.pod<uint32_t>();
   for (uint32_t s = 0; s < ns; ++s) {
     auto spec = std::make_shared<ir::KernelSpec>();
-    spec->kind = r.enum_at_most(ir::KernelKind::Collective);  // the last kind
+    spec->kind = r.enum_at_most(ir::KernelKind::Collective);  // the last kind a plan holds
     spec->slots = r.pod<uint32_t>();
     spec->launch.resize(r.count(r.pod<uint32_t>(), 8));
     for (auto& l : spec->launch) l = r.pod<int64_t>();
