@@ -83,6 +83,8 @@ struct Checker {
     // An engine rule over kernel nodes (the fusion set's online-softmax): the kernels it
     // acts on are made first, as the search makes them (lowering, then fusion).
     if (rule.rule && rule.set == "fusion") {
+      if (rule.example)  // primitive ops: the products found first, as the math phase does
+        if (const RuleInfo* rec = reg.find("matmul-recognize")) apply_once(*rec, inst.g, opt.ctx);
       for (const RuleInfo& r : reg.all())
         if (r.set == "lower_reference" && r.pass) apply_once(r, inst.g, opt.ctx);
       if (const RuleInfo* fuse = reg.find("fuse-producers")) apply_once(*fuse, inst.g, opt.ctx);
