@@ -66,7 +66,7 @@ double per_sm_rounds(double blocks, double units, double resident, double& used)
 // without the instruction.
 double mma_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmLaunch& L) {
   const double inf = std::numeric_limits<double>::infinity();
-  if (!w.half_operands || t.matrix_engine != 1 || L.bm % 32 != 0 || L.bn % 32 != 0) return inf;
+  if (!w.half_operands || t.matrix_engine == 0 || L.bm % 32 != 0 || L.bn % 32 != 0) return inf;
   const double units = std::max(1, t.compute_units);
   const double bm = static_cast<double>(L.bm), bn = static_cast<double>(L.bn);
   const double mt = bm / 32, nt = bn / 32;
@@ -80,7 +80,11 @@ double mma_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmL
   const int resident = resident_blocks(t, b);
   if (resident == 0) return inf;
   const double tensor_s = 2 * bm * bn * 32 / (t.peak_flops_f16 / units);
-  const double frag_s = 8 * 2 * (4 * mt + 2 * nt) / kClock;
+  // NVIDIA: 8 warps x 2 k16 steps x (4 mt + 2 nt) words a lane at 32 words a cycle; CDNA
+  // (4 wavefronts of 64, each mt x nt MFMA 16x16 tiles): 4 x 2 k16 steps x 2 (mt + nt)
+  // words a lane, a 64-lane load taking two cycles.
+  const double frag_s = t.matrix_engine == 2 ? 4 * 2 * 2 * (mt + nt) * 2 / kClock
+                                             : 8 * 2 * (4 * mt + 2 * nt) / kClock;
   const double stage_loads = (bm + bn) * 32 / 32 / (L.vec > 1 ? 8 : 1);  // warp load instructions
   const double stage_s = stage_loads * 4 / 4 / kClock;                    // 4 slots each, 4 schedulers
   const double work = std::max(tensor_s, frag_s) + stage_s;

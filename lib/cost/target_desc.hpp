@@ -55,7 +55,8 @@ struct TargetDesc {
   int max_threads_per_unit = 0;  // resident threads per SM / CU
   int max_blocks_per_unit = 0;   // resident blocks per SM / CU
   /// The matrix instructions generated GEMMs can use (cost/gpu_launch.hpp): 0 none,
-  /// 1 mma.sync m16n8k16 f16/bf16 -> f32 (NVIDIA sm_80 and later).
+  /// 1 mma.sync m16n8k16 f16/bf16 -> f32 (NVIDIA sm_80 and later), 2 MFMA 16x16x16 (CDNA
+  /// gfx908 f16 only, gfx90a and later f16 and bf16).
   int matrix_engine = 0;
   /// Round-trip latency of a global load from memory (HBM), seconds: with the bytes an SM
   /// keeps in flight it bounds the bandwidth a streaming kernel reaches (Little's law).

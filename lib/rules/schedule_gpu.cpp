@@ -11,7 +11,8 @@
 //    bk within the architecture's static shared memory), and the larger ones with 128-bit
 //    loads of f32 operands (kFmaVec);
 //  * gpu-gemm-tensor-cores: a GEMM whose operands are cast from f16/bf16 with each
-//    tensor-core tile of kMmaTiles (priced +inf on targets without the instruction),
+//    tensor-core tile of kMmaTiles (mma.sync on NVIDIA, MFMA on CDNA; priced +inf on
+//    targets without either),
 //    staged with scalar or 128-bit loads (cost/gpu_launch.hpp);
 //  * gpu-gemm-skinny: every generated GEMM as a skinny GEMM (8 rows x bn columns a block,
 //    K split ks ways inside it), scalar or 128-bit loads -- the decode shape, M = 1..8;

@@ -10,11 +10,16 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <random>
 
 #include "backends/cuda/cuda_module.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "backends/gpu/gpu_backend.hpp"
+#include "backends/gpu/emu_header.hpp"
+#include "backends/gpu/gpu_prelude.hpp"
 #include "backends/gpu/gpu_renderer.hpp"
+#include "backends/hip/hip_module.hpp"
+#include "backends/hip/hiprtc.hpp"
 #include "compiler/compile_graph.hpp"
 #include "compiler/translation_models.hpp"
 #include "cost/gpu_launch.hpp"
@@ -159,6 +164,76 @@ TEST_CASE("FMA tiles: 128-bit loads of f32 operands, every layout, aligned or no
     }
 }
 
+TEST_CASE("the emulated MFMA helper follows its documented lane layout (wave64)", "[gpu][emu][mfma]") {
+  // One wavefront multiplies a 16x16 A by a 16x16 B plus C, fragments packed by the layout
+  // in gpu_prelude.hpp (lane l: r = l % 16, g = l / 16; A[r][4g + q], B[4g + q][r]; D[4g + q][r]).
+  const char* kernel = R"(
+extern "C" __global__ void mfma_test(const uint16_t* A, const uint16_t* B, const float* C, float* D, int bf) {
+  const unsigned int l = threadIdx.x, r = l % 16, g = l / 16;
+  uint32_t a[2], b[2];
+  float c[4], d[4];
+  for (int w = 0; w < 2; ++w) {
+    a[w] = (uint32_t)A[r * 16 + 4 * g + 2 * w] | ((uint32_t)A[r * 16 + 4 * g + 2 * w + 1] << 16);
+    b[w] = (uint32_t)B[(4 * g + 2 * w) * 16 + r] | ((uint32_t)B[(4 * g + 2 * w + 1) * 16 + r] << 16);
+  }
+  for (int q = 0; q < 4; ++q) c[q] = C[(4 * g + q) * 16 + r];
+  if (bf) lm_mfma_16x16x16_bf16(d, a, b, c); else lm_mfma_16x16x16_f16(d, a, b, c);
+  for (int q = 0; q < 4; ++q) D[(4 * g + q) * 16 + r] = d[q];
+}
+extern "C" void mfma_test_emu(const uint16_t* A, const uint16_t* B, const float* C, float* D, int bf) {
+  const dim3 grid = {1u, 1u, 1u}, block = {64u, 1u, 1u};
+  auto body = [&]() { mfma_test(A, B, C, D, bf); };
+  lm_emu::launch(grid, block, 1, "mfma_test", body);
+}
+)";
+  const gpu::GpuArch arch = arch_of("hip:gfx90a+emu");
+  REQUIRE(arch.mfma_f16);
+  REQUIRE(arch.mfma_bf16);
+  const std::string tu = gpu::emulation_header(arch) + gpu::common_device_code() + gpu::emulation_mfma_helpers() + kernel;
+  auto lib = gpu::emulator_jit().compile(tu);
+  using Fn = void (*)(const uint16_t*, const uint16_t*, const float*, float*, int);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-2.f, 2.f);
+  for (int bf : {0, 1}) {
+    std::vector<uint16_t> A(256), B(256);
+    std::vector<float> C(256), D(256);
+    auto enc = [&](float x) { return bf ? k::f32_to_bf16_bits(x) : k::f32_to_f16_bits(x); };
+    auto dec = [&](uint16_t h) { return bf ? k::bf16_bits_to_f32(h) : k::f16_bits_to_f32(h); };
+    for (auto& x : A) x = enc(d(rng));
+    for (auto& x : B) x = enc(d(rng));
+    for (auto& x : C) x = d(rng);
+    lib->function<Fn>("mfma_test_emu")(A.data(), B.data(), C.data(), D.data(), bf);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double s = C[i * 16 + j];
+        for (int q = 0; q < 16; ++q) s += double(dec(A[i * 16 + q])) * dec(B[q * 16 + j]);
+        INFO("bf16 " << bf << " D[" << i << "][" << j << "]");
+        CHECK(std::abs(D[i * 16 + j] - s) <= 1e-4 * (1 + std::abs(s)));
+      }
+  }
+}
+
+TEST_CASE("MFMA GEMMs on the emulated gfx90a: f16 and bf16, odd sizes, layouts, 128-bit staging", "[gpu][emu][mfma]") {
+  for (DType dt : {DType::f16, DType::bf16}) {
+    k::Program p;
+    int n = 0;
+    for (bool a_t : {false, true})
+      for (bool b_kc : {false, true})
+        add_gemm(p, std::string("m").append(std::to_string(n++)), dt, 37, 72, 48, 2, Layout{a_t, b_kc, 0, 8});
+    add_gemm(p, "odd", dt, 21, 19, 45, 1, Layout{false, false, 3, 1});
+    for (auto launch : std::vector<std::vector<int64_t>>{{64, 64, 32, 1, 8}, {32, 32, 32, 1, 1}, {128, 64, 32, 1, 8}}) {
+      INFO(dtype_name(dt) << " tile " << launch[0] << "x" << launch[1] << " vec " << launch[4]);
+      const Emulated e = run_and_compare(p, arch_of("hip:gfx90a+emu"), same_launch(launch));
+      CHECK(e.source.find("matrix cores (mfma 16x16x16") != std::string::npos);
+    }
+  }
+  // gfx908 has the f16 form only: bf16 takes the FMA tile there
+  k::Program p;
+  add_gemm(p, "mm", DType::bf16, 33, 40, 32, 1, Layout{});
+  CHECK(run_and_compare(p, arch_of("hip:gfx908+emu"), same_launch({32, 32, 32, 1})).source.find("f32 FMA") !=
+        std::string::npos);
+}
+
 TEST_CASE("tensor cores only where asked and possible: FMA tiles otherwise", "[gpu][emu][mma]") {
   k::Program p;
   add_gemm(p, "mm", DType::f16, 21, 19, 23, 1, Layout{});
@@ -168,8 +243,10 @@ TEST_CASE("tensor cores only where asked and possible: FMA tiles otherwise", "[g
   CHECK(run_and_compare(p, sm90, same_launch({32, 32, 32, 1})).source.find("tensor cores") != std::string::npos);
   // 16 x 16 cannot be split over 8 warps of m16n8 tiles: FMA
   CHECK(run_and_compare(p, sm90, same_launch({16, 16, 16, 1})).source.find("tensor cores") == std::string::npos);
-  // HIP has no mma.sync: FMA, wave64 included
-  CHECK(run_and_compare(p, arch_of("hip:gfx90a+emu"), same_launch({32, 32, 32, 1})).source.find("tensor cores") ==
+  // HIP has no mma.sync: MFMA on CDNA (gfx90a), FMA on RDNA (gfx1030)
+  CHECK(run_and_compare(p, arch_of("hip:gfx90a+emu"), same_launch({32, 32, 32, 1})).source.find("mfma") !=
+        std::string::npos);
+  CHECK(run_and_compare(p, arch_of("hip:gfx1030+emu"), same_launch({32, 32, 32, 1})).source.find("f32 FMA") !=
         std::string::npos);
 }
 
@@ -253,9 +330,10 @@ TEST_CASE("f16 matmuls reach tensor cores in compiled graphs, chosen by the cost
     std::printf("%s 512x256x512 on sm_90: launch %s\n", std::string(dtype_name(dt)).c_str(), launch_string(l).c_str());
     CHECK(engine_of(l) == detail::GpuGemmEngine::Mma);
     check_graph(g, "512x256x512");
-    // An A100 (sm_80) has mma.sync too; gfx90a does not (no Mma alternative there).
+    // An A100 (sm_80) has mma.sync too, an MI210 (gfx90a) MFMA; an RDNA2 part neither.
     CHECK(engine_of(chosen_launch(g, "cuda:sm_80")) == detail::GpuGemmEngine::Mma);
-    CHECK(engine_of(chosen_launch(g, "hip:gfx90a")) != detail::GpuGemmEngine::Mma);
+    CHECK(engine_of(chosen_launch(g, "hip:gfx90a")) == detail::GpuGemmEngine::Mma);
+    CHECK(engine_of(chosen_launch(g, "hip:gfx1030")) != detail::GpuGemmEngine::Mma);
   }
   {  // f32 operands never take tensor cores
     Graph g;
@@ -323,6 +401,32 @@ TEST_CASE("decode-shaped f16 GEMMs take the skinny split-K path with 128-bit loa
     const auto l = chosen_launch(g, "cuda:sm_90");
     std::printf("linear M=4 K=4096 N=14336 f16 on sm_90: launch %s\n", launch_string(l).c_str());
     CHECK(engine_of(l) == detail::GpuGemmEngine::Skinny);
+  }
+}
+
+TEST_CASE("hipRTC: MFMA GEMMs compile for gfx90a (f16, bf16) and gfx908 (f16)", "[gpu][hiprtc][mfma]") {
+  std::string why;
+  if (!hip::hiprtc_available(&why)) {
+    WARN("hipRTC is not available here (" << why << "); skipped");
+    return;
+  }
+  for (const char* arch : {"gfx90a", "gfx908"}) {
+    k::Program p;
+    add_gemm(p, "f16_128", DType::f16, 4096, 4096, 4096, 1, Layout{false, true, 0, 0});
+    add_gemm(p, "f16_64", DType::f16, 4096, 4096, 4096, 1, Layout{true, false, 0, 0});
+    if (std::string(arch) == "gfx90a") add_gemm(p, "bf16_64", DType::bf16, 4096, 4096, 4096, 1, Layout{});
+    const gpu::GpuSource src =
+        gpu::render_gpu(p, arch_of((std::string("hip:") + arch).c_str()), [&](const k::Kernel& kk) {
+          return kk.name == "f16_128" ? std::vector<int64_t>{128, 128, 32, 1, 8} : std::vector<int64_t>{64, 64, 32, 1, 8};
+        });
+    REQUIRE(src.kernels.find("matrix cores (mfma") != std::string::npos);
+    const hip::HipModule m = hip::compile_module(src.device_source(), arch);
+    CHECK(!m.image.empty());
+    std::printf("hipRTC %s: MFMA GEMM module %zu bytes\n", arch, m.image.size());
+    for (const auto& r : m.resources) {  // from the code object's metadata
+      std::printf("  %s: %d VGPRs, %d B LDS, %d B spilled\n", r.name.c_str(), r.registers, r.shared_bytes, r.spill_bytes);
+      CHECK(r.spill_bytes == 0);
+    }
   }
 }
 

@@ -392,6 +392,45 @@ LM_DEVICE void lm_mma_m16n8k16_bf16(float* d, const uint32_t* a, const uint32_t*
 }
 )LMEMU";
 
+// The wavefront-wide MFMA, by the layout in gpu_prelude.hpp: every lane posts its two A
+// and two B words, then computes its own four outputs (column r, rows 4g..4g+3) from
+// the wavefront's A and B, products exact in f32, sums in k order.
+const char* kMfma = R"LMEMU(
+LM_DEVICE void lm_emu_mfma(float* d, const uint32_t* a, const uint32_t* b, const float* c, int bf16) {
+  lm_emu::Block* bk = lm_emu::cur_block;
+  const unsigned int me = lm_emu::cur->linear, lane = me % 64, w0 = me - lane;
+  uint32_t* mine = bk->frags + (size_t)me * 6;
+  mine[0] = a[0];
+  mine[1] = a[1];
+  mine[2] = b[0];
+  mine[3] = b[1];
+  lm_emu::wait(lm_emu::kWarpWait);
+  const unsigned int r = lane % 16, g = lane / 16;
+  float out[4];
+  for (int q = 0; q < 4; ++q) {
+    const unsigned int row = 4 * g + q, col = r;
+    float s = c[q];
+    for (unsigned int k = 0; k < 16; ++k) {
+      /* A[row][k] is item k % 4 of lane row + 16 (k / 4); B[k][col] of lane col + 16 (k / 4) */
+      const uint32_t wa = bk->frags[(size_t)(w0 + row + 16 * (k / 4)) * 6 + (k % 4) / 2];
+      const uint32_t wb = bk->frags[(size_t)(w0 + col + 16 * (k / 4)) * 6 + 2 + (k % 4) / 2];
+      const float x = lm_emu_mma_in((uint16_t)((k & 1) ? wa >> 16 : wa & 0xffffu), bf16);
+      const float y = lm_emu_mma_in((uint16_t)((k & 1) ? wb >> 16 : wb & 0xffffu), bf16);
+      s = s + x * y;
+    }
+    out[q] = s;
+  }
+  lm_emu::wait(lm_emu::kWarpWait);
+  for (int q = 0; q < 4; ++q) d[q] = out[q];
+}
+LM_DEVICE void lm_mfma_16x16x16_f16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  lm_emu_mfma(d, a, b, c, 0);
+}
+LM_DEVICE void lm_mfma_16x16x16_bf16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  lm_emu_mfma(d, a, b, c, 1);
+}
+)LMEMU";
+
 }  // namespace
 
 std::string emulation_header(const GpuArch& arch) {
@@ -399,5 +438,10 @@ std::string emulation_header(const GpuArch& arch) {
 }
 
 std::string emulation_mma_helpers() { return kMma; }
+
+std::string emulation_mfma_helpers() {
+  // lm_emu_mma_in (the operand decode) lives with the mma helpers.
+  return std::string(kMma).substr(0, std::string(kMma).find("LM_DEVICE void lm_emu_mma(")) + kMfma;
+}
 
 }  // namespace luminal::gpu

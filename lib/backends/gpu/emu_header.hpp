@@ -31,4 +31,6 @@ namespace luminal::gpu {
 /// Host definitions of the tensor-core helpers; they use the common prelude's f16/bf16
 /// conversions, so they follow common_device_code() in the emulation TU.
 std::string emulation_mma_helpers();
+/// Host definitions of lm_mfma_16x16x16_f16/_bf16 (CDNA targets, wave64).
+std::string emulation_mfma_helpers();
 }  // namespace luminal::gpu

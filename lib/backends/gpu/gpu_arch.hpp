@@ -20,6 +20,11 @@ struct GpuArch {
   int sm_version = 90;         ///< CUDA compute capability x 10; 0 on HIP
   /// mma.sync m16n8k16 (f16/bf16 in, f32 accumulate): sm_80 and later.
   bool mma_m16n8k16 = true;
+  /// MFMA v_mfma_f32_16x16x16f16 (wave64, f16 in, f32 accumulate): CDNA gfx908 and later;
+  /// the bf16 form (v_mfma_f32_16x16x16bf16_1k) from gfx90a (gfx908 cannot select it: LLVM
+  /// aborts the process, so it is never emitted there).
+  bool mfma_f16 = false;
+  bool mfma_bf16 = false;
   int max_static_shared = 48 * 1024;  ///< static __shared__ / LDS bytes per block
   int max_threads_per_block = 1024;
 };

@@ -55,6 +55,30 @@ LM_DEVICE void lm_mma_m16n8k16_bf16(float* d, const uint32_t* a, const uint32_t*
 }
 )LMCU";
 
+// MFMA through the compiler's builtins (hipRTC 5.2 has them for gfx908/gfx90a): the
+// fragments are our 32-bit words reinterpreted as the builtins' vector types.
+const char* kHipMfma = R"LMHIP(
+typedef _Float16 lm_h4 __attribute__((ext_vector_type(4)));
+typedef float lm_f4 __attribute__((ext_vector_type(4)));
+LM_DEVICE void lm_mfma_16x16x16_f16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  union { uint32_t w[2]; lm_h4 v; } x, y;
+  x.w[0] = a[0]; x.w[1] = a[1]; y.w[0] = b[0]; y.w[1] = b[1];
+  lm_f4 acc = {c[0], c[1], c[2], c[3]};
+  acc = __builtin_amdgcn_mfma_f32_16x16x16f16(x.v, y.v, acc, 0, 0, 0);
+  d[0] = acc[0]; d[1] = acc[1]; d[2] = acc[2]; d[3] = acc[3];
+}
+)LMHIP";
+const char* kHipMfmaBf16 = R"LMHIP(
+typedef short lm_s4 __attribute__((ext_vector_type(4)));
+LM_DEVICE void lm_mfma_16x16x16_bf16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  union { uint32_t w[2]; lm_s4 v; } x, y;
+  x.w[0] = a[0]; x.w[1] = a[1]; y.w[0] = b[0]; y.w[1] = b[1];
+  lm_f4 acc = {c[0], c[1], c[2], c[3]};
+  acc = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(x.v, y.v, acc, 0, 0, 0);
+  d[0] = acc[0]; d[1] = acc[1]; d[2] = acc[2]; d[3] = acc[3];
+}
+)LMHIP";
+
 // hipRTC pre-includes hip_runtime.h (fixed-width integer types, warpSize, the
 // __shfl_xor overloads); a wavefront is 64 lanes on CDNA and 32 on RDNA.
 const char* kHipPart = R"LMHIP(
@@ -165,6 +189,8 @@ std::string device_prelude(const GpuArch& arch) {
     if (arch.mma_m16n8k16) s += kCudaMma;
   } else {
     s += kHipPart;
+    if (arch.mfma_f16) s += kHipMfma;
+    if (arch.mfma_bf16) s += kHipMfmaBf16;
   }
   return s;
 }

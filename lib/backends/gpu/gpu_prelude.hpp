@@ -22,6 +22,12 @@
 //      b[0] = B[2t..2t+1][g]     b[1] = B[2t+8..2t+9][g]
 //      c[i], d[i] = C/D[g + 8*(i/2)][2t + i%2]
 //    (PTX ISA, "mma.m16n8k16" fragment layouts for .f16/.bf16 A, B and .f32 C, D.)
+//  * lm_mfma_16x16x16_*(d, a, b, c) (HIP, CDNA, one wavefront of 64): D(16x16) =
+//    A(16x16) B(16x16) + C in f32; r = lane % 16, g = lane / 16, item q = 0..3 (a[0] holds
+//    items 0-1, a[1] items 2-3, low half first):
+//      A[r][4g + q]   B[4g + q][r]   c[q], d[q] = C/D[4g + q][r]
+//    (AMD CDNA ISA / matrix instruction calculator, v_mfma_f32_16x16x16f16 and
+//    v_mfma_f32_16x16x16bf16_1k.)
 //  * lm_ld128(p): the 16 bytes at p as four 32-bit words (x = lowest address; a word's low
 //    half is the lower-addressed f16/bf16); p must be 16-byte aligned (lm_aligned16(p)):
 //    the device faults and the emulator aborts otherwise, so callers guard it.
