@@ -62,8 +62,20 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, c
   {
     auto t0 = Clock::now();
     rules::Registry::global().check_skippable(o.skip_rules);
-    auto rules =
-        rules::Registry::global().engine_rules({"algebra", "movement", "contraction"}, o.fast_math, o.skip_rules);
+    // The rule objects are immutable and the registry never changes: without skipped
+    // rules they are built once per process (copying them was a fifth of a small
+    // graph's compile).
+    static const std::vector<rules::TensorRule> math_exact = rules::Registry::global().engine_rules(
+                                                    {"algebra", "movement", "contraction"}, false),
+                                                math_fast = rules::Registry::global().engine_rules(
+                                                    {"algebra", "movement", "contraction"}, true);
+    const std::vector<rules::TensorRule> math_skipping =
+        o.skip_rules.empty() ? std::vector<rules::TensorRule>()
+                             : rules::Registry::global().engine_rules({"algebra", "movement", "contraction"},
+                                                                      o.fast_math, o.skip_rules);
+    const std::vector<rules::TensorRule>& rules = !o.skip_rules.empty() ? math_skipping
+                                                  : o.fast_math         ? math_fast
+                                                                        : math_exact;
     const std::size_t n0 = g.num_nodes();
     if (rules.empty()) {
       res.phases.push_back(fmt("math: no rules registered; %zu nodes", n0));

@@ -84,22 +84,47 @@ LinkDesc default_link(std::string_view fallback) {
 }
 }  // namespace
 
+namespace {
+// What the hardware says, read once per process (/proc/cpuinfo three times and sysfs on
+// every compile were an eighth of a small graph's compile); the environment's overrides
+// below are read on every call.
+struct HostFacts {
+  int cores = 1;
+  bool avx512 = false, avx2 = false;
+  double ghz = 2.5, l2 = 0, l3 = 0;
+};
+const HostFacts& host_facts() {
+  static const HostFacts f = [] {
+    HostFacts h;
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    h.cores = cores > 0 ? static_cast<int>(cores) : 1;
+    h.avx512 = cpu_has_flag("avx512f");
+    h.avx2 = cpu_has_flag("avx2") && cpu_has_flag("fma");
+    h.ghz = cpu_ghz();
+    h.l2 = read_cache_bytes(2);
+    h.l3 = read_cache_bytes(3);
+    return h;
+  }();
+  return f;
+}
+}  // namespace
+
 TargetDesc describe_host_cpu() {
   TargetDesc d;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  d.compute_units = cores > 0 ? static_cast<int>(cores) : 1;
-  bool avx512 = cpu_has_flag("avx512f");
-  bool avx2 = cpu_has_flag("avx2") && cpu_has_flag("fma");
+  const HostFacts& hw = host_facts();
+  d.compute_units = hw.cores;
+  const bool avx512 = hw.avx512;
+  const bool avx2 = hw.avx2;
   d.simd_lanes_f32 = avx512 ? 16 : avx2 ? 8 : 4;
   d.name = avx512 ? "cpu:avx512" : avx2 ? "cpu:avx2" : "cpu:sse";
   double fma_units = avx2 || avx512 ? 2 : 1;
-  double peak = d.compute_units * cpu_ghz() * 1e9 * d.simd_lanes_f32 * fma_units * 2;
+  double peak = d.compute_units * hw.ghz * 1e9 * d.simd_lanes_f32 * fma_units * 2;
   d.peak_flops_f32 = env_or("LUMINAL_CPU_GFLOPS", peak / 1e9) * 1e9;
   d.peak_flops_f16 = d.peak_flops_f32;  // f16/bf16 compute in f32 on the CPU
   d.mem_bandwidth = env_or("LUMINAL_CPU_BANDWIDTH_GBS", 20.0) * 1e9;
   d.cache_bandwidth = d.mem_bandwidth * 4;
-  d.local_bytes = read_cache_bytes(2);
-  d.llc_bytes = read_cache_bytes(3);
+  d.local_bytes = hw.l2;
+  d.llc_bytes = hw.l3;
   if (d.llc_bytes == 0) d.llc_bytes = d.local_bytes;
   d.launch_overhead_s = 2e-6;   // an OpenMP parallel region: fork, barrier
   d.transcendental_flops = 12;  // our vectorized polynomial approximations
