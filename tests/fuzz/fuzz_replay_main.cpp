@@ -5,13 +5,16 @@
 // briefly in its AddressSanitizer + UBSan configuration, where a wild write or a leak
 // fails the test; the long coverage-guided runs use the clang build (docs/reliability.md).
 //
-//   <target>_replay [-runs=N] [-seed=S] [-only=I] corpus_dir...
+//   <target>_replay [-runs=N] [-seed=S] [-from=I] [-progress=P] [-only=I] corpus_dir...
+//   -from=I starts at mutation I (a long run in parts; the corpus is run only when I = 0);
+//   -progress=P prints a line every P mutations;
 //   -only=I reruns mutation I alone (its number is printed before it runs with -v);
 //   -only=I -write=FILE writes it to FILE instead (to commit a finding to the corpus).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -88,7 +91,7 @@ bool flag(const char* arg, const char* name, uint64_t& value) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint64_t runs = 1000, seed = 1, only = UINT64_MAX, verbose = 0;
+  uint64_t runs = 1000, seed = 1, only = UINT64_MAX, verbose = 0, from = 0, progress = 0;
   std::vector<Bytes> corpus;
   const char* write_to = nullptr;
   for (int a = 1; a < argc; ++a) {
@@ -96,7 +99,8 @@ int main(int argc, char** argv) {
       write_to = argv[a] + 7;
       continue;
     }
-    if (flag(argv[a], "-runs=", runs) || flag(argv[a], "-seed=", seed) || flag(argv[a], "-only=", only))
+    if (flag(argv[a], "-runs=", runs) || flag(argv[a], "-seed=", seed) || flag(argv[a], "-only=", only) ||
+        flag(argv[a], "-from=", from) || flag(argv[a], "-progress=", progress))
       continue;
     if (std::strcmp(argv[a], "-v") == 0) {
       verbose = 1;
@@ -120,13 +124,23 @@ int main(int argc, char** argv) {
     LLVMFuzzerTestOneInput(b.data(), b.size());
     return 0;
   }
-  for (const Bytes& b : corpus) LLVMFuzzerTestOneInput(b.data(), b.size());
-  for (uint64_t i = 0; i < runs; ++i) {
+  if (from == 0)
+    for (const Bytes& b : corpus) LLVMFuzzerTestOneInput(b.data(), b.size());
+  for (uint64_t i = from; i < from + runs; ++i) {
     if (verbose) std::fprintf(stderr, "mutation %llu\n", static_cast<unsigned long long>(i));
     const Bytes b = mutate(corpus, seed, i);
     LLVMFuzzerTestOneInput(b.data(), b.size());
+    if (progress && (i + 1 - from) % progress == 0) {
+      char when[32];
+      const std::time_t t = std::time(nullptr);
+      std::strftime(when, sizeof when, "%H:%M:%S", std::gmtime(&t));
+      std::printf("%s UTC: mutations %llu..%llu done\n", when, static_cast<unsigned long long>(from),
+                  static_cast<unsigned long long>(i));
+      std::fflush(stdout);
+    }
   }
-  std::printf("%zu corpus inputs and %llu mutations (seed %llu): no crash\n", corpus.size(),
-              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(seed));
+  std::printf("%zu corpus inputs and mutations %llu..%llu (seed %llu): no crash\n", corpus.size(),
+              static_cast<unsigned long long>(from), static_cast<unsigned long long>(from + runs - 1),
+              static_cast<unsigned long long>(seed));
   return 0;
 }
