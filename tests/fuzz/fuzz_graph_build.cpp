@@ -12,11 +12,13 @@
 //  2. that plan with each kernel body interpreted (checks the rewrites and extraction);
 //  3. that plan lowered to kernel IR (cpu::lower_plan, shared by every backend) and run by
 //     the in-process kernel-IR evaluator (tests/reliability/lowered_eval.hpp: checks the
-//     lowering; every load and store bounds-checked, unwritten elements show as NaN).
+//     lowering; every load and store bounds-checked, unwritten elements show as NaN);
+//  4. for one input in 8 (by hash), 1-3 again for a GPU target (cuda:sm_90 or hip:gfx90a:
+//     its schedule rules, the GPU backends' lowering options).
 // Rendering C and compiling it (0.1-1 s per program) is what a whole compile costs; it
 // runs for a deterministic sample only: LUMINAL_FUZZ_JIT_EVERY=K compiles one input in
 // K (by hash) with lm::compile(Target::cpu()) (the public path: plan cache,
-// C renderer, JIT, Callable) and compares those too (0 or unset: never; ctest sets 25).
+// C renderer, JIT, Callable) and compares those too (0 or unset: never; ctest sets 100).
 // LUMINAL_FUZZ_STATS=1 prints at exit how many inputs reached each stage.
 #include <cmath>
 #include <cstdint>
@@ -33,21 +35,19 @@ namespace lm = luminal;
 namespace {
 
 struct Stats {
-  uint64_t inputs = 0, built = 0, interpreted = 0, compiled = 0, full_budget = 0, jit = 0,
+  uint64_t inputs = 0, built = 0, interpreted = 0, compiled = 0, full_budget = 0, gpu = 0, jit = 0,
            interpreted_steps = 0;
 };
 Stats stats;
 
 void print_stats() {
-  std::fprintf(
-      stderr,
-      "fuzz_graph_build: %llu inputs, %llu built a program, %llu interpreted, %llu compiled and "
-      "matched (plan + kernel IR; %llu searched with the full budget; %llu plan steps left to the "
-      "interpreter), %llu also through the C compiler\n",
-      static_cast<unsigned long long>(stats.inputs), static_cast<unsigned long long>(stats.built),
-      static_cast<unsigned long long>(stats.interpreted), static_cast<unsigned long long>(stats.compiled),
-      static_cast<unsigned long long>(stats.full_budget),
-      static_cast<unsigned long long>(stats.interpreted_steps), static_cast<unsigned long long>(stats.jit));
+  auto u = [](uint64_t x) { return static_cast<unsigned long long>(x); };
+  std::fprintf(stderr,
+               "fuzz_graph_build: %llu inputs, %llu built a program, %llu interpreted, %llu compiled and "
+               "matched (plan + kernel IR; %llu searched with the full budget; %llu plan steps left to the "
+               "interpreter), %llu also for a GPU target, %llu also through the C compiler\n",
+               u(stats.inputs), u(stats.built), u(stats.interpreted), u(stats.compiled), u(stats.full_budget),
+               u(stats.interpreted_steps), u(stats.gpu), u(stats.jit));
 }
 
 uint64_t env_u64(const char* name) {
@@ -148,6 +148,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fail("the plan lowered to kernel IR (evaluated) differs from direct interpretation", "");
     stats.interpreted_steps += static_cast<uint64_t>(left);
     ++stats.compiled;
+    if ((hash >> 20) % 8 == 0) {
+      // A GPU target's search (its schedule rules) and the GPU backends' lowering: the
+      // kernel IR their renderers and the emulator start from.
+      const lm::Target gpu = lm::Target::parse((hash >> 23) % 2 ? "cuda:sm_90" : "hip:gfx90a");
+      const lm::compiler::CompiledProgram cg = lm::compiler::compile_graph(*g.impl(), gpu, o);
+      if (!close(cg.exe->run(dims, ptrs), want, rp.has_half))
+        fail("the GPU target's plan (kernel bodies interpreted) differs from direct interpretation", "");
+      if (!close(lm::test::run_lowered(*cg.plan, dims, ptrs, nullptr, {}), want, rp.has_half))
+        fail("the GPU target's plan lowered to kernel IR (evaluated) differs from direct interpretation", "");
+      ++stats.gpu;
+    }
     if (jit_every && (hash >> 3) % jit_every == 0) {
       lm::Callable f = lm::compile(g, lm::Target::cpu(), o);
       if (!close(f(in), want, rp.has_half))

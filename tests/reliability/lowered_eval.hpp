@@ -29,12 +29,13 @@ namespace luminal::test {
 /// Outputs of `plan` on `tensors` (every input and param by name) with `dims` bound.
 /// Throws InternalError when the lowered program disagrees with the plan about a size
 /// or reads or writes outside a buffer. `interpreted` (optional) receives the number of
-/// steps the lowering left to the interpreter.
-inline std::map<std::string, HostTensor> run_lowered(const compiler::KernelPlan& plan,
-                                                     const DimBindings& dims,
-                                                     const std::map<std::string, const HostTensor*>& tensors,
-                                                     int64_t* interpreted = nullptr) {
-  const cpu::LoweredPlan lp = cpu::lower_plan(plan, cpu::cpu_lower_options());
+/// steps the lowering left to the interpreter. `opt`: the CPU's lowering options, or the
+/// GPU backends' (`{}`, as gpu_backend.cpp lowers).
+inline std::map<std::string, HostTensor> run_lowered(
+    const compiler::KernelPlan& plan, const DimBindings& dims,
+    const std::map<std::string, const HostTensor*>& tensors, int64_t* interpreted = nullptr,
+    const kernel::lower::Options& opt = cpu::cpu_lower_options()) {
+  const cpu::LoweredPlan lp = cpu::lower_plan(plan, opt);
   if (interpreted) *interpreted = lp.interpreted;
   const kernel::Program& prog = lp.prog;
   std::map<std::string, int64_t> syms;
