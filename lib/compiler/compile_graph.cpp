@@ -226,6 +226,9 @@ SearchSettings make_search_settings(const Target& target, const CompileOptions& 
   s.pass_sets = {"lower_reference", "fusion"};
   if (target.kind() == Target::Kind::cpu) s.pass_sets.push_back("lower_cpu");
   if (target.kind() == Target::Kind::cuda || target.kind() == Target::Kind::hip) s.pass_sets.push_back("schedule_gpu");
+  // Over several ranks, right after the lowering (before fusion can use up the node
+  // budget): each all_reduce kernel's second form (all-reduce-scatter-gather).
+  if (s.world > 1) s.pass_sets.insert(s.pass_sets.begin() + 1, "sharding");
   return s;
 }
 

@@ -44,7 +44,7 @@ class PlanExecutable final : public detail::Executable {
         std::vector<int64_t> shape;
         for (const Dim& d : n.shape) shape.push_back(d.evaluate(dims));
         HostTensor r(n.dtype, shape);
-        dist::run_collective(*comm_, n, x.shape(), x.data(), r.mutable_data());
+        dist::run_collective(*comm_, *st.spec, x.shape(), x.data(), r.mutable_data());
         val[st.result] = std::make_shared<const HostTensor>(std::move(r));
         for (uint32_t a : st.args)
           if (last_use_[a] == static_cast<int>(s)) val[a].reset();

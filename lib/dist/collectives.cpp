@@ -20,10 +20,45 @@ std::byte* scratch(std::size_t bytes) {
   return buf.data();
 }
 
+// all_reduce as an all_to_all of blocks, the ordered sum of this rank's block, and an
+// all_gather of the sums. Element i of the result is x(0)[i] + x(1)[i] + ... in rank order
+// whichever rank adds it, so the result has the bits of the gather-then-sum form (and of
+// the interpreter's), while a rank moves 2(P-1) blocks of ceil(n/P) elements instead of
+// P-1 whole operands. When P does not divide n, the blocks are padded in scratch (the
+// padding's sums are computed and dropped).
+void all_reduce_scatter_gather(Communicator& comm, DType dt, int64_t numel, const void* in, void* out) {
+  const auto world = static_cast<std::size_t>(comm.size());
+  const std::size_t es = dtype_size(dt), n = static_cast<std::size_t>(numel);
+  const std::size_t block = (n + world - 1) / world, padded = block * world;
+  const std::size_t bytes = n * es, block_bytes = block * es, padded_bytes = padded * es;
+  const bool exact = padded == n;
+  // Scratch: the received blocks, this rank's sums, and (when padded) the packed operand
+  // and the gathered sums.
+  std::byte* tmp = scratch(padded_bytes + block_bytes + (exact ? 0 : 2 * padded_bytes));
+  std::byte* recv = tmp;
+  std::byte* mine = recv + padded_bytes;
+  const void* send = in;
+  std::byte* gathered = static_cast<std::byte*>(out);
+  if (!exact) {
+    std::byte* packed = mine + block_bytes;
+    gathered = packed + padded_bytes;
+    if (bytes) std::memcpy(packed, in, bytes);
+    std::memset(packed + bytes, 0, padded_bytes - bytes);
+    send = packed;
+  }
+  comm.all_to_all(send, recv, block_bytes);
+  std::vector<const std::byte*> blocks(world);
+  for (std::size_t q = 0; q < world; ++q) blocks[q] = recv + q * block_bytes;
+  detail::reference::sum_in_rank_order(dt, blocks, static_cast<int64_t>(block), mine);
+  comm.all_gather(mine, gathered, block_bytes);
+  if (!exact && bytes) std::memcpy(out, gathered, bytes);
+}
+
 }  // namespace
 
-void run_collective(Communicator& comm, const detail::Node& n, const std::vector<int64_t>& in_shape, const void* in,
-                    void* out) {
+void run_collective(Communicator& comm, const ir::KernelSpec& spec, const std::vector<int64_t>& in_shape,
+                    const void* in, void* out) {
+  const detail::Node& n = spec.body->nodes.at(spec.body->outputs.at(0).second);
   const auto world = static_cast<std::size_t>(comm.size());
   if (n.step != static_cast<int64_t>(world))
     throw RuntimeError("[" + std::string(detail::prim_name(n.op)) + "] the program was compiled for " +
@@ -48,6 +83,10 @@ void run_collective(Communicator& comm, const detail::Node& n, const std::vector
       return;
     }
     case PrimOp::AllReduce: {
+      if (spec.launch.size() == 1 && spec.launch[0] == ir::kAllReduceScatterGather) {
+        all_reduce_scatter_gather(comm, n.dtype, numel, in, out);
+        return;
+      }
       std::byte* tmp = scratch(world * bytes);
       comm.all_gather(in, tmp, bytes);
       for (std::size_t q = 0; q < world; ++q) blocks[q] = tmp + q * bytes;

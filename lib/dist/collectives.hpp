@@ -8,17 +8,20 @@
 
 #include "compiler/plan.hpp"
 #include "graph/graph_impl.hpp"
+#include "ir/tensor_lang.hpp"
 #include "luminal/communicator.hpp"
 
 namespace luminal::dist {
 
-/// Runs collective `n` (AllReduce, AllGather or ReduceScatter over comm.size() ranks) on
-/// this rank: `in` is the operand (contiguous, shape `in_shape`), `out` the result
-/// (contiguous). The result is what the reference interpreter's SPMD semantics give --
-/// sums over ranks are added in rank order after an all_gather (or all_to_all), so they
-/// are bit-identical on every rank and to the simulation.
-void run_collective(Communicator& comm, const detail::Node& n, const std::vector<int64_t>& in_shape, const void* in,
-                    void* out);
+/// Runs the collective kernel `spec` (AllReduce, AllGather or ReduceScatter over
+/// comm.size() ranks) on this rank: `in` is the operand (contiguous, shape `in_shape`),
+/// `out` the result (contiguous). The result is what the reference interpreter's SPMD
+/// semantics give -- sums over ranks are added in rank order, element by element, so they
+/// are bit-identical on every rank and to the simulation. An all_reduce runs as the
+/// spec's launch says (ir::kAllReduceScatterGather: reduce-scatter then all_gather;
+/// otherwise all_gather then the sum), the cost model's choice.
+void run_collective(Communicator& comm, const ir::KernelSpec& spec, const std::vector<int64_t>& in_shape,
+                    const void* in, void* out);
 
 /// A structural fingerprint of the plan (kernels, wiring, leaves, outputs): equal on two
 /// ranks exactly when they compiled the same program. Deterministic across processes of

@@ -1,6 +1,7 @@
 #include "dist/plan_summary.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -45,14 +46,25 @@ PlanSummary summarize(const compiler::KernelPlan& plan, const detail::GraphImpl&
     double bytes = static_cast<double>(dtype_size(n.dtype));
     for (const Dim& d : in.shape) bytes *= static_cast<double>(d.evaluate(dims));
     const double p = static_cast<double>(world);
-    // What run_collective moves (dist/collectives.cpp): all_reduce and all_gather receive
-    // the other ranks' operands, reduce_scatter one block from each.
-    s.comm_bytes += static_cast<int64_t>(n.op == detail::PrimOp::ReduceScatter ? (p - 1) / p * bytes : (p - 1) * bytes);
+    // What run_collective moves (dist/collectives.cpp): all_gather and the gathering
+    // all_reduce receive the other ranks' operands, reduce_scatter one block from each,
+    // the scatter-gather all_reduce P-1 blocks of ceil(n/P) elements twice.
+    const bool split = n.op == detail::PrimOp::AllReduce && st.spec->launch.size() == 1 &&
+                       st.spec->launch[0] == ir::kAllReduceScatterGather;
+    const double es = static_cast<double>(dtype_size(n.dtype)), block = std::ceil(bytes / es / p) * es;
+    s.comm_bytes += static_cast<int64_t>(split                                   ? 2 * (p - 1) * block
+                                         : n.op == detail::PrimOp::ReduceScatter ? (p - 1) / p * bytes
+                                                                                 : (p - 1) * bytes);
     ++s.collectives;
     ++count[std::string(detail::prim_name(n.op))];
+    s.scatter_gather += split ? 1 : 0;
   }
   std::string ops;
-  for (const auto& [name, c] : count) ops += (ops.empty() ? "" : ", ") + std::to_string(c) + " " + name;
+  for (const auto& [name, c] : count) {
+    ops += (ops.empty() ? "" : ", ") + std::to_string(c) + " " + name;
+    if (name == "all_reduce" && s.scatter_gather > 0)
+      ops += " (" + std::to_string(s.scatter_gather) + " as reduce-scatter + all_gather)";
+  }
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "tensor parallel over %lld ranks (%s): %s; %d of %d kernels read a weight shard; %lld bytes "

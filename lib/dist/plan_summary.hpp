@@ -13,6 +13,7 @@ namespace luminal::dist {
 struct PlanSummary {
   int64_t collectives = 0;
   int64_t comm_bytes = 0;  ///< sent or received by one rank per call, at the planning dims
+  int64_t scatter_gather = 0;  ///< all_reduces run as reduce-scatter + all_gather
   std::string text;        ///< "2 ranks (shm): 2 all_reduce ..., 6 of 7 kernels read a shard; ..."
 };
 

@@ -398,22 +398,39 @@ static double read_elements(const detail::GraphImpl& body, uint32_t slot, const 
 }
 
 // What one rank moves for a collective, as the runtime does it (lib/dist/collectives.cpp):
-// all_reduce gathers every rank's operand and adds them in rank order (bit-identical on
-// every rank); all_gather receives the other ranks' blocks; reduce_scatter exchanges
-// blocks all-to-all and adds its own block in rank order.
-static detail::KernelWork collective_work(const detail::Node& n, const detail::Node& in, const DimGuess& dims) {
+// all_reduce either gathers every rank's operand and adds them in rank order, or (launch
+// {kAllReduceScatterGather}) exchanges blocks of ceil(n/P) elements all-to-all, adds its
+// own block in rank order and all_gathers the sums -- both bit-identical on every rank;
+// all_gather receives the other ranks' blocks; reduce_scatter exchanges blocks all-to-all
+// and adds its own block in rank order.
+static detail::KernelWork collective_work(const detail::Node& n, const detail::Node& in,
+                                          const std::vector<int64_t>& launch, const DimGuess& dims) {
   detail::KernelWork w;
   w.engine = detail::KernelWork::Engine::Collective;
   const double p = static_cast<double>(std::max<int64_t>(n.step, 1));
   const double es = static_cast<double>(dtype_size(n.dtype));
-  const double in_bytes = numel_of(in.shape, dims) * es, out_bytes = numel_of(n.shape, dims) * es;
+  const double numel = numel_of(in.shape, dims);
+  const double in_bytes = numel * es, out_bytes = numel_of(n.shape, dims) * es;
   w.bytes_written = out_bytes;
   w.link_steps = p - 1;
   switch (n.op) {
     case PrimOp::AllReduce:
+      if (launch.size() == 1 && launch[0] == kAllReduceScatterGather) {
+        const double block = std::ceil(numel / p), padded = block * p;
+        w.link_steps = 2 * (p - 1);                // all_to_all, then all_gather
+        w.link_bytes = 2 * (p - 1) * block * es;   // the other ranks' blocks, twice
+        w.bytes_read = padded * es;                // the ordered sum of P received blocks
+        w.bytes_written = block * es + out_bytes;  // this rank's sums, the gathered result
+        if (padded != numel) {                     // P blocks padded in scratch, both ways
+          w.bytes_read += 2 * in_bytes;
+          w.bytes_written += 2 * in_bytes;
+        }
+        w.flops = (p - 1) * block;
+        break;
+      }
       w.link_bytes = (p - 1) * in_bytes;
       w.bytes_read = p * in_bytes;  // the ordered sum
-      w.flops = (p - 1) * numel_of(in.shape, dims);
+      w.flops = (p - 1) * numel;
       break;
     case PrimOp::AllGather:
       w.link_bytes = (p - 1) * in_bytes;
@@ -438,7 +455,8 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   for (size_t i = 0; i < nodes.size(); ++i) numel[i] = numel_of(nodes[i].shape, dims);
   dom[root] = numel[root];
   detail::KernelWork w;
-  if (spec.kind == KernelKind::Collective) return collective_work(nodes[root], nodes[nodes[root].inputs[0]], dims);
+  if (spec.kind == KernelKind::Collective)
+    return collective_work(nodes[root], nodes[nodes[root].inputs[0]], spec.launch, dims);
   // A GEMM's operands are computed once into a packed (or contiguous) buffer before the
   // tile loops, not per multiply: below the broadcast that feeds the product, a prologue
   // runs over the operand's own elements, and its result makes one extra round trip.

@@ -118,6 +118,11 @@ enum class KernelKind : uint8_t {
 };
 const char* kind_name(KernelKind k);
 
+/// A Collective kernel's launch for an all_reduce that exchanges blocks all-to-all, adds
+/// its own block of every rank's operand in rank order, and all_gathers the sums: 2(P-1)/P
+/// of the operand per rank instead of P-1 times it, the same bits (lib/dist/collectives.cpp).
+inline constexpr int64_t kAllReduceScatterGather = 1;
+
 /// What a kernel node computes and how it is launched. Immutable once interned.
 struct KernelSpec {
   KernelKind kind = KernelKind::Elementwise;
@@ -125,7 +130,9 @@ struct KernelSpec {
   /// one output is named "out". Every node is live, in topological order.
   std::shared_ptr<const detail::GraphImpl> body;
   uint32_t slots = 0;
-  /// Kind-specific launch parameters: Gemm {tile_m, tile_n, tile_k}; others {} for now.
+  /// Kind-specific launch parameters: Gemm {tile_m, tile_n, tile_k}; Collective of an
+  /// all_reduce: {} (gather every rank's operand, add in rank order) or
+  /// {kAllReduceScatterGather} (docs/distributed.md); others {} for now.
   std::vector<int64_t> launch;
   uint64_t hash = 0;  ///< structural hash of kind, body and launch (fill with finalize())
 

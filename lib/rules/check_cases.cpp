@@ -414,6 +414,12 @@ void load_example(Instance& inst, Rng& rng, const detail::GraphImpl& gi) {
       if (!s) throw Reject{"example with a symbolic shape"};
       inst.leaves.push_back(Leaf{n.name, n.dtype, *s, 0});
     }
+  // An example with collectives is a program over their number of ranks.
+  for (const detail::Node& n : gi.nodes)
+    if (detail::op_info(n.op).cls == detail::OpClass::Collective) {
+      inst.world = n.step;
+      inst.g.analysis().set_world(n.step);
+    }
   ir::load_graph(inst.g, gi);
 }
 

@@ -17,6 +17,10 @@
 //   op(all_gather(x, ax), ...)      = all_gather(op(x, shard(y, ax)...), ax')  elementwise,
 //                                     reductions and views away from ax, batched matmul
 //
+// And one pass over the lowered kernels: an all_reduce kernel gets its second form (the
+// reduce-scatter + all_gather exchange, same bits, fewer bytes at 3+ ranks); the cost
+// model picks per all_reduce by its size and the link.
+//
 // "Replicated" (equal on every rank, ClassData::replicated) is each rule's condition
 // where a value read on one rank stands for every rank's: the weight of a split matmul,
 // the other operand of an elementwise op. With them the search finds Megatron-style
@@ -24,8 +28,13 @@
 // RoPE, attention (batched over heads) and SwiGLU, and o_proj / down take the row split,
 // one all_reduce each.
 #include <optional>
+#include <random>
 
 #include "graph/primitives.hpp"
+#include "ir/build.hpp"
+#include "ir/kernel_body.hpp"
+#include "luminal/graph.hpp"
+#include "luminal/ops.hpp"
 #include "rules/algebra_dsl.hpp"
 
 namespace luminal::rules {
@@ -351,9 +360,48 @@ std::vector<RuleInfo> elementwise_rows() {
   return rows;
 }
 
-}  // namespace
+// The two ways the runtime can run an all_reduce (lib/dist/collectives.cpp), both adding
+// every element's P terms in rank order (the same bits): gather every rank's operand and
+// add ((P-1) n bytes per rank, P-1 link steps), or exchange blocks all-to-all, add this
+// rank's block and all_gather the sums (2(P-1)/P n bytes, 2(P-1) steps). Which is cheaper
+// depends on n, P and the link: an alternative the cost model ranks, like a GEMM's tiles.
+std::size_t all_reduce_forms(EGraph& g, const PassContext& ctx) {
+  (void)ctx;
+  if (!g.is_clean()) g.rebuild();
+  std::vector<std::pair<Id, ir::Variant>> todo;
+  const auto& ix = g.index();
+  for (Id cls : ix.classes_with(ir::Op::Kernel))
+    for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
+      const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
+      if (spec.kind != ir::KernelKind::Collective || !spec.launch.empty()) continue;
+      const auto& body = *spec.body;
+      if (body.nodes.at(body.outputs.at(0).second).op != detail::PrimOp::AllReduce) continue;
+      auto split = std::make_shared<ir::KernelSpec>(spec);
+      split->launch = {ir::kAllReduceScatterGather};
+      split->finalize();
+      auto k = g.node(nd).kids;
+      todo.emplace_back(cls, ir::Variant{split, std::vector<Id>(k.begin(), k.end())});
+    }
+  const std::size_t before = g.num_nodes();
+  for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+  g.rebuild();
+  return g.num_nodes() - before;
+}
 
-RuleSet sharding_rules() {
+// all_reduce(f(x)) over 2-4 ranks (random shapes, sizes that P does not always divide,
+// empty ones): the checker's random programs have no collectives.
+std::shared_ptr<detail::GraphImpl> all_reduce_example(std::mt19937_64& rng) {
+  const int64_t P = 2 + static_cast<int64_t>(rng() % 3);
+  Graph g;
+  const int64_t a = static_cast<int64_t>(rng() % 4), b = 1 + static_cast<int64_t>(rng() % 5);
+  Tensor x = g.input("x", {a, b});
+  Tensor y = rng() % 2 ? exp2(x) : x * x;
+  g.output("y", detail::prim_collective(detail::PrimOp::AllReduce, y, 0, P, "all_reduce", Loc::current()));
+  return g.impl();
+}
+
+// The rewrite rules, in the order the scheduler visits them.
+RuleSet sharding_math_rules() {
   return {"sharding",
           concat(
               {
@@ -416,6 +464,20 @@ RuleSet sharding_rules() {
                       "permute(all_reduce(x)) = all_reduce(permute(x))"),
               },
               elementwise_rows())};
+}
+
+}  // namespace
+
+RuleSet sharding_rules() {
+  RuleSet set = sharding_math_rules();
+  // A pass over kernel nodes: runs in the lowering phase (compile_graph's pass sets).
+  RuleInfo forms =
+      pass_rule("all-reduce-scatter-gather", all_reduce_forms, Exact,
+                "all_reduce kernel = the same all_reduce run as all_to_all, the ordered sum of this "
+                "rank's block, all_gather (the same bits)");
+  forms.example = all_reduce_example;
+  set.rules.push_back(std::move(forms));
+  return set;
 }
 
 }  // namespace luminal::rules

@@ -6,6 +6,10 @@
 //   mpirun -np 2 dist_mpi_block --hang     rank 1 never calls: rank 0 must report the
 //                                          timeout (LUMINAL_DIST_TIMEOUT) and exit 3
 //   mpirun -np 2 dist_mpi_block --die      rank 1 exits before calling
+//   mpirun -np 4 dist_mpi_block --scatter-gather
+//                                          64 tokens: the all_reduces (128 KB) run as
+//                                          reduce-scatter + all_gather over MPI's
+//                                          all_to_all (the cost model's choice at 4 ranks)
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,7 +26,8 @@ int main(int argc, char** argv) {
   auto comm = Communicator::from_environment();
   const int rank = comm->rank(), P = comm->size();
   Graph g;
-  test::build_model(g, test::BlockConfig{4, 512, 8, 4, 1536}, 1);
+  const bool scatter_gather = mode == "--scatter-gather";
+  test::build_model(g, test::BlockConfig{scatter_gather ? 64 : 4, 512, 8, 4, 1536}, 1);
   const auto data = test::random_inputs(*g.impl(), 11);
   auto run = [&](const CompileOptions& o) {
     Callable fn = compile(g, Target::cpu(), o);
@@ -61,7 +66,10 @@ int main(int argc, char** argv) {
                 same ? "yes" : "no", static_cast<long long>(fn.report().collectives));
     if (rank == 0) std::printf("%s\n", fn.report().to_string().c_str());
     std::fflush(stdout);
-    const bool ok = err <= 1.0 && same && fn.report().collectives == 2;
+    const bool form_ok =
+        !scatter_gather ||
+        fn.report().sharding.find("2 all_reduce (2 as reduce-scatter + all_gather)") != std::string::npos;
+    const bool ok = err <= 1.0 && same && fn.report().collectives == 2 && form_ok;
     comm->barrier();
     return ok ? 0 : 1;
   } catch (const Error& e) {

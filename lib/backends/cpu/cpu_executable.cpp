@@ -292,9 +292,7 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
       // writing its input and reading the memory its result overwrites.
       team.barrier();
       const auto& st = p.steps[s];
-      const auto& body = *st.spec->body;
-      dist::run_collective(*m.comm, body.nodes[body.outputs.at(0).second], out_shape(st.args.at(0)),
-                           ptr[st.args[0]], ptr[st.result]);
+      dist::run_collective(*m.comm, *st.spec, out_shape(st.args.at(0)), ptr[st.args[0]], ptr[st.result]);
       continue;
     }
     if (!es.interpreted) {
