@@ -81,6 +81,11 @@ struct Status {
   explicit operator bool() const { return ok; }
 };
 
+/// A box of a param's elements: per axis, [start, end) (Callable::param_region).
+struct ParamRegion {
+  std::vector<int64_t> start, end;
+};
+
 class Callable {
  public:
   /// An empty Callable: calling it throws RuntimeError.
@@ -128,6 +133,11 @@ class Callable {
   /// Names in declaration order.
   std::vector<std::string> input_names() const;
   std::vector<std::string> param_names() const;
+  /// The part of param `name` this program reads: its whole shape, except in a program
+  /// compiled with a communicator of several ranks that reads only this rank's block of a
+  /// sharded weight (docs/distributed.md). Elements outside it may be bound with any
+  /// value -- bind_safetensors (safetensors.hpp) reads only the region from the file.
+  ParamRegion param_region(const std::string& name) const;
   std::vector<std::string> output_names() const;
 
   /// Internal.

@@ -24,4 +24,16 @@ namespace luminal {
 /// copied into an owning tensor instead of viewed.
 std::map<std::string, HostTensor> load_safetensors(const std::string& path);
 
+class Callable;
+
+/// Binds every param of `fn` from the safetensors file (or index, or folder) at `path`,
+/// by name, reading only the part each param's program reads (Callable::param_region).
+/// For one rank of a sharded program that is its block of each split weight: the block's
+/// bytes are copied from the file into memory of the weight's full shape whose other
+/// pages are never touched (reserved, not resident; they read as zeros, and the program
+/// never reads them). Whole params are bound as zero-copy views of the mapped file, as
+/// load_safetensors gives them. A missing tensor, or one of another dtype or shape than
+/// the param, throws RuntimeError.
+void bind_safetensors(Callable& fn, const std::string& path);
+
 }  // namespace luminal

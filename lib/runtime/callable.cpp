@@ -240,6 +240,22 @@ std::vector<std::string> Callable::param_names() const {
   for (uint32_t id : g.params) out.push_back(g.nodes[id].name);
   return out;
 }
+ParamRegion Callable::param_region(const std::string& name) const {
+  const CallableState& st = state_of(state_);
+  const GraphImpl& g = *st.graph;
+  for (uint32_t id : g.params) {
+    if (g.nodes[id].name != name) continue;
+    if (auto it = st.param_regions.find(name); it != st.param_regions.end()) return it->second;
+    ParamRegion r;
+    for (const Dim& d : g.nodes[id].shape) {
+      r.start.push_back(0);
+      r.end.push_back(d.as_constant().value_or(-1));
+    }
+    return r;
+  }
+  throw RuntimeError("[param_region] '" + name + "' is not a param of this program");
+}
+
 std::vector<std::string> Callable::output_names() const {
   std::vector<std::string> out;
   for (const auto& [name, id] : state_of(state_).graph->outputs) out.push_back(name);

@@ -14,6 +14,7 @@
 #include "compiler/validate.hpp"
 #include "cost/target_desc.hpp"
 #include "dist/collectives.hpp"
+#include "dist/param_regions.hpp"
 #include "dist/plan_summary.hpp"
 #include "dist/shared_search.hpp"
 #include "runtime/executable.hpp"
@@ -109,6 +110,8 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
     rep.comm_bytes = sum.comm_bytes;
     rep.sharding = sum.text;
     plan = dist::specialize_rank(*plan, comm->rank(), world);
+    // The weights this rank reads only a block of (bind_safetensors reads only that).
+    state->param_regions = dist::param_regions(*plan, *state->graph);
     program.exe = compiler::make_plan_executable(plan, comm);
   }
   rep.target = target.to_string();

@@ -38,6 +38,8 @@ struct CallableState {
   std::string not_runnable;                // non-empty: calls throw RuntimeError with this text
   CompileReport report;
   Target target = Target::reference();
+  /// Params a rank's program reads only part of (dist::param_regions); absent: whole.
+  std::map<std::string, ParamRegion> param_regions;
 
   using ParamMap = std::map<std::string, std::shared_ptr<const HostTensor>>;
   mutable std::mutex mu;  // guards params and published

@@ -4,7 +4,9 @@
 // (prefill, then each decode step with the KV cache) that the sharded run's logits equal
 // the single-process run's within rounding and that the generated ids are identical, that
 // the logits are bit-identical on every rank, and that the decode step has Megatron's plan
-// (2 all_reduce per layer). Exit status 0 on every rank when all holds.
+// (2 all_reduce per layer); then binds each weight again with bind_safetensors -- only the
+// block this rank reads -- and requires the same logits bit for bit. Exit status 0 on
+// every rank when all holds.
 //   mpirun -np 2 dist_mpi_llama MODEL_DIR     (also -np 4 --oversubscribe)
 // MODEL_DIR is written by make-llama at test time (a model large enough for the cost model
 // to shard its decode step; the committed tiny ones stay whole).
@@ -30,8 +32,7 @@ struct Run {
   lm::CompileReport prefill_report, decode_report;
 };
 
-Run generate(const llama::Model& model, const std::vector<int32_t>& prompt, lm::CompileOptions o) {
-  llama::Session session(model, lm::Target::cpu(), o);
+Run generate(llama::Session& session, const std::vector<int32_t>& prompt) {
   session.reset(static_cast<int64_t>(prompt.size()) + kSteps);
   Run r;
   std::span<const float> got = session.prefill(prompt);
@@ -59,11 +60,27 @@ int main(int argc, char** argv) {
     const std::vector<int32_t> prompt = {1, 17, 42, 7, 99};
     lm::CompileOptions single;
     single.threads = 1;
-    const Run want = generate(model, prompt, single);
+    llama::Session one(model, lm::Target::cpu(), single);
+    const Run want = generate(one, prompt);
     lm::CompileOptions o = single;
     o.communicator = comm;
     o.time_budget_seconds = 600;  // every rank's search saturates: the same plan everywhere
-    const Run got = generate(model, prompt, o);
+    llama::Session tp(model, lm::Target::cpu(), o);
+    const Run got = generate(tp, prompt);
+    // The same program with each weight bound from the file by bind_safetensors: only the
+    // block this rank reads of each split weight. The logits must not change by a bit.
+    int split_weights = 0;
+    for (const lm::Callable& c : {tp.prefill_fn(), tp.decode_fn()}) {
+      lm::Callable fn = c;
+      lm::bind_safetensors(fn, argv[1]);
+      for (const std::string& name : fn.param_names()) {
+        const lm::ParamRegion r = fn.param_region(name);
+        bool whole = true;
+        for (size_t a = 0; a < r.start.size(); ++a) whole = whole && r.start[a] == 0;
+        split_weights += whole && r.end == model.weights().at(name).shape() ? 0 : 1;
+      }
+    }
+    const Run shard = generate(tp, prompt);
 
     bool ok = true;
     double worst_ratio = 0;
@@ -92,6 +109,13 @@ int main(int argc, char** argv) {
         identical = identical && std::memcmp(all.data(), all.data() + q * n, n) == 0;
     }
     ok = ok && identical;
+    // Shard binding: bit for bit the full binding's logits, with weights really split
+    // (q, k, v, o, gate, up, down of every layer in the decode graph at least).
+    bool shard_same = shard.tokens == got.tokens;
+    for (size_t s = 0; s < got.logits.size(); ++s)
+      shard_same = shard_same && std::memcmp(shard.logits[s].data(), got.logits[s].data(),
+                                             got.logits[s].size() * sizeof(float)) == 0;
+    ok = ok && shard_same && split_weights >= 7 * model.config().num_hidden_layers;
     // Not a vacuous pass: both graphs really are sharded over the ranks.
     // And the decode step has Megatron's plan: o_proj and down split by rows, one
     // all_reduce each per layer (besides, only the new K/V rows -- outputs -- are gathered).
@@ -111,10 +135,11 @@ int main(int argc, char** argv) {
     std::printf(
         "rank %d of %d: tokens %s (%s the single process's); logits error ratio %.3g; identical on every "
         "rank: %s; "
-        "collectives prefill %lld, decode %lld\n",
+        "collectives prefill %lld, decode %lld; bound from the file by shard (%d split weights): %s\n",
         rank, P, ids.c_str(), same_tokens ? "equal to" : "DIFFERENT from", worst_ratio,
         identical ? "yes" : "no", static_cast<long long>(got.prefill_report.collectives),
-        static_cast<long long>(got.decode_report.collectives));
+        static_cast<long long>(got.decode_report.collectives), split_weights,
+        shard_same ? "same logits" : "DIFFERENT logits");
     if (rank == 0) std::printf("decode: %s\n", got.decode_report.to_string().c_str());
     std::fflush(stdout);
     comm->barrier();
