@@ -486,10 +486,10 @@ class Writer {
     // the FMA tile of the same size (the rules make Mma alternatives only where it holds).
     if (L.engine == detail::GpuGemmEngine::Mma && dt != DType::f32 && dt == dtb && arch_.dialect == Dialect::Cuda &&
         arch_.mma_m16n8k16 && bm % 32 == 0 && bn % 32 == 0)
-      return gemm_mma(s, shape, bm, bn, dt, L.vec > 1);
+      return gemm_matrix(s, shape, bm, bn, dt, L.vec > 1, /*mfma=*/false);
     if (L.engine == detail::GpuGemmEngine::Mma && dt != DType::f32 && dt == dtb && arch_.dialect == Dialect::Hip &&
         (dt == DType::f16 ? arch_.mfma_f16 : arch_.mfma_bf16) && arch_.warp == 64 && bm % 32 == 0 && bn % 32 == 0)
-      return gemm_mfma(s, shape, bm, bn, dt, L.vec > 1);
+      return gemm_matrix(s, shape, bm, bn, dt, L.vec > 1, /*mfma=*/true);
     // 16 x 16 threads, each a (bm/16) x (bn/16) micro tile.
     bm = std::max<int64_t>(16, bm / 16 * 16);
     bn = std::max<int64_t>(16, bn / 16 * 16);
@@ -735,23 +735,30 @@ class Writer {
     return convert(x, p_.buffers[static_cast<size_t>(buffer)].dtype, DType::f32);
   }
 
-  // f16/bf16 operands on sm_80+: 8 warps (2 x 4) per block, each a (bm/2) x (bn/4) warp
-  // tile of m16n8k16 tensor-core products through lm_mma_m16n8k16_* (the lane layout in
-  // gpu_prelude.hpp). The shared tiles hold k-pairs as 32-bit words -- A as [m][k/2],
-  // B as [n][k/2] -- so every fragment register is one aligned word; BK is 32 (two k16
-  // steps per tile). Out-of-range rows, columns and k are zero-filled.
-  void gemm_mma(std::ostringstream& s, LaunchShape& shape, int64_t bm, int64_t bn, DType dt, bool v128) {
+  // f16/bf16 operands on a matrix engine; one skeleton (k-pair shared tiles, staging, the
+  // k loop, the epilogue) for both dialects, which differ only in the lane layouts of
+  // their fragment helpers (gpu_prelude.hpp):
+  //  * CUDA sm_80+: 8 warps (2 x 4) per block, each a (bm/2) x (bn/4) warp tile of m16n8k16
+  //    tensor-core products through lm_mma_m16n8k16_*;
+  //  * CDNA (gfx908/gfx90a, `mfma`): 4 wavefronts of 64 (2 x 2), each a (bm/2) x (bn/2) wave
+  //    tile of 16x16x16 MFMA products through lm_mfma_16x16x16_*.
+  // The shared tiles hold k-pairs as 32-bit words -- A as [m][k/2], B as [n][k/2] -- so
+  // every fragment register is one aligned word; BK is 32 (two k16 steps per tile).
+  // Out-of-range rows, columns and k are zero-filled.
+  void gemm_matrix(std::ostringstream& s, LaunchShape& shape, int64_t bm, int64_t bn, DType dt, bool v128,
+                   bool mfma) {
     const Gemm& g = *k_.gemm;
-    const int64_t mt = bm / 2 / 16, nt = bn / 4 / 8, words = 16;  // BK = 32 halves = 16 words
+    const int64_t mt = bm / 2 / 16, nt = mfma ? bn / 2 / 16 : bn / 4 / 8, words = 16;  // BK = 32 halves = 16 words
     const Index batches = product(k_.loops);
-    const std::string mma = dt == DType::bf16 ? "lm_mma_m16n8k16_bf16" : "lm_mma_m16n8k16_f16";
+    const std::string half = dt == DType::bf16 ? "bf16" : "f16";
+    const std::string op = (mfma ? "lm_mfma_16x16x16_" : "lm_mma_m16n8k16_") + half;
     shape.sync = true;
     shape.static_shared = static_cast<int>((bm + bn) * words * 4);
     shape.min_blocks = mt * nt > 4 ? 1 : 2;
-    shape.schedule = "gemm, tensor cores (mma.sync m16n8k16 " + std::string(dt == DType::bf16 ? "bf16" : "f16") +
-                     "), tiles " + std::to_string(bm) + "x" + std::to_string(bn) + "x32, 8 warps of " +
-                     std::to_string(mt) + "x" + std::to_string(nt) + " mma tiles" +
-                     (v128 ? ", 128-bit staging loads" : "");
+    shape.schedule = std::string(mfma ? "gemm, matrix cores (mfma 16x16x16 " : "gemm, tensor cores (mma.sync m16n8k16 ") +
+                     half + "), tiles " + std::to_string(bm) + "x" + std::to_string(bn) + "x32, " +
+                     (mfma ? "4 wavefronts of " : "8 warps of ") + std::to_string(mt) + "x" + std::to_string(nt) +
+                     (mfma ? " mfma tiles" : " mma tiles") + (v128 ? ", 128-bit staging loads" : "");
     shape.grid[0] = ceil_div(g.n, bn);
     shape.grid[1] = capped(ceil_div(g.m, bm), 65535);
     shape.grid[2] = capped(batches, 65535);
@@ -759,98 +766,14 @@ class Writer {
     s << "  __shared__ uint32_t lm_b2[" << bn * words << "];  /* [n][k/2] */\n";
     s << "  const int64_t lm_m = " << ix(g.m) << ", lm_n = " << ix(g.n) << ", lm_k = " << ix(g.k)
       << ", lm_batches = " << ix(batches) << ";\n";
-    s << "  const unsigned int lm_w = threadIdx.x / 32, lm_lane = threadIdx.x % 32, lm_g = lm_lane / 4, lm_t = lm_lane % 4;\n";
-    s << "  const int lm_wm = (lm_w / 4) * " << bm / 2 << ", lm_wn = (lm_w % 4) * " << bn / 4 << ";\n";
-    s << "  /* loop bounds depend on block indices only: barriers and mma stay uniform */\n";
-    s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
-    delinearize(s, "    ", k_.loops, "lm_b");
-    s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
-      << ", lm_ca = " << ix(g.a.col_stride) << ";\n";
-    s << "    const int64_t lm_ob = " << ix(g.b.offset) << ", lm_rb = " << ix(g.b.row_stride)
-      << ", lm_cb = " << ix(g.b.col_stride) << ";\n";
-    s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
-    s << "    for (int64_t lm_ti = blockIdx.y; lm_ti * " << bm << " < lm_m; lm_ti += gridDim.y) {\n";
-    s << "      const int64_t lm_i0 = lm_ti * " << bm << ", lm_j0 = (int64_t)blockIdx.x * " << bn << ";\n";
-    s << "      float lm_c[" << mt << "][" << nt << "][4];\n";
-    s << "      for (int i = 0; i < " << mt << "; ++i)\n";
-    s << "        for (int j = 0; j < " << nt << "; ++j)\n";
-    s << "          for (int r = 0; r < 4; ++r) lm_c[i][j][r] = 0.0f;\n";
-    s << "      for (int64_t lm_k0 = 0; lm_k0 < lm_k; lm_k0 += 32) {\n";
-    stage_half(s, "lm_a2", bm, g.a.buffer, "lm_oa", "lm_ra", "lm_ca", "lm_i0", "lm_m",
-               v128 ? contiguity(g.a.row_stride, g.a.col_stride) : 0);
-    stage_half(s, "lm_b2", bn, g.b.buffer, "lm_ob", "lm_cb", "lm_rb", "lm_j0", "lm_n",
-               v128 ? contiguity(g.b.col_stride, g.b.row_stride) : 0);
-    s << "        lm_sync();\n";
-    s << "        for (int kk = 0; kk < 2; ++kk) {\n";
-    s << "          uint32_t a[" << mt << "][4], b[" << nt << "][2];\n";
-    s << "#pragma unroll\n";
-    s << "          for (int i = 0; i < " << mt << "; ++i) {\n";
-    s << "            const int r0 = lm_wm + i * 16 + lm_g;\n";
-    s << "            a[i][0] = lm_a2[r0 * " << words << " + kk * 8 + lm_t];\n";
-    s << "            a[i][1] = lm_a2[(r0 + 8) * " << words << " + kk * 8 + lm_t];\n";
-    s << "            a[i][2] = lm_a2[r0 * " << words << " + kk * 8 + lm_t + 4];\n";
-    s << "            a[i][3] = lm_a2[(r0 + 8) * " << words << " + kk * 8 + lm_t + 4];\n";
-    s << "          }\n";
-    s << "#pragma unroll\n";
-    s << "          for (int j = 0; j < " << nt << "; ++j) {\n";
-    s << "            const int c0 = lm_wn + j * 8 + lm_g;\n";
-    s << "            b[j][0] = lm_b2[c0 * " << words << " + kk * 8 + lm_t];\n";
-    s << "            b[j][1] = lm_b2[c0 * " << words << " + kk * 8 + lm_t + 4];\n";
-    s << "          }\n";
-    s << "#pragma unroll\n";
-    s << "          for (int i = 0; i < " << mt << "; ++i)\n";
-    s << "#pragma unroll\n";
-    s << "            for (int j = 0; j < " << nt << "; ++j) " << mma << "(lm_c[i][j], a[i], b[j], lm_c[i][j]);\n";
-    s << "        }\n";
-    s << "        lm_sync();\n";
-    s << "      }\n";
-    s << "#pragma unroll\n";
-    s << "      for (int i = 0; i < " << mt << "; ++i)\n";
-    s << "#pragma unroll\n";
-    s << "        for (int j = 0; j < " << nt << "; ++j)\n";
-    s << "#pragma unroll\n";
-    s << "          for (int r = 0; r < 4; ++r) {\n";
-    s << "            const int64_t v" << g.row_var << " = lm_i0 + lm_wm + i * 16 + lm_g + 8 * (r / 2), v" << g.col_var
-      << " = lm_j0 + lm_wn + j * 8 + 2 * lm_t + r % 2;\n";
-    s << "            if (v" << g.row_var << " >= lm_m || v" << g.col_var << " >= lm_n) continue;\n";
-    s << "            const float acc = lm_c[i][j][r];\n";
-    std::string v = "acc";
-    if (g.epilogue.valid()) {
-      std::map<const ExprNode*, std::string> memo;
-      v = value(g.epilogue, memo, s, "            ");
-      const DType cd = p_.buffers[static_cast<size_t>(g.c.buffer)].dtype;
-      if (g.epilogue.dtype() != cd) v = convert(v, g.epilogue.dtype(), cd);
+    if (mfma) {  // 2 x 2 wavefronts; lane = 16 g + r
+      s << "  const unsigned int lm_w = threadIdx.x / 64, lm_lane = threadIdx.x % 64, lm_r = lm_lane % 16, lm_g = lm_lane / 16;\n";
+      s << "  const int lm_wm = (lm_w / 2) * " << bm / 2 << ", lm_wn = (lm_w % 2) * " << bn / 2 << ";\n";
+    } else {  // 2 x 4 warps; lane = 4 g + t
+      s << "  const unsigned int lm_w = threadIdx.x / 32, lm_lane = threadIdx.x % 32, lm_g = lm_lane / 4, lm_t = lm_lane % 4;\n";
+      s << "  const int lm_wm = (lm_w / 4) * " << bm / 2 << ", lm_wn = (lm_w % 4) * " << bn / 4 << ";\n";
     }
-    s << "            b" << g.c.buffer << "[lm_oc + v" << g.row_var << " * lm_rc + v" << g.col_var << "] = " << v
-      << ";\n";
-    s << "          }\n    }\n  }\n";
-  }
-
-  // f16/bf16 operands on CDNA (gfx908/gfx90a): 4 wavefronts of 64 (2 x 2) per block, each
-  // a (bm/2) x (bn/2) wave tile of 16x16x16 MFMA products through lm_mfma_16x16x16_* (the
-  // lane layout in gpu_prelude.hpp), from the same k-pair shared tiles as gemm_mma: each
-  // lane's 4 k-consecutive halves are two aligned words.
-  void gemm_mfma(std::ostringstream& s, LaunchShape& shape, int64_t bm, int64_t bn, DType dt, bool v128) {
-    const Gemm& g = *k_.gemm;
-    const int64_t mt = bm / 2 / 16, nt = bn / 2 / 16, words = 16;  // BK = 32 halves = 16 words
-    const Index batches = product(k_.loops);
-    const std::string mfma = dt == DType::bf16 ? "lm_mfma_16x16x16_bf16" : "lm_mfma_16x16x16_f16";
-    shape.sync = true;
-    shape.static_shared = static_cast<int>((bm + bn) * words * 4);
-    shape.min_blocks = mt * nt > 4 ? 1 : 2;
-    shape.schedule = "gemm, matrix cores (mfma 16x16x16 " + std::string(dt == DType::bf16 ? "bf16" : "f16") +
-                     "), tiles " + std::to_string(bm) + "x" + std::to_string(bn) + "x32, 4 wavefronts of " +
-                     std::to_string(mt) + "x" + std::to_string(nt) + " mfma tiles" + (v128 ? ", 128-bit staging loads" : "");
-    shape.grid[0] = ceil_div(g.n, bn);
-    shape.grid[1] = capped(ceil_div(g.m, bm), 65535);
-    shape.grid[2] = capped(batches, 65535);
-    s << "  __shared__ uint32_t lm_a2[" << bm * words << "];  /* [m][k/2]: k pairs */\n";
-    s << "  __shared__ uint32_t lm_b2[" << bn * words << "];  /* [n][k/2] */\n";
-    s << "  const int64_t lm_m = " << ix(g.m) << ", lm_n = " << ix(g.n) << ", lm_k = " << ix(g.k)
-      << ", lm_batches = " << ix(batches) << ";\n";
-    s << "  const unsigned int lm_w = threadIdx.x / 64, lm_lane = threadIdx.x % 64, lm_r = lm_lane % 16, lm_g = lm_lane / 16;\n";
-    s << "  const int lm_wm = (lm_w / 2) * " << bm / 2 << ", lm_wn = (lm_w % 2) * " << bn / 2 << ";\n";
-    s << "  /* loop bounds depend on block indices only: barriers and mfma stay uniform */\n";
+    s << "  /* loop bounds depend on block indices only: barriers and " << (mfma ? "mfma" : "mma") << " stay uniform */\n";
     s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
     delinearize(s, "    ", k_.loops, "lm_b");
     s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
@@ -871,23 +794,37 @@ class Writer {
                v128 ? contiguity(g.b.col_stride, g.b.row_stride) : 0);
     s << "        lm_sync();\n";
     s << "        for (int kk = 0; kk < 2; ++kk) {\n";
-    s << "          uint32_t a[" << mt << "][2], b[" << nt << "][2];\n";
+    s << "          uint32_t a[" << mt << "][" << (mfma ? 2 : 4) << "], b[" << nt << "][2];\n";
     s << "#pragma unroll\n";
     s << "          for (int i = 0; i < " << mt << "; ++i) {\n";
-    s << "            const int r0 = lm_wm + i * 16 + lm_r;\n";
-    s << "            a[i][0] = lm_a2[r0 * " << words << " + kk * 8 + 2 * lm_g];\n";
-    s << "            a[i][1] = lm_a2[r0 * " << words << " + kk * 8 + 2 * lm_g + 1];\n";
+    if (mfma) {  // row r, the k-pairs 2g and 2g + 1
+      s << "            const int r0 = lm_wm + i * 16 + lm_r;\n";
+      s << "            a[i][0] = lm_a2[r0 * " << words << " + kk * 8 + 2 * lm_g];\n";
+      s << "            a[i][1] = lm_a2[r0 * " << words << " + kk * 8 + 2 * lm_g + 1];\n";
+    } else {  // rows g and g + 8, the k-pairs t and t + 4
+      s << "            const int r0 = lm_wm + i * 16 + lm_g;\n";
+      s << "            a[i][0] = lm_a2[r0 * " << words << " + kk * 8 + lm_t];\n";
+      s << "            a[i][1] = lm_a2[(r0 + 8) * " << words << " + kk * 8 + lm_t];\n";
+      s << "            a[i][2] = lm_a2[r0 * " << words << " + kk * 8 + lm_t + 4];\n";
+      s << "            a[i][3] = lm_a2[(r0 + 8) * " << words << " + kk * 8 + lm_t + 4];\n";
+    }
     s << "          }\n";
     s << "#pragma unroll\n";
     s << "          for (int j = 0; j < " << nt << "; ++j) {\n";
-    s << "            const int c0 = lm_wn + j * 16 + lm_r;\n";
-    s << "            b[j][0] = lm_b2[c0 * " << words << " + kk * 8 + 2 * lm_g];\n";
-    s << "            b[j][1] = lm_b2[c0 * " << words << " + kk * 8 + 2 * lm_g + 1];\n";
+    if (mfma) {
+      s << "            const int c0 = lm_wn + j * 16 + lm_r;\n";
+      s << "            b[j][0] = lm_b2[c0 * " << words << " + kk * 8 + 2 * lm_g];\n";
+      s << "            b[j][1] = lm_b2[c0 * " << words << " + kk * 8 + 2 * lm_g + 1];\n";
+    } else {
+      s << "            const int c0 = lm_wn + j * 8 + lm_g;\n";
+      s << "            b[j][0] = lm_b2[c0 * " << words << " + kk * 8 + lm_t];\n";
+      s << "            b[j][1] = lm_b2[c0 * " << words << " + kk * 8 + lm_t + 4];\n";
+    }
     s << "          }\n";
     s << "#pragma unroll\n";
     s << "          for (int i = 0; i < " << mt << "; ++i)\n";
     s << "#pragma unroll\n";
-    s << "            for (int j = 0; j < " << nt << "; ++j) " << mfma << "(lm_c[i][j], a[i], b[j], lm_c[i][j]);\n";
+    s << "            for (int j = 0; j < " << nt << "; ++j) " << op << "(lm_c[i][j], a[i], b[j], lm_c[i][j]);\n";
     s << "        }\n";
     s << "        lm_sync();\n";
     s << "      }\n";
@@ -897,8 +834,12 @@ class Writer {
     s << "        for (int j = 0; j < " << nt << "; ++j)\n";
     s << "#pragma unroll\n";
     s << "          for (int q = 0; q < 4; ++q) {\n";
-    s << "            const int64_t v" << g.row_var << " = lm_i0 + lm_wm + i * 16 + 4 * lm_g + q, v" << g.col_var
-      << " = lm_j0 + lm_wn + j * 16 + lm_r;\n";
+    if (mfma)  // D[4g + q][r]
+      s << "            const int64_t v" << g.row_var << " = lm_i0 + lm_wm + i * 16 + 4 * lm_g + q, v" << g.col_var
+        << " = lm_j0 + lm_wn + j * 16 + lm_r;\n";
+    else  // c0..c3: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)
+      s << "            const int64_t v" << g.row_var << " = lm_i0 + lm_wm + i * 16 + lm_g + 8 * (q / 2), v" << g.col_var
+        << " = lm_j0 + lm_wn + j * 8 + 2 * lm_t + q % 2;\n";
     s << "            if (v" << g.row_var << " >= lm_m || v" << g.col_var << " >= lm_n) continue;\n";
     s << "            const float acc = lm_c[i][j][q];\n";
     std::string v = "acc";
@@ -912,6 +853,7 @@ class Writer {
       << ";\n";
     s << "          }\n    }\n  }\n";
   }
+
 
   // How an operand's 128-bit loads can run: 1 when k is its contiguous side (8 k-consecutive
   // halves per load), 2 when its rows (m of A, n of B) are (8 row-consecutive halves at k
