@@ -181,21 +181,24 @@ uint64_t plan_fingerprint(const compiler::KernelPlan& plan) {
   return h;
 }
 
-void check_same_plan(Communicator& comm, const compiler::KernelPlan& plan) {
+std::string ranks_differing_from_rank0(Communicator& comm, uint64_t mine) {
   const int P = comm.size();
-  if (P <= 1) return;
-  const uint64_t mine = plan_fingerprint(plan);
   std::vector<uint64_t> all(static_cast<size_t>(P));
   comm.all_gather(&mine, all.data(), sizeof mine);
   std::string differ;
-  for (int q = 0; q < P; ++q)
+  for (int q = 1; q < P; ++q)
     if (all[static_cast<size_t>(q)] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(q);
+  return differ;
+}
+
+void check_same_plan(Communicator& comm, const compiler::KernelPlan& plan) {
+  const int P = comm.size();
+  if (P <= 1) return;
+  const std::string differ = ranks_differing_from_rank0(comm, plan_fingerprint(plan));
   if (!differ.empty())
     throw CompileError("[compile] rank " + std::to_string(comm.rank()) + " of " + std::to_string(P) + ": rank(s) " +
                        differ + " compiled a different plan than rank 0 (" + std::to_string(plan.steps.size()) +
-                       " steps here); every rank must compile the same graph with the same options, and a search "
-                       "that hit its time budget (CompileReport::stop_reason) can differ between ranks: raise "
-                       "CompileOptions::time_budget_seconds");
+                       " steps here): every rank must run the plan rank 0 searched");
 }
 
 std::shared_ptr<const compiler::KernelPlan> specialize_rank(const compiler::KernelPlan& plan, int rank, int world) {

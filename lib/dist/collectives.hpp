@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "compiler/plan.hpp"
@@ -23,15 +24,20 @@ namespace luminal::dist {
 void run_collective(Communicator& comm, const ir::KernelSpec& spec, const std::vector<int64_t>& in_shape,
                     const void* in, void* out);
 
+/// All-gathers every rank's `mine` and returns the ranks whose value is not rank 0's, as
+/// "1, 3" ("" when all agree). Every rank must call it.
+std::string ranks_differing_from_rank0(Communicator& comm, uint64_t mine);
+
 /// A structural fingerprint of the plan (kernels, wiring, leaves, outputs): equal on two
 /// ranks exactly when they compiled the same program. Deterministic across processes of
 /// the same build (hashes of text and numbers only, no addresses).
 uint64_t plan_fingerprint(const compiler::KernelPlan& plan);
 
-/// Every rank must run the same plan (its collectives pair up with the others'). The
-/// search is budgeted by wall-clock time, so ranks on a loaded host can extract different
-/// plans; this exchanges the fingerprints and throws CompileError naming the ranks that
-/// differ instead of letting their collectives mismatch at run time.
+/// Every rank must run the same plan (its collectives pair up with the others'). Rank 0
+/// searches and sends its plan (shared_search.hpp); this last check exchanges the plans'
+/// fingerprints and throws CompileError naming the ranks that differ (a plan edited on
+/// one rank, a corrupted transfer) instead of letting their collectives mismatch at run
+/// time.
 void check_same_plan(Communicator& comm, const compiler::KernelPlan& plan);
 
 /// `d` with the variable `name` replaced by `value`.

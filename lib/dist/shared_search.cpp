@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/collectives.hpp"
 #include "luminal/error.hpp"
 #include "runtime/aot.hpp"
 #include "runtime/plan_cache.hpp"
@@ -55,12 +56,7 @@ compiler::CompiledProgram search_once_for_all_ranks(Communicator& comm, const de
   const int P = comm.size(), rank = comm.rank();
   if (P <= 1) return compiler::compile_graph(g, target, options);
 
-  const uint64_t mine = search_fingerprint(g, target, options);
-  std::vector<uint64_t> all(static_cast<size_t>(P));
-  comm.all_gather(&mine, all.data(), sizeof mine);
-  std::string differ;
-  for (int q = 1; q < P; ++q)
-    if (all[static_cast<size_t>(q)] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(q);
+  const std::string differ = ranks_differing_from_rank0(comm, search_fingerprint(g, target, options));
   if (!differ.empty())
     throw CompileError("[compile] rank " + std::to_string(rank) + " of " + std::to_string(P) + ": rank(s) " + differ +
                        " compile a different graph, target or search options than rank 0; every rank must compile "

@@ -119,19 +119,14 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan, std::shared
       if (!lp.prog.kernels.empty()) {
         cuda::CudaModule m = cuda::compile_module(out.source, arch.arch, /*cubin=*/true, options.cache_dir);
         out.codegen = m.codegen;
-        // ptxas reports entries in its own order: list them in program order.
-        for (const auto& l : src.launches)
-          for (const auto& r : m.resources)
-            if (r.name == l.name) out.resources.push_back(r);
+        out.resources = in_launch_order(src, m.resources);
       } else {
         out.codegen = "nvrtc (no kernels) " + arch.arch;
       }
     } else if (!lp.prog.kernels.empty()) {
       hip::HipModule m = hip::compile_module(out.source, arch.arch, options.cache_dir);
       out.codegen = m.codegen;
-      for (const auto& l : src.launches)
-        for (const auto& r : m.resources)
-          if (r.name == l.name) out.resources.push_back(r);
+      out.resources = in_launch_order(src, m.resources);
     } else {
       out.codegen = "hiprtc (no kernels) " + arch.arch;
     }

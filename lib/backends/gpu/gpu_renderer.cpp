@@ -1102,6 +1102,14 @@ std::string render_index(const Index& i, const Program& p) {
   return index_expr(i, ids);
 }
 
+std::vector<KernelResources> in_launch_order(const GpuSource& src, const std::vector<KernelResources>& reported) {
+  std::vector<KernelResources> out;
+  for (const auto& l : src.launches)
+    for (const auto& r : reported)
+      if (r.name == l.name) out.push_back(r);
+  return out;
+}
+
 GpuSource render_gpu(const Program& p, const GpuArch& arch, const ScheduleOf& schedule) {
   validate(p);
   GpuSource out;

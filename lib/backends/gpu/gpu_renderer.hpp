@@ -22,6 +22,7 @@
 
 #include "backends/gpu/gpu_arch.hpp"
 #include "kernel/kernel_ir.hpp"
+#include "luminal/callable.hpp"
 
 namespace luminal::gpu {
 
@@ -45,6 +46,10 @@ struct GpuSource {
   std::vector<LaunchShape> launches;  ///< one per kernel of the program, in order
   std::string device_source() const { return prelude + kernels; }
 };
+
+/// The compiler's per-kernel resources in the program's launch order (ptxas and the code
+/// object list kernels in their own order); kernels it did not report are left out.
+std::vector<KernelResources> in_launch_order(const GpuSource& src, const std::vector<KernelResources>& reported);
 
 /// The launch alternative the search chose for a kernel ({} when none): for a GEMM
 /// {tile_m, tile_n, tile_k}.

@@ -22,9 +22,7 @@ std::shared_ptr<const gpu::DeviceExecutable> make_executable(std::shared_ptr<con
     HipModule mod = compile_module(out.src.device_source(), device_arch, cache_dir);
     out.image = std::move(mod.image);
     out.codegen = mod.codegen;
-    for (const auto& l : out.src.launches)
-      for (const auto& r : mod.resources)
-        if (r.name == l.name) out.resources.push_back(r);
+    out.resources = gpu::in_launch_order(out.src, mod.resources);
     return out;
   };
   return std::make_shared<const gpu::DeviceExecutable>(*d, std::move(plan), std::move(graph), target, build);
