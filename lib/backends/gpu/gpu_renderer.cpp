@@ -565,8 +565,6 @@ class Writer {
       else
         s << ind << "  const int r = 4 * (lm_e % " << rows / 4 << "), kk = lm_e / " << rows / 4 << ";\n";
       s << ind << "  const int64_t gr = " << r0 << " + r, gk = lm_k0 + kk;\n";
-      const std::string step = contig ? "" : "";
-      (void)step;
       if (contig) {
         s << ind << "  if (gr < " << lim << " && gk + 4 <= lm_k) {\n";
         s << ind << "    const lm_u32x4 v = lm_ld128(b" << buffer << " + " << addr("gr", "gk") << ");\n";
