@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "backends/gpu/emu_header.hpp"
@@ -25,8 +26,13 @@ gpu::GpuArch arch_of(const char* target) { return gpu::arch_for(Target::parse(ta
 // Renders `p` for `arch`, runs it on the emulator, compares every written buffer with the
 // evaluator. Returns the device source.
 std::string check_emulated(const k::Program& p, const std::map<std::string, int64_t>& syms, const gpu::GpuArch& arch,
-                           std::vector<int64_t> launch = {}, double rtol = 2e-5, double atol = 2e-6) {
+                           std::vector<int64_t> launch = {}, double rtol = 2e-5, double atol = 2e-6,
+                           const std::function<void(cpu_test::HostBuffers&)>& fill = {}) {
   cpu_test::HostBuffers ref = cpu_test::allocate(p, syms, 42), got = cpu_test::allocate(p, syms, 42);
+  if (fill) {
+    fill(ref);
+    fill(got);
+  }
   k::evaluate(p, ref.ptrs(), syms);
   const gpu::GpuSource src = gpu::render_gpu(p, arch, [&](const k::Kernel&) { return launch; });
   auto lib = gpu::emulator_jit().compile(gpu::emulation_source(src, p, arch));
@@ -269,7 +275,9 @@ TEST_CASE("translation validation on the emulated GPU targets", "[gpu][emu][tran
 
 TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batches", "[gpu][emu][attention]") {
   // out[b, i, d] = softmax_j(where(j <= i + n - m, q.k * scale, -inf)) V, over B batches.
-  for (auto [m, n, dk, dv] : {std::array<int64_t, 4>{5, 7, 4, 3}, {3, 600, 16, 300}, {1, 1, 2, 2}}) {
+  // m > n: the first rows see no key (NaN, as the body); n = 0: no keys at all (+0).
+  for (auto [m, n, dk, dv] :
+       {std::array<int64_t, 4>{5, 7, 4, 3}, {3, 600, 16, 300}, {1, 1, 2, 2}, {5, 3, 4, 3}, {2, 0, 4, 3}}) {
     const int64_t B = 2;
     k::Program p;
     p.buffers.push_back(buf("q", DType::f32, B * m * dk, k::BufferRole::Input));
@@ -303,6 +311,66 @@ TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batc
     p.kernels.push_back(kk);
     INFO("m " << m << " n " << n << " dk " << dk << " dv " << dv);
     for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) check_emulated(p, {}, arch_of(t), {}, 1e-4, 1e-5);
+  }
+}
+
+// Values near FLT_MAX and large logits: the output is a convex combination of values
+// (the definition's sum of P_j V_j), finite wherever the values are. A renderer that sums
+// e_j V_j and divides by the sum of weights at the end overflows here (n keys of equal
+// weight: n * 3e38 = inf) where the evaluator and the interpreter do not.
+TEST_CASE("emulated attention: values near FLT_MAX and large logits stay finite", "[gpu][emu][attention]") {
+  for (auto [m, n, dk, dv] : {std::array<int64_t, 4>{3, 7, 4, 3}, {2, 300, 8, 5}}) {
+    for (bool equal_scores : {true, false}) {
+      k::Program p;
+      p.buffers.push_back(buf("q", DType::f32, m * dk, k::BufferRole::Input));
+      p.buffers.push_back(buf("k", DType::f32, n * dk, k::BufferRole::Input));
+      p.buffers.push_back(buf("v", DType::f32, n * dv, k::BufferRole::Input));
+      p.buffers.push_back(buf("o", DType::f32, m * dv, k::BufferRole::Output));
+      k::Kernel kk;
+      kk.name = "att";
+      kk.kind = k::KernelKind::Attention;
+      k::Attention a;
+      a.m = m;
+      a.n = n;
+      a.dk = dk;
+      a.dv = dv;
+      const k::Index pd = k::Index::var(4);
+      a.q = k::load(0, DType::f32, k::Index::var(1) * dk + pd);
+      a.k = k::load(1, DType::f32, k::Index::var(2) * dk + pd);
+      a.depth_var = 4;
+      a.v = {2, 0, dv, 1};
+      a.out = {3, 0, dv, 1};
+      a.row_var = 1;
+      a.key_var = 2;
+      a.col_var = 3;
+      const k::Index i = k::Index::var(1), j = k::Index::var(2);
+      // Causal in the bottom-right corner: row i sees keys j < i + n - m + 1.
+      a.score = k::where(k::binary(k::BinaryOp::LessThan, k::index_value(j), k::index_value(i + (n - m + 1))),
+                         k::acc(), k::constant(-INFINITY));
+      a.key_end = i + (n - m + 1);
+      kk.attention = a;
+      p.kernels.push_back(kk);
+      auto fill = [&](cpu_test::HostBuffers& hb) {
+        std::mt19937 rng(7);
+        std::uniform_real_distribution<float> u(0.0f, 1.0f);
+        auto put = [&](int b, int64_t e, float x) { std::memcpy(hb.bytes[static_cast<size_t>(b)].data() + 4 * e, &x, 4); };
+        // Equal scores (q = 0): every visible key weighs the same. Otherwise logits of
+        // hundreds (q, k up to 8 in magnitude over dk terms): weights span many decades.
+        for (int64_t e = 0; e < m * dk; ++e) put(0, e, equal_scores ? 0.0f : 16.0f * u(rng) - 8.0f);
+        for (int64_t e = 0; e < n * dk; ++e) put(1, e, 16.0f * u(rng) - 8.0f);
+        for (int64_t e = 0; e < n * dv; ++e) put(2, e, 3.0e38f + 3.0e37f * u(rng));
+      };
+      INFO("m " << m << " n " << n << " equal scores " << equal_scores);
+      for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+        INFO(t);
+        check_emulated(p, {}, arch_of(t), {}, 1e-4, 0, fill);
+      }
+      // The evaluator (the definition) is finite here: the test is not vacuous.
+      cpu_test::HostBuffers ref = cpu_test::allocate(p, {}, 42);
+      fill(ref);
+      k::evaluate(p, ref.ptrs(), {});
+      for (int64_t e = 0; e < m * dv; ++e) CHECK(std::isfinite(cpu_test::element(p.buffers[3], ref.bytes[3], e)));
+    }
   }
 }
 

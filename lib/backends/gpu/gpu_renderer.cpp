@@ -632,10 +632,15 @@ class Writer {
   // ---------------------------------------------------------------- attention
   // One block per (batch point, query row), streaming the keys in chunks of one key per
   // thread with the online softmax: the chunk's scores reduce to a running max m (NaN
-  // propagates), partial sums rescale by exp2((m_old - m_new) c), the chunk's weights go
-  // through shared memory to the threads that own the output columns. Every key is
-  // visited (key_end is only an optimization, and visiting keeps 0 * inf = NaN). A row
-  // whose keys are all masked ends with l = 0 and yields NaN, as the body does.
+  // propagates), the chunk's weights go through shared memory to the threads that own
+  // the output columns. The partial output is kept normalised, a convex combination of
+  // values as the two-pass sum of P_j V_j is (ir/online_softmax.hpp): the old part is
+  // scaled by l_old * alpha / l_new, the chunk's weights by 1 / l_new (alpha =
+  // exp2((m_old - m_new) c)), so values near FLT_MAX overflow only where the definition
+  // does -- "sum e V, divide by l at the end" overflows for values within a factor n of
+  // FLT_MAX. Every key is visited (key_end is only an optimization, and visiting keeps
+  // 0 * inf = NaN). A row whose keys are all masked ends with l = 0 and yields NaN, as the
+  // body does; no keys at all give +0 (the sum over nothing).
   void attention(std::ostringstream& s, LaunchShape& shape) {
     const Attention& a = *k_.attention;
     const Index batches = product(k_.loops);
@@ -699,8 +704,10 @@ class Writer {
     s << "        const float lm_new = lm_max(lm_mx, lm_cmax);\n";
     s << "        const float lm_alpha = lm_mx == lm_new ? 1.0f : lm_exp2((lm_mx - lm_new) * lm_c);\n";
     s << "        const float lm_ej = " << j << " < lm_n ? (lm_new == lm_ninf ? 0.0f : lm_exp2((lm_s - lm_new) * lm_c)) : 0.0f;\n";
-    s << "        lm_l = lm_l * lm_alpha + lm_block_sum_f32(lm_ej, lm_part);\n";
-    s << "        lm_e[threadIdx.x] = lm_ej;\n";
+    // l_new = 0: nothing visible yet (o and the weights stay 0); NaN propagates.
+    s << "        const float lm_lo = lm_l * lm_alpha, lm_ln = lm_lo + lm_block_sum_f32(lm_ej, lm_part);\n";
+    s << "        const float lm_f = lm_ln == 0.0f ? 0.0f : 1.0f / lm_ln;\n";
+    s << "        lm_e[threadIdx.x] = lm_ej * lm_f;\n";
     s << "        lm_sync();\n";
     s << "        if (" << d << " < lm_dv) {\n";
     s << "          float lm_sum = 0.0f;\n";
@@ -708,13 +715,15 @@ class Writer {
     s << "          for (int64_t lm_q = 0; lm_q < lm_nj; ++lm_q)\n";
     s << "            lm_sum = LM_FMA(lm_e[lm_q], " << ld(a.v, "lm_ov + (lm_j0 + lm_q) * lm_rv + " + d + " * lm_cv")
       << ", lm_sum);\n";
-    s << "          lm_o = lm_o * lm_alpha + lm_sum;\n";
+    s << "          lm_o = lm_o * (lm_ln == 0.0f ? 1.0f : lm_lo * lm_f) + lm_sum;\n";
     s << "        }\n";
     s << "        lm_sync();\n";
     s << "        lm_mx = lm_new;\n";
+    s << "        lm_l = lm_ln;\n";
     s << "      }\n";
     s << "      if (" << d << " < lm_dv) {\n";
-    s << "        const float acc = lm_o * (1.0f / lm_l);\n";
+    // l = 0: every key masked (NaN, as the body's exp2(-inf + inf)) or no keys (+0).
+    s << "        const float acc = lm_l != 0.0f ? lm_o : lm_n == 0 ? 0.0f : lm_u2f(0x7fc00000u);\n";
     std::string v = "acc";
     if (a.epilogue.valid()) {
       std::map<const ExprNode*, std::string> memo;
