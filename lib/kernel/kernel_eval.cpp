@@ -311,6 +311,14 @@ struct Evaluator {
       vars[static_cast<size_t>(a.depth_var)] = p;
       return static_cast<float>(eval(a.k));
     };
+    // V may be stored as halves (widened exactly to f32, as the body's cast does).
+    const DType vdt = p.buffers[static_cast<size_t>(a.v.buffer)].dtype;
+    auto v_at = [&](int64_t e) {
+      const double x = read(a.v.buffer, e);
+      if (vdt == DType::f16) return f16_bits_to_f32(static_cast<uint16_t>(x));
+      if (vdt == DType::bf16) return bf16_bits_to_f32(static_cast<uint16_t>(x));
+      return static_cast<float>(x);
+    };
     const float c = static_cast<float>(a.exp2_scale);
     std::vector<float> s(static_cast<size_t>(std::max<int64_t>(n, 0)));
     for (int64_t i = 0; i < m; ++i) {
@@ -341,7 +349,7 @@ struct Evaluator {
         // overflows only where the values do); no keys: +0, the sum over nothing.
         float o = 0;
         for (int64_t j = 0; j < n; ++j)
-          o += (s[static_cast<size_t>(j)] * r) * static_cast<float>(read(a.v.buffer, ov + j * rv + d * cv));
+          o += (s[static_cast<size_t>(j)] * r) * v_at(ov + j * rv + d * cv);
         acc = o;
         vars[static_cast<size_t>(a.col_var)] = d;
         write(a.out.buffer, oo + i * ro + d, a.epilogue.valid() ? eval(a.epilogue) : acc);

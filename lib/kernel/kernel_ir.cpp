@@ -549,8 +549,9 @@ void validate(const Program& p) {
         const Attention& a = *k.attention;
         for (const auto* v : {&a.v, &a.out}) {
           c.buffer(v->buffer);
-          if (p.buffers[static_cast<size_t>(v->buffer)].dtype != DType::f32)
-            c.fail("attention operands must be f32");
+          const DType dt = p.buffers[static_cast<size_t>(v->buffer)].dtype;
+          if (dt != DType::f32 && dt != DType::f16 && dt != DType::bf16)
+            c.fail("attention values and output must be f32, f16 or bf16");
           c.index(v->offset);
           c.index(v->row_stride);
           c.index(v->col_stride);
@@ -593,8 +594,10 @@ void validate(const Program& p) {
           epi.scope.insert(a.row_var);
           epi.scope.insert(a.col_var);
           epi.expr(a.epilogue, true);
-          if (a.epilogue.dtype() != DType::f32) c.fail("attention epilogue must be f32");
         }
+        // The output is stored as the epilogue computes it (acc itself: f32).
+        if ((a.epilogue.valid() ? a.epilogue.dtype() : DType::f32) != p.buffers[static_cast<size_t>(a.out.buffer)].dtype)
+          c.fail("attention epilogue and output buffer must have one dtype");
         break;
       }
       case KernelKind::Gather: {

@@ -332,15 +332,15 @@ struct Gather {
 /// staging).
 struct Attention {
   Index m, n, dk, dv;  // query rows, keys, q.k depth, value width
-  Expr q;              // f32, over row_var, depth_var (and batch variables)
-  Expr k;              // f32, over key_var, depth_var (and batch variables)
-  MatrixView v;        // n x dv
-  MatrixView out;      // m x dv, col_stride must be 1
+  Expr q;              // f32 (f16/bf16 loads under a cast), over row_var, depth_var (and batch variables)
+  Expr k;              // f32 (likewise), over key_var, depth_var (and batch variables)
+  MatrixView v;        // n x dv; f32, or f16/bf16 widened to f32 as it is read
+  MatrixView out;      // m x dv, col_stride must be 1; the epilogue's dtype (f32, f16, bf16)
   int row_var = 0, key_var = 1, col_var = 2, depth_var = 3;
   Expr score;          // over acc() (f32); invalid Expr means acc() itself
   double exp2_scale = 1.4426950408889634;  // log2(e) for softmax; > 0
   std::optional<Index> key_end;
-  Expr epilogue;       // over acc() (f32); invalid Expr means acc() itself
+  Expr epilogue;       // over acc() (f32), stored as its own dtype; invalid Expr means acc() itself
 };
 
 struct Kernel {

@@ -40,9 +40,12 @@ Vals eval_all(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
 /// How two values must agree.
 ///  * Exact (rules not tagged fast-math): the same NaN-ness, the same infinities, the same
 ///    sign of zero (recip tells -0 from +0), otherwise within a relative rounding
-///    tolerance (f32 1e-4, f16 2e-3, bf16 1.6e-2) with no absolute slack, so a subnormal
-///    that became 0, or a finite value that became inf, is a difference; integers and
-///    booleans bit for bit. NaN payloads are not compared (no op can observe them).
+///    tolerance (f32 1e-4, f16 2e-3, bf16 1.6e-2), taken relative to the smallest normal
+///    for subnormal values (whose last bit is a large relative step: one rounding there,
+///    (a * b) * c against a * (b * c), is not a wrong answer) and with no other absolute
+///    slack, so a subnormal that became 0, or a finite value that became inf, is a
+///    difference; integers and booleans bit for bit. NaN payloads are not compared (no op
+///    can observe them).
 ///  * FastMath: compared only where both values are finite, within the tolerance relative
 ///    to 1 + |value| (moderate magnitudes), signed zeros equal (as under -ffast-math).
 enum class Agreement { Exact, FastMath };

@@ -25,17 +25,38 @@ struct Case {
   int64_t heads, m, n, dk, dv, offset;
   bool causal, with_key_end, poison_masked_v;
   bool huge_v = false;  // values near FLT_MAX: the output is a convex combination of them
+  lm::DType dt = lm::DType::f32;  // of q, k, v and out (halves: widened on load, f32 math, rounded on store)
 };
+
+// Element `e` of buffer `b` set to `x` in the buffer's dtype.
+void put(cpu_test::HostBuffers& hb, const k::Program& p, int b, int64_t e, float x) {
+  auto& bytes = hb.bytes[static_cast<size_t>(b)];
+  switch (p.buffers[static_cast<size_t>(b)].dtype) {
+    case lm::DType::f16: {
+      const uint16_t h = k::f32_to_f16_bits(x);
+      std::memcpy(bytes.data() + 2 * e, &h, 2);
+      break;
+    }
+    case lm::DType::bf16: {
+      const uint16_t h = k::f32_to_bf16_bits(x);
+      std::memcpy(bytes.data() + 2 * e, &h, 2);
+      break;
+    }
+    default:
+      std::memcpy(bytes.data() + 4 * e, &x, 4);
+  }
+}
 
 // Q [H, m, dk], K [H/2 (grouped), n, dk] read as head h / 2 through a prologue, V
 // [n, H, dv] (a permuted view), out [m, H, dv].
 k::Program attention_program(const Case& c) {
   k::Program p;
   const int64_t kvh = (c.heads + 1) / 2;
-  p.buffers = {{"q", lm::DType::f32, Index(c.heads * c.m * c.dk), k::BufferRole::Input},
-               {"k", lm::DType::f32, Index(kvh * c.n * c.dk), k::BufferRole::Input},
-               {"v", lm::DType::f32, Index(c.n * c.heads * c.dv), k::BufferRole::Input},
-               {"out", lm::DType::f32, Index(c.m * c.heads * c.dv), k::BufferRole::Output}};
+  p.buffers = {{"q", c.dt, Index(c.heads * c.m * c.dk), k::BufferRole::Input},
+               {"k", c.dt, Index(kvh * c.n * c.dk), k::BufferRole::Input},
+               {"v", c.dt, Index(c.n * c.heads * c.dv), k::BufferRole::Input},
+               {"out", c.dt, Index(c.m * c.heads * c.dv), k::BufferRole::Output}};
+  auto widen = [&](k::Expr e) { return c.dt == lm::DType::f32 ? e : k::cast(e, lm::DType::f32); };
   k::Kernel kern;
   kern.name = "attn";
   kern.kind = k::KernelKind::Attention;
@@ -47,12 +68,12 @@ k::Program attention_program(const Case& c) {
   a.dk = c.dk;
   a.dv = c.dv;
   const Index p4 = Index::var(4);
-  a.q = k::load(0, lm::DType::f32, h * Index(c.m * c.dk) + i * Index(c.dk) + p4);
+  a.q = widen(k::load(0, c.dt, h * Index(c.m * c.dk) + i * Index(c.dk) + p4));
   // K through a prologue (x * 0.5 + 1), as RoPE is staged with the tile.
   a.k = k::binary(k::BinaryOp::Add,
                   k::binary(k::BinaryOp::Mul,
-                            k::load(1, lm::DType::f32,
-                                    k::floordiv(h, Index(2)) * Index(c.n * c.dk) + j * Index(c.dk) + p4),
+                            widen(k::load(1, c.dt,
+                                          k::floordiv(h, Index(2)) * Index(c.n * c.dk) + j * Index(c.dk) + p4)),
                             k::constant(0.5)),
                   k::constant(1.0));
   a.v = {2, h * Index(c.dv), Index(c.heads * c.dv), Index(1)};
@@ -72,6 +93,7 @@ k::Program attention_program(const Case& c) {
     a.score = scaled;
   }
   a.epilogue = k::binary(k::BinaryOp::Add, k::acc(), k::constant(0.5));
+  if (c.dt != lm::DType::f32) a.epilogue = k::cast(a.epilogue, c.dt);
   kern.attention = a;
   p.kernels.push_back(kern);
   return p;
@@ -84,24 +106,21 @@ void check(const Case& c, luminal::cpu::RenderOptions opt = {}) {
     // inf and NaN in V rows only the last queries may see: every earlier row must turn
     // NaN in those columns (0 * inf), whether or not the renderer skipped the key.
     for (auto* hb : {&ref, &got}) {
-      auto& v = hb->bytes[2];
       const float vals[2] = {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
       for (int t = 0; t < 2; ++t) {
         const int64_t row = c.n - 1 - t, col = 3 * t + 1;  // head 0, value column 1 or 4
-        std::memcpy(v.data() + 4 * (row * c.heads * c.dv + col), &vals[t], 4);
+        put(*hb, p, 2, row * c.heads * c.dv + col, vals[t]);
       }
     }
   }
   if (c.huge_v)
-    for (auto* hb : {&ref, &got}) {
-      auto& v = hb->bytes[2];
-      for (size_t e = 0; e + 4 <= v.size(); e += 4) {
-        float x;
-        std::memcpy(&x, v.data() + e, 4);
-        x = 3.0e38f * (0.5f + 0.5f * std::min(std::fabs(x), 1.0f));  // one sign: no cancellation
-        std::memcpy(v.data() + e, &x, 4);
+    for (auto* hb : {&ref, &got})
+      for (int64_t e = 0; e < c.n * c.heads * c.dv; ++e) {
+        const double x = cpu_test::element(p.buffers[2], hb->bytes[2], e);
+        // Near the format's largest value, one sign: no cancellation.
+        const float big = c.dt == lm::DType::f16 ? 6.0e4f : 3.0e38f;
+        put(*hb, p, 2, e, big * (0.5f + 0.5f * std::min(static_cast<float>(std::fabs(x)), 1.0f)));
       }
-    }
   k::evaluate(p, ref.ptrs(), {});
   luminal::cpu::CProgram cp = luminal::cpu::render_c(p, opt);
   const int64_t few_rows = opt.isa == luminal::cpu::CpuIsa::Avx512 ? 4 : 2;
@@ -128,7 +147,9 @@ void check(const Case& c, luminal::cpu::RenderOptions opt = {}) {
       REQUIRE(r == g);
       continue;
     }
-    REQUIRE(std::abs(r - g) <= 2e-6 + 2e-5 * std::abs(r));
+    // Halves: both round the same f32 result, which may differ in its last bits.
+    const double rtol = c.dt == lm::DType::f16 ? 1.5e-3 : c.dt == lm::DType::bf16 ? 1e-2 : 2e-5;
+    REQUIRE(std::abs(r - g) <= 2e-6 + rtol * std::abs(r));
   }
   // Fully masked rows and poisoned columns must really have produced NaN.
   if (c.causal && c.offset < 0) CHECK(nans > 0);
@@ -151,10 +172,18 @@ TEST_CASE("attention kernel: generated C matches the evaluator", "[cpu][attentio
       {1, 1, 1, 4, 4, 0, true, true, false},        // one query, one key
       {2, 37, 70, 16, 16, 33, true, true, false, true},  // values near FLT_MAX
       {2, 33, 65, 8, 16, 0, false, false, false, true},  // the same, no mask
+      // f16/bf16 q, k, v and output: widened as read, f32 math, rounded on store.
+      {2, 37, 70, 16, 24, 33, true, true, false, false, lm::DType::f16},
+      {2, 40, 40, 8, 8, 0, true, true, true, false, lm::DType::bf16},
+      {2, 21, 19, 12, 4, -5, true, true, false, false, lm::DType::f16},
+      {4, 33, 65, 32, 16, 0, false, false, false, false, lm::DType::bf16},
+      {2, 37, 70, 16, 16, 33, true, true, false, true, lm::DType::f16},
+      {2, 33, 65, 8, 16, 0, false, false, false, true, lm::DType::bf16},
   };
   for (const Case& c : cases) {
     INFO("heads " << c.heads << " m " << c.m << " n " << c.n << " dk " << c.dk << " dv " << c.dv << " offset "
-                  << c.offset << " causal " << c.causal << " key_end " << c.with_key_end);
+                  << c.offset << " causal " << c.causal << " key_end " << c.with_key_end << " "
+                  << lm::dtype_name(c.dt));
     check(c);
   }
 }
@@ -173,6 +202,10 @@ TEST_CASE("attention kernel: a few query rows (a decode step) on every ISA", "[c
       {2, 4, 40, 8, 16, 30, true, true, true},     // four causal rows, poisoned V past key_end
       {2, 3, 9, 8, 16, -2, true, true, false},     // the first rows see no key: NaN
       {2, 2, 70, 16, 16, 30, true, true, false, true},  // values near FLT_MAX
+      {6, 1, 129, 64, 64, 0, false, false, true, false, lm::DType::f16},  // f16, bf16 values
+      {4, 3, 129, 64, 64, 0, false, false, true, false, lm::DType::bf16},
+      {2, 3, 9, 8, 16, -2, true, true, false, false, lm::DType::f16},
+      {2, 2, 70, 16, 16, 30, true, true, false, true, lm::DType::bf16},
   };
   std::vector<luminal::cpu::CpuIsa> isas = {luminal::cpu::CpuIsa::Generic};
   if (luminal::cpu::host_isa() != luminal::cpu::CpuIsa::Generic) isas.push_back(luminal::cpu::CpuIsa::Avx2);
@@ -216,4 +249,44 @@ TEST_CASE("cpu: scaled_dot_product_attention runs as one generated attention ker
     auto want = lm::detail::reference::run(*g.impl(), {}, ptrs);
     CHECK(lm::test::compare_outputs(f(in), want) <= 1.0);
   }
+}
+
+// f16/bf16 attention end to end: the op widens q, k, v and rounds the result; the search
+// finds the one Attention kernel (as for f32) and the CPU renders it reading and writing
+// halves: one generated kernel, against the interpreter. Grouped heads, causal or not, a
+// decode step, rows that see no key (NaN).
+TEST_CASE("cpu: f16 and bf16 scaled_dot_product_attention runs as one generated attention kernel",
+          "[cpu][attention][e2e][half]") {
+  struct Shape {
+    int64_t heads, kv_heads, s, sk, d, dv;
+    bool causal;
+  };
+  const Shape shapes[] = {{4, 2, 24, 40, 16, 8, true}, {4, 2, 24, 40, 16, 16, false}, {8, 2, 1, 37, 64, 64, false},
+                          {4, 1, 9, 5, 8, 8, true}};
+  for (lm::DType dt : {lm::f16, lm::bf16})
+    for (const Shape& c : shapes) {
+      lm::Graph g;
+      const int64_t G = c.heads / c.kv_heads;
+      lm::Tensor q = g.input("q", {c.heads, c.s, c.d}, dt), kk = g.input("k", {c.kv_heads, c.sk, c.d}, dt),
+                 v = g.input("v", {c.kv_heads, c.sk, c.dv}, dt);
+      auto rep = [&](const lm::Tensor& t, int64_t w) {
+        return lm::reshape(lm::expand(lm::reshape(t, {c.kv_heads, 1, c.sk, w}), {c.kv_heads, G, c.sk, w}),
+                           {c.heads, c.sk, w});
+      };
+      g.output("y", lm::scaled_dot_product_attention(q, rep(kk, c.d), rep(v, c.dv), c.causal));
+      lm::Callable f = lm::compile(g, lm::Target::cpu());
+      INFO(lm::dtype_name(dt) << " heads " << c.heads << "/" << c.kv_heads << " S " << c.s << " keys " << c.sk
+                              << " causal " << c.causal << ": " << f.report().to_string());
+      CHECK(f.report().kernels == 1);
+      // One C kernel: the streaming one (a body lowered as loops materializes the scores
+      // and row statistics in kernels of their own).
+      CHECK(f.report().generated_kernels == 1);
+      CHECK(f.report().interpreted_kernels == 0);
+      auto in = lm::test::random_inputs(*g.impl(), 5);
+      std::map<std::string, const lm::HostTensor*> ptrs;
+      for (const auto& [name, t] : in) ptrs.emplace(name, &t);
+      auto want = lm::detail::reference::run(*g.impl(), {}, ptrs);
+      const double tol = dt == lm::f16 ? 2e-3 : 1.6e-2;  // one rounding of the f32 result
+      CHECK(lm::test::compare_outputs(f(in), want, tol, tol) <= 1.0);
+    }
 }

@@ -314,6 +314,67 @@ TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batc
   }
 }
 
+// f16/bf16 attention: q and k widened as they are staged, V widened as it is read, the
+// output rounded as it is stored (the epilogue's cast); the kernel against the evaluator
+// and the compiled op against the interpreter, grouped heads, causal, rows that see no key.
+TEST_CASE("emulated attention: f16 and bf16 operands and output", "[gpu][emu][attention][half]") {
+  for (DType dt : {DType::f16, DType::bf16}) {
+    for (auto [m, n, dk, dv] : {std::array<int64_t, 4>{5, 7, 4, 3}, {3, 300, 16, 40}, {5, 3, 4, 3}}) {
+      const int64_t B = 2;
+      k::Program p;
+      p.buffers.push_back(buf("q", dt, B * m * dk, k::BufferRole::Input));
+      p.buffers.push_back(buf("k", dt, B * n * dk, k::BufferRole::Input));
+      p.buffers.push_back(buf("v", dt, B * n * dv, k::BufferRole::Input));
+      p.buffers.push_back(buf("o", dt, B * m * dv, k::BufferRole::Output));
+      k::Kernel kk;
+      kk.name = "att";
+      kk.kind = k::KernelKind::Attention;
+      kk.loops.push_back(loop(0, B));
+      k::Attention a;
+      a.m = m;
+      a.n = n;
+      a.dk = dk;
+      a.dv = dv;
+      const k::Index b = k::Index::var(0), pd = k::Index::var(4);
+      a.q = k::cast(k::load(0, dt, b * (m * dk) + k::Index::var(1) * dk + pd), DType::f32);
+      a.k = k::cast(k::load(1, dt, b * (n * dk) + k::Index::var(2) * dk + pd), DType::f32);
+      a.depth_var = 4;
+      a.v = {2, b * (n * dv), dv, 1};
+      a.out = {3, b * (m * dv), dv, 1};
+      a.row_var = 1;
+      a.key_var = 2;
+      a.col_var = 3;
+      const k::Index i = k::Index::var(1), j = k::Index::var(2);
+      a.score = k::where(k::binary(k::BinaryOp::LessThan, k::index_value(j), k::index_value(i + (n - m + 1))),
+                         k::binary(k::BinaryOp::Mul, k::acc(), k::constant(0.5)), k::constant(-INFINITY));
+      a.key_end = i + (n - m + 1);
+      a.epilogue = k::cast(k::acc(), dt);
+      kk.attention = a;
+      p.kernels.push_back(kk);
+      INFO(dtype_name(dt) << " m " << m << " n " << n << " dk " << dk << " dv " << dv);
+      const double rtol = dt == DType::f16 ? 2e-3 : 1.6e-2;  // the rounding of one f32 result
+      for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) check_emulated(p, {}, arch_of(t), {}, rtol, 1e-5);
+    }
+    // The op, compiled: one attention kernel in the plan, against the interpreter.
+    Graph g;
+    Tensor q = g.input("q", {4, 6, 8}, dt), kt = g.input("k", {2, 9, 8}, dt), v = g.input("v", {2, 9, 8}, dt);
+    auto rep = [](const Tensor& t) { return reshape(expand(reshape(t, {2, 1, 9, 8}), {2, 2, 9, 8}), {4, 9, 8}); };
+    g.output("y", scaled_dot_product_attention(q, rep(kt), rep(v), true));
+    auto inputs = test::random_inputs(*g.impl(), 3);
+    std::map<std::string, const HostTensor*> ptrs;
+    for (const auto& [name, x] : inputs) ptrs.emplace(name, &x);
+    auto want = detail::reference::run(*g.impl(), {}, ptrs);
+    for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+      Callable f = compile(g, Target::parse(t));
+      INFO(t << ": " << f.report().to_string());
+      CHECK(f.report().kernels == 1);
+      CHECK(f.report().interpreted_kernels == 0);
+      const double tol = dt == DType::f16 ? 2e-3 : 1.6e-2;
+      CHECK(test::compare_outputs(f(inputs), want, tol, tol) <= 1.0);
+    }
+  }
+}
+
 // Values near FLT_MAX and large logits: the output is a convex combination of values
 // (the definition's sum of P_j V_j), finite wherever the values are. A renderer that sums
 // e_j V_j and divides by the sum of weights at the end overflows here (n keys of equal

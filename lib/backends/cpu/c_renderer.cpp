@@ -1093,7 +1093,18 @@ class KernelWriter {
     constexpr int kQB = 64, kKB = 32;
     const int64_t dk = *a.dk.as_constant(), dv = *a.dv.as_constant();
     const int64_t dch = dv % 64 == 0 ? 64 : dv % 32 == 0 ? 32 : dv % 16 == 0 ? 16 : dv;  // value chunk
-    const bool v_unit = a.v.col_stride.as_constant() == int64_t{1};
+    // Half values (f16/bf16) are widened into an f32 tile per block of keys, read by
+    // every query row of the task; that tile is unit-stride.
+    const DType vdt = p_.buffers[static_cast<size_t>(a.v.buffer)].dtype;
+    const bool v_half = vdt != DType::f32;
+    const bool v_unit = v_half || a.v.col_stride.as_constant() == int64_t{1};
+    auto widen = [](const std::string& x, DType dt) { return convert(x, dt, DType::f32); };
+    // Row jj of the current key block, as f32: in place, or the widened tile.
+    auto vrow = [&](const std::string& jj) {
+      return v_half ? "(lm_vt + " + jj + " * " + std::to_string(*a.dv.as_constant()) + ")"
+                    : "(lm_vp + (lm_j0 + " + jj + ") * (" + ix(a.v.row_stride) + "))";
+    };
+    const std::string vcs = v_half ? "1" : ix(a.v.col_stride);
     // AVX-512 / AVX2: explicit vector accumulators (GCC keeps array accumulators in
     // memory); rows per register tile chosen so accumulators + operands fit the file.
     const bool simd = opt_.isa == CpuIsa::Avx512 || opt_.isa == CpuIsa::Avx2;
@@ -1147,10 +1158,11 @@ class KernelWriter {
     s << ind << "const int64_t lm_i0 = lm_qb * " << QB << ", lm_rows = lm_imin(" << QB << ", lm_m - lm_i0);\n"
       << ind << "float lm_q[" << QB << " * " << DK << "] __attribute__((aligned(64)));\n";
     if (!one_row) s << ind << "float lm_kt[" << DK << " * " << KB << "] __attribute__((aligned(64)));\n";
+    if (v_half) s << ind << "float lm_vt[" << KB << " * " << DV << "] __attribute__((aligned(64)));\n";
     s << ind << "float lm_s[" << QB << " * " << KB << "] __attribute__((aligned(64)));\n"
       << ind << "float lm_o[" << QB << " * " << DV << "] __attribute__((aligned(64)));\n"
       << ind << "float lm_mx[" << QB << "], lm_l[" << QB << "], lm_al[" << QB << "];\n"
-      << ind << "const float* lm_vp = " << v << " + " << ix(a.v.offset) << ";\n"
+      << ind << "const " << c_type(vdt) << "* lm_vp = " << v << " + " << ix(a.v.offset) << ";\n"
       << ind << "const int64_t lm_rows_padded = (lm_rows + " << rb - 1 << ") / " << rb << " * " << rb
       << ";\n"
       // Q rows staged through the q expression (a RoPE prologue computed here).
@@ -1270,6 +1282,13 @@ class KernelWriter {
       s << in2 << "}\n";
     }
     // scores, online softmax per row
+    if (v_half) {
+      s << in2 << "for (int64_t jj = 0; jj < lm_cols; ++jj)\n"
+        << in2 << "  for (int64_t d = 0; d < " << DV << "; ++d)\n"
+        << in2 << "    lm_vt[jj * " << DV << " + d] = "
+        << widen("lm_vp[(lm_j0 + jj) * (" + ix(a.v.row_stride) + ") + d * (" + ix(a.v.col_stride) + ")]", vdt)
+        << ";\n";
+    }
     const std::string c = float_literal(a.exp2_scale);
     s << in2 << "for (int64_t r = 0; r < lm_rows; ++r) {\n"
       << in2 << "  const int64_t " << rv << " = lm_i0 + r; (void)" << rv << ";\n"
@@ -1318,7 +1337,7 @@ class KernelWriter {
             << r * dv << " + d0 + " << w * vw << "), lm_al" << r << ");\n";
       }
       s << in4 << "for (int64_t jj = 0; jj < lm_cols; ++jj) {\n"
-        << in4 << "  const float* lm_vr = lm_vp + (lm_j0 + jj) * (" << ix(a.v.row_stride) << ") + d0;\n";
+        << in4 << "  const float* lm_vr = " << vrow("jj") << " + d0;\n";
       for (int w = 0; w < nvec; ++w)
         s << in4 << "  const " << V << " lm_w" << w << " = " << P << "loadu_ps(lm_vr + " << w * vw << ");\n";
       for (int r = 0; r < few; ++r) {
@@ -1348,7 +1367,7 @@ class KernelWriter {
             << r << ") * " << DV << " + d0 + " << w * vw << "), lm_al" << r << ");\n";
       }
       s << in4 << "for (int64_t jj = 0; jj < lm_gc; ++jj) {\n"
-        << in4 << "  const float* lm_vr = lm_vp + (lm_j0 + jj) * (" << ix(a.v.row_stride) << ") + d0;\n";
+        << in4 << "  const float* lm_vr = " << vrow("jj") << " + d0;\n";
       for (int w = 0; w < nvec; ++w)
         s << in4 << "  const " << V << " lm_w" << w << " = " << P << "loadu_ps(lm_vr + " << w * vw << ");\n";
       for (int r = 0; r < rb; ++r) {
@@ -1373,11 +1392,10 @@ class KernelWriter {
         << in2 << "    for (int64_t dd = 0; dd < " << DCH << "; ++dd) lm_t[dd] = lm_or[dd] * lm_alpha;\n"
         << in2 << "    for (int64_t jj = 0; jj < lm_imin(lm_cols, lm_ge[r / " << rb << "] - lm_j0); ++jj) {\n"
         << in2 << "      const float lm_e = lm_er[jj];\n"
-        << in2 << "      const float* lm_vr = lm_vp + (lm_j0 + jj) * (" << ix(a.v.row_stride) << ") + d0 * ("
-        << ix(a.v.col_stride) << ");\n"
+        << in2 << "      const float* lm_vr = " << vrow("jj") << " + d0 * (" << vcs << ");\n"
         << in2 << "      #pragma omp simd\n"
         << in2 << "      for (int64_t dd = 0; dd < " << DCH << "; ++dd) lm_t[dd] = LM_FMA(lm_e, lm_vr["
-        << (v_unit ? std::string("dd") : "dd * (" + ix(a.v.col_stride) + ")") << "], lm_t[dd]);\n"
+        << (v_unit ? std::string("dd") : "dd * (" + vcs + ")") << "], lm_t[dd]);\n"
         << in2 << "    }\n"
         << in2 << "    for (int64_t dd = 0; dd < " << DCH << "; ++dd) lm_or[dd] = lm_t[dd];\n"
         << in2 << "  }\n"
@@ -1394,35 +1412,37 @@ class KernelWriter {
         << ind << "  float lm_z[" << DV << "];\n"
         << ind << "  for (int64_t d = 0; d < " << DV << "; ++d) lm_z[d] = 0.0f;\n"
         << ind << "  for (int64_t j = lm_gmin; j < lm_n; ++j) {\n"
-        << ind << "    const float* lm_vr = lm_vp + j * (" << ix(a.v.row_stride) << ");\n"
+        << ind << "    const " << c_type(vdt) << "* lm_vr = lm_vp + j * (" << ix(a.v.row_stride) << ");\n"
         << ind << "    #pragma omp simd\n"
-        << ind << "    for (int64_t d = 0; d < " << DV << "; ++d) lm_z[d] += 0.0f * lm_vr[d * (" << ix(a.v.col_stride)
-        << ")];\n"
+        << ind << "    for (int64_t d = 0; d < " << DV << "; ++d) lm_z[d] += 0.0f * "
+        << widen("lm_vr[d * (" + ix(a.v.col_stride) + ")]", vdt) << ";\n"
         << ind << "  }\n"
         << ind << "  int lm_any = 0;\n"
         << ind << "  for (int64_t d = 0; d < " << DV << "; ++d) lm_any |= lm_z[d] != lm_z[d];\n"
         << ind << "  if (lm_any)\n"
         << ind << "    for (int64_t j = lm_gmin; j < lm_n; ++j)\n"
         << ind << "      for (int64_t d = 0; d < " << DV << "; ++d) {\n"
-        << ind << "        const float lm_x = lm_vp[j * (" << ix(a.v.row_stride) << ") + d * (" << ix(a.v.col_stride)
-        << ")];\n"
+        << ind << "        const float lm_x = "
+        << widen("lm_vp[j * (" + ix(a.v.row_stride) + ") + d * (" + ix(a.v.col_stride) + ")]", vdt) << ";\n"
         << ind << "        if (lm_x - lm_x != 0.0f) lm_vbad[d] = j;\n"
         << ind << "      }\n"
         << ind << "}\n";
     }
-    s << ind << "float* lm_out = " << o << " + " << ix(a.out.offset) << ";\n"
+    s << ind << c_type(p_.buffers[static_cast<size_t>(a.out.buffer)].dtype) << "* lm_out = " << o << " + "
+      << ix(a.out.offset) << ";\n"
       << ind << "for (int64_t r = 0; r < lm_rows; ++r) {\n"
       << ind << "  const int64_t " << rv << " = lm_i0 + r; (void)" << rv << ";\n"
       // l = 0: every key masked (NaN, as the body's exp2(-inf + inf)) or no keys (+0).
       << ind << "  const float lm_rl = lm_l[r] != 0.0f ? 1.0f : lm_n == 0 ? 0.0f : __builtin_nanf(\"\");\n"
       << ind << "  for (int64_t d = 0; d < " << DV << "; ++d) {\n"
       << ind << "    const int64_t " << cv << " = d; (void)" << cv << ";\n"
-      << ind << "    const float acc = lm_o[r * " << DV << " + d] * lm_rl;\n";
+      // A key never visited holds an inf/NaN value: 0 * V is NaN there (kernel_ir.hpp).
+      << ind << "    const float acc = lm_vbad[d] >= lm_ge[r / " << rb << "] ? __builtin_nanf(\"\") : lm_o[r * " << DV
+      << " + d] * lm_rl;\n";
     {
       std::map<const ExprNode*, std::string> memo;
       std::string ev = a.epilogue.valid() ? value(a.epilogue, memo, s, ind + "    ") : "acc";
-      s << ind << "    lm_out[(lm_i0 + r) * (" << ix(a.out.row_stride) << ") + d] = lm_vbad[d] >= lm_ge[r / " << rb
-        << "] ? __builtin_nanf(\"\") : " << ev << ";\n";
+      s << ind << "    lm_out[(lm_i0 + r) * (" << ix(a.out.row_stride) << ") + d] = " << ev << ";\n";
     }
     s << ind << "  }\n" << ind << "}\n";
     s << close << "}\n";

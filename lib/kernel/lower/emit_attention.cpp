@@ -64,7 +64,10 @@ std::optional<Index> causal_key_end(const Expr& score, int iv, int jv) {
 // Returns false (the body then lowers as generic loops) when a piece does not fit.
 bool Lowerer::try_attention(int result) {
   auto mt = ir::match_attention(body_);
-  if (!mt || body_.nodes[root_].dtype != DType::f32) return false;
+  // The output may be stored as halves (f16/bf16 attention: the body's epilogue casts
+  // the f32 result back); the epilogue then computes that dtype.
+  const DType out_dt = body_.nodes[root_].dtype;
+  if (!mt || (out_dt != DType::f32 && out_dt != DType::f16 && out_dt != DType::bf16)) return false;
   const Node& r1 = body_.nodes[mt->score_reduce];
   const Node& mul1 = body_.nodes[r1.inputs[0]];
   const Node& r2 = body_.nodes[mt->out_reduce];
@@ -118,7 +121,9 @@ bool Lowerer::try_attention(int result) {
     if (v == jv || i == ax1 || idx1[i].as_constant()) continue;
     const bool cx = expr_uses_var(x, v), cy = expr_uses_var(y, v);
     if (cx && !cy) {
-      if (iv >= 0) return fail();
+      // Several axes only Q reads (one KV head for all query heads): the innermost is the
+      // query row, the others batch loops over which K is broadcast.
+      if (iv >= 0) batch.push_back(iv);
       iv = v;
     } else if (cy && !cx) {
       return fail();  // a second key-like axis
@@ -126,15 +131,27 @@ bool Lowerer::try_attention(int result) {
       batch.push_back(v);
     }
   }
-  auto plain = [](const Expr& e) {
-    return e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid;
+  // A value read in place: an f32 load, or an f16/bf16 load widened by a cast (the
+  // renderers widen V as they read it).
+  auto plain = [](const Expr& e) -> std::optional<Expr> {
+    if (e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid) return e;
+    if (e.op() == kernel::ExprOp::Cast && e.dtype() == DType::f32 && e.node().args.size() == 1) {
+      const Expr& x = e.node().args[0];
+      if (x.op() == kernel::ExprOp::Load && (x.dtype() == DType::f16 || x.dtype() == DType::bf16) &&
+          !x.node().valid)
+        return x;
+    }
+    return std::nullopt;
   };
   VarSet interest{static_cast<int>(ax1), jv};
   if (iv >= 0) interest.push_back(iv);
   auto operand = [&](Expr& e, uint32_t node, int other_axis, const std::vector<Index>& idx,
                      const std::vector<Index>& dims_of, uint32_t owner) -> std::optional<Affine> {
-    if (plain(e))
-      if (auto a = affine(e.node().index, interest)) return a;
+    if (auto ld = plain(e))
+      if (auto a = affine(ld->node().index, interest)) {
+        e = *ld;
+        return a;
+      }
     std::vector<int> keep;
     std::vector<Index> dims, at;
     for (size_t i = 0; i < idx.size(); ++i)
