@@ -149,6 +149,23 @@ std::optional<AttentionMatch> match_attention(const GraphImpl& b) {
   for (int side = 0; side < 2 && !found_p; ++side) {
     std::vector<int> labels = iota_labels(rank2);
     auto p = strip_views(b, mul2.inputs[static_cast<size_t>(side)], labels);
+    // Weights rounded to a half and widened back (casts are elementwise: the labels
+    // carry through them).
+    int64_t rounded = -1;
+    DType rounded_to = DType::f32;
+    if (p && nodes[*p].op == PrimOp::Cast && nodes[*p].dtype == DType::f32) {
+      const uint32_t outer = *p;
+      auto inner = strip_views(b, nodes[outer].inputs[0], labels);
+      if (inner && nodes[*inner].op == PrimOp::Cast &&
+          (nodes[*inner].dtype == DType::f16 || nodes[*inner].dtype == DType::bf16)) {
+        auto w = strip_views(b, nodes[*inner].inputs[0], labels);
+        if (w && nodes[*w].dtype == DType::f32) {
+          p = w;
+          rounded = outer;
+          rounded_to = nodes[*inner].dtype;
+        }
+      }
+    }
     if (!p || nodes[*p].op != PrimOp::Mul) continue;
     const Node& pn = nodes[*p];
     const size_t prank = pn.shape.size();
@@ -171,6 +188,8 @@ std::optional<AttentionMatch> match_attention(const GraphImpl& b) {
       if (!mapped) continue;
       m.p_side = side;
       m.prob = *p;
+      m.rounded = rounded;
+      m.rounded_to = rounded_to;
       m.expo = e;
       m.row_sum = *l;
       m.key_axis = nodes[*l].axis;

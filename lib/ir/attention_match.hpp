@@ -43,6 +43,12 @@ struct AttentionMatch {
   /// the value dim d).
   std::vector<int> p_axis_of;
   double exp2_scale = 1;  ///< c (log2(e) for softmax), > 0
+  /// Weights rounded to a half before the second product (a softmax and a matmul written
+  /// on f16/bf16 tensors: P' = cast_f32(cast_half(P))): the node R2's P side reads
+  /// through views (the outer cast), or -1. A streaming kernel cannot round weights it
+  /// never finishes, so only a fast-math rule streams such a body (rules/fusion.cpp).
+  int64_t rounded = -1;
+  DType rounded_to = DType::f32;  ///< the half P is rounded to (when rounded >= 0)
 };
 
 /// The attention structure of `body` (its output is the root), or nullopt. Every

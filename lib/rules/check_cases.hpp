@@ -94,6 +94,8 @@ struct Instance {
   // Ranks of the SPMD semantics (graph/primitives.hpp): 1, or 2-4 for the sharding rules,
   // whose values are checked on every rank ("%rank" bound to each; check_eval's eval_all).
   int64_t world = 1;
+  // The rule being checked is fast-math (check_eval's eval: its declared inaccuracy).
+  bool fast_math = false;
 };
 
 /// What a pattern node must produce.

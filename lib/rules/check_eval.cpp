@@ -60,17 +60,20 @@ constexpr int64_t kAttentionBlock = 2;  // small instances span several blocks
 constexpr double kReorderTol = 1e-4;    // the checker's f32 tolerance, relative to sum |P_j V_j|
 
 HostTensor attention_online(const detail::GraphImpl& body, const DimBindings& dims,
-                            const std::map<std::string, const HostTensor*>& in) {
+                            const std::map<std::string, const HostTensor*>& in, bool fast_math) {
   const auto mt = ir::match_attention(body);
   need(mt.has_value(), "attention kernel: its body is not matmul, softmax, matmul");
   const detail::Node& r2 = body.nodes[mt->out_reduce];
   const detail::Node& mul2 = body.nodes[r2.inputs[0]];
   need(mul2.dtype == DType::f32 && body.nodes[mt->score].dtype == DType::f32,
        "attention kernel: scores and products must be f32");
+  // Weights rounded to a half before the product (the fast-math rule's bodies): the
+  // streaming kernel never rounds them, so the rounded node is what reads S instead.
+  const uint32_t weights = mt->rounded >= 0 ? static_cast<uint32_t>(mt->rounded) : mt->prob;
   detail::GraphImpl parts = body;
   for (detail::Node& nd : parts.nodes)
     for (uint32_t& x : nd.inputs)
-      if (x == mt->prob) x = mt->score;
+      if (x == weights) x = mt->score;
   parts.outputs = {{"s", mul2.inputs[static_cast<size_t>(mt->p_side)]},
                    {"v", mul2.inputs[static_cast<size_t>(1 - mt->p_side)]}};
   auto sv = rf::run(parts, dims, in);
@@ -94,6 +97,13 @@ HostTensor attention_online(const detail::GraphImpl& body, const DimBindings& di
   const float *sp = s.values<float>().data(), *vp = v.values<float>().data();
   const auto c = static_cast<float>(mt->exp2_scale);
   const float* tp = two_sum.values<float>().data();
+  // The fast-math rule's bodies round each weight to a half, which the recurrence does
+  // not: its declared inaccuracy, allowed on top of the reordering when a fast-math rule
+  // is checked (untagged, the rule fails) -- half an ulp of the half per weight (2^-11
+  // f16, 2^-8 bf16), and the spacing of f16 subnormal weights.
+  const bool rounded = mt->rounded >= 0 && fast_math;
+  const double weight_rounding = !rounded ? 0 : mt->rounded_to == DType::f16 ? 0x1p-11 : 0x1p-8;
+  const double weight_floor = rounded && mt->rounded_to == DType::f16 ? 0x1p-24 : 0;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       const float* so = sp + o * n * inner + i;
@@ -111,7 +121,8 @@ HostTensor attention_online(const detail::GraphImpl& body, const DimBindings& di
           mag += std::exp2((so[j * inner] - mx) * c) / l * std::fabs(static_cast<double>(vo[j * inner]));
           vsum += std::fabs(static_cast<double>(vo[j * inner]));
         }
-        const double allowed = kReorderTol * mag + std::ldexp(vsum + static_cast<double>(n), -146);
+        const double allowed = (kReorderTol + weight_rounding) * mag + std::ldexp(vsum + static_cast<double>(n), -146) +
+                               weight_floor * vsum;
         if (std::fabs(static_cast<double>(rec) - two_pass) <= allowed) value = two_pass;
       }
       out[static_cast<size_t>(o * inner + i)] = value;
@@ -135,7 +146,7 @@ HostTensor attention_online(const detail::GraphImpl& body, const DimBindings& di
 }  // namespace
 
 rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std::vector<const rf::View*>& k,
-              const std::map<std::string, rf::View>& leaves, const DimBindings& dims) {
+              const std::map<std::string, rf::View>& leaves, const DimBindings& dims, bool fast_math) {
   const Attr& a = g.analysis().attrs().get(n.payload);
   const std::string op = ir::op_name(n.op);
   auto arity = [&](size_t c) { need(k.size() == c, op + ": wrong number of children"); };
@@ -268,7 +279,7 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
           slots.push_back(std::move(t));
         }
         for (size_t i = 0; i < k.size(); ++i) in[ir::slot_name(static_cast<uint32_t>(i))] = &slots[i];
-        if (a.kernel->kind == ir::KernelKind::Attention) return from_host(attention_online(*a.kernel->body, dims, in));
+        if (a.kernel->kind == ir::KernelKind::Attention) return from_host(attention_online(*a.kernel->body, dims, in, fast_math));
         auto out = rf::run(*a.kernel->body, dims, in);
         need(out.count("out") == 1, "kernel body has no output 'out'");
         return from_host(out.at("out"));
@@ -403,7 +414,7 @@ Vals eval_all(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
     for (const Vals* v : k) kr.push_back(&(*v)[r]);
     DimBindings d = inst.dims;
     if (R > 1) d[std::string(detail::kRankDim)] = static_cast<int64_t>(r);
-    out[r] = eval(g, n, kr, leaves, d);
+    out[r] = eval(g, n, kr, leaves, d, inst.fast_math);
   }
   return out;
 }

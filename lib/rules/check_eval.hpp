@@ -22,10 +22,13 @@ struct Wrong {
 /// Evaluates one node on its children's values: the interpreter's kernels for math nodes,
 /// the MatMul definition spelled out in primitives, the body graph for kernel nodes. Every
 /// precondition is checked first, so an ill-typed node throws Wrong, never runs.
+/// `fast_math`: the rule being checked is tagged fast-math, so a node whose value differs
+/// from its body by that rule's declared inaccuracy (an Attention node over weights the
+/// body rounds to a half) may take the body's value within that bound.
 detail::reference::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n,
                              const std::vector<const detail::reference::View*>& kids,
                              const std::map<std::string, detail::reference::View>& leaves,
-                             const DimBindings& dims);
+                             const DimBindings& dims, bool fast_math = false);
 
 /// A class's or node's value on every rank of the instance (one entry without ranks).
 using Vals = std::vector<detail::reference::View>;

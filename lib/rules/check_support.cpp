@@ -105,6 +105,7 @@ struct Checker {
 
   Verdict run_one(int attempt, int regime) {
     Instance inst;
+    inst.fast_math = rule.fast_math;
     inst.g.analysis().set_strict_merges(false);  // a wrong merge is reported below, as a failure
     try {
       build(inst, attempt, regime);

@@ -16,6 +16,7 @@
 //                   that slice: consumers of Q, K and V read one Q|K|V product's buffer.
 // Producers with no arithmetic (views, constants) are absorbed under every policy.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -292,15 +293,17 @@ std::shared_ptr<detail::GraphImpl> fusion_example(std::mt19937_64& rng) {
 // Only f32 scores and products: the recurrence is stated in f32. Half q, k, v (the op
 // widens them, and rounds the result) are that: the casts are the body's prologue and
 // epilogue, the same on both sides of the rule, so it stays exact.
-bool streamable(const ir::KernelSpec& spec) {
+// `rounded`: the bodies whose weights are rounded to a half before the second product
+// (the fast-math rule's) instead of the others (the exact rule's).
+bool streamable(const ir::KernelSpec& spec, bool rounded) {
   if (spec.kind != ir::KernelKind::AttentionTwoPass) return false;
   const auto m = ir::match_attention(*spec.body);
-  if (!m) return false;
+  if (!m || (m->rounded >= 0) != rounded) return false;
   const auto& nodes = spec.body->nodes;
   return nodes[m->score].dtype == DType::f32 && nodes[nodes[m->out_reduce].inputs[0]].dtype == DType::f32;
 }
 
-void stream_attention(ir::EGraph& g, const egraph::Match& m) {
+void stream_attention(ir::EGraph& g, const egraph::Match& m, bool rounded) {
   // The class's kernel nodes are read from the index, valid only on a rebuilt e-graph;
   // an earlier application merged, so rebuild (cheap: one pending merge; this happens
   // once per attention kernel, not per match).
@@ -310,7 +313,7 @@ void stream_attention(ir::EGraph& g, const egraph::Match& m) {
   std::vector<ir::Variant> twins;
   for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
     const auto& spec = g.analysis().attrs().get(g.node(nd).payload).kernel;
-    if (!spec || !streamable(*spec)) continue;
+    if (!spec || !streamable(*spec, rounded)) continue;
     auto twin = std::make_shared<ir::KernelSpec>(*spec);
     twin->kind = ir::KernelKind::Attention;
     twin->finalize();
@@ -346,18 +349,40 @@ std::shared_ptr<detail::GraphImpl> attention_example(std::mt19937_64& rng) {
   return g.impl();
 }
 
-RuleInfo online_softmax_rule() {
+// Attention written by hand on f16/bf16 tensors: matmul, softmax and matmul each widen
+// their operands and round their result, so the weights P reach the second product
+// rounded to the half (P' = cast_f32(cast_half(P))). A streaming kernel never holds the
+// final P_j, so it cannot round them: it computes the product with the unrounded
+// weights, which differs from the body by that rounding (relative 2^-11 for f16, 2^-8
+// for bf16, per weight). Not exact, so the rule for these bodies is fast-math.
+std::shared_ptr<detail::GraphImpl> rounded_attention_example(std::mt19937_64& rng) {
+  auto dim = [&] { return static_cast<int64_t>(1 + rng() % 4); };
+  Graph g;
+  const int64_t s = dim(), d = dim(), h = dim(), sk = s + static_cast<int64_t>(rng() % 3);
+  const DType dt = rng() % 2 ? DType::f16 : DType::bf16;
+  Tensor q = g.input("q", {h, s, d}, dt), k = g.input("k", {h, sk, d}, dt), v = g.input("v", {h, sk, d + 1}, dt);
+  Tensor sc = matmul(q, transpose(k, 1, 2)) * static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  if (rng() % 2) sc = where(tril_mask(Dim(s), Dim(sk)), sc, -INFINITY);
+  g.output("y", matmul(softmax(sc, -1), v));
+  return g.impl();
+}
+
+RuleInfo online_softmax_rule(bool rounded) {
   RuleInfo r;
-  r.name = "online-softmax";
-  r.doc = "kernel[attention, two passes: max, then sums](slots) = kernel[attention, online softmax over key "
-          "blocks, fully masked blocks skipped](slots)";
+  r.name = rounded ? "online-softmax-rounded-weights" : "online-softmax";
+  r.doc = rounded ? "kernel[attention, two passes, weights rounded to f16/bf16 before the second product](slots) ~ "
+                    "kernel[attention, online softmax, weights unrounded](slots)"
+                  : "kernel[attention, two passes: max, then sums](slots) = kernel[attention, online softmax over key "
+                    "blocks, fully masked blocks skipped](slots)";
+  r.fast_math = rounded;
   // Any class (a bare variable): the applier looks at the class's kernel nodes.
   egraph::Pattern<ir::TensorLang> any;
   any.nodes.push_back({});
   any.nodes.back().var = 0;
   any.var_names[0] = "?k";
-  r.rule = std::make_shared<const TensorRule>(TensorRule("online-softmax", {any}, {}, stream_attention));
-  r.example = attention_example;
+  r.rule = std::make_shared<const TensorRule>(
+      TensorRule(r.name, {any}, {}, [rounded](ir::EGraph& g, const egraph::Match& m) { stream_attention(g, m, rounded); }));
+  r.example = rounded ? rounded_attention_example : attention_example;
   return r;
 }
 
@@ -374,7 +399,8 @@ RuleSet fusion_rules() {
               }(),
               pass_rule("gemm-tile-configs", gemm_tiles, Exact,
                         "gemm kernel = the same gemm with each of the target's tile configurations"),
-              online_softmax_rule(),
+              online_softmax_rule(false),
+              online_softmax_rule(true),
           }};
 }
 

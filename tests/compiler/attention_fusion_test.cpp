@@ -112,3 +112,41 @@ TEST_CASE("f16 and bf16 attention compiles to one attention kernel that reads an
     }
   }
 }
+// Attention written by hand on f16/bf16 tensors (matmul, softmax, matmul): each op
+// widens its operands and rounds its result, so the weights reach the second product
+// rounded to the half. The streaming kernel cannot round weights it never finishes: the
+// rule that streams these bodies (online-softmax-rounded-weights) is fast-math, so
+// without fast_math the program keeps the rounding (no Attention kernel), with it the
+// whole attention is one kernel, within the weights' rounding of the interpreter.
+TEST_CASE("attention written on f16/bf16 tensors streams only under fast_math", "[compiler][fusion][attention][half]") {
+  for (DType dt : {f16, bf16})
+    for (bool causal : {true, false}) {
+      Graph g;
+      Tensor q = g.input("q", {3, 5, 8}, dt), k = g.input("k", {3, 7, 8}, dt), v = g.input("v", {3, 7, 6}, dt);
+      Tensor sc = matmul(q, transpose(k, 1, 2)) * 0.35f;
+      if (causal) sc = where(tril_mask(Dim(5), Dim(7)), sc, -INFINITY);
+      g.output("y", matmul(softmax(sc, -1), v));
+      INFO(dtype_name(dt) << " causal " << causal);
+      auto exact = test::validate(g);
+      CHECK(exact.error <= 1.0);
+      CHECK(count_kind(exact.program, ir::KernelKind::Attention) == 0);
+      CompileOptions fm;
+      fm.fast_math = true;
+      auto fast = test::validate(g, fm);
+      INFO(fast.program.report.to_string());
+      CHECK(fast.program.report.kernels == 1);
+      REQUIRE(count_kind(fast.program, ir::KernelKind::Attention) == 1);
+      for (const auto& st : fast.program.plan->steps) {
+        kernel::Program p = lowered(*st.spec);
+        REQUIRE(p.kernels.size() == 1);
+        CHECK(p.kernels[0].kind == kernel::KernelKind::Attention);
+      }
+      // Within the weights' rounding (and the output's): against the interpreter.
+      auto in = test::random_inputs(*g.impl(), 1);
+      std::map<std::string, const HostTensor*> ptrs;
+      for (const auto& [name, t] : in) ptrs.emplace(name, &t);
+      const double tol = dt == f16 ? 4e-3 : 3e-2;
+      CHECK(test::compare_outputs(fast.program.exe->run({}, ptrs), detail::reference::run(*g.impl(), {}, ptrs), tol,
+                                  tol) <= 1.0);
+    }
+}

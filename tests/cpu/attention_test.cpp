@@ -290,3 +290,29 @@ TEST_CASE("cpu: f16 and bf16 scaled_dot_product_attention runs as one generated 
       CHECK(lm::test::compare_outputs(f(in), want, tol, tol) <= 1.0);
     }
 }
+
+// Attention written by hand on f16/bf16 tensors rounds its weights to the half before
+// the second product; only the fast-math rule streams it (the kernel keeps the weights
+// in f32). On the CPU: one generated kernel, within the weights' rounding of the interpreter.
+TEST_CASE("cpu: hand-written f16/bf16 attention streams under fast_math", "[cpu][attention][e2e][half]") {
+  for (lm::DType dt : {lm::f16, lm::bf16}) {
+    lm::Graph g;
+    lm::Tensor q = g.input("q", {4, 24, 16}, dt), kk = g.input("k", {4, 40, 16}, dt), v = g.input("v", {4, 40, 8}, dt);
+    lm::Tensor sc = lm::matmul(q, lm::transpose(kk, 1, 2)) * 0.25f;
+    sc = lm::where(lm::tril_mask(lm::Dim(24), lm::Dim(40)), sc, -INFINITY);
+    g.output("y", lm::matmul(lm::softmax(sc, -1), v));
+    lm::CompileOptions o;
+    o.fast_math = true;
+    lm::Callable f = lm::compile(g, lm::Target::cpu(), o);
+    INFO(lm::dtype_name(dt) << ": " << f.report().to_string());
+    CHECK(f.report().kernels == 1);
+    CHECK(f.report().generated_kernels == 1);
+    CHECK(f.report().interpreted_kernels == 0);
+    auto in = lm::test::random_inputs(*g.impl(), 9);
+    std::map<std::string, const lm::HostTensor*> ptrs;
+    for (const auto& [name, t] : in) ptrs.emplace(name, &t);
+    auto want = lm::detail::reference::run(*g.impl(), {}, ptrs);
+    const double tol = dt == lm::f16 ? 4e-3 : 3e-2;
+    CHECK(lm::test::compare_outputs(f(in), want, tol, tol) <= 1.0);
+  }
+}
