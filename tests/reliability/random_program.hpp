@@ -1,5 +1,5 @@
 // Random well-typed programs for differential testing (random_programs_test.cpp) and the
-// graph-building fuzzer (tests/fuzz/graph_fuzz.cpp). One generator, driven by a Chooser:
+// graph-building fuzzer (tests/fuzz/fuzz_graph_build.cpp). One generator, driven by a Chooser:
 // an RNG for the differential test, the fuzzer's bytes for the fuzzer.
 //
 // A program has 1-3 f32 inputs over constant dims and one symbolic dim B in [1, 6], then
@@ -9,9 +9,12 @@
 // permute, reshape, unsqueeze + expand, slice, pad, concat, flatten) and f16/bf16 casts.
 // Ops are chosen so that results stay continuous in their inputs (no argmax, no
 // comparisons that flip), and domains are guarded (log(|x| + 1), sqrt|x|, x / (|y| + .5)):
-// a compiled program and the interpreter must then agree within rounding.
+// a compiled program and the interpreter must then agree within rounding. The fuzzer can
+// also make one op invalid (invalid_op: bad axes, shapes, sizes, dtypes, operands), which
+// must throw the lm::Error subclass the API defines, or build with a shape guard.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -50,6 +53,12 @@ struct ByteChooser final : Chooser {
 struct RandomProgram {
   std::vector<std::string> ops;  ///< what was built, in order (for the report)
   bool has_half = false;         ///< some value went through f16/bf16
+  /// The invalid op attempted (`invalid_at`; empty: none), and the lm::Error subclass the
+  /// API defines for it; nullptr: a shape guard decides at call time (the op builds, and a
+  /// call whose dims break it is refused with a RuntimeError).
+  std::string invalid;
+  const char* expected_error = nullptr;
+  bool invalid_accepted = false;  ///< an op that must throw built: a validation bug
 };
 
 // "x3": appended (GCC 12 reports a false -Wrestrict for "x" + std::to_string(i)).
@@ -59,13 +68,150 @@ inline std::string numbered(const char* stem, int i) {
   return s;
 }
 
+/// An op on `x` that the API defines as an error (the graph fuzzer's "throws an lm::Error"
+/// branch): bad axes, permutations, reshape sizes, broadcasts, inner dims, dtypes, null
+/// tensors and tensors of another graph. Sets rp.invalid and rp.expected_error first, so a
+/// caller that catches the throw knows what was tried. Returns the result when the op
+/// builds: with a guard (expected_error nullptr), or wrongly (the caller checks).
+inline Tensor invalid_op(Graph& g, Chooser& ch, const Tensor& x, RandomProgram& rp,
+                         const std::string& prefix) {
+  const int r = static_cast<int>(x.rank());
+  const int64_t last = r == 0 ? -1 : x.shape().back().as_constant().value_or(-1);
+  auto shape_error = [&](const char* what) { rp.invalid = what, rp.expected_error = "ShapeError"; };
+  auto dtype_error = [&](const char* what) { rp.invalid = what, rp.expected_error = "DTypeError"; };
+  auto bad_axis = [&] {
+    return ch.pick(2) ? r + 1 + static_cast<int>(ch.pick(2)) : -(r + 1) - static_cast<int>(ch.pick(2));
+  };
+  switch (ch.pick(22)) {
+    case 0:
+      shape_error("sum over an axis out of range");
+      return sum(x, bad_axis());
+    case 1: {
+      std::vector<int> axes;
+      for (int i = 0; i < std::max(r, 1) + (r >= 2 ? 0 : 1); ++i) axes.push_back(i);
+      if (r >= 2) axes[1 + ch.pick(static_cast<uint32_t>(r - 1))] = 0;  // axis 0 twice
+      shape_error("permute by a non-permutation");
+      return permute(x, axes);
+    }
+    case 2:
+      shape_error("transpose of an axis out of range");
+      return transpose(x, 0, bad_axis());
+    case 3:
+      shape_error("reshape with two -1");
+      return reshape(x, {Dim(-1), Dim(-1)});
+    case 4:
+      shape_error("reshape to a negative dim");
+      return reshape(x, {Dim(-2 - static_cast<int64_t>(ch.pick(3)))});
+    case 5: {  // another element count: certain for constant shapes, a guard with B
+      Dim n(1);
+      for (const Dim& d : x.shape()) n = n * d;
+      if (auto c = n.as_constant()) {
+        shape_error("reshape to another element count");
+        return reshape(x, {Dim(*c + 1 + static_cast<int64_t>(ch.pick(3)))});
+      }
+      const DimBindings at{{prefix + "B", 1 + static_cast<int64_t>(ch.pick(4))}};
+      rp.invalid = "reshape to the element count of one B (a guard)";
+      return reshape(x, {Dim(n.evaluate(at))});
+    }
+    case 6:
+      if (last >= 2) {  // [..., c] and [c + 1]: neither is 1
+        shape_error("add of shapes that do not broadcast");
+        return x + full({Dim(last + 1)}, 1.0f);
+      }
+      shape_error("sum over an axis out of range");
+      return sum(x, bad_axis());
+    case 7:
+      if (r == 0) {
+        shape_error("matmul of a tensor without dims");
+        return matmul(x, g.input(prefix + "wbad", {2, 2}));
+      }
+      if (last >= 1) {
+        shape_error("matmul with different inner dims");
+        return matmul(x, g.input(prefix + "wbad", {Dim(last + 1), Dim(2)}));
+      }
+      shape_error("cumsum over an axis out of range");
+      return cumsum(x, bad_axis());
+    case 8:
+      dtype_error("where with a float condition");
+      return where(x, x, 0.0f);
+    case 9: {
+      Tensor b = less(x, 0.0f);
+      dtype_error("add of bool tensors");
+      return b + b;
+    }
+    case 10:
+      dtype_error("logical_not of a float tensor");
+      return logical_not(x);
+    case 11:
+      dtype_error("softmax of an i32 tensor");
+      return softmax(cast(x, i32), -1);
+    case 12:
+      dtype_error("embedding with float ids");
+      return embedding(full({4, 2}, 1.0f), x);
+    case 13: {
+      Graph other;
+      Tensor o = other.input("o", {1});
+      shape_error("add of a tensor of another graph");
+      return ch.pick(2) ? x + o : o * x;
+    }
+    case 14:
+      shape_error("an op on a null tensor");
+      return ch.pick(2) ? x + Tensor() : relu(Tensor());
+    case 15:
+      shape_error("slice with step < 1");
+      return slice(x, 0, 0, 1, -static_cast<int64_t>(ch.pick(2)));
+    case 16: {
+      std::vector<Dim> s = x.shape();
+      size_t i = 0;
+      while (i < s.size() && (!s[i].as_constant() || *s[i].as_constant() == 1)) ++i;
+      if (i < s.size()) {
+        s[i] = Dim(*s[i].as_constant() + 1);
+        shape_error("expand of a dim that is not 1");
+      } else if (r >= 1) {
+        s.pop_back();
+        shape_error("expand to fewer dims");
+      } else {
+        s = {Dim(-1)};
+        shape_error("expand with a new leading -1");
+      }
+      return expand(x, s);
+    }
+    case 17:
+      if (ch.pick(4) == 0) {
+        shape_error("concat of no tensors");
+        return concat({}, 0);
+      }
+      shape_error("concat of different ranks");
+      return concat({x, unsqueeze(x, 0)}, 0);
+    case 18: {
+      shape_error("pad of more axes than the rank");
+      return pad(x, std::vector<std::pair<Dim, Dim>>(static_cast<size_t>(r + 1), {Dim(1), Dim(0)}));
+    }
+    case 19:
+      shape_error("flatten with start after end");
+      return r >= 2 ? flatten(x, 1, 0) : r == 1 ? flatten(x, 0, 2) : unsqueeze(x, 2);
+    case 20:
+      shape_error("unsqueeze at an axis out of range");
+      return unsqueeze(x, r + 2 + static_cast<int>(ch.pick(2)));
+    default:
+      if (r >= 1 && last >= 1) {
+        shape_error("layer_norm with a weight of another size");
+        return layer_norm(x, full({Dim(last + 1)}, 1.0f), Tensor());
+      }
+      dtype_error("layer_norm of an i32 tensor");
+      return layer_norm(cast(x, i32), Tensor(), Tensor());
+  }
+}
+
 /// Builds a random program of `min_ops`..`max_ops` ops into `g` (inputs, outputs).
 /// `prefix` goes before every name the program declares (its dim, inputs and outputs), so
 /// that several programs can share one graph (the differential test compiles them in
 /// batches); it consumes no choices, so a seed builds the same program with any prefix.
-inline RandomProgram build_random_program(Graph& g, Chooser& ch, int min_ops = 20, int max_ops = 60,
-                                          const std::string& prefix = "") {
-  RandomProgram rp;
+/// `invalid_at` >= 0 makes op number `invalid_at` an invalid_op (the graph fuzzer); -1
+/// consumes no choice for it, so a seed builds the same program as before it existed.
+/// Fills `rp` as it goes, so a caller that catches a throw knows how far it got.
+inline void build_random_program_into(RandomProgram& rp, Graph& g, Chooser& ch, int min_ops = 20,
+                                      int max_ops = 60, const std::string& prefix = "", int invalid_at = -1) {
   const Dim B = g.dim(prefix + "B", 1, 6);
   const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 16};
   auto cdim = [&] { return Dim(sizes[ch.pick(8)]); };
@@ -111,7 +257,17 @@ inline RandomProgram build_random_program(Graph& g, Chooser& ch, int min_ops = 2
     Tensor x = any();
     Tensor y;
     std::string what;
-    switch (ch.pick(8)) {
+    if (step == invalid_at) {
+      y = invalid_op(g, ch, x, rp, prefix);
+      if (rp.expected_error) {
+        rp.invalid_accepted = true;
+        return;
+      }
+      what = rp.invalid;
+    }
+    switch (y.valid() ? 8 : ch.pick(8)) {
+      case 8:  // the invalid op built (with a guard)
+        break;
       case 0:
       case 1: {  // unary
         static const char* names[] = {"neg",  "abs",  "exp",   "sin",      "cos",  "tanh",  "sigmoid", "relu",
@@ -314,6 +470,12 @@ inline RandomProgram build_random_program(Graph& g, Chooser& ch, int min_ops = 2
     const size_t j = n_inputs + ch.pick(static_cast<uint32_t>(pool.size() - static_cast<size_t>(n_inputs)));
     g.output(prefix + numbered("out", i), pool[j]);
   }
+}
+
+inline RandomProgram build_random_program(Graph& g, Chooser& ch, int min_ops = 20, int max_ops = 60,
+                                          const std::string& prefix = "") {
+  RandomProgram rp;
+  build_random_program_into(rp, g, ch, min_ops, max_ops, prefix);
   return rp;
 }
 
