@@ -172,6 +172,7 @@ int main(int argc, char** argv) try {
   std::printf("model: %s, weights %s %.1f MB; %d threads; prompt %d, %d decode steps, medians of %d\n",
               c.summary().c_str(), model.weight_dtype().c_str(), model.weight_bytes() / 1e6, threads, P, D, reps);
   std::printf("compile (both graphs): %.3f s; prefill %s\n", compile_s, s.prefill_fn().report().to_string().c_str());
+  std::printf("decode %s\n", s.decode_fn().report().to_string().c_str());
   std::printf("%-10s %14s %14s\n", "", "prefill tok/s", "decode tok/s");
   std::printf("%-10s %14.1f %14.2f\n", "luminal", ours.prefill, ours.decode);
   if (cpp.ok)

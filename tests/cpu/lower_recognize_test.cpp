@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/tensor_lang.hpp"
+#include "kernel/kernel_eval.hpp"
 #include "kernel/lower/lower_spec.hpp"
 #include "kernel/lower/recognize.hpp"
 #include "luminal/luminal.hpp"
@@ -134,4 +135,49 @@ TEST_CASE("recognize_row_reduction: the reduction behind an elementwise tail", "
   auto n = kl::recognize_row_reduction(*h.impl(), root_of(h));
   CHECK_FALSE(n.plan);
   CHECK(!n.why.empty());
+}
+
+TEST_CASE("lowering: unit axes get no loop, so the contiguous axis is the innermost one", "[cpu][lower]") {
+  // A decode step's P.V per head, as the model writes it: o[h, 0, d, 0] = sum_k p[h, 0, k, 0]
+  // * v[k, h, d] with keepdim-style unit axes around it. With a loop per unit axis the
+  // innermost loop had extent 1 and the renderers vectorized nothing along d (V was read
+  // with a stride of H * D along the keys, one lane per cache line).
+  const int64_t H = 3, K = 7, D = 5;
+  lm::Graph g;
+  lm::Tensor p = g.input("%0", {H, 1, K, 1});
+  lm::Tensor v = g.input("%1", {K, H, D});
+  lm::Tensor vt = lm::reshape(lm::permute(v, {1, 0, 2}), {H, 1, K, D});
+  g.output("out", lm::reshape(lm::sum(lm::expand(p, {H, 1, K, D}) * vt, {2}), {H, 1, D, 1}));
+  kn::Program prog = buffers_for(g, 2);
+  const auto failed = kl::lower_spec(spec_of(g, lm::ir::KernelKind::Elementwise, 2), {0, 1}, 2, "k", prog);
+  REQUIRE_FALSE(failed);
+  kn::validate(prog);
+  bool found = false;
+  for (const auto& k : prog.kernels) {
+    for (const auto& l : k.loops) CHECK_FALSE(l.extent.as_constant() == int64_t{1});
+    if (k.reduce) {
+      REQUIRE_FALSE(k.loops.empty());
+      CHECK(k.loops.back().extent.as_constant() == D);
+      found = true;
+    }
+  }
+  CHECK(found);
+  // The values, against the sum written out.
+  std::vector<float> ps(H * K), vs(K * H * D), out(H * D, -1.f);
+  for (size_t i = 0; i < ps.size(); ++i) ps[i] = 0.25f * static_cast<float>(i % 9) - 1.f;
+  for (size_t i = 0; i < vs.size(); ++i) vs[i] = 0.5f * static_cast<float>(i % 7) - 1.5f;
+  std::vector<std::vector<float>> scratch(prog.buffers.size());
+  std::vector<void*> ptrs{ps.data(), vs.data(), out.data()};
+  for (size_t b = 3; b < prog.buffers.size(); ++b) {
+    scratch[b].resize(static_cast<size_t>(prog.buffers[b].elements.evaluate({}, {})));
+    ptrs.push_back(scratch[b].data());
+  }
+  kn::evaluate(prog, ptrs, {});
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t d = 0; d < D; ++d) {
+      float want = 0;
+      for (int64_t k = 0; k < K; ++k)
+        want += ps[static_cast<size_t>(h * K + k)] * vs[static_cast<size_t>((k * H + h) * D + d)];
+      CHECK(out[static_cast<size_t>(h * D + d)] == Approx(want).epsilon(1e-6));
+    }
 }

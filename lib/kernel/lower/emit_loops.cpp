@@ -22,6 +22,14 @@ std::vector<kernel::Loop> Lowerer::loops_over(const std::vector<Index>& dims, st
                                               bool parallel) {
   std::vector<kernel::Loop> loops;
   for (const auto& d : dims) {
+    // A unit axis needs no loop: its index is 0. A trailing one would otherwise be the
+    // innermost loop, and every renderer takes the innermost loop for the vector lanes
+    // (a [H, 1, D, 1] output reduced along keys got a one-lane "row" loop, so its
+    // contiguous axis D was never vectorized).
+    if (d.as_constant() == int64_t{1}) {
+      vars.push_back(Index(0));
+      continue;
+    }
     kernel::Loop l;
     l.var = new_var();
     ctx_.extents[l.var] = d;
