@@ -6,6 +6,9 @@
 // Shapes of a Llama-3-8B layer: 32 query heads, 8 KV heads (grouped, repeated as views),
 // head dim 128, causal; prefill of S tokens and one decode step over S past tokens.
 // Counters: GFLOP/s counts the products the causal mask leaves (both matmuls).
+// The F16 variants take q, k, v in f16 (the op widens them and rounds the result): the
+// fused kernel reads and writes halves; before the lowering took them (2026-12-02) the
+// f16 plan's Attention kernel lowered as loops, which is what the unfused plan bounds.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -28,23 +31,24 @@ struct Attn {
   double flops = 0;
 };
 
-lm::HostTensor rand_tensor(const std::vector<int64_t>& shape, std::mt19937_64& rng) {
+lm::HostTensor rand_tensor(const std::vector<int64_t>& shape, std::mt19937_64& rng, lm::DType dt) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> v(static_cast<size_t>(n));
   for (float& x : v) x = u(rng);
-  return lm::HostTensor::from(v, shape);
+  return lm::HostTensor::from_f32(v, shape, dt);
 }
 
 // q [H, Sq, hd]; k, v [KV, Sk, hd] repeated to H heads; causal (bottom-right aligned).
-Attn& get(int64_t sq, int64_t sk, bool fused) {
-  static std::map<std::tuple<int64_t, int64_t, bool>, Attn> cache;
-  auto key = std::make_tuple(sq, sk, fused);
+Attn& get(int64_t sq, int64_t sk, bool fused, lm::DType dt) {
+  static std::map<std::tuple<int64_t, int64_t, bool, lm::DType>, Attn> cache;
+  auto key = std::make_tuple(sq, sk, fused, dt);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   Attn& a = cache[key];
   const int64_t H = 32, KV = 8, hd = 128, G = H / KV;
-  lm::Tensor q = a.g.input("q", {H, sq, hd}), k = a.g.input("k", {KV, sk, hd}), v = a.g.input("v", {KV, sk, hd});
+  lm::Tensor q = a.g.input("q", {H, sq, hd}, dt), k = a.g.input("k", {KV, sk, hd}, dt),
+             v = a.g.input("v", {KV, sk, hd}, dt);
   auto rep = [&](const lm::Tensor& t) {
     return lm::reshape(lm::expand(lm::reshape(t, {KV, 1, sk, hd}), {KV, G, sk, hd}), {H, sk, hd});
   };
@@ -57,14 +61,15 @@ Attn& get(int64_t sq, int64_t sk, bool fused) {
   unsetenv("LUMINAL_CPU_ATTENTION_EFFICIENCY");
   int att = 0;
   for (const auto& st : plan.plan->steps) att += st.spec->kind == lm::ir::KernelKind::Attention ? 1 : 0;
-  std::printf("attention Sq %lld Sk %lld %s: %lld plan kernels (%d attention), %lld C kernels\n",
-              static_cast<long long>(sq), static_cast<long long>(sk), fused ? "fused" : "unfused",
+  std::printf("attention %s Sq %lld Sk %lld %s: %lld plan kernels (%d attention), %lld C kernels\n",
+              std::string(lm::dtype_name(dt)).c_str(), static_cast<long long>(sq), static_cast<long long>(sk),
+              fused ? "fused" : "unfused",
               static_cast<long long>(plan.report.kernels), att,
               static_cast<long long>(a.f.report().generated_kernels));
   std::mt19937_64 rng(1);
-  a.in.emplace("q", rand_tensor({H, sq, hd}, rng));
-  a.in.emplace("k", rand_tensor({KV, sk, hd}, rng));
-  a.in.emplace("v", rand_tensor({KV, sk, hd}, rng));
+  a.in.emplace("q", rand_tensor({H, sq, hd}, rng, dt));
+  a.in.emplace("k", rand_tensor({KV, sk, hd}, rng, dt));
+  a.in.emplace("v", rand_tensor({KV, sk, hd}, rng, dt));
   a.out = a.f(a.in);
   // Products under the causal mask: query i sees sk - sq + i + 1 keys.
   double seen = 0;
@@ -73,8 +78,8 @@ Attn& get(int64_t sq, int64_t sk, bool fused) {
   return a;
 }
 
-void run(benchmark::State& st, bool fused) {
-  Attn& a = get(st.range(0), st.range(1), fused);
+void run(benchmark::State& st, bool fused, lm::DType dt = lm::f32) {
+  Attn& a = get(st.range(0), st.range(1), fused, dt);
   for (auto _ : st) {
     auto s = a.f.run(a.in, a.out);
     if (!s.ok) st.SkipWithError(s.message.c_str());
@@ -84,12 +89,18 @@ void run(benchmark::State& st, bool fused) {
 
 void BM_AttentionFused(benchmark::State& st) { run(st, true); }
 void BM_AttentionUnfused(benchmark::State& st) { run(st, false); }
+void BM_AttentionFusedF16(benchmark::State& st) { run(st, true, lm::f16); }
+void BM_AttentionUnfusedF16(benchmark::State& st) { run(st, false, lm::f16); }
 
 // {Sq, Sk}: prefill 128 and 512, decode one token over 512 and 4096 past tokens.
 #define LM_ATTN_ARGS ->Args({128, 128})->Args({512, 512})->Args({1, 512})->Args({1, 4096})
 BENCHMARK(BM_AttentionFused) LM_ATTN_ARGS->Unit(benchmark::kMicrosecond)->UseRealTime()->Repetitions(5)
     ->ReportAggregatesOnly(true);
 BENCHMARK(BM_AttentionUnfused) LM_ATTN_ARGS->Unit(benchmark::kMicrosecond)->UseRealTime()->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_AttentionFusedF16) LM_ATTN_ARGS->Unit(benchmark::kMicrosecond)->UseRealTime()->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_AttentionUnfusedF16) LM_ATTN_ARGS->Unit(benchmark::kMicrosecond)->UseRealTime()->Repetitions(5)
     ->ReportAggregatesOnly(true);
 
 }  // namespace

@@ -488,6 +488,14 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
             w.bytes_concat += numel[below] * 4;
             continue;
           }
+          // Attention reads a V widened from a stored half in place (the renderers
+          // convert as they read): no round trip either.
+          if (att && !staged && nodes[below].op == PrimOp::Cast && nodes[below].dtype == DType::f32) {
+            uint32_t x = nodes[below].inputs[0];
+            while (is_view(to_op(nodes[x].op))) x = nodes[x].inputs[0];
+            if (is_leaf(to_op(nodes[x].op)) && (nodes[x].dtype == DType::f16 || nodes[x].dtype == DType::bf16))
+              below = x;
+          }
           if (!is_leaf(to_op(nodes[below].op)) && !staged)
             w.bytes_scratch += 2 * numel[src] * static_cast<double>(dtype_size(nodes[src].dtype));
         }

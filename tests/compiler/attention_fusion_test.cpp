@@ -150,3 +150,23 @@ TEST_CASE("attention written on f16/bf16 tensors streams only under fast_math", 
                                   tol) <= 1.0);
     }
 }
+// At a Llama-3-8B layer's shapes (32 query heads, 8 KV heads, head dim 128): a decode
+// step over 512 keys and a 128-token prefill are one Attention kernel for half q, k, v as
+// for f32. (The cost model charged a V widened from halves a copy the lowering does not
+// make, so the decode step took three kernels.)
+TEST_CASE("f16/bf16 attention at Llama shapes is one kernel, decode and prefill", "[compiler][fusion][attention][half]") {
+  for (DType dt : {f32, f16, bf16})
+    for (auto [sq, sk] : {std::pair<int64_t, int64_t>{1, 512}, {128, 128}}) {
+      Graph g;
+      const int64_t H = 32, KV = 8, G = 4, hd = 128;
+      Tensor q = g.input("q", {H, sq, hd}, dt), k = g.input("k", {KV, sk, hd}, dt), v = g.input("v", {KV, sk, hd}, dt);
+      auto rep = [&](const Tensor& t) {
+        return reshape(expand(reshape(t, {KV, 1, sk, hd}), {KV, G, sk, hd}), {H, sk, hd});
+      };
+      g.output("y", scaled_dot_product_attention(q, rep(k), rep(v), sq > 1));
+      auto p = compiler::compile_graph(*g.impl(), Target::cpu(), {});
+      INFO(dtype_name(dt) << " Sq " << sq << " Sk " << sk << ": " << p.report.to_string());
+      CHECK(p.report.kernels == 1);
+      CHECK(count_kind(p, ir::KernelKind::Attention) == 1);
+    }
+}
