@@ -13,7 +13,9 @@
 // graphs over the ranks, and every rank computes the same tokens; rank 0 prints them.
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +53,43 @@ std::vector<int32_t> parse_tokens(const std::string& s) {
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Bytes of the weights this process holds for the session: each param's region (its shard
+// on a rank of a tensor-parallel job, else the whole weight), counted once per name.
+int64_t held_weight_bytes(const llama::Model& model, const llama::Session& s) {
+  std::map<std::string, int64_t> held;
+  for (const lm::Callable* fn : {&s.prefill_fn(), &s.decode_fn()})
+    for (const std::string& name : fn->param_names()) {
+      const lm::ParamRegion r = fn->param_region(name);
+      int64_t n = static_cast<int64_t>(lm::dtype_size(model.weights().at(name).dtype()));
+      for (size_t a = 0; a < r.end.size(); ++a) n *= r.end[a] - r.start[a];
+      held[name] = std::max(held[name], n);
+    }
+  int64_t total = 0;
+  for (const auto& [name, n] : held) total += n;
+  return total;
+}
+
+// This process's resident memory from /proc/self/status: "VmRSS 123.4 MB (anon 100.2,
+// file 23.2)"; "" where it cannot be read.
+std::string resident_memory() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return "";
+  char line[256];
+  double rss = -1, anon = -1, file = -1;
+  while (std::fgets(line, sizeof line, f)) {
+    double kb = 0;
+    if (std::sscanf(line, "VmRSS: %lf", &kb) == 1) rss = kb;
+    if (std::sscanf(line, "RssAnon: %lf", &kb) == 1) anon = kb;
+    if (std::sscanf(line, "RssFile: %lf", &kb) == 1) file = kb;
+  }
+  std::fclose(f);
+  if (rss < 0) return "";
+  char out[128];
+  std::snprintf(out, sizeof out, "VmRSS %.1f MB (anon %.1f, file %.1f)", rss * 1024 / 1e6, anon * 1024 / 1e6,
+                file * 1024 / 1e6);
+  return out;
+}
 
 }  // namespace
 
@@ -112,6 +151,8 @@ int main(int argc, char** argv) try {
     generated.push_back(next);
   }
   const double decode_s = seconds_since(t0);
+  progress("weights held: " + std::to_string(held_weight_bytes(model, session) / 1000000) + " MB of " +
+           std::to_string(model.weight_bytes() / 1000000) + " MB; resident after generating: " + resident_memory());
   if (comm && comm->rank() != 0) return 0;  // every rank has the same tokens: one prints
 
   std::printf("model: %s; weights %s, %.1f MB, loaded in %.3f s\n", c.summary().c_str(),

@@ -161,7 +161,9 @@ Model Model::load(const std::string& dir, const Progress& progress) {
   namespace fs = std::filesystem;
   Config c = Config::from_file((fs::path(dir) / "config.json").string());
   if (progress) progress("loading " + c.summary());
-  return Model(c, lm::load_safetensors(dir));
+  Model m(c, lm::load_safetensors(dir));
+  m.source_ = dir;
+  return m;
 }
 
 std::string Model::weight_dtype() const {
@@ -191,8 +193,16 @@ Session::Session(const Model& model, lm::Target target, lm::CompileOptions optio
   if (progress) progress("compiling decode for " + target.to_string());
   decode_ = lm::compile(model.decode_graph(), target, options);
   compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  for (lm::Callable* fn : {&prefill_, &decode_})
-    for (const std::string& name : fn->param_names()) fn->bind(name, model.weights().at(name));
+  // One rank of a tensor-parallel job binds only its shard of each split weight, read
+  // from the file (shared by both programs); a whole-weight bind would copy the shard out
+  // per program. One process binds views of the mapped file.
+  lm::Callable* fns[] = {&prefill_, &decode_};
+  if (options.communicator && !model.source().empty()) {
+    lm::bind_safetensors(std::span<lm::Callable* const>(fns), model.source());
+  } else {
+    for (lm::Callable* fn : fns)
+      for (const std::string& name : fn->param_names()) fn->bind(name, model.weights().at(name));
+  }
   logits_.resize(static_cast<size_t>(config_.vocab_size));
 }
 

@@ -51,6 +51,8 @@ class Model {
   /// "f32", "f16", "bf16" or "mixed".
   std::string weight_dtype() const;
   int64_t weight_bytes() const;
+  /// The weights' safetensors path (file, index or folder) when loaded from one, else "".
+  const std::string& source() const { return source_; }
 
   /// Prefill of S tokens from position 0 (S a symbolic dim in [1, max_position_embeddings]):
   /// inputs "tokens" i32 [S]; outputs "logits" f32 [1, vocab] (last position) and, per
@@ -65,6 +67,7 @@ class Model {
  private:
   Config config_;
   std::map<std::string, lm::HostTensor> weights_;
+  std::string source_;
 };
 
 /// Compiled prefill and decode graphs with their KV cache.

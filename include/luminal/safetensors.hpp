@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
 
 #include "luminal/host_tensor.hpp"
@@ -28,12 +29,18 @@ class Callable;
 
 /// Binds every param of `fn` from the safetensors file (or index, or folder) at `path`,
 /// by name, reading only the part each param's program reads (Callable::param_region).
-/// For one rank of a sharded program that is its block of each split weight: the block's
-/// bytes are copied from the file into memory of the weight's full shape whose other
-/// pages are never touched (reserved, not resident; they read as zeros, and the program
-/// never reads them). Whole params are bound as zero-copy views of the mapped file, as
+/// For one rank of a sharded program that is its block of each split weight: on the CPU
+/// target the program stores such a weight as its block (docs/distributed.md), so only
+/// the block's bytes are copied, into a tensor of the block's shape -- the rank holds 1/P
+/// of the weight -- and the file pages read for it are released again; programs that
+/// index the whole shape (the reference target) get the block in memory of the full shape
+/// whose other pages are never touched (they read as zeros, and the program never reads
+/// them). Whole params are bound as zero-copy views of the mapped file, as
 /// load_safetensors gives them. A missing tensor, or one of another dtype or shape than
 /// the param, throws RuntimeError.
 void bind_safetensors(Callable& fn, const std::string& path);
+/// The same for several programs of one model (a prefill and a decode step): a block
+/// that several of them read is copied once and shared.
+void bind_safetensors(std::span<Callable* const> fns, const std::string& path);
 
 }  // namespace luminal

@@ -366,10 +366,25 @@ struct Buffer {
   BufferRole role = BufferRole::Intermediate;
 };
 
+/// A param stored as a block of its declared shape (a rank's weight shard,
+/// docs/distributed.md): the buffer holds only the elements [start, start + dims) of the
+/// declared shape, row-major over dims, so element i of the declared shape lies at
+/// row_major(i - start, dims).
+struct BufferBlock {
+  std::vector<int64_t> start, dims;
+  bool operator==(const BufferBlock&) const = default;
+};
+
 struct Program {
   std::vector<Buffer> buffers;
   std::vector<std::string> symbols;
   std::vector<Kernel> kernels;
+  /// Buffers stored as a block of their declared shape, by buffer id (the rest: whole).
+  std::map<int, BufferBlock> blocks;
+  const BufferBlock* block(int b) const {
+    auto it = blocks.find(b);
+    return it == blocks.end() ? nullptr : &it->second;
+  }
 };
 
 /// Structural checks (buffer ids, dtypes of loads/stores, loop var uniqueness and scope,

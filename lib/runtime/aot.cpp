@@ -563,6 +563,10 @@ void Callable::save(const std::string& path) const {
   if (!exe)
     throw RuntimeError("[save] only programs compiled for the cpu target can be saved (this one is for " +
                        st.target.to_string() + ")");
+  if (!st.param_blocks.empty())
+    throw RuntimeError("[save] this program is one rank's share of a tensor-parallel program (compiled with a "
+                       "communicator of " + std::to_string(st.report.ranks) +
+                       " ranks): it stores weight shards and cannot be saved; save a program compiled without one");
   const std::string so = exe->library_bytes();
   aot::Writer w;
   w.str(st.target.to_string());

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "backends/cpu/cpu_executable.hpp"
+#include "dist/param_block.hpp"
 #include "graph/diagnostics.hpp"
 #include "runtime/call_control.hpp"
 #include "runtime/executable.hpp"
@@ -93,8 +94,20 @@ void Callable::bind(const std::string& name, HostTensor value) {
     throw RuntimeError("[bind] param '" + name + "' is " + std::string(dtype_name(value.dtype())) + " " +
                        ints(value.shape()) + ", declared " + std::string(dtype_name(node->dtype)) + " " +
                        shape_string(node->shape));
+  if (auto blk = st.param_blocks.find(name); blk != st.param_blocks.end() && value.shape() != dist::block_dims(blk->second)) {
+    // This rank stores only its block of the weight (docs/distributed.md): a whole weight
+    // is bound as a copy of the block; any other shape is an error.
+    std::vector<int64_t> whole;
+    for (const Dim& d : node->shape) whole.push_back(d.as_constant().value_or(-1));
+    if (value.shape() != whole)
+      throw RuntimeError("[bind] param '" + name + "' has shape " + ints(value.shape()) + "; compiled for " +
+                         std::to_string(st.report.ranks) + " ranks, this rank stores only its block " +
+                         dist::block_text(blk->second, whole) + ": bind that block or the whole weight");
+    value = dist::copy_block(value, blk->second);
+  }
+  const bool block = st.param_blocks.count(name) > 0;
   bool ok = value.shape().size() == node->shape.size();
-  for (size_t i = 0; ok && i < value.shape().size(); ++i) {
+  for (size_t i = 0; ok && i < value.shape().size() && !block; ++i) {
     // Symbolic dims of a param are checked at call time, once the dims are bound.
     if (auto c = node->shape[i].as_constant()) ok = *c == value.shape()[i];
   }
@@ -118,6 +131,8 @@ void Callable::bind(const std::map<std::string, HostTensor>& params) {
   const CallableState& st = state_of(state_);
   auto staging = std::make_shared<CallableState>();
   staging->graph = st.graph;
+  staging->param_blocks = st.param_blocks;
+  staging->report.ranks = st.report.ranks;
   Callable scratch(staging);
   for (const auto& [name, value] : params) scratch.bind(name, value);
   std::lock_guard<std::mutex> lock(state_->mu);
@@ -139,7 +154,7 @@ std::map<std::string, HostTensor> call(const CallableState& st, const std::map<s
                                        const CallControl& ctl) {
   if (!st.exe || !st.not_runnable.empty()) throw RuntimeError("[call] " + st.not_runnable);
   const std::shared_ptr<const CallableState::ParamMap> params = st.params_for_call();
-  const DimBindings dims = validate_call(*st.graph, inputs, *params);
+  const DimBindings dims = validate_call(*st.graph, inputs, *params, st.param_blocks);
   std::map<std::string, const HostTensor*> tensors;
   for (const auto& [name, t] : inputs) tensors[name] = &t;
   for (const auto& [name, t] : *params) tensors[name] = t.get();
@@ -198,7 +213,7 @@ Status Callable::run(const std::map<std::string, HostTensor>& inputs,
       // Steady state: validated in place, nothing allocated.
       const std::shared_ptr<const CallableState::ParamMap> params = st.params_for_call();
       if (direct->try_run_fast(inputs, *params, outputs, ctl)) return {};
-      const DimBindings dims = validate_call(*st.graph, inputs, *params);
+      const DimBindings dims = validate_call(*st.graph, inputs, *params, st.param_blocks);
       std::map<std::string, const HostTensor*> tensors;
       for (const auto& [name, t] : inputs) tensors[name] = &t;
       for (const auto& [name, t] : *params) tensors[name] = t.get();

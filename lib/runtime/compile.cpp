@@ -132,6 +132,7 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
     bo.arena_limits.idle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(options.arena_idle_seconds > 0 ? options.arena_idle_seconds : 0));
     bo.communicator = comm;
+    bo.param_blocks = state->param_regions;  // a rank stores only its shard of each weight
     auto exe = std::make_shared<const cpu::CpuExecutable>(plan, state->graph, bo);
     const cpu::CpuBuildInfo& info = exe->info();
     rep.generated_kernels = info.generated_kernels;
@@ -140,6 +141,7 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
     rep.intermediate_bytes = info.intermediate_bytes;
     rep.codegen_seconds = info.jit_seconds;
     rep.codegen = "cc " + cpu::Jit::global().short_identity();
+    state->param_blocks = info.param_blocks;
     if (info.interpreted > 0)
       rep.stop_reason +=
           "; " + std::to_string(info.interpreted) + " kernel(s) interpreted: " + info.interpreted_why;

@@ -40,6 +40,9 @@ struct CallableState {
   Target target = Target::reference();
   /// Params a rank's program reads only part of (dist::param_regions); absent: whole.
   std::map<std::string, ParamRegion> param_regions;
+  /// Of those, the params the program stores as their block (the CPU backend): bound with
+  /// the block's shape (bind() copies the block out of a whole weight).
+  std::map<std::string, ParamRegion> param_blocks;
 
   using ParamMap = std::map<std::string, std::shared_ptr<const HostTensor>>;
   mutable std::mutex mu;  // guards params and published
@@ -57,7 +60,9 @@ struct CallableState {
 };
 
 /// Validates a call (see Callable::operator()) and returns the dim bindings.
+/// `blocks`: params stored as a block (CallableState::param_blocks), bound with its shape.
 DimBindings validate_call(const GraphImpl& g, const std::map<std::string, HostTensor>& inputs,
-                          const std::map<std::string, std::shared_ptr<const HostTensor>>& params);
+                          const std::map<std::string, std::shared_ptr<const HostTensor>>& params,
+                          const std::map<std::string, ParamRegion>& blocks = {});
 
 }  // namespace luminal::detail

@@ -1,6 +1,7 @@
 // Call validation: names, dtypes, ranks, binding dims from concrete shapes, ranges and
 // guards. Everything here throws RuntimeError and touches no state, so a Callable
 // stays usable after a bad call.
+#include <deque>
 #include <set>
 
 #include "graph/diagnostics.hpp"
@@ -34,8 +35,10 @@ struct Slot {
 }  // namespace
 
 DimBindings validate_call(const GraphImpl& g, const std::map<std::string, HostTensor>& inputs,
-                          const std::map<std::string, std::shared_ptr<const HostTensor>>& params) {
+                          const std::map<std::string, std::shared_ptr<const HostTensor>>& params,
+                          const std::map<std::string, ParamRegion>& blocks) {
   std::vector<Slot> slots;
+  std::deque<Node> block_nodes;  // a param stored as a block is declared with the block's shape
   for (const auto& [name, t] : inputs) {
     bool found = false;
     for (uint32_t id : g.inputs) found = found || g.nodes[id].name == name;
@@ -58,6 +61,13 @@ DimBindings validate_call(const GraphImpl& g, const std::map<std::string, HostTe
     if (it == params.end() || !it->second)
       bad("param '" + n.name + "' " + shape_string(n.shape) + " is not bound: call bind(\"" + n.name +
           "\", ...)");
+    if (auto b = blocks.find(n.name); b != blocks.end()) {
+      Node& bn = block_nodes.emplace_back(n);
+      bn.shape.clear();
+      for (size_t a = 0; a < b->second.start.size(); ++a) bn.shape.emplace_back(b->second.end[a] - b->second.start[a]);
+      slots.push_back({&bn, it->second.get(), "param (this rank's block)"});
+      continue;
+    }
     slots.push_back({&n, it->second.get(), "param"});
   }
 

@@ -77,6 +77,7 @@ CallBinding::CallBinding(const detail::GraphImpl* graph, const compiler::KernelP
     l.param = param;
     for (size_t v = 0; v < p.leaf_name.size(); ++v)
       if (p.leaf_name[v] == l.node->name) l.value = static_cast<int>(v);
+    if (const kernel::BufferBlock* b = prog.block(l.value)) l.block = b->dims;
     leaves_.push_back(l);
   };
   for (uint32_t id : g.inputs) add_leaf(id, false);
@@ -136,6 +137,11 @@ bool CallBinding::bind(const std::map<std::string, HostTensor>& inputs,
       t = it->second.get();
     }
     if (t->dtype() != l.node->dtype || t->shape().size() != l.node->shape.size()) return false;
+    if (!l.block.empty()) {  // constant: the block this rank stores
+      if (t->shape() != l.block) return false;
+      if (l.value >= 0) leaf[static_cast<size_t>(l.value)] = t->data();
+      continue;
+    }
     for (size_t a = 0; a < l.node->shape.size(); ++a) {
       const Dim& d = l.node->shape[a];
       const int64_t v = t->shape()[a];

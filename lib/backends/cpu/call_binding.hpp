@@ -51,6 +51,7 @@ class CallBinding {
     bool param = false;
     int value = -1;             // plan value, -1 when the plan does not read it
     std::vector<int> axis_var;  // per axis: index into var_names_, -1 for a constant dim
+    std::vector<int64_t> block;  // a param stored as a block (kernel::Program::blocks): its shape
   };
   const detail::GraphImpl* graph_;
   std::vector<Leaf> leaves_;  // graph inputs then params

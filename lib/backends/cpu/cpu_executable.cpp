@@ -16,6 +16,7 @@
 #include "backends/cpu/call_binding.hpp"
 #include "backends/cpu/cpu_env.hpp"
 #include "backends/cpu/cpu_program.hpp"
+#include "dist/param_block.hpp"
 #include "backends/cpu/kernel_call.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "dist/collectives.hpp"
@@ -85,7 +86,7 @@ struct CpuExecutable::Impl {
        const CpuBuildOptions& opt)
       : graph(std::move(g)),
         // Another renderer (the emulated GPU targets') gets the lowering every backend takes.
-        lowered(opt.render ? lower_plan(p, opt.render_lower) : lower_plan(p, cpu_lower_options())),
+        lowered(lower_plan(p, opt.render ? opt.render_lower : cpu_lower_options(), opt.param_blocks)),
         arena(arena_buffers(p, lowered)),
         layouts(lowered.prog, arena),
         arenas(lowered.prog.buffers.size(), lowered.prog.symbols.size(), opt.arena_limits),
@@ -135,6 +136,7 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const compiler::KernelPlan> plan,
   info_.generated_kernels = static_cast<int64_t>(prog.kernels.size());
   info_.interpreted = m.lowered.interpreted;
   info_.interpreted_why = m.lowered.interpreted_why;
+  info_.param_blocks = stored_blocks(prog);
   if (!prog.kernels.empty()) {
     CProgram cp = opt.render ? opt.render(prog) : render_c(prog);
     source_ = std::move(cp.source);
@@ -191,12 +193,25 @@ void CpuExecutable::run_into(const DimBindings& dims, const std::map<std::string
     vals[i] = it->second;
   }
   std::vector<const std::byte*> leaf(p.leaf_name.size(), nullptr);
+  std::vector<HostTensor> blocks;  // whole params stored as blocks: their blocks, for this call
   for (size_t v = 0; v < p.leaf_name.size(); ++v) {
     if (p.leaf_name[v].empty()) continue;
     auto it = tensors.find(p.leaf_name[v]);
     if (it == tensors.end() || !it->second)
       throw RuntimeError("[compiled program] no data for '" + p.leaf_name[v] + "'");
     leaf[v] = it->second->data();
+    const kernel::BufferBlock* b = m.lowered.prog.block(static_cast<int>(v));
+    if (b && it->second->shape() != b->dims) {
+      // A caller of run() with the whole weight (translation validation): its block.
+      ParamRegion r{b->start, b->start};
+      for (size_t a = 0; a < r.end.size(); ++a) r.end[a] += b->dims[a];
+      if (!dist::block_inside(r, it->second->shape()))
+        throw RuntimeError("[compiled program] param '" + p.leaf_name[v] + "' is stored as its block " +
+                           dist::block_text(r, it->second->shape()) + " on this rank; it was given neither");
+      blocks.reserve(p.leaf_name.size());
+      blocks.push_back(dist::copy_block(*it->second, r));
+      leaf[v] = blocks.back().data();
+    }
   }
   execute(vals.data(), leaf.data(), &dims, outputs, ctl);
 }

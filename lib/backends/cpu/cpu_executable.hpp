@@ -31,6 +31,7 @@
 
 #include "backends/cpu/arena_pool.hpp"
 #include "backends/cpu/c_renderer.hpp"
+#include "backends/cpu/cpu_program.hpp"
 #include "backends/cpu/jit.hpp"
 #include "compiler/plan.hpp"
 #include "kernel/lower/lower_spec.hpp"
@@ -49,6 +50,9 @@ struct CpuBuildInfo {
   int64_t intermediate_bytes = 0;  ///< sum of the intermediates' sizes (no reuse)
   double jit_seconds = 0;          ///< render + compile (or cache load)
   std::string source_hash;         ///< hash_hex of the C source
+  /// The params stored as blocks of their declared shape (CpuBuildOptions::param_blocks,
+  /// less any an interpreted step reads): bound as that block, or whole (copied out per call).
+  ParamBlocks param_blocks;
 };
 
 struct CpuBuildOptions {
@@ -76,6 +80,9 @@ struct CpuBuildOptions {
   ArenaLimits arena_limits;
   /// The ranks' communicator when the plan has collectives (lib/dist): their steps call it.
   std::shared_ptr<Communicator> communicator;
+  /// Params to store as a block of their declared shape (a rank's weight shards,
+  /// dist::param_regions): the kernels index the block, so a rank holds only its shard.
+  ParamBlocks param_blocks;
 };
 
 class CpuExecutable final : public detail::Executable {

@@ -30,8 +30,8 @@ std::vector<const detail::Node*> value_nodes(const compiler::KernelPlan& p) {
   return out;
 }
 
-// One buffer per plan value, in value order.
-void add_value_buffers(const compiler::KernelPlan& p, LoweredPlan& out) {
+// One buffer per plan value, in value order; a param in `blocks` is stored as that block.
+void add_value_buffers(const compiler::KernelPlan& p, const ParamBlocks& blocks, LoweredPlan& out) {
   const size_t nv = p.leaf_name.size();
   out.direct_output.assign(nv, -1);
   for (size_t o = 0; o < p.outputs.size(); ++o) {
@@ -56,6 +56,16 @@ void add_value_buffers(const compiler::KernelPlan& p, LoweredPlan& out) {
                  ? (p.leaf_is_param[v] ? kernel::BufferRole::Param : kernel::BufferRole::Input)
              : out.direct_output[v] >= 0 ? kernel::BufferRole::Output
                                          : kernel::BufferRole::Intermediate;
+    auto blk = b.role == kernel::BufferRole::Param && node[v] ? blocks.find(p.leaf_name[v]) : blocks.end();
+    if (blk != blocks.end() && blk->second.start.size() == node[v]->shape.size()) {
+      kernel::BufferBlock bb{blk->second.start, {}};
+      b.elements = kernel::Index(1);
+      for (size_t a = 0; a < bb.start.size(); ++a) {
+        bb.dims.push_back(blk->second.end[a] - blk->second.start[a]);
+        b.elements = b.elements * kernel::Index(bb.dims.back());
+      }
+      out.prog.blocks.emplace(static_cast<int>(v), std::move(bb));
+    }
     out.prog.buffers.push_back(b);
   }
 }
@@ -188,6 +198,10 @@ std::string renamed(const std::string& s, const std::string& from, const std::st
 bool copy_lowered(const Lowered& first, const std::vector<int>& args, int result, const std::string& name,
                   kernel::Program& prog) {
   if (!same_aliasing(first.args, first.result, args, result)) return false;
+  for (size_t i = 0; i < args.size(); ++i) {  // a param stored as a block is indexed as one
+    const kernel::BufferBlock *a = prog.block(first.args[i]), *b = prog.block(args[i]);
+    if ((a == nullptr) != (b == nullptr) || (a && !(*a == *b))) return false;
+  }
   std::vector<int> to(prog.buffers.size() + (first.b1 - first.b0), -1);
   for (size_t i = 0; i < args.size(); ++i) to[static_cast<size_t>(first.args[i])] = args[i];
   to[static_cast<size_t>(first.result)] = result;
@@ -242,10 +256,10 @@ kernel::lower::Options cpu_lower_options() {
   return opt;
 }
 
-LoweredPlan lower_plan(const compiler::KernelPlan& p, kernel::lower::Options opt) {
+LoweredPlan lower_plan(const compiler::KernelPlan& p, kernel::lower::Options opt, const ParamBlocks& blocks) {
   if (!opt.gemm_tile) opt.gemm_tile = cpu_gemm_tile;
   LoweredPlan out;
-  add_value_buffers(p, out);
+  add_value_buffers(p, blocks, out);
   std::unordered_map<SpecKey, Lowered, SpecHash> lowered;
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const auto& st = p.steps[s];
@@ -278,6 +292,24 @@ LoweredPlan lower_plan(const compiler::KernelPlan& p, kernel::lower::Options opt
     for (size_t b = nb; b < out.prog.buffers.size(); ++b) out.temp_step.push_back(static_cast<int>(s));
     ps.k1 = static_cast<int>(out.prog.kernels.size());
     out.steps.push_back(ps);
+  }
+  // The interpreter reads a step's arguments as whole tensors of their declared shapes: a
+  // param such a step reads is stored whole instead (lowered again without its block).
+  ParamBlocks kept = blocks;
+  for (size_t s = 0; s < p.steps.size(); ++s)
+    if (out.steps[s].interpreted)
+      for (uint32_t a : p.steps[s].args)
+        if (out.prog.block(static_cast<int>(a))) kept.erase(p.leaf_name[a]);
+  if (kept.size() != blocks.size()) return lower_plan(p, std::move(opt), kept);
+  return out;
+}
+
+ParamBlocks stored_blocks(const kernel::Program& prog) {
+  ParamBlocks out;
+  for (const auto& [id, b] : prog.blocks) {
+    ParamRegion r{b.start, b.start};
+    for (size_t a = 0; a < b.dims.size(); ++a) r.end[a] += b.dims[a];
+    out.emplace(prog.buffers[static_cast<size_t>(id)].name, std::move(r));
   }
   return out;
 }

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "kernel/lower/lower_spec.hpp"
 #include "compiler/plan.hpp"
 #include "kernel/kernel_ir.hpp"
+#include "luminal/callable.hpp"
 
 namespace luminal::cpu {
 
@@ -39,9 +41,17 @@ struct LoweredPlan {
 /// registers hold that micro tile, else the ISA's default (kernel::lower::Options::gemm_tile).
 kernel::GemmTile cpu_gemm_tile(const ir::KernelSpec& spec);
 
+/// Params stored as a block of their declared shape (a rank's weight shards), by name.
+using ParamBlocks = std::map<std::string, ParamRegion>;
+
 /// Buffers for every plan value, then every step lowered in plan order (the CPU's GEMM
-/// tiles unless `opt` gives its own).
-LoweredPlan lower_plan(const compiler::KernelPlan& plan, kernel::lower::Options opt = {});
+/// tiles unless `opt` gives its own). A param named in `blocks` is stored as that block
+/// (kernel::Program::blocks) and its kernels index the block -- unless a step the
+/// interpreter runs reads it: then it is stored whole.
+LoweredPlan lower_plan(const compiler::KernelPlan& plan, kernel::lower::Options opt = {},
+                       const ParamBlocks& blocks = {});
+/// The params `prog` stores as blocks (what lower_plan kept of its `blocks`).
+ParamBlocks stored_blocks(const kernel::Program& prog);
 /// The options the CPU backend lowers with: its GEMM tiles, a segmented GEMM B (the GPU
 /// backends, which share lower_plan, pass their own).
 kernel::lower::Options cpu_lower_options();

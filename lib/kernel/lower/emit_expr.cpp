@@ -197,6 +197,27 @@ Expr Lowerer::load_node(int b, uint32_t id, const std::vector<Index>& idx,
   return kernel::load(b, dt, lin);
 }
 
+// Element `idx` of a param stored as a block of its declared shape (Program::blocks): the
+// same element at its place in the block. The views above it read only inside the block
+// (dist::param_regions found the block from them), so the shifted index is in range.
+Expr Lowerer::load_block(int b, uint32_t id, const std::vector<Index>& idx,
+                         const std::optional<Index>& valid) const {
+  const kernel::BufferBlock& blk = *prog_.block(b);
+  const DType dt = body_.nodes[id].dtype;
+  if (idx.size() != blk.dims.size()) return kernel::constant(0, dt);  // not reached: shapes agree
+  std::vector<Index> at, dims;
+  for (size_t a = 0; a < idx.size(); ++a) {
+    at.push_back(idx[a] - Index(blk.start[a]));
+    dims.push_back(Index(blk.dims[a]));
+  }
+  Index lin = simp(kernel::row_major(at, dims));
+  if (valid && valid->as_constant() != int64_t{1}) {
+    if (valid->as_constant() == int64_t{0}) return kernel::constant(0, dt);
+    return kernel::load_padded(b, dt, kernel::select(*valid, lin, Index(0)), *valid, 0);
+  }
+  return kernel::load(b, dt, lin);
+}
+
 Expr Lowerer::emit_raw(uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid) {
   const Node& n = body_.nodes[id];
   auto kid = [&](size_t j) { return emit(n.inputs[j], idx, valid); };
@@ -212,8 +233,12 @@ Expr Lowerer::emit_raw(uint32_t id, const std::vector<Index>& idx, const std::op
     return kernel::unary(UnaryOp::Exp, x);
   }
   switch (n.op) {
-    case PrimOp::Input:
-      return load_node(slot_buffer(n), id, idx, valid);
+    case PrimOp::Input: {
+      const int b = slot_buffer(n);
+      if (stopped()) return kernel::constant(0, n.dtype);
+      if (!prog_.block(b)) return load_node(b, id, idx, valid);
+      return load_block(b, id, idx, valid);
+    }
     case PrimOp::Param:
       return unsupported("param leaf inside a kernel body", n.dtype);
     case PrimOp::Constant:

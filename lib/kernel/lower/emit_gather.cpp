@@ -17,6 +17,8 @@ void Lowerer::emit_gather(const GatherBody& m, int result) {
   const auto& ts = shapes_[table];
   if (ts.empty()) return void(unsupported("gather from a rank-0 table", n.dtype));
   if (stopped()) return;
+  if (prog_.block(g.table))
+    return void(unsupported("gather from a table stored as a block", n.dtype));  // rows are whole
   g.rows = ts[0];
   g.row = Index(1);
   for (size_t i = 1; i < ts.size(); ++i) g.row = g.row * ts[i];

@@ -115,6 +115,7 @@ class Lowerer {
   static std::vector<Index> delinearize(Index lin, const std::vector<Index>& dims);
   Expr emit(uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid);
   Expr load_node(int b, uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid) const;
+  Expr load_block(int b, uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid) const;
   Expr emit_raw(uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid);
 
   // ---------------------------------------------------------------- loop kernels (emit_loops.cpp)
