@@ -96,7 +96,8 @@ void bind_safetensors(std::span<Callable* const> fns, const std::string& path) {
                            "' (a param of the program)");
       const HostTensor& t = it->second;
       const ParamRegion r = fn->param_region(name);
-      const bool whole = t.nbytes() == 0 || (t.shape() == r.end && r.start == std::vector<int64_t>(r.end.size(), 0));
+      bool whole = t.nbytes() == 0 || t.shape() == r.end;
+      for (int64_t s : r.start) whole = whole && (t.nbytes() == 0 || s == 0);
       if (!whole && !dist::block_inside(r, t.shape()))
         throw RuntimeError("[bind_safetensors] '" + name + "' in " + path + " has shape " + shape_text(t.shape()) +
                            ", the program's param is " + shape_text(r.end));
@@ -107,9 +108,11 @@ void bind_safetensors(std::span<Callable* const> fns, const std::string& path) {
       // A param the program stores as its block takes the block itself; other programs
       // (the reference interpreter) index the whole shape: the block in a reservation of it.
       const bool stored_as_block = fn->state()->param_blocks.count(name) > 0;
-      std::string key = name + (stored_as_block ? "|block" : "|whole");
+      // Built with append: GCC 12 warns falsely (-Wrestrict) on operator+ with a literal.
+      std::string key = name;
+      key.append(stored_as_block ? "|block" : "|whole");
       for (size_t a = 0; a < r.start.size(); ++a)
-        key += "|" + std::to_string(r.start[a]) + ":" + std::to_string(r.end[a]);
+        key.append("|").append(std::to_string(r.start[a])).append(":").append(std::to_string(r.end[a]));
       auto b = blocks.find(key);
       if (b == blocks.end()) {
         b = blocks.emplace(key, stored_as_block ? dist::copy_block(t, r) : copy_region(t, r)).first;

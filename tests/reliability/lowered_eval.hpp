@@ -80,7 +80,7 @@ inline std::map<std::string, HostTensor> run_lowered(
       const cpu::PlanStep& es = lp.steps[s];
       if (es.collective) throw InternalError("[lowered eval] a collective step without a communicator");
       if (!es.interpreted) {
-        kernel::Program part{prog.buffers, prog.symbols, {}};
+        kernel::Program part{prog.buffers, prog.symbols, {}, prog.blocks};
         part.kernels.assign(prog.kernels.begin() + es.k0, prog.kernels.begin() + es.k1);
         kernel::evaluate(part, ptr, syms);
         continue;
