@@ -293,18 +293,29 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
       c.replace(c.find("P"), 1, ptr);
       return c;
     };
+    // Four accumulators, as the row dot products (dot_codegen.cpp): two FMA chains left
+    // each column's sum waiting on the FMA latency.
     half_dot = "        if (csa == 1) {\n"
-               "          __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();\n"
+               "          __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;\n"
                "          int64_t k = 0;\n"
-               "          for (; k + 32 <= K; k += 32) {\n"
+               "          for (; k + 64 <= K; k += 64) {\n"
                "            s0 = _mm512_fmadd_ps(_mm512_loadu_ps(arow + k), " +
                at("bcol + k") +
                ", s0);\n"
                "            s1 = _mm512_fmadd_ps(_mm512_loadu_ps(arow + k + 16), " +
                at("bcol + k + 16") +
                ", s1);\n"
+               "            s2 = _mm512_fmadd_ps(_mm512_loadu_ps(arow + k + 32), " +
+               at("bcol + k + 32") +
+               ", s2);\n"
+               "            s3 = _mm512_fmadd_ps(_mm512_loadu_ps(arow + k + 48), " +
+               at("bcol + k + 48") +
+               ", s3);\n"
                "          }\n"
-               "          sum = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));\n"
+               "          for (; k + 16 <= K; k += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(arow + k), " +
+               at("bcol + k") +
+               ", s0);\n"
+               "          sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));\n"
                "          for (; k < K; ++k) sum += arow[k] * " +
                rd("bcol[k]") +
                ";\n"
