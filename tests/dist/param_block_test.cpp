@@ -17,6 +17,7 @@
 #include "compiler/translation_models.hpp"
 #include "luminal/luminal.hpp"
 #include "runtime/executable.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace luminal;
 
@@ -59,6 +60,24 @@ void write_safetensors(const std::string& path, const std::map<std::string, Host
   std::fclose(f);
 }
 
+// The d 512 block model, its random inputs and weights, and the weights written to a
+// safetensors file in a fresh folder (removed with it when the test ends).
+struct ModelFile {
+  Graph g;
+  std::map<std::string, HostTensor> data;
+  testsupport::TempDir dir{"dist-shard"};
+  std::string path;
+  explicit ModelFile(uint64_t seed) {
+    test::build_model(g, test::BlockConfig{4, 512, 8, 4, 1536}, 1);
+    data = test::random_inputs(*g.impl(), seed);
+    std::map<std::string, HostTensor> params;
+    for (uint32_t id : g.impl()->params)
+      params.emplace(g.impl()->nodes[id].name, data.at(g.impl()->nodes[id].name));
+    path = (dir.path / "model.safetensors").string();
+    write_safetensors(path, params);
+  }
+};
+
 // Pages of [p, p + bytes) in memory now (mincore).
 std::size_t resident_pages(const void* p, std::size_t bytes) {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -70,7 +89,6 @@ std::size_t resident_pages(const void* p, std::size_t bytes) {
   for (unsigned char c : v) r += c & 1;
   return r;
 }
-
 
 int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
@@ -138,7 +156,8 @@ TEST_CASE("a rank stores only its block of each split weight; outputs bit-identi
           const auto* w = reinterpret_cast<const float*>(data.at(name).data());
           const int64_t in = data.at(name).shape()[1];
           for (int64_t y = 0; y < bd[0]; ++y)
-            if (std::memcmp(b + y * bd[1], w + (reg.start[0] + y) * in + reg.start[1], static_cast<size_t>(bd[1]) * 4)) {
+            if (std::memcmp(b + y * bd[1], w + (reg.start[0] + y) * in + reg.start[1],
+                            static_cast<size_t>(bd[1]) * 4)) {
               err += name + ": block row " + std::to_string(y) + " differs; ";
               break;
             }
@@ -199,7 +218,8 @@ TEST_CASE("binding a split weight: the block or the whole weight, anything else 
     const std::string name = "l0.wo";
     const ParamRegion reg = fn.param_region(name);
     const std::vector<int64_t> bd{reg.end[0] - reg.start[0], reg.end[1] - reg.start[1]};
-    if (numel(bd) * P != numel(data.at(name).shape())) err += "o_proj is not split in " + std::to_string(P) + "; ";
+    if (numel(bd) * P != numel(data.at(name).shape()))
+      err += "o_proj is not split in " + std::to_string(P) + "; ";
     try {  // the block transposed: refused, naming the block
       fn.bind(name, HostTensor::from(std::vector<float>(static_cast<size_t>(numel(bd))), {bd[1], bd[0]}));
       err += "a transposed block was accepted; ";
@@ -233,7 +253,8 @@ TEST_CASE("binding a split weight: the block or the whole weight, anything else 
       fn.save("/tmp/luminal-dist-save-" + std::to_string(::getpid()) + "-" + std::to_string(r));
       err += "save() of a rank's program was accepted; ";
     } catch (const RuntimeError& e) {
-      if (std::string(e.what()).find("weight shards") == std::string::npos) err += std::string("save: ") + e.what();
+      if (std::string(e.what()).find("weight shards") == std::string::npos)
+        err += std::string("save: ") + e.what();
     }
   });
   for (int r = 0; r < P; ++r) {
@@ -247,14 +268,12 @@ TEST_CASE("binding a split weight: the block or the whole weight, anything else 
   }
 }
 
-TEST_CASE("bind_safetensors copies only each split weight's block from the file; outputs unchanged", "[dist]") {
-  Graph g;
-  test::build_model(g, test::BlockConfig{4, 512, 8, 4, 1536}, 1);
-  const auto data = test::random_inputs(*g.impl(), 21);
-  const std::string path = "/tmp/luminal-dist-shard-" + std::to_string(::getpid()) + ".safetensors";
-  std::map<std::string, HostTensor> params;
-  for (uint32_t id : g.impl()->params) params.emplace(g.impl()->nodes[id].name, data.at(g.impl()->nodes[id].name));
-  write_safetensors(path, params);
+TEST_CASE("bind_safetensors copies only each split weight's block from the file; outputs unchanged",
+          "[dist]") {
+  const ModelFile m(21);
+  const Graph& g = m.g;
+  const auto& data = m.data;
+  const std::string& path = m.path;
   const int P = 2;
   std::vector<int> split(P, 0);
   const auto errors = on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string& err) {
@@ -293,7 +312,6 @@ TEST_CASE("bind_safetensors copies only each split weight's block from the file;
         }
     }
   });
-  std::remove(path.c_str());
   for (int r = 0; r < P; ++r) {
     INFO("rank " << r << ": " << errors[static_cast<size_t>(r)]);
     CHECK(errors[static_cast<size_t>(r)].empty());
@@ -302,13 +320,10 @@ TEST_CASE("bind_safetensors copies only each split weight's block from the file;
 }
 
 TEST_CASE("the reference target indexes whole weights: bind_safetensors reserves the full shape", "[dist]") {
-  Graph g;
-  test::build_model(g, test::BlockConfig{4, 512, 8, 4, 1536}, 1);
-  const auto data = test::random_inputs(*g.impl(), 22);
-  const std::string path = "/tmp/luminal-dist-shard-ref-" + std::to_string(::getpid()) + ".safetensors";
-  std::map<std::string, HostTensor> params;
-  for (uint32_t id : g.impl()->params) params.emplace(g.impl()->nodes[id].name, data.at(g.impl()->nodes[id].name));
-  write_safetensors(path, params);
+  const ModelFile m(22);
+  const Graph& g = m.g;
+  const auto& data = m.data;
+  const std::string& path = m.path;
   const int P = 2;
   std::vector<int> split(P, 0);
   const auto errors = on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string& err) {
@@ -331,7 +346,6 @@ TEST_CASE("the reference target indexes whole weights: bind_safetensors reserves
         ++split[static_cast<size_t>(r)];
     }
   });
-  std::remove(path.c_str());
   for (int r = 0; r < P; ++r) {
     INFO("rank " << r << ": " << errors[static_cast<size_t>(r)]);
     CHECK(errors[static_cast<size_t>(r)].empty());
