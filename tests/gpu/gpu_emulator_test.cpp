@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 
 #include "backends/gpu/emu_header.hpp"
@@ -273,44 +274,67 @@ TEST_CASE("translation validation on the emulated GPU targets", "[gpu][emu][tran
   check(stack, Target::parse("cuda:sm_90+emu"), "stack of 4 blocks");
 }
 
-TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batches", "[gpu][emu][attention]") {
+namespace {
+// One causal Attention kernel, bottom-right aligned (row i sees keys j < i + n - m + 1):
+// q [B, m, dk], k [B, n, dk] and v [B, n, dv] (or each batch's V transposed in memory) of
+// dtype `dt`, widened to f32 as read, into o [B, m, dv] of `dt`. batches = 0: no batch
+// loop (one of each). The score is the dot product times `scale`; `epilogue` maps the
+// output's accumulator (none: stored as it is).
+struct AttentionShape {
+  int64_t batches, m, n, dk, dv;
+};
+k::Program causal_attention(DType dt, AttentionShape s, bool v_transposed, double scale,
+                            std::optional<k::Expr> epilogue) {
+  const auto [B, m, n, dk, dv] = s;
+  const int64_t copies = std::max<int64_t>(B, 1);
+  k::Program p;
+  p.buffers.push_back(buf("q", dt, copies * m * dk, k::BufferRole::Input));
+  p.buffers.push_back(buf("k", dt, copies * n * dk, k::BufferRole::Input));
+  p.buffers.push_back(buf("v", dt, copies * n * dv, k::BufferRole::Input));
+  p.buffers.push_back(buf("o", dt, copies * m * dv, k::BufferRole::Output));
+  k::Kernel kk;
+  kk.name = "att";
+  kk.kind = k::KernelKind::Attention;
+  if (B > 0) kk.loops.push_back(loop(0, B));
+  const k::Index b = B > 0 ? k::Index::var(0) : k::Index(0), pd = k::Index::var(4);
+  auto widened = [&](k::Expr e) { return dt == DType::f32 ? e : k::cast(e, DType::f32); };
+  k::Attention a;
+  a.m = m;
+  a.n = n;
+  a.dk = dk;
+  a.dv = dv;
+  a.q = widened(k::load(0, dt, b * (m * dk) + k::Index::var(1) * dk + pd));
+  a.k = widened(k::load(1, dt, b * (n * dk) + k::Index::var(2) * dk + pd));
+  a.depth_var = 4;
+  a.v = v_transposed ? k::MatrixView{2, b * (n * dv), 1, n} : k::MatrixView{2, b * (n * dv), dv, 1};
+  a.out = {3, b * (m * dv), dv, 1};
+  a.row_var = 1;
+  a.key_var = 2;
+  a.col_var = 3;
+  const k::Index i = k::Index::var(1), j = k::Index::var(2);
+  const k::Expr score = scale == 1.0 ? k::acc() : k::binary(k::BinaryOp::Mul, k::acc(), k::constant(scale));
+  a.score = k::where(k::binary(k::BinaryOp::LessThan, k::index_value(j), k::index_value(i + (n - m + 1))),
+                     score, k::constant(-INFINITY));
+  a.key_end = i + (n - m + 1);
+  if (epilogue) a.epilogue = *epilogue;
+  kk.attention = a;
+  p.kernels.push_back(kk);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batches",
+          "[gpu][emu][attention]") {
   // out[b, i, d] = softmax_j(where(j <= i + n - m, q.k * scale, -inf)) V, over B batches.
   // m > n: the first rows see no key (NaN, as the body); n = 0: no keys at all (+0).
   for (auto [m, n, dk, dv] :
        {std::array<int64_t, 4>{5, 7, 4, 3}, {3, 600, 16, 300}, {1, 1, 2, 2}, {5, 3, 4, 3}, {2, 0, 4, 3}}) {
-    const int64_t B = 2;
-    k::Program p;
-    p.buffers.push_back(buf("q", DType::f32, B * m * dk, k::BufferRole::Input));
-    p.buffers.push_back(buf("k", DType::f32, B * n * dk, k::BufferRole::Input));
-    p.buffers.push_back(buf("v", DType::f32, B * n * dv, k::BufferRole::Input));
-    p.buffers.push_back(buf("o", DType::f32, B * m * dv, k::BufferRole::Output));
-    k::Kernel kk;
-    kk.name = "att";
-    kk.kind = k::KernelKind::Attention;
-    kk.loops.push_back(loop(0, B));
-    k::Attention a;
-    a.m = m;
-    a.n = n;
-    a.dk = dk;
-    a.dv = dv;
-    const k::Index b = k::Index::var(0), pd = k::Index::var(4);
-    a.q = k::load(0, DType::f32, b * (m * dk) + k::Index::var(1) * dk + pd);
-    a.k = k::load(1, DType::f32, b * (n * dk) + k::Index::var(2) * dk + pd);
-    a.depth_var = 4;
-    a.v = {2, b * (n * dv), 1, n};  // V transposed in memory
-    a.out = {3, b * (m * dv), dv, 1};
-    a.row_var = 1;
-    a.key_var = 2;
-    a.col_var = 3;
-    const k::Index i = k::Index::var(1), j = k::Index::var(2);
-    a.score = k::where(k::binary(k::BinaryOp::LessThan, k::index_value(j), k::index_value(i + (n - m + 1))),
-                       k::binary(k::BinaryOp::Mul, k::acc(), k::constant(0.5)), k::constant(-INFINITY));
-    a.key_end = i + (n - m + 1);
-    a.epilogue = k::binary(k::BinaryOp::Add, k::acc(), k::constant(1.0));
-    kk.attention = a;
-    p.kernels.push_back(kk);
+    // V transposed in memory; the epilogue adds 1.
+    const k::Program p = causal_attention(DType::f32, {2, m, n, dk, dv}, true, 0.5,
+                                          k::binary(k::BinaryOp::Add, k::acc(), k::constant(1.0)));
     INFO("m " << m << " n " << n << " dk " << dk << " dv " << dv);
-    for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) check_emulated(p, {}, arch_of(t), {}, 1e-4, 1e-5);
+    for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"})
+      check_emulated(p, {}, arch_of(t), {}, 1e-4, 1e-5);
   }
 }
 
@@ -320,45 +344,18 @@ TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batc
 TEST_CASE("emulated attention: f16 and bf16 operands and output", "[gpu][emu][attention][half]") {
   for (DType dt : {DType::f16, DType::bf16}) {
     for (auto [m, n, dk, dv] : {std::array<int64_t, 4>{5, 7, 4, 3}, {3, 300, 16, 40}, {5, 3, 4, 3}}) {
-      const int64_t B = 2;
-      k::Program p;
-      p.buffers.push_back(buf("q", dt, B * m * dk, k::BufferRole::Input));
-      p.buffers.push_back(buf("k", dt, B * n * dk, k::BufferRole::Input));
-      p.buffers.push_back(buf("v", dt, B * n * dv, k::BufferRole::Input));
-      p.buffers.push_back(buf("o", dt, B * m * dv, k::BufferRole::Output));
-      k::Kernel kk;
-      kk.name = "att";
-      kk.kind = k::KernelKind::Attention;
-      kk.loops.push_back(loop(0, B));
-      k::Attention a;
-      a.m = m;
-      a.n = n;
-      a.dk = dk;
-      a.dv = dv;
-      const k::Index b = k::Index::var(0), pd = k::Index::var(4);
-      a.q = k::cast(k::load(0, dt, b * (m * dk) + k::Index::var(1) * dk + pd), DType::f32);
-      a.k = k::cast(k::load(1, dt, b * (n * dk) + k::Index::var(2) * dk + pd), DType::f32);
-      a.depth_var = 4;
-      a.v = {2, b * (n * dv), dv, 1};
-      a.out = {3, b * (m * dv), dv, 1};
-      a.row_var = 1;
-      a.key_var = 2;
-      a.col_var = 3;
-      const k::Index i = k::Index::var(1), j = k::Index::var(2);
-      a.score = k::where(k::binary(k::BinaryOp::LessThan, k::index_value(j), k::index_value(i + (n - m + 1))),
-                         k::binary(k::BinaryOp::Mul, k::acc(), k::constant(0.5)), k::constant(-INFINITY));
-      a.key_end = i + (n - m + 1);
-      a.epilogue = k::cast(k::acc(), dt);
-      kk.attention = a;
-      p.kernels.push_back(kk);
+      const k::Program p = causal_attention(dt, {2, m, n, dk, dv}, false, 0.5, k::cast(k::acc(), dt));
       INFO(dtype_name(dt) << " m " << m << " n " << n << " dk " << dk << " dv " << dv);
       const double rtol = dt == DType::f16 ? 2e-3 : 1.6e-2;  // the rounding of one f32 result
-      for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) check_emulated(p, {}, arch_of(t), {}, rtol, 1e-5);
+      for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"})
+        check_emulated(p, {}, arch_of(t), {}, rtol, 1e-5);
     }
     // The op, compiled: one attention kernel in the plan, against the interpreter.
     Graph g;
     Tensor q = g.input("q", {4, 6, 8}, dt), kt = g.input("k", {2, 9, 8}, dt), v = g.input("v", {2, 9, 8}, dt);
-    auto rep = [](const Tensor& t) { return reshape(expand(reshape(t, {2, 1, 9, 8}), {2, 2, 9, 8}), {4, 9, 8}); };
+    auto rep = [](const Tensor& t) {
+      return reshape(expand(reshape(t, {2, 1, 9, 8}), {2, 2, 9, 8}), {4, 9, 8});
+    };
     g.output("y", scaled_dot_product_attention(q, rep(kt), rep(v), true));
     auto inputs = test::random_inputs(*g.impl(), 3);
     std::map<std::string, const HostTensor*> ptrs;
@@ -375,7 +372,8 @@ TEST_CASE("emulated attention: f16 and bf16 operands and output", "[gpu][emu][at
     // Written by hand on halves (the weights rounded before the second product): one
     // streaming kernel only under fast_math, within the weights' rounding.
     Graph h;
-    Tensor hq = h.input("q", {4, 6, 8}, dt), hk = h.input("k", {4, 9, 8}, dt), hv = h.input("v", {4, 9, 8}, dt);
+    Tensor hq = h.input("q", {4, 6, 8}, dt), hk = h.input("k", {4, 9, 8}, dt),
+           hv = h.input("v", {4, 9, 8}, dt);
     Tensor sc = where(tril_mask(Dim(6), Dim(9)), matmul(hq, transpose(hk, 1, 2)) * 0.35f, -INFINITY);
     h.output("y", matmul(softmax(sc, -1), hv));
     auto hin = test::random_inputs(*h.impl(), 4);
@@ -402,39 +400,13 @@ TEST_CASE("emulated attention: f16 and bf16 operands and output", "[gpu][emu][at
 TEST_CASE("emulated attention: values near FLT_MAX and large logits stay finite", "[gpu][emu][attention]") {
   for (auto [m, n, dk, dv] : {std::array<int64_t, 4>{3, 7, 4, 3}, {2, 300, 8, 5}}) {
     for (bool equal_scores : {true, false}) {
-      k::Program p;
-      p.buffers.push_back(buf("q", DType::f32, m * dk, k::BufferRole::Input));
-      p.buffers.push_back(buf("k", DType::f32, n * dk, k::BufferRole::Input));
-      p.buffers.push_back(buf("v", DType::f32, n * dv, k::BufferRole::Input));
-      p.buffers.push_back(buf("o", DType::f32, m * dv, k::BufferRole::Output));
-      k::Kernel kk;
-      kk.name = "att";
-      kk.kind = k::KernelKind::Attention;
-      k::Attention a;
-      a.m = m;
-      a.n = n;
-      a.dk = dk;
-      a.dv = dv;
-      const k::Index pd = k::Index::var(4);
-      a.q = k::load(0, DType::f32, k::Index::var(1) * dk + pd);
-      a.k = k::load(1, DType::f32, k::Index::var(2) * dk + pd);
-      a.depth_var = 4;
-      a.v = {2, 0, dv, 1};
-      a.out = {3, 0, dv, 1};
-      a.row_var = 1;
-      a.key_var = 2;
-      a.col_var = 3;
-      const k::Index i = k::Index::var(1), j = k::Index::var(2);
-      // Causal in the bottom-right corner: row i sees keys j < i + n - m + 1.
-      a.score = k::where(k::binary(k::BinaryOp::LessThan, k::index_value(j), k::index_value(i + (n - m + 1))),
-                         k::acc(), k::constant(-INFINITY));
-      a.key_end = i + (n - m + 1);
-      kk.attention = a;
-      p.kernels.push_back(kk);
+      const k::Program p = causal_attention(DType::f32, {0, m, n, dk, dv}, false, 1.0, std::nullopt);
       auto fill = [&](cpu_test::HostBuffers& hb) {
         std::mt19937 rng(7);
         std::uniform_real_distribution<float> u(0.0f, 1.0f);
-        auto put = [&](int b, int64_t e, float x) { std::memcpy(hb.bytes[static_cast<size_t>(b)].data() + 4 * e, &x, 4); };
+        auto put = [&](int b, int64_t e, float x) {
+          std::memcpy(hb.bytes[static_cast<size_t>(b)].data() + 4 * e, &x, 4);
+        };
         // Equal scores (q = 0): every visible key weighs the same. Otherwise logits of
         // hundreds (q, k up to 8 in magnitude over dk terms): weights span many decades.
         for (int64_t e = 0; e < m * dk; ++e) put(0, e, equal_scores ? 0.0f : 16.0f * u(rng) - 8.0f);
@@ -450,7 +422,8 @@ TEST_CASE("emulated attention: values near FLT_MAX and large logits stay finite"
       cpu_test::HostBuffers ref = cpu_test::allocate(p, {}, 42);
       fill(ref);
       k::evaluate(p, ref.ptrs(), {});
-      for (int64_t e = 0; e < m * dv; ++e) CHECK(std::isfinite(cpu_test::element(p.buffers[3], ref.bytes[3], e)));
+      for (int64_t e = 0; e < m * dv; ++e)
+        CHECK(std::isfinite(cpu_test::element(p.buffers[3], ref.bytes[3], e)));
     }
   }
 }
