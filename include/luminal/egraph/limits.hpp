@@ -48,10 +48,12 @@ struct Limits {
   double memory_limit_mb = std::numeric_limits<double>::infinity();  ///< resident set
   /// The clock (and the resident set, when limited) is read once per this many
   /// operations (nodes created, merges, matches applied): a clock read costs ~20 ns and
-  /// an operation at least ~50 ns, so checking costs under 1%; but one operation of a
-  /// custom applier can take far longer (350 us per match was seen on a cyclic e-graph),
-  /// so checks must come often for a budget to hold within a few milliseconds.
-  std::uint32_t check_every = 64;
+  /// an operation at least ~50 ns, so checking costs a few percent at most; but one
+  /// operation of a custom applier can take far longer (350 us per match was seen on a
+  /// cyclic e-graph, and ASan slows that several times over: 64 operations between two
+  /// reads once overshot a 20 ms budget by 43 ms), so checks must come often for a
+  /// budget to hold within a few milliseconds.
+  std::uint32_t check_every = 16;
 
   /// The time or memory limit that has been passed, if any (reads the clock).
   bool passed(StopReason& why) const {
