@@ -6,6 +6,7 @@
 
 #include "ir/build.hpp"
 #include "ir/kernel_body.hpp"
+#include "rules/kernel_twins.hpp"
 #include "rules/registry.hpp"
 
 namespace luminal::rules {
@@ -38,28 +39,16 @@ std::size_t lower_math_nodes(EGraph& g, const PassContext& ctx) {
 // call cannot run a prologue; an epilogue it cannot run either, so only plain GEMMs).
 std::size_t library_gemm(EGraph& g, const PassContext& ctx) {
   if (!ctx.library_gemm) return 0;
-  if (!g.is_clean()) g.rebuild();
-  std::vector<std::pair<Id, ir::Variant>> todo;
-  const auto& ix = g.index();
-  for (Id cls : ix.classes_with(ir::Op::Kernel))
-    for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
-      const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
-      if (spec.kind != ir::KernelKind::Gemm || !spec.launch.empty()) continue;
-      const auto& body = *spec.body;
-      int arith = 0;
-      for (const auto& n : body.nodes)
-        if (!(ir::is_view(ir::to_op(n.op)) || n.op == detail::PrimOp::Input)) ++arith;
-      if (arith != 2) continue;  // mul + sum only
-      auto lib = std::make_shared<ir::KernelSpec>(spec);
-      lib->kind = ir::KernelKind::LibraryGemm;
-      lib->finalize();
-      auto k = g.node(nd).kids;
-      todo.emplace_back(cls, ir::Variant{lib, std::vector<Id>(k.begin(), k.end())});
-    }
-  const std::size_t before = g.num_nodes();
-  for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
-  g.rebuild();
-  return g.num_nodes() - before;
+  return add_kernel_twins(g, ir::KernelKind::Gemm, [](const ir::KernelSpec& spec) {
+    std::vector<std::shared_ptr<ir::KernelSpec>> out;
+    int arith = 0;
+    for (const auto& n : spec.body->nodes)
+      if (!(ir::is_view(ir::to_op(n.op)) || n.op == detail::PrimOp::Input)) ++arith;
+    if (arith != 2) return out;  // mul + sum only
+    out.push_back(std::make_shared<ir::KernelSpec>(spec));
+    out.back()->kind = ir::KernelKind::LibraryGemm;
+    return out;
+  });
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "ir/build.hpp"
 #include "luminal/luminal.hpp"
 #include "ir/kernel_body.hpp"
+#include "rules/kernel_twins.hpp"
 #include "rules/registry.hpp"
 
 namespace luminal::rules {
@@ -87,28 +88,18 @@ bool half_operands(const EGraph& g, const ir::KernelSpec& spec) {
 template <class Launches, class Want>
 std::size_t add_launches(EGraph& g, const PassContext& ctx, ir::KernelKind kind, const Launches& launches,
                          Want want) {
-  if (!g.is_clean()) g.rebuild();
-  std::vector<std::pair<Id, ir::Variant>> todo;
-  const auto& ix = g.index();
-  for (Id cls : ix.classes_with(ir::Op::Kernel))
-    for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
-      const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
-      if (spec.kind != kind || !spec.launch.empty() || !want(g, spec)) continue;
-      for (const auto& l : launches) {
-        auto s = std::make_shared<ir::KernelSpec>(spec);
-        s->launch.assign(l.begin(), l.end());
-        s->finalize();
-        auto k = g.node(nd).kids;
-        todo.emplace_back(cls, ir::Variant{s, std::vector<Id>(k.begin(), k.end())});
-      }
-    }
-  const std::size_t before = g.num_nodes();
-  for (auto& [cls, v] : todo) {
-    if (g.num_nodes() >= ctx.node_limit) break;
-    g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
-  }
-  g.rebuild();
-  return g.num_nodes() - before;
+  return add_kernel_twins(
+      g, kind,
+      [&](const ir::KernelSpec& spec) {
+        std::vector<std::shared_ptr<ir::KernelSpec>> out;
+        if (!want(g, spec)) return out;
+        for (const auto& l : launches) {
+          out.push_back(std::make_shared<ir::KernelSpec>(spec));
+          out.back()->launch.assign(l.begin(), l.end());
+        }
+        return out;
+      },
+      ctx.node_limit);
 }
 
 constexpr auto kAny = [](const EGraph&, const ir::KernelSpec&) { return true; };

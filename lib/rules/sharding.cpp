@@ -36,6 +36,7 @@
 #include "luminal/graph.hpp"
 #include "luminal/ops.hpp"
 #include "rules/algebra_dsl.hpp"
+#include "rules/kernel_twins.hpp"
 
 namespace luminal::rules {
 namespace {
@@ -367,25 +368,14 @@ std::vector<RuleInfo> elementwise_rows() {
 // depends on n, P and the link: an alternative the cost model ranks, like a GEMM's tiles.
 std::size_t all_reduce_forms(EGraph& g, const PassContext& ctx) {
   (void)ctx;
-  if (!g.is_clean()) g.rebuild();
-  std::vector<std::pair<Id, ir::Variant>> todo;
-  const auto& ix = g.index();
-  for (Id cls : ix.classes_with(ir::Op::Kernel))
-    for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
-      const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
-      if (spec.kind != ir::KernelKind::Collective || !spec.launch.empty()) continue;
-      const auto& body = *spec.body;
-      if (body.nodes.at(body.outputs.at(0).second).op != detail::PrimOp::AllReduce) continue;
-      auto split = std::make_shared<ir::KernelSpec>(spec);
-      split->launch = {ir::kAllReduceScatterGather};
-      split->finalize();
-      auto k = g.node(nd).kids;
-      todo.emplace_back(cls, ir::Variant{split, std::vector<Id>(k.begin(), k.end())});
-    }
-  const std::size_t before = g.num_nodes();
-  for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
-  g.rebuild();
-  return g.num_nodes() - before;
+  return add_kernel_twins(g, ir::KernelKind::Collective, [](const ir::KernelSpec& spec) {
+    std::vector<std::shared_ptr<ir::KernelSpec>> out;
+    const auto& body = *spec.body;
+    if (body.nodes.at(body.outputs.at(0).second).op != detail::PrimOp::AllReduce) return out;
+    out.push_back(std::make_shared<ir::KernelSpec>(spec));
+    out.back()->launch = {ir::kAllReduceScatterGather};
+    return out;
+  });
 }
 
 // all_reduce(f(x)) over 2-4 ranks (random shapes, sizes that P does not always divide,

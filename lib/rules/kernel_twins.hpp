@@ -1,0 +1,46 @@
+// The alternatives a pass adds beside a kernel already in the e-graph: the same body with
+// a launch (GPU schedules), a library call (BLAS GEMM), another collective form. One loop
+// for every such pass, so each states only which kernels it takes and what it makes.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "ir/build.hpp"
+#include "ir/kernel_body.hpp"
+
+namespace luminal::rules {
+
+/// For every kernel node of `kind` that has no launch yet, the specs `twins(spec)` returns
+/// (copies of it, changed; finalized here), each merged into the node's class with the
+/// same kids. Stops adding once the e-graph holds `node_limit` nodes. Returns the number
+/// of nodes added.
+template <class Twins>
+std::size_t add_kernel_twins(ir::EGraph& g, ir::KernelKind kind, Twins twins,
+                             std::size_t node_limit = std::numeric_limits<std::size_t>::max()) {
+  if (!g.is_clean()) g.rebuild();
+  std::vector<std::pair<egraph::Id, ir::Variant>> todo;
+  const auto& ix = g.index();
+  for (egraph::Id cls : ix.classes_with(ir::Op::Kernel))
+    for (egraph::Id nd : ix.nodes(cls, ir::Op::Kernel)) {
+      const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
+      if (spec.kind != kind || !spec.launch.empty()) continue;
+      const auto k = g.node(nd).kids;
+      for (std::shared_ptr<ir::KernelSpec>& s : twins(spec)) {
+        s->finalize();
+        todo.emplace_back(cls, ir::Variant{std::move(s), std::vector<egraph::Id>(k.begin(), k.end())});
+      }
+    }
+  const std::size_t before = g.num_nodes();
+  for (auto& [cls, v] : todo) {
+    if (g.num_nodes() >= node_limit) break;
+    g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+  }
+  g.rebuild();
+  return g.num_nodes() - before;
+}
+
+}  // namespace luminal::rules
