@@ -18,6 +18,7 @@
 #include "backends/reference/interpreter.hpp"
 #include "compiler/compile_graph.hpp"
 #include "compiler/translation_models.hpp"
+#include "dist/on_ranks.hpp"
 #include "dist/collectives.hpp"
 #include "graph/graph_impl.hpp"
 #include "graph/primitives.hpp"
@@ -136,26 +137,17 @@ TEST_CASE("a large all_reduce over 4 ranks runs as reduce-scatter + all_gather; 
   for (const auto& name : one.input_names()) inputs.emplace(name, data.at(name));
   const auto want = one(inputs);
   const int P = 4;
-  auto comms = Communicator::local_group(P);
   std::vector<std::map<std::string, HostTensor>> outs(P);
   std::vector<CompileReport> reps(P);
-  std::vector<std::string> errors(P);
-  std::vector<std::thread> ts;
-  for (int r = 0; r < P; ++r)
-    ts.emplace_back([&, r] {
-      try {
-        CompileOptions o;
-        o.communicator = comms[static_cast<size_t>(r)];
-        o.time_budget_seconds = 600;  // every rank's search saturates: the same plan
-        Callable fn = compile(g, Target::cpu(), o);
-        for (const auto& name : fn.param_names()) fn.bind(name, data.at(name));
-        outs[static_cast<size_t>(r)] = fn(inputs);
-        reps[static_cast<size_t>(r)] = fn.report();
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-      }
-    });
-  for (auto& t : ts) t.join();
+  const auto errors = test::on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string&) {
+    CompileOptions o;
+    o.communicator = comm;
+    o.time_budget_seconds = 600;  // every rank's search saturates: the same plan
+    Callable fn = compile(g, Target::cpu(), o);
+    for (const auto& name : fn.param_names()) fn.bind(name, data.at(name));
+    outs[static_cast<size_t>(r)] = fn(inputs);
+    reps[static_cast<size_t>(r)] = fn.report();
+  });
   for (const auto& e : errors) {
     INFO(e);
     REQUIRE(e.empty());

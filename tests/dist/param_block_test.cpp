@@ -15,6 +15,7 @@
 
 #include "backends/cpu/cpu_executable.hpp"
 #include "compiler/translation_models.hpp"
+#include "dist/on_ranks.hpp"
 #include "luminal/luminal.hpp"
 #include "runtime/executable.hpp"
 #include "support/temp_dir.hpp"
@@ -96,24 +97,6 @@ int64_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-// Runs `body(rank, comm)` on P threads; the errors each collected, joined.
-template <class F>
-std::vector<std::string> on_ranks(int P, F body) {
-  auto comms = Communicator::local_group(P);
-  std::vector<std::string> errors(static_cast<size_t>(P));
-  std::vector<std::thread> ts;
-  for (int r = 0; r < P; ++r)
-    ts.emplace_back([&, r] {
-      try {
-        body(r, comms[static_cast<size_t>(r)], errors[static_cast<size_t>(r)]);
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] += e.what();
-      }
-    });
-  for (auto& t : ts) t.join();
-  return errors;
-}
-
 Callable compile_rank(const Graph& g, const std::shared_ptr<Communicator>& comm) {
   CompileOptions o;
   o.communicator = comm;
@@ -133,7 +116,7 @@ TEST_CASE("a rank stores only its block of each split weight; outputs bit-identi
     std::vector<int64_t> whole_split(static_cast<size_t>(P)), held(static_cast<size_t>(P)),
         resident(static_cast<size_t>(P));
     std::vector<int> blocks(static_cast<size_t>(P));
-    const auto errors = on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string& err) {
+    const auto errors = test::on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string& err) {
       const auto i = static_cast<size_t>(r);
       Callable fn = compile_rank(g, comm);
       std::map<std::string, HostTensor> inputs;
@@ -210,7 +193,7 @@ TEST_CASE("binding a split weight: the block or the whole weight, anything else 
   const auto data = test::random_inputs(*g.impl(), 32);
   const int P = 2;
   std::vector<std::string> msgs(P);
-  const auto errors = on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string& err) {
+  const auto errors = test::on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string& err) {
     Callable fn = compile_rank(g, comm);
     std::map<std::string, HostTensor> inputs;
     for (const auto& name : fn.input_names()) inputs.emplace(name, data.at(name));
@@ -276,7 +259,7 @@ TEST_CASE("bind_safetensors copies only each split weight's block from the file;
   const std::string& path = m.path;
   const int P = 2;
   std::vector<int> split(P, 0);
-  const auto errors = on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string& err) {
+  const auto errors = test::on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string& err) {
     Callable fn = compile_rank(g, comm);
     std::map<std::string, HostTensor> inputs;
     for (const auto& name : fn.input_names()) inputs.emplace(name, data.at(name));
@@ -326,7 +309,7 @@ TEST_CASE("the reference target indexes whole weights: bind_safetensors reserves
   const std::string& path = m.path;
   const int P = 2;
   std::vector<int> split(P, 0);
-  const auto errors = on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string& err) {
+  const auto errors = test::on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string& err) {
     CompileOptions o;
     o.communicator = comm;
     o.time_budget_seconds = 600;

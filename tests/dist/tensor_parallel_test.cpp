@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "compiler/translation_models.hpp"
+#include "dist/on_ranks.hpp"
 #include "luminal/luminal.hpp"
 
 using namespace luminal;
@@ -26,30 +27,21 @@ struct RankRun {
 
 std::vector<RankRun> run_ranks(const Graph& g, const std::map<std::string, HostTensor>& data, int P,
                                Target target) {
-  auto comms = Communicator::local_group(P);
   std::vector<RankRun> runs(static_cast<size_t>(P));
-  std::vector<std::string> errors(static_cast<size_t>(P));
-  std::vector<std::thread> ts;
-  for (int r = 0; r < P; ++r)
-    ts.emplace_back([&, r] {
-      try {
-        CompileOptions o;
-        o.communicator = comms[static_cast<size_t>(r)];
-        // Ranks must extract the same plan (compile() checks): a search cut short by the
-        // wall clock (threads compiling at once, sanitizers, a loaded host) may differ.
-        o.time_budget_seconds = 600;
-        Callable fn = compile(g, target, o);
-        std::map<std::string, HostTensor> inputs;
-        for (const auto& name : fn.param_names()) fn.bind(name, data.at(name));
-        for (const auto& name : fn.input_names()) inputs.emplace(name, data.at(name));
-        runs[static_cast<size_t>(r)].out = fn(inputs);
-        runs[static_cast<size_t>(r)].out = fn(inputs);  // a second call reuses the program
-        runs[static_cast<size_t>(r)].report = fn.report();
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-      }
-    });
-  for (auto& t : ts) t.join();
+  const auto errors = test::on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string&) {
+    CompileOptions o;
+    o.communicator = comm;
+    // Ranks must extract the same plan (compile() checks): a search cut short by the
+    // wall clock (threads compiling at once, sanitizers, a loaded host) may differ.
+    o.time_budget_seconds = 600;
+    Callable fn = compile(g, target, o);
+    std::map<std::string, HostTensor> inputs;
+    for (const auto& name : fn.param_names()) fn.bind(name, data.at(name));
+    for (const auto& name : fn.input_names()) inputs.emplace(name, data.at(name));
+    runs[static_cast<size_t>(r)].out = fn(inputs);
+    runs[static_cast<size_t>(r)].out = fn(inputs);  // a second call reuses the program
+    runs[static_cast<size_t>(r)].report = fn.report();
+  });
   for (const auto& e : errors) {
     INFO(e);
     REQUIRE(e.empty());
