@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "ir/attention_match.hpp"
 #include "ir/build.hpp"
@@ -472,6 +473,26 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   // A GEMM operand that is a concat of stored tensors is read in place, segment by
   // segment: no round trip, and its adds are never computed.
   std::vector<uint8_t> free_add(nodes.size(), 0);
+  // The stored f16/bf16 tensor a cast to f32 widens (through views), if that is all it is.
+  auto half_leaf_under_cast = [&](uint32_t x) -> std::optional<uint32_t> {
+    if (nodes[x].op != PrimOp::Cast || nodes[x].dtype != DType::f32) return std::nullopt;
+    x = nodes[x].inputs[0];
+    while (is_view(to_op(nodes[x].op))) x = nodes[x].inputs[0];
+    if (is_leaf(to_op(nodes[x].op)) && (nodes[x].dtype == DType::f16 || nodes[x].dtype == DType::bf16)) return x;
+    return std::nullopt;
+  };
+  // Whether a product's operand (an expand) varies along the reduction's last output
+  // axis: the GEMM's B, whose columns the output's contiguous rows hold (emit_gemm.cpp).
+  auto along_columns = [&](const detail::Node& reduce, uint32_t operand) {
+    const detail::Node& op = nodes[operand];
+    const detail::Node& in = nodes[op.inputs[0]];
+    for (size_t i = op.shape.size(); i-- > 0;) {
+      if (static_cast<int>(i) == reduce.axis) continue;
+      if (op.op != PrimOp::Expand || i >= in.shape.size()) return true;
+      return !(in.shape[i].as_constant() == int64_t{1} && op.shape[i].as_constant() != int64_t{1});
+    }
+    return false;
+  };
   if (gemm)
     for (size_t ni = 0; ni < nodes.size(); ++ni)
       if (is_gemm_reduce(*spec.body, nodes[ni]) || (att && (ni == att->score_reduce || ni == att->out_reduce)))
@@ -490,12 +511,14 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
           }
           // Attention reads a V widened from a stored half in place (the renderers
           // convert as they read): no round trip either.
-          if (att && !staged && nodes[below].op == PrimOp::Cast && nodes[below].dtype == DType::f32) {
-            uint32_t x = nodes[below].inputs[0];
-            while (is_view(to_op(nodes[x].op))) x = nodes[x].inputs[0];
-            if (is_leaf(to_op(nodes[x].op)) && (nodes[x].dtype == DType::f16 || nodes[x].dtype == DType::bf16))
-              below = x;
-          }
+          if (att && !staged)
+            if (auto h = half_leaf_under_cast(below)) below = *h;
+          // A generated GEMM gets an f16/bf16 B (the operand along the output's columns)
+          // as the stored half buffer (emit_gemm.cpp, gemm_operand) and converts it as it
+          // packs or streams it (cpu/gemm_codegen.hpp): no round trip. The library GEMM
+          // takes f32 only, and a half A is staged as f32 unless both are halves.
+          if (spec.kind == KernelKind::Gemm && !att && along_columns(nodes[ni], e))
+            if (auto h = half_leaf_under_cast(below)) below = *h;
           if (!is_leaf(to_op(nodes[below].op)) && !staged)
             w.bytes_scratch += 2 * numel[src] * static_cast<double>(dtype_size(nodes[src].dtype));
         }
