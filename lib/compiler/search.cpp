@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <string>
 #include <unordered_map>
 
 #include "cost/target_desc.hpp"
@@ -225,6 +226,62 @@ double KernelCost::operator()(const ir::NodeView& v) const {
   return c;
 }
 
+namespace {
+
+/// LUMINAL_DEBUG_EXTRACT (docs/compiler.md): every kernel node of each class the plan
+/// computes, with its own cost and its slots' classes (* where the plan computes them
+/// anyway, else the cheapest node of the class alone): why a fused variant lost.
+/// LUMINAL_DEBUG_EXTRACT_CLASS=N: every node of class N first, with kind and tile.
+template <class Used>
+void print_extraction(ir::EGraph& g, const KernelPlan& p, const std::vector<ir::Id>& choice,
+                      const KernelCost& cost, Used used) {
+  auto own = [&](ir::Id c) {
+    double b = egraph::kInfiniteCost;
+    for (ir::Id nd : g.index().nodes(c)) b = std::min(b, cost(g.node(nd)));
+    return b;
+  };
+  auto kernel_text = [&](const ir::NodeView& v) {
+    const auto& spec = *g.analysis().attrs().get(v.payload).kernel;
+    std::string t = std::string(ir::kind_name(spec.kind)) + " " + std::to_string(spec.body->nodes.size()) + " nodes";
+    if (!spec.launch.empty()) {
+      t += ", tile";
+      for (auto l : spec.launch) t += " " + std::to_string(l);
+    }
+    return t;
+  };
+  if (const char* cl = std::getenv("LUMINAL_DEBUG_EXTRACT_CLASS"); cl && *cl) {
+    const ir::Id c = g.find(static_cast<ir::Id>(std::strtoul(cl, nullptr, 10)));
+    std::string shape;
+    for (const auto& d : g.data(c).shape) shape += " " + d.to_string();
+    std::fprintf(stderr, "[extract] class c%u, shape%s\n", c, shape.c_str());
+    for (ir::Id nd : g.index().nodes(c)) {
+      const ir::NodeView v = g.node(nd);
+      const std::string what = v.op == ir::Op::Kernel ? kernel_text(v) : ir::op_name(v.op);
+      std::fprintf(stderr, "[extract]   %s, %.3g us, slots", what.c_str(), cost(v) * 1e6);
+      for (ir::Id k : v.kids) std::fprintf(stderr, " c%u%s", g.find(k), used(g.find(k)) ? "*" : "");
+      std::fprintf(stderr, "\n");
+    }
+  }
+  for (const auto& st : p.steps) {
+    std::fprintf(stderr, "[extract] c%u: %.3g us\n", st.eclass, st.est_seconds * 1e6);
+    for (ir::Id nd : g.index().nodes(st.eclass, ir::Op::Kernel)) {
+      const ir::NodeView v = g.node(nd);
+      std::fprintf(stderr, "[extract]   %s %s, %.3g us, slots", nd == choice.at(st.eclass) ? "=>" : "  ",
+                   kernel_text(v).c_str(), cost(v) * 1e6);
+      for (ir::Id k : v.kids) {
+        const ir::Id kc = g.find(k);
+        if (used(kc))
+          std::fprintf(stderr, " c%u*", kc);
+        else
+          std::fprintf(stderr, " c%u(%.3g us)", kc, own(kc) * 1e6);
+      }
+      std::fprintf(stderr, "\n");
+    }
+  }
+}
+
+}  // namespace
+
 egraph::DagOptions extraction_options() {
   egraph::DagOptions dopt;
   dopt.exact_class_limit = 24;
@@ -291,6 +348,8 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     for (ir::Id r : roots) visit(r);
     for (std::size_t r = 0; r < sat->outputs.size(); ++r)
       p.outputs.emplace_back(sat->outputs[r].first, val.at(g.find(roots[r])));
+    if (const char* dbg = std::getenv("LUMINAL_DEBUG_EXTRACT"); dbg && *dbg)
+      print_extraction(g, p, result.choice, node_cost, [&](ir::Id c) { return val.count(c) > 0; });
     res.phases.push_back(fmt("extract: %zu kernels, estimated %.4g s per call, %s, %.4f s", p.steps.size(),
                              result.cost, result.optimal ? "optimal" : "heuristic", since(t0)));
   }

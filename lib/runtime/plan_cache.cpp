@@ -100,7 +100,8 @@ std::string build_identity() {
 /// LUMINAL_* variables that cannot change a plan (caches, dumps, traces, profiling).
 bool env_irrelevant(const std::string& name) {
   for (const char* n : {"LUMINAL_CACHE_DIR", "LUMINAL_PLAN_CACHE", "LUMINAL_DUMP_C", "LUMINAL_DUMP_DOT",
-                        "LUMINAL_TRACE_RULES", "LUMINAL_CPU_PROFILE", "LUMINAL_CC", "LUMINAL_DEBUG_FUSION"})
+                        "LUMINAL_TRACE_RULES", "LUMINAL_CPU_PROFILE", "LUMINAL_CC", "LUMINAL_DEBUG_FUSION",
+                        "LUMINAL_DEBUG_EXTRACT", "LUMINAL_DEBUG_EXTRACT_CLASS"})
     if (name == n) return true;
   return false;
 }

@@ -93,7 +93,8 @@ struct CpuExecutable::Impl {
         binding(graph.get(), p, lowered.prog, lowered.interpreted == 0),
         pool(opt.pool ? opt.pool : detail::WorkerPool::shared()),
         threads(opt.threads),
-        profile(env.profile) {
+        profile(env.profile),
+        profile_all(env.profile_all) {
     if (profile) kernel_seconds.assign(lowered.prog.kernels.size(), 0);
   }
 
@@ -121,6 +122,7 @@ struct CpuExecutable::Impl {
   // LUMINAL_CPU_PROFILE=1: per-kernel wall time summed over calls, printed at exit
   // (diagnostics only; not synchronized between concurrent calls).
   bool profile = false;
+  bool profile_all = false;
   mutable std::vector<double> kernel_seconds;
 };
 
@@ -162,8 +164,8 @@ CpuExecutable::~CpuExecutable() {
   for (double t : m.kernel_seconds) total += t;
   std::fprintf(stderr, "cpu profile: %zu kernels, %.3f s total\n", m.kernel_seconds.size(), total);
   for (size_t k = 0; k < m.kernel_seconds.size(); ++k)
-    if (m.kernel_seconds[k] > 0.01 * total)
-      std::fprintf(stderr, "  %-10s %6.1f%%  %.3f s\n", m.lowered.prog.kernels[k].name.c_str(),
+    if (m.profile_all || m.kernel_seconds[k] > 0.01 * total)
+      std::fprintf(stderr, "  %-10s %6.1f%%  %.6f s\n", m.lowered.prog.kernels[k].name.c_str(),
                    100 * m.kernel_seconds[k] / total, m.kernel_seconds[k]);
 }
 
