@@ -157,11 +157,11 @@ Model::Model(Config config, std::map<std::string, lm::HostTensor> weights) : con
   }
 }
 
-Model Model::load(const std::string& dir, const Progress& progress) {
+Model Model::load(const std::string& dir, const Progress& progress, const lm::LoadOptions& placement) {
   namespace fs = std::filesystem;
   Config c = Config::from_file((fs::path(dir) / "config.json").string());
-  if (progress) progress("loading " + c.summary());
-  Model m(c, lm::load_safetensors(dir));
+  if (progress) progress("loading " + c.summary() + (placement.huge_pages ? " into huge pages" : ""));
+  Model m(c, lm::load_safetensors(dir, placement));
   m.source_ = dir;
   return m;
 }

@@ -43,8 +43,11 @@ class Model {
   /// tensors, e.g. rotary tables of old checkpoints, are ignored; lm_head.weight is
   /// ignored when the embeddings are tied).
   Model(Config config, std::map<std::string, lm::HostTensor> weights);
-  /// DIR/config.json and DIR's weights (model.safetensors or the sharded index), mapped.
-  static Model load(const std::string& dir, const Progress& progress = {});
+  /// DIR/config.json and DIR's weights (model.safetensors or the sharded index).
+  /// `placement`: lm::LoadOptions{.huge_pages = true} copies the weights into huge
+  /// pages (what decode wants: it streams them all every token); default, zero-copy views
+  /// of the file mapping (a tensor-parallel rank binds only its shards from the file).
+  static Model load(const std::string& dir, const Progress& progress = {}, const lm::LoadOptions& placement = {});
 
   const Config& config() const { return config_; }
   const std::map<std::string, lm::HostTensor>& weights() const { return weights_; }

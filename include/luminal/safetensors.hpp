@@ -25,6 +25,25 @@ namespace luminal {
 /// copied into an owning tensor instead of viewed.
 std::map<std::string, HostTensor> load_safetensors(const std::string& path);
 
+/// How load_safetensors(path, options) places the tensors.
+struct LoadOptions {
+  /// Copy the tensors out of the file mapping into one anonymous allocation backed by
+  /// transparent huge pages (2 MiB pages where the kernel grants them: MADV_HUGEPAGE),
+  /// as views that keep it alive; the mapping is released. For weights a program streams
+  /// in full every call (LLM decode): 4 KiB pages of a file mapping cost a TLB miss
+  /// every 4 KiB. The price: the bytes are copied once and held privately (no page cache
+  /// shared with other processes). Default false: zero-copy views of the mapping.
+  bool huge_pages = false;
+};
+
+/// load_safetensors(path) placed as `options` says; the same checks and errors.
+std::map<std::string, HostTensor> load_safetensors(const std::string& path, const LoadOptions& options);
+
+/// Copies of `tensors` in one anonymous allocation on 2 MiB boundaries, advised
+/// MADV_HUGEPAGE, each 64-byte aligned: read-only views that keep the allocation alive
+/// while any of them (or a Callable they are bound to) lives.
+std::map<std::string, HostTensor> copy_to_huge_pages(const std::map<std::string, HostTensor>& tensors);
+
 class Callable;
 
 /// Binds every param of `fn` from the safetensors file (or index, or folder) at `path`,

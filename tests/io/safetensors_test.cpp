@@ -3,6 +3,8 @@
 // file can be wrong -- each must throw RuntimeError naming the file, never crash.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -163,6 +165,70 @@ TEST_CASE("data not aligned for its dtype is copied, not viewed", "[io]") {
   auto t = load_safetensors(path);
   CHECK_FALSE(t.at("x").is_view());
   CHECK(t.at("x").to_f32() == std::vector<float>{3.0f, -4.0f});
+}
+
+TEST_CASE("huge_pages copies every tensor out of the mapping, values intact", "[io]") {
+  TempDir dir;
+  const std::string path = dir.file("huge.safetensors");
+  write(path, valid_file());
+  // A tensor larger than a huge page, next to the small ones of valid_file().
+  std::vector<float> big(600000);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 1000) - 500.0f;
+  const std::string big_path = dir.file("big.safetensors");
+  std::string header = R"({"w":{"dtype":"F32","shape":[600000],"data_offsets":[0,2400000]}})";
+  while ((header.size() + 8) % 8) header += ' ';
+  write(big_path, file_bytes(header, bytes_of(big)));
+  const auto mapped = load_safetensors(path);
+  LoadOptions opt;
+  opt.huge_pages = true;
+  std::map<std::string, HostTensor> t = load_safetensors(path, opt);
+  auto w = load_safetensors(big_path, opt).at("w");
+  fs::remove(path);
+  fs::remove(big_path);
+  REQUIRE(t.size() == mapped.size());
+  for (const auto& [name, m] : mapped) {
+    INFO(name);
+    const HostTensor& c = t.at(name);
+    CHECK(c.dtype() == m.dtype());
+    CHECK(c.shape() == m.shape());
+    CHECK(c.has_owner());
+    CHECK(c.data() != m.data());  // a copy, not the mapping
+    CHECK(reinterpret_cast<uintptr_t>(c.data()) % 64 == 0);
+    CHECK(std::memcmp(c.data(), m.data(), m.nbytes()) == 0);
+  }
+  // The source views of another load of the same file are untouched by the copy's release
+  // of its own mapping's pages.
+  CHECK(mapped.at("a").values<float>()[4] == 1e30f);
+  REQUIRE(w.numel() == 600000);
+  CHECK(std::equal(big.begin(), big.end(), w.values<float>().begin()));
+  // The allocation starts on a 2 MiB boundary (where transparent huge pages can back it).
+  const auto [lo, hi] = std::minmax_element(t.begin(), t.end(), [](const auto& x, const auto& y) {
+    return x.second.data() < y.second.data();
+  });
+  (void)hi;
+  CHECK(reinterpret_cast<uintptr_t>(lo->second.data()) % (uintptr_t{2} << 20) == 0);
+  // Malformed files are refused the same way.
+  write(path, raw_length(1) + "{");
+  try {
+    (void)load_safetensors(path, opt);
+    FAIL("a malformed file loaded");
+  } catch (const RuntimeError& e) {
+    CHECK_THAT(e.what(), Catch::Contains(path));
+  }
+}
+
+TEST_CASE("copy_to_huge_pages copies caller tensors and leaves them as they were", "[io]") {
+  const HostTensor a = HostTensor::from(std::vector<float>{1.0f, -0.0f, 3.5f}, {3});
+  const std::vector<int32_t> raw = {4, 5};
+  const HostTensor b = HostTensor::view(i32, {2}, static_cast<const void*>(raw.data()));
+  const auto c = copy_to_huge_pages({{"a", a}, {"b", b}, {"e", HostTensor::from(std::vector<float>{}, {0})}});
+  CHECK(c.at("a").to_f32() == std::vector<float>{1.0f, -0.0f, 3.5f});
+  CHECK(std::signbit(c.at("a").values<float>()[1]));
+  CHECK(c.at("b").values<int32_t>()[1] == 5);
+  CHECK(c.at("e").numel() == 0);
+  CHECK(a.values<float>()[2] == 3.5f);  // the sources are never released
+  CHECK(raw[0] == 4);
+  CHECK(copy_to_huge_pages({}).empty());
 }
 
 TEST_CASE("malformed files throw RuntimeError naming the file and the fault", "[io]") {
