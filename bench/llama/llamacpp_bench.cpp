@@ -9,10 +9,13 @@
 // workers poll between graph nodes and stay warm across calls), a warm-up call, then per
 // repetition a fresh KV cache: prompt of P tokens in one batch, then D decode steps.
 //
-//   llamacpp_bench --bins DIR --gguf FILE [--prompt 128] [--decode 32] [--reps 5] [--threads 2]
+//   llamacpp_bench --bins DIR --gguf FILE [--prompt 128] [--decode 32] [--reps 5] [--threads 2] [--serve]
 //
 // Prints medians: prefill_tokens_per_s=..., decode_tokens_per_s=... and the greedy ids
-// (tokens: ...) so they can be compared with Luminal's on the same weights.
+// (tokens: ...) so they can be compared with Luminal's on the same weights. With
+// --serve it prints "ready" after its warm-up, then runs one repetition per "rep" line
+// on stdin and answers "rep <prefill tok/s> <decode tok/s> <ids>": llama_bench pairs
+// each of its own repetitions with one of these.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -21,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -107,8 +111,16 @@ int32_t argmax(const float* x, int32_t n) {
 int main(int argc, char** argv) {
   std::string bins, gguf;
   int prompt = 128, decode_steps = 32, reps = 5, threads = 2;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
+  bool serve = false;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--serve") {
+      serve = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) die("option " + a + " needs a value");
+    const std::string v = argv[i + 1];
     if (a == "--bins") bins = v;
     else if (a == "--gguf") gguf = v;
     else if (a == "--prompt") prompt = std::atoi(v.c_str());
@@ -172,10 +184,14 @@ int main(int argc, char** argv) {
 
   std::vector<int32_t> tokens(static_cast<size_t>(prompt));
   for (int i = 0; i < prompt; ++i) tokens[static_cast<size_t>(i)] = (i * 7919 + 13) % n_vocab;
-  std::vector<double> pre, dec;
-  std::vector<int32_t> generated;
   using Clock = std::chrono::steady_clock;
-  for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
+  // One repetition: a fresh KV cache, the prompt in one batch, then the decode steps.
+  struct Rep {
+    double prefill = 0, decode = 0;  // tokens/s
+    std::string ids;
+  };
+  auto one_rep = [&] {
+    Rep out;
     void* ctx = api.init_from_model(model, cp);
     if (!ctx) die("cannot create a context");
     api.attach_threadpool(ctx, pool, pool);
@@ -192,15 +208,57 @@ int main(int argc, char** argv) {
     }
     const double td = std::chrono::duration<double>(Clock::now() - t0).count();
     api.free_ctx(ctx);
-    if (r < 0) continue;
-    pre.push_back(prompt / tp);
-    dec.push_back(decode_steps / td);
-    generated = ids;
+    out.prefill = prompt / tp;
+    out.decode = decode_steps / td;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) out.ids += ',';
+      out.ids += std::to_string(ids[i]);
+    }
+    return out;
+  };
+  if (serve) {
+    // Paired runs (llama_bench --reps, interleaved with its own): one repetition per
+    // "rep" line on stdin, answered on stdout; the pool is paused in between so that
+    // its workers do not poll while the other program runs on the same cores.
+    // The registry hands out threadpool_new/free only: take pause/resume from the CPU
+    // variant the loader chose (already loaded: RTLD_NOLOAD finds it among the files).
+    void (*tp_pause)(void*) = nullptr;
+    void (*tp_resume)(void*) = nullptr;
+    for (const auto& f : std::filesystem::directory_iterator(bins)) {
+      const std::string name = f.path().filename().string();
+      if (name.rfind("libggml-cpu-", 0) != 0) continue;
+      if (void* h = dlopen(f.path().c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+        tp_pause = reinterpret_cast<void (*)(void*)>(dlsym(h, "ggml_threadpool_pause"));
+        tp_resume = reinterpret_cast<void (*)(void*)>(dlsym(h, "ggml_threadpool_resume"));
+        dlclose(h);
+        if (tp_pause && tp_resume) break;
+      }
+    }
+    if (!tp_pause || !tp_resume) die("no ggml_threadpool_pause/resume in the loaded CPU backend");
+    one_rep();  // warm-up
+    tp_pause(pool);
+    std::printf("ready\n");
+    std::fflush(stdout);
+    char line[64];
+    while (std::fgets(line, sizeof line, stdin) && std::strncmp(line, "rep", 3) == 0) {
+      tp_resume(pool);
+      const Rep r = one_rep();
+      tp_pause(pool);
+      std::printf("rep %.4f %.4f %s\n", r.prefill, r.decode, r.ids.c_str());
+      std::fflush(stdout);
+    }
+    tp_free(pool);
+    api.model_free(model);
+    return 0;
   }
+  std::vector<double> pre, dec;
   std::string ids;
-  for (size_t i = 0; i < generated.size(); ++i) {
-    if (i) ids += ',';
-    ids += std::to_string(generated[i]);
+  for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
+    const Rep x = one_rep();
+    if (r < 0) continue;
+    pre.push_back(x.prefill);
+    dec.push_back(x.decode);
+    ids = x.ids;
   }
   std::printf("tokens: %s\n", ids.c_str());
   std::printf("prefill_tokens_per_s=%.2f\n", median(pre));
