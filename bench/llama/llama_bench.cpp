@@ -13,9 +13,10 @@
 // one repetition right after (or, every other round, right before) each of ours, and
 // the ratios are the medians of the per-round ratios. On these shared machines the
 // memory bandwidth of a whole run drifts by 20% or more within seconds; a ratio of
-// two medians taken seconds apart measured the drift as much as the programs. Also printed: a plain 2-thread copy of 512 MB (the bandwidth roofline of this run),
-// the weight bytes one decode step reads and the bandwidth that implies, and this
-// process's resident memory against weights + KV cache.
+// two medians taken seconds apart measured the drift as much as the programs. Also
+// printed: a plain 2-thread copy of 512 MB (the bandwidth roofline of this run), the
+// weight bytes one decode step reads and the bandwidth that implies, and this process's
+// resident memory against weights + KV cache.
 
 #include <algorithm>
 #include <chrono>
