@@ -9,42 +9,23 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 
 #include "luminal/error.hpp"
 #include "luminal/safetensors.hpp"
+#include "runtime/huge_alloc.hpp"
 
 namespace luminal {
 
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kAlign = 64;  // each tensor's start: a cache line (and any dtype's alignment)
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-/// One anonymous read-write region of `len` bytes starting on a 2 MiB boundary (so that
-/// the kernel can back it with huge pages from its first byte), advised MADV_HUGEPAGE.
-std::byte* map_aligned(size_t len) {
-  void* raw = ::mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED)
-    throw RuntimeError("[load_safetensors] cannot allocate " + std::to_string(len) +
-                       " bytes for the weights in huge pages: " + std::strerror(errno));
-  const auto start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t base = round_up(start, kHugePage);
-  // Give back the unaligned head and the tail beyond len.
-  if (base > start) ::munmap(raw, base - start);
-  const uintptr_t end = start + len + kHugePage;
-  if (end > base + len) ::munmap(reinterpret_cast<void*>(base + len), end - (base + len));
-#ifdef MADV_HUGEPAGE
-  // Advice only: where transparent huge pages are off, the copy still works, in 4 KiB pages.
-  ::madvise(reinterpret_cast<void*>(base), len, MADV_HUGEPAGE);
-#endif
-  return reinterpret_cast<std::byte*>(base);
-}
 
 /// Drops the whole pages inside [p, p + n) of a private read-only file mapping from this
 /// process's resident set (the page cache keeps them; reading them again would fault them
@@ -65,9 +46,14 @@ std::map<std::string, HostTensor> copy_tensors(const std::map<std::string, HostT
   size_t total = 0;
   for (const auto& [name, t] : tensors) total += round_up(t.nbytes(), kAlign);
   if (total == 0) return tensors;
-  const size_t len = round_up(total, kHugePage);
-  std::byte* base = map_aligned(len);
-  std::shared_ptr<const void> owner(base, [len](const void* p) { ::munmap(const_cast<void*>(p), len); });
+  std::byte* base = nullptr;
+  try {
+    base = detail::alloc_huge_aligned(total);
+  } catch (const std::bad_alloc&) {
+    throw RuntimeError("[load_safetensors] cannot allocate " + std::to_string(total) +
+                       " bytes for the tensors in huge pages");
+  }
+  std::shared_ptr<const void> owner(base, [](const void* p) { std::free(const_cast<void*>(p)); });
   std::map<std::string, HostTensor> out;
   size_t off = 0;
   for (const auto& [name, t] : tensors) {

@@ -1,15 +1,17 @@
 // Output storage recycling (see output_pool.hpp).
 #include "runtime/output_pool.hpp"
+#include "runtime/huge_alloc.hpp"
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
 namespace luminal::detail {
 
 namespace {
-constexpr size_t kHuge = size_t{2} << 20;
+constexpr size_t kHuge = kHugePageBytes;
 constexpr size_t kMaxPerSize = 4;
 
 size_t capacity_for(size_t bytes) {
@@ -26,13 +28,21 @@ OutputPool::~OutputPool() {
   for (auto& [cap, p] : free_) release(p, cap);
 }
 
-std::byte* OutputPool::allocate(size_t cap) {
-  const size_t align = cap >= kHuge ? kHuge : 64;
-  void* p = std::aligned_alloc(align, cap == 0 ? align : cap);
+std::byte* alloc_huge_aligned(size_t bytes) {
+  // Whole huge pages (aligned_alloc wants a multiple of the alignment), at least one.
+  const size_t n = std::max<size_t>(1, (bytes + kHugePageBytes - 1) / kHugePageBytes) * kHugePageBytes;
+  void* p = std::aligned_alloc(kHugePageBytes, n);
   if (!p) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
-  if (cap >= kHuge) ::madvise(p, cap, MADV_HUGEPAGE);  // advice only: failure is harmless
+  ::madvise(p, n, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
+  return static_cast<std::byte*>(p);
+}
+
+std::byte* OutputPool::allocate(size_t cap) {
+  if (cap >= kHuge) return alloc_huge_aligned(cap);
+  void* p = std::aligned_alloc(64, cap == 0 ? 64 : cap);
+  if (!p) throw std::bad_alloc();
   return static_cast<std::byte*>(p);
 }
 
