@@ -130,7 +130,16 @@ std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_
     if (p.axis != c.axis) return std::nullopt;
     uint32_t below = p.inputs[0];
     while (is_view(to_op(nodes[below].op))) below = nodes[below].inputs[0];
-    if (nodes[below].op != PrimOp::Input || nodes[below].dtype != DType::f32) return std::nullopt;
+    // An f16/bf16 weight widened to f32: the GEMM converts the segment as it reads it.
+    if (nodes[below].op == PrimOp::Cast) {
+      const DType from = nodes[nodes[below].inputs[0]].dtype;
+      if (from != DType::f16 && from != DType::bf16) return std::nullopt;
+      below = nodes[below].inputs[0];
+      while (is_view(to_op(nodes[below].op))) below = nodes[below].inputs[0];
+    }
+    // One storage type for every piece (the GEMM driver reads one element type).
+    if (i == 0) c.stored = nodes[below].dtype;
+    if (nodes[below].op != PrimOp::Input || nodes[below].dtype != c.stored) return std::nullopt;
     const auto ax = static_cast<size_t>(c.axis);
     if (!p.start.same_as(end)) return std::nullopt;
     end = end + nodes[p.inputs[0]].shape[ax];

@@ -82,9 +82,11 @@ bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id);
 /// A concatenation of stored tensors along one axis, as matmul-siblings builds it: an add
 /// tree of pads (fill +-0) on `axis`, each padding a view of a slot out to the full
 /// length, the pieces consecutive: piece i covers [lo_i, lo_i + size_i) and lo_0 = 0,
-/// lo_{i+1} = lo_i + size_i, the last ending at the full length.
+/// lo_{i+1} = lo_i + size_i, the last ending at the full length. A slot may also be an
+/// f16/bf16 one widened to f32 (a half weight under linear); every slot has one dtype.
 struct StoredConcat {
   int axis = 0;
+  DType stored = DType::f32;   ///< the slots' dtype as stored
   std::vector<uint32_t> pads;  ///< the pad nodes, in column order
   std::vector<uint32_t> adds;  ///< the add nodes joining them
 };

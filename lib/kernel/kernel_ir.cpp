@@ -522,8 +522,8 @@ void validate(const Program& p) {
           if (g.b_segments[0].b.buffer != g.b.buffer) c.fail("GEMM B segment 0 must be B");
           for (const GemmSegment& sg : g.b_segments) {
             c.buffer(sg.b.buffer);
-            if (p.buffers[static_cast<size_t>(sg.b.buffer)].dtype != DType::f32)
-              c.fail("GEMM B segments must be f32");
+            if (p.buffers[static_cast<size_t>(sg.b.buffer)].dtype != p.buffers[static_cast<size_t>(g.b.buffer)].dtype)
+              c.fail("GEMM B segments must all have B's dtype");
             c.index(sg.n0);
             c.index(sg.b.offset);
             c.index(sg.b.row_stride);

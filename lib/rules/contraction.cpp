@@ -3,7 +3,9 @@
 // operands included), transpose products, and reassociate chains of products so the cost
 // model can pick the order with fewer FLOPs. docs/rules.md explains each rule.
 #include <algorithm>
+#include <array>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "graph/graph_impl.hpp"
@@ -176,20 +178,30 @@ void transpose_product(ir::EGraph& g, const Match& m) {
 // element is the same dot product over the same k, summed in the same order). The
 // concat is a sum of pads filled with -0 (x + -0 = x for every x, NaN and -0 included),
 // so the identity is exact. Only stored operands (a weight, or a permuted/reshaped view
-// of one) are concatenated: the GEMM reads each column range from its own buffer
+// of one, or such a view of an f16/bf16 weight cast to f32) of one storage type are
+// concatenated: the GEMM reads each column range from its own buffer
 // (kernel::Gemm::b_segments), so the concat costs nothing at run time -- and a concat,
 // being computed, is never a sibling itself, which keeps the rule from nesting.
 
 bool stored_tensor(const ir::EGraph& g, Id cls) {
   return !attr_nodes(g, cls, Op::Param).empty() || !attr_nodes(g, cls, Op::Input).empty();
 }
-bool stored_operand(const ir::EGraph& g, Id b, int depth = 6) {
-  if (stored_tensor(g, b)) return true;
-  if (depth == 0) return false;
+// The dtype b is stored in when it is a stored tensor, a permuted/reshaped view of one,
+// or such a view of an f16/bf16 one widened to f32 (linear(x, w) over a half weight:
+// the GEMM converts each segment as it reads it, emit_gemm.cpp).
+std::optional<DType> stored_operand(const ir::EGraph& g, Id b, int depth = 6) {
+  if (stored_tensor(g, b)) return g.data(b).dtype;
+  if (depth == 0) return std::nullopt;
   for (Op view : {Op::Permute, Op::Reshape})
     for (const ir::AttrNode& n : attr_nodes(g, b, view))
-      if (stored_operand(g, n.kid, depth - 1)) return true;
-  return false;
+      if (auto d = stored_operand(g, n.kid, depth - 1)) return d;
+  if (g.data(b).dtype == DType::f32)
+    for (const ir::AttrNode& n : attr_nodes(g, b, Op::Cast)) {
+      const DType from = g.data(n.kid).dtype;
+      if (from != DType::f16 && from != DType::bf16) continue;
+      if (auto d = stored_operand(g, n.kid, depth - 1); d && *d == from) return d;
+    }
+  return std::nullopt;
 }
 
 void merge_siblings(ir::EGraph& g, const Match& m, std::size_t count) {
@@ -198,8 +210,8 @@ void merge_siblings(ir::EGraph& g, const Match& m, std::size_t count) {
     roots.push_back(g.find(m.root(i)));
     bs.push_back(g.find(m.var(static_cast<int>(i) + 1)));  // b, c, d
   }
-  // Each set of siblings once, in class order, and only products of stored f32 operands
-  // that agree on every axis but n.
+  // Each set of siblings once, in class order, and only products of f32 values of stored
+  // operands that agree on every axis but n.
   for (std::size_t i = 0; i + 1 < count; ++i)
     if (!(roots[i] < roots[i + 1])) return;
 
@@ -212,9 +224,15 @@ void merge_siblings(ir::EGraph& g, const Match& m, std::size_t count) {
   const std::vector<Dim> s0 = g.data(bs[0]).shape;
   if (s0.size() < 2) return;
   Dim total(0);
+  // One storage type for every piece: the GEMM reads each segment in place with one
+  // conversion (f32, or f16/bf16 widened as it packs), so mixed pieces would be copied.
+  std::optional<DType> stored;
   for (Id b : bs) {
     const auto& d = g.data(b);
-    if (d.dtype != DType::f32 || d.shape.size() != s0.size() || !stored_operand(g, b)) return;
+    if (d.dtype != DType::f32 || d.shape.size() != s0.size()) return;
+    const auto sd = stored_operand(g, b);
+    if (!sd || (stored && *stored != *sd)) return;
+    stored = sd;
     for (std::size_t k = 0; k + 1 < s0.size(); ++k)
       if (!d.shape[k].same_as(s0[k])) return;
     total = total + d.shape.back();
@@ -245,8 +263,13 @@ std::shared_ptr<detail::GraphImpl> siblings_example(std::mt19937_64& rng) {
   const Dim m = rng() % 3 == 0 ? g.dim("M", 1, 8) : dim(), k = dim();
   Tensor x = rng() % 3 == 0 ? g.input("x", {Dim(2), m, k}) : g.input("x", {m, k});
   const int n = rng() % 2 == 0 ? 3 : 2;
-  for (int i = 0; i < n; ++i)
-    g.output("y" + std::to_string(i), linear(x, g.param("w" + std::to_string(i), {dim(), k})));
+  // Weights stored as f32, f16 or bf16 (linear widens a half weight to f32), sometimes
+  // one of each (pieces of different storage are not merged).
+  const int store = static_cast<int>(rng() % 4);
+  for (int i = 0; i < n; ++i) {
+    const DType dt = store == 3 ? std::array{DType::f32, DType::f16, DType::bf16}[i] : std::array{DType::f32, DType::f16, DType::bf16}[store];
+    g.output("y" + std::to_string(i), linear(x, g.param("w" + std::to_string(i), {dim(), k}, dt)));
+  }
   return g.impl();
 }
 
@@ -262,8 +285,8 @@ RuleSet contraction_rules() {
               [] {
                 RuleInfo r;
                 r.name = "matmul-siblings";
-                r.doc = "matmul(x, b), matmul(x, c) = slices along n of matmul(x, concat_n(b, c)) (b, c stored "
-                        "f32; the concat is pads filled with -0, added)";
+                r.doc = "matmul(x, b), matmul(x, c) = slices along n of matmul(x, concat_n(b, c)) (b, c stored, "
+                        "as f32 or as halves cast to f32; the concat is pads filled with -0, added)";
                 r.rule = make_rule(egraph::multi_rule("matmul-siblings", egraph::patterns(matmul_(a, b), matmul_(a, c)),
                                                       [](ir::EGraph& g, const Match& m) { merge_siblings(g, m, 2); }));
                 r.example = siblings_example;

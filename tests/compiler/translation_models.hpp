@@ -26,6 +26,8 @@ inline void build_mlp(Graph& g, int64_t B, int64_t d, int64_t h) {
 
 struct BlockConfig {
   int64_t seq = 8, d_model = 64, heads = 4, kv_heads = 2, ffn = 96;
+  /// How the projection weights are stored (f16/bf16: linear widens them to f32).
+  DType weights = f32;
   int64_t head_dim() const { return d_model / heads; }
   /// Llama-3-8B-sized layer over 128 tokens: d_model 4096, 32 heads, 8 KV heads, FFN 14336.
   static BlockConfig llama_4096() { return BlockConfig{128, 4096, 32, 8, 14336}; }
@@ -36,9 +38,9 @@ inline Tensor decoder_block(Graph& g, const BlockConfig& c, const Tensor& x, con
                             const std::string& p) {
   const int64_t S = c.seq, D = c.d_model, H = c.heads, KV = c.kv_heads, hd = c.head_dim(), G = H / KV;
   Tensor h = rms_norm(x, g.param(p + "attn_norm", {D}));
-  Tensor q = permute(reshape(linear(h, g.param(p + "wq", {H * hd, D})), {S, H, hd}), {1, 0, 2});
-  Tensor k = permute(reshape(linear(h, g.param(p + "wk", {KV * hd, D})), {S, KV, hd}), {1, 0, 2});
-  Tensor v = permute(reshape(linear(h, g.param(p + "wv", {KV * hd, D})), {S, KV, hd}), {1, 0, 2});
+  Tensor q = permute(reshape(linear(h, g.param(p + "wq", {H * hd, D}, c.weights)), {S, H, hd}), {1, 0, 2});
+  Tensor k = permute(reshape(linear(h, g.param(p + "wk", {KV * hd, D}, c.weights)), {S, KV, hd}), {1, 0, 2});
+  Tensor v = permute(reshape(linear(h, g.param(p + "wv", {KV * hd, D}, c.weights)), {S, KV, hd}), {1, 0, 2});
   q = rope(q, pos);
   k = rope(k, pos);
   auto repeat_kv = [&](const Tensor& t) {
@@ -46,11 +48,11 @@ inline Tensor decoder_block(Graph& g, const BlockConfig& c, const Tensor& x, con
   };
   Tensor a = scaled_dot_product_attention(q, repeat_kv(k), repeat_kv(v), true);  // [H, S, hd]
   Tensor o = reshape(permute(a, {1, 0, 2}), {S, H * hd});
-  Tensor x2 = x + linear(o, g.param(p + "wo", {D, H * hd}));
+  Tensor x2 = x + linear(o, g.param(p + "wo", {D, H * hd}, c.weights));
   Tensor h2 = rms_norm(x2, g.param(p + "ffn_norm", {D}));
   Tensor f = linear(
-      silu(linear(h2, g.param(p + "w_gate", {c.ffn, D}))) * linear(h2, g.param(p + "w_up", {c.ffn, D})),
-      g.param(p + "w_down", {D, c.ffn}));
+      silu(linear(h2, g.param(p + "w_gate", {c.ffn, D}, c.weights))) * linear(h2, g.param(p + "w_up", {c.ffn, D}, c.weights)),
+      g.param(p + "w_down", {D, c.ffn}, c.weights));
   return x2 + f;
 }
 

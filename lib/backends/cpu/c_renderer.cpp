@@ -981,12 +981,12 @@ class KernelWriter {
         for (size_t i = 0; i < ns; ++i) {
           const GemmSegment& sg = g.b_segments[i];
           const std::string sep = i ? ", " : "";
-          ptrs += sep + "(const float*)lm_bufs[" + std::to_string(sg.b.buffer) + "] + " + ix(sg.b.offset);
+          ptrs += sep + "(const " + BT + "*)lm_bufs[" + std::to_string(sg.b.buffer) + "] + " + ix(sg.b.offset);
           rs += sep + ix(sg.b.row_stride);
           cs += sep + ix(sg.b.col_stride);
           n0 += sep + ix(sg.n0);
         }
-        o << ind << "const float* lm_sb[" << ns << "] = {" << ptrs << "};\n"
+        o << ind << "const " << BT << "* lm_sb[" << ns << "] = {" << ptrs << "};\n"
           << ind << "const int64_t lm_srs[" << ns << "] = {" << rs << "}, lm_scs[" << ns << "] = {" << cs
           << "}, lm_sn0[" << ns << "] = {" << n0 << "};\n"
           << ind << "(void)b; (void)rsb; (void)csb;\n"

@@ -103,7 +103,8 @@ Affine Lowerer::gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmF
 // index with the concat axis at the n variable, so its load's affine form is the
 // segment's own strided view from its first column. nullopt (B is then copied whole)
 // when the views between the product and the concat do more than broadcast, permute
-// or insert/remove unit dims, or a piece is not a strided f32 load.
+// or insert/remove unit dims, or a piece is not a strided load (of f32, or of f16/bf16
+// widened to f32; one type for all).
 std::optional<std::vector<kernel::GemmSegment>> Lowerer::gemm_b_segments(uint32_t node, int n_axis,
                                                                          const GemmFrame& f) {
   if (!opt_.segmented_b || n_axis < 0) return std::nullopt;
@@ -150,7 +151,14 @@ std::optional<std::vector<kernel::GemmSegment>> Lowerer::gemm_b_segments(uint32_
   for (uint32_t pad : cat->pads) {
     const uint32_t piece = body_.nodes[pad].inputs[0];
     Expr e = emit(piece, idx, std::nullopt);
-    if (speculation_failed() || !plain_f32_load(e)) return std::nullopt;
+    if (speculation_failed()) return std::nullopt;
+    // A half weight widened to f32 is read as stored: the driver converts as it packs.
+    if (!plain_f32_load(e)) {
+      auto h = half_weight(e);
+      if (!h) return std::nullopt;
+      e = *h;
+    }
+    if (e.dtype() != cat->stored) return std::nullopt;
     auto a = affine(e.node().index, f.interest);
     if (!a) return std::nullopt;
     kernel::GemmSegment sg;
