@@ -47,6 +47,7 @@ struct KernelWork {
   double rows = 0, row_length = 0;            // a reduction's rows and elements per row
   std::vector<int64_t> launch;                // the kernel node's launch alternative
   bool half_operands = false;                 // a GEMM whose operands are f16/bf16 values
+  bool bf16_operands = false;                 // ... and they are bf16
 };
 
 /// Estimated seconds for one execution of a kernel on `t`.

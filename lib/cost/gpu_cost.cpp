@@ -79,7 +79,8 @@ double mma_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmL
   b.shared_bytes = static_cast<int>((bm + bn) * 16 * 4);
   const int resident = resident_blocks(t, b);
   if (resident == 0) return inf;
-  const double tensor_s = 2 * bm * bn * 32 / (t.peak_flops_f16 / units);
+  const double rate = t.peak_flops_f16 * (w.bf16_operands ? t.bf16_matrix_ratio : 1.0);
+  const double tensor_s = 2 * bm * bn * 32 / (rate / units);
   // NVIDIA: 8 warps x 2 k16 steps x (4 mt + 2 nt) words a lane at 32 words a cycle; CDNA
   // (4 wavefronts of 64, each mt x nt MFMA 16x16 tiles): 4 x 2 k16 steps x 2 (mt + nt)
   // words a lane, a 64-lane load taking two cycles.

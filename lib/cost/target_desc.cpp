@@ -244,6 +244,7 @@ TargetDesc describe_gpu(std::string_view arch) {
   if (arch.rfind("sm_", 0) == 0) d.matrix_engine = 1;
   // CDNA's MFMA (v_mfma_f32_16x16x16f16): gfx908, gfx90a, gfx94x.
   if (arch == "gfx908" || arch == "gfx90a" || arch.rfind("gfx94", 0) == 0) d.matrix_engine = 2;
+  if (arch == "gfx908") d.bf16_matrix_ratio = 0.5;
   // ~600 cycles to HBM at ~1.7 GHz on both vendors' data-centre parts (microbenchmark
   // papers: A100 ~ 470 ns, H100 ~ 480 ns to DRAM; MI200 in the same range).
   d.mem_latency_s = 0.5e-6;

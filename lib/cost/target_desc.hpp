@@ -30,6 +30,10 @@ struct TargetDesc {
   int simd_lanes_f32 = 1;           // f32 lanes of one vector instruction (CPU) / warp width (GPU)
   double peak_flops_f32 = 1e9;      // FMA = 2 flops, all units busy
   double peak_flops_f16 = 1e9;      // tensor cores / packed math where present
+  /// The matrix engine's bf16 rate as a fraction of its f16 rate: 1 where both run at
+  /// one rate; 0.5 on gfx908 (MI100: 92.3 against 184.6 TFLOPS), whose bf16 MFMA
+  /// (v_mfma_f32_16x16x8bf16) takes half the k per instruction.
+  double bf16_matrix_ratio = 1.0;
   double mem_bandwidth = 1e9;       // bytes/s from main memory (DRAM, HBM)
   double cache_bandwidth = 1e9;     // bytes/s from the last-level cache
   double llc_bytes = 0;             // last-level cache (CPU L3, GPU L2)
@@ -56,7 +60,7 @@ struct TargetDesc {
   int max_blocks_per_unit = 0;   // resident blocks per SM / CU
   /// The matrix instructions generated GEMMs can use (cost/gpu_launch.hpp): 0 none,
   /// 1 mma.sync m16n8k16 f16/bf16 -> f32 (NVIDIA sm_80 and later), 2 MFMA 16x16x16 (CDNA
-  /// gfx908 f16 only, gfx90a and later f16 and bf16).
+  /// gfx908, gfx90a and later; f16 and bf16, gfx908 bf16 at bf16_matrix_ratio).
   int matrix_engine = 0;
   /// Round-trip latency of a global load from memory (HBM), seconds: with the bytes an SM
   /// keeps in flight it bounds the bandwidth a streaming kernel reaches (Little's law).

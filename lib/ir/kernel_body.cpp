@@ -612,6 +612,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
         from = in;
       }
       w.half_operands = half;
+      w.bf16_operands = half && from == DType::bf16;
     } else if (w.rows == 0) {
       w.rows = out;
       w.row_length = in / out;

@@ -227,11 +227,15 @@ TEST_CASE("MFMA GEMMs on the emulated gfx90a: f16 and bf16, odd sizes, layouts, 
       CHECK(e.source.find("matrix cores (mfma 16x16x16") != std::string::npos);
     }
   }
-  // gfx908 has the f16 form only: bf16 takes the FMA tile there
-  k::Program p;
-  add_gemm(p, "mm", DType::bf16, 33, 40, 32, 1, Layout{});
-  CHECK(run_and_compare(p, arch_of("hip:gfx908+emu"), same_launch({32, 32, 32, 1})).source.find("f32 FMA") !=
-        std::string::npos);
+  // gfx908: bf16 through its 16x16x8 form (two per k16 step), f16 as on gfx90a
+  for (DType dt : {DType::f16, DType::bf16}) {
+    INFO("gfx908 " << dtype_name(dt));
+    k::Program p;
+    add_gemm(p, "mm", dt, 33, 40, 48, 1, Layout{});
+    add_gemm(p, "mt", dt, 37, 72, 32, 2, Layout{true, true, 0, 8});
+    const Emulated e = run_and_compare(p, arch_of("hip:gfx908+emu"), same_launch({32, 32, 32, 1, 8}));
+    CHECK(e.source.find("matrix cores (mfma 16x16x16") != std::string::npos);
+  }
 }
 
 TEST_CASE("tensor cores only where asked and possible: FMA tiles otherwise", "[gpu][emu][mma]") {
@@ -333,7 +337,20 @@ TEST_CASE("f16 matmuls reach tensor cores in compiled graphs, chosen by the cost
     // An A100 (sm_80) has mma.sync too, an MI210 (gfx90a) MFMA; an RDNA2 part neither.
     CHECK(engine_of(chosen_launch(g, "cuda:sm_80")) == detail::GpuGemmEngine::Mma);
     CHECK(engine_of(chosen_launch(g, "hip:gfx90a")) == detail::GpuGemmEngine::Mma);
+    CHECK(engine_of(chosen_launch(g, "hip:gfx908")) == detail::GpuGemmEngine::Mma);
     CHECK(engine_of(chosen_launch(g, "hip:gfx1030")) != detail::GpuGemmEngine::Mma);
+  }
+  {  // MI100 (gfx908) runs bf16 MFMA at half its f16 rate (92.3 against 184.6 TFLOPS); an
+     // MI210 (gfx90a) at one rate: a compute-bound product is priced so.
+    auto estimate = [](DType dt, const char* target) {
+      Graph g;
+      g.output("y", matmul(g.input("a", {4096, 4096}, dt), g.input("b", {4096, 4096}, dt)));
+      return compiler::compile_graph(*g.impl(), Target::parse(target), {}).report.estimated_seconds;
+    };
+    const double f16_908 = estimate(DType::f16, "hip:gfx908"), bf16_908 = estimate(DType::bf16, "hip:gfx908");
+    std::printf("4096^3 on gfx908: f16 %.3g s, bf16 %.3g s (estimates)\n", f16_908, bf16_908);
+    CHECK(bf16_908 > 1.5 * f16_908);
+    CHECK(estimate(DType::bf16, "hip:gfx90a") == Approx(estimate(DType::f16, "hip:gfx90a")).epsilon(0.05));
   }
   {  // f32 operands never take tensor cores
     Graph g;
@@ -404,7 +421,7 @@ TEST_CASE("decode-shaped f16 GEMMs take the skinny split-K path with 128-bit loa
   }
 }
 
-TEST_CASE("hipRTC: MFMA GEMMs compile for gfx90a (f16, bf16) and gfx908 (f16)", "[gpu][hiprtc][mfma]") {
+TEST_CASE("hipRTC: MFMA GEMMs compile for gfx90a and gfx908 (f16, bf16)", "[gpu][hiprtc][mfma]") {
   std::string why;
   if (!hip::hiprtc_available(&why)) {
     WARN("hipRTC is not available here (" << why << "); skipped");
@@ -414,12 +431,16 @@ TEST_CASE("hipRTC: MFMA GEMMs compile for gfx90a (f16, bf16) and gfx908 (f16)", 
     k::Program p;
     add_gemm(p, "f16_128", DType::f16, 4096, 4096, 4096, 1, Layout{false, true, 0, 0});
     add_gemm(p, "f16_64", DType::f16, 4096, 4096, 4096, 1, Layout{true, false, 0, 0});
-    if (std::string(arch) == "gfx90a") add_gemm(p, "bf16_64", DType::bf16, 4096, 4096, 4096, 1, Layout{});
+    add_gemm(p, "bf16_64", DType::bf16, 4096, 4096, 4096, 1, Layout{});
     const gpu::GpuSource src =
         gpu::render_gpu(p, arch_of((std::string("hip:") + arch).c_str()), [&](const k::Kernel& kk) {
           return kk.name == "f16_128" ? std::vector<int64_t>{128, 128, 32, 1, 8} : std::vector<int64_t>{64, 64, 32, 1, 8};
         });
     REQUIRE(src.kernels.find("matrix cores (mfma") != std::string::npos);
+    // The bf16 helper: the _1k form on gfx90a, two 16x16x8 products on gfx908.
+    const std::string dev = src.device_source();
+    CHECK((dev.find("mfma_f32_16x16x8bf16(") != std::string::npos) == (std::string(arch) == "gfx908"));
+    CHECK((dev.find("mfma_f32_16x16x16bf16_1k(") != std::string::npos) == (std::string(arch) == "gfx90a"));
     const hip::HipModule m = hip::compile_module(src.device_source(), arch);
     CHECK(!m.image.empty());
     std::printf("hipRTC %s: MFMA GEMM module %zu bytes\n", arch, m.image.size());

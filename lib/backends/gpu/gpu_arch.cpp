@@ -29,7 +29,8 @@ GpuArch arch_for(const Target& t) {
     a.warp = a.arch.rfind("gfx9", 0) == 0 ? 64 : 32;
     a.mma_m16n8k16 = false;
     a.mfma_f16 = a.arch == "gfx908" || a.arch == "gfx90a" || a.arch.rfind("gfx94", 0) == 0;
-    a.mfma_bf16 = a.mfma_f16 && a.arch != "gfx908";
+    a.mfma_bf16 = a.mfma_f16;
+    a.mfma_bf16_1k = a.mfma_f16 && a.arch != "gfx908";
     a.max_static_shared = 64 * 1024;
     return a;
   }

@@ -21,10 +21,11 @@ struct GpuArch {
   /// mma.sync m16n8k16 (f16/bf16 in, f32 accumulate): sm_80 and later.
   bool mma_m16n8k16 = true;
   /// MFMA v_mfma_f32_16x16x16f16 (wave64, f16 in, f32 accumulate): CDNA gfx908 and later;
-  /// the bf16 form (v_mfma_f32_16x16x16bf16_1k) from gfx90a (gfx908 cannot select it: LLVM
-  /// aborts the process, so it is never emitted there).
+  /// bf16 too: v_mfma_f32_16x16x16bf16_1k from gfx90a, and on gfx908, which cannot select
+  /// the _1k form (LLVM aborts the process), two v_mfma_f32_16x16x8bf16 (mfma_bf16_1k false).
   bool mfma_f16 = false;
   bool mfma_bf16 = false;
+  bool mfma_bf16_1k = false;
   int max_static_shared = 48 * 1024;  ///< static __shared__ / LDS bytes per block
   int max_threads_per_block = 1024;
 };

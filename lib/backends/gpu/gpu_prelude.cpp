@@ -79,6 +79,25 @@ LM_DEVICE void lm_mfma_16x16x16_bf16(float* d, const uint32_t* a, const uint32_t
 }
 )LMHIP";
 
+// gfx908 has no bf16_1k MFMA (LLVM aborts the process when asked to select it); its
+// v_mfma_f32_16x16x8bf16 takes two bf16 per lane, lane (g, r) holding k = 2g, 2g + 1 of
+// an 8-deep product. Our layout gives lane (g, r) k = 4g..4g+3 (gpu_prelude.hpp); the
+// same 16 products result when the first call takes every lane's first word (k 4g,
+// 4g + 1) and the second its second word (k 4g + 2, 4g + 3): A and B relabel k alike,
+// and a sum over k does not care which instruction added which pair. The accumulator
+// layout of the two forms is the same (C/D[4g + q][r]).
+const char* kHipMfmaBf16Gfx908 = R"LMHIP(
+typedef short lm_s2 __attribute__((ext_vector_type(2)));
+LM_DEVICE void lm_mfma_16x16x16_bf16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  union { uint32_t w; lm_s2 v; } x0, x1, y0, y1;
+  x0.w = a[0]; x1.w = a[1]; y0.w = b[0]; y1.w = b[1];
+  lm_f4 acc = {c[0], c[1], c[2], c[3]};
+  acc = __builtin_amdgcn_mfma_f32_16x16x8bf16(x0.v, y0.v, acc, 0, 0, 0);
+  acc = __builtin_amdgcn_mfma_f32_16x16x8bf16(x1.v, y1.v, acc, 0, 0, 0);
+  d[0] = acc[0]; d[1] = acc[1]; d[2] = acc[2]; d[3] = acc[3];
+}
+)LMHIP";
+
 // hipRTC pre-includes hip_runtime.h (fixed-width integer types, warpSize, the
 // __shfl_xor overloads); a wavefront is 64 lanes on CDNA and 32 on RDNA.
 const char* kHipPart = R"LMHIP(
@@ -190,7 +209,7 @@ std::string device_prelude(const GpuArch& arch) {
   } else {
     s += kHipPart;
     if (arch.mfma_f16) s += kHipMfma;
-    if (arch.mfma_bf16) s += kHipMfmaBf16;
+    if (arch.mfma_bf16) s += arch.mfma_bf16_1k ? kHipMfmaBf16 : kHipMfmaBf16Gfx908;
   }
   return s;
 }

@@ -27,7 +27,8 @@
 //    items 0-1, a[1] items 2-3, low half first):
 //      A[r][4g + q]   B[4g + q][r]   c[q], d[q] = C/D[4g + q][r]
 //    (AMD CDNA ISA / matrix instruction calculator, v_mfma_f32_16x16x16f16 and
-//    v_mfma_f32_16x16x16bf16_1k.)
+//    v_mfma_f32_16x16x16bf16_1k; on gfx908 bf16 is two v_mfma_f32_16x16x8bf16, each
+//    taking one word of every lane: gpu_prelude.cpp.)
 //  * lm_ld128(p): the 16 bytes at p as four 32-bit words (x = lowest address; a word's low
 //    half is the lower-addressed f16/bf16); p must be 16-byte aligned (lm_aligned16(p)):
 //    the device faults and the emulator aborts otherwise, so callers guard it.
