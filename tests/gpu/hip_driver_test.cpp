@@ -4,8 +4,11 @@
 // it and a machine without a device gets a clear reason instead of a crash.
 #include <catch2/catch.hpp>
 
+#include <dlfcn.h>
+
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "backends/hip/hip_driver.hpp"
 #include "luminal/luminal.hpp"
@@ -74,4 +77,36 @@ TEST_CASE("hip driver: every entry point resolves; no device is a clear reason",
   } catch (const lm::Error& e) {
     CHECK_THAT(std::string(e.what()), Catch::Contains("emulated") || Catch::Contains("compile_only"));
   }
+}
+
+TEST_CASE("hip driver: graph capture where the runtime's graph API is trusted, or asked for", "[gpu][hip]") {
+  using D = lm::hip::Driver;
+  CHECK(D::graphs_wanted(6, nullptr));
+  CHECK(D::graphs_wanted(7, ""));
+  CHECK_FALSE(D::graphs_wanted(5, nullptr));  // beta in ROCm 5's headers
+  CHECK_FALSE(D::graphs_wanted(0, nullptr));  // an unversioned soname: unknown
+  CHECK(D::graphs_wanted(5, "1"));
+  CHECK_FALSE(D::graphs_wanted(6, "0"));
+  // The entry points resolve in the installed runtime (with the arguments the header
+  // declares: the hand-written pointer types are checked against it below).
+  void* h = dlopen("libamdhip64.so.5", RTLD_NOW | RTLD_LOCAL);
+  if (!h) h = dlopen("libamdhip64.so.6", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    WARN("libamdhip64 is not installed: graph entry points not checked");
+    return;
+  }
+  D d;
+  CHECK(D::bind_graph_api(h, d));
+  CHECK(d.hipGraphInstantiate != nullptr);
+  CHECK(d.hipGraphDestroy != nullptr);
+#ifdef LUMINAL_TEST_HAVE_HIP_HEADER
+  // The declarations the driver's pointer types were written from (unevaluated: nothing
+  // links the runtime); the handles are pointers, as the driver declares them.
+  static_assert(sizeof(hipStreamCaptureMode) == sizeof(int));
+  static_assert(hipStreamCaptureModeThreadLocal == 1);
+  static_assert(std::is_same_v<decltype(&hipGraphInstantiate),
+                               hipError_t (*)(hipGraphExec_t*, hipGraph_t, hipGraphNode_t*, char*, size_t)>);
+  static_assert(std::is_same_v<decltype(&hipStreamEndCapture), hipError_t (*)(hipStream_t, hipGraph_t*)>);
+  static_assert(std::is_pointer_v<hipGraph_t> && std::is_pointer_v<hipGraphExec_t>);
+#endif
 }

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -16,6 +17,7 @@ namespace {
 constexpr unsigned kStreamNonBlocking = 1;  // hipStreamNonBlocking
 constexpr unsigned kHostMallocDefault = 0;  // hipHostMallocDefault
 constexpr std::size_t kPropBytes = 4096;    // more than any hipDeviceProp_t layout (ROCm 5.2: 792)
+constexpr int kCaptureThreadLocal = 1;      // hipStreamCaptureModeThreadLocal
 
 using gpu::bind_symbol;
 }  // namespace
@@ -36,8 +38,12 @@ const Driver* Driver::get(std::string* why) {
   static std::string failure;
   std::call_once(once, [] {
     void* h = nullptr;
+    int major = 0;  // the runtime's major version, from the soname (0: unversioned)
     for (const char* n : {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"})
-      if ((h = dlopen(n, RTLD_NOW | RTLD_LOCAL))) break;  // stays loaded, like any driver
+      if ((h = dlopen(n, RTLD_NOW | RTLD_LOCAL))) {  // stays loaded, like any driver
+        major = n[std::strlen(n) - 1] == '6' ? 6 : n[std::strlen(n) - 1] == '5' ? 5 : 0;
+        break;
+      }
     if (!h) {
       failure = "the HIP runtime (libamdhip64.so.6/.5) is not installed";
       return;
@@ -61,6 +67,7 @@ const Driver* Driver::get(std::string* why) {
       delete d;
       return;
     }
+    d->graphs = graphs_wanted(major, std::getenv("LUMINAL_HIP_GRAPHS")) && bind_graph_api(h, *d);
     if (hipError rc = d->hipInit(0); rc != 0) {
       const char* msg = d->hipGetErrorString(rc);
       failure = "hipInit failed: " + std::string(msg ? msg : "hipError " + std::to_string(rc));
@@ -77,6 +84,29 @@ const Driver* Driver::get(std::string* why) {
   });
   if (!instance && why) *why = failure;
   return instance;
+}
+
+bool Driver::bind_graph_api(void* h, Driver& d) {
+  const bool ok = bind_symbol(h, "hipStreamBeginCapture", d.hipStreamBeginCapture) &&
+                  bind_symbol(h, "hipStreamEndCapture", d.hipStreamEndCapture) &&
+                  bind_symbol(h, "hipGraphInstantiate", d.hipGraphInstantiate) &&
+                  bind_symbol(h, "hipGraphLaunch", d.hipGraphLaunch) &&
+                  bind_symbol(h, "hipGraphExecDestroy", d.hipGraphExecDestroy) &&
+                  bind_symbol(h, "hipGraphDestroy", d.hipGraphDestroy);
+  if (!ok) {
+    d.hipStreamBeginCapture = nullptr;
+    d.hipStreamEndCapture = nullptr;
+    d.hipGraphInstantiate = nullptr;
+    d.hipGraphLaunch = nullptr;
+    d.hipGraphExecDestroy = nullptr;
+    d.hipGraphDestroy = nullptr;
+  }
+  return ok;
+}
+
+bool Driver::graphs_wanted(int runtime_major, const char* env) {
+  if (env && *env) return std::strcmp(env, "0") != 0;
+  return runtime_major >= 6;
 }
 
 void Driver::check(hipError rc, const char* what) const {
@@ -137,5 +167,25 @@ void Driver::launch(void* fn, const unsigned grid[3], const unsigned block[3], v
         what);
 }
 void Driver::synchronize(void* stream, const char* what) const { check(hipStreamSynchronize(stream), what); }
+// A capture that fails at any step leaves the binding without a graph: the executable
+// then enqueues the kernels directly on every call (device_executable.cpp).
+bool Driver::begin_capture(void* stream) const {
+  return graphs && hipStreamBeginCapture(stream, kCaptureThreadLocal) == 0;
+}
+void* Driver::end_capture(void* stream) const {
+  void* g = nullptr;
+  if (hipStreamEndCapture(stream, &g) != 0 || !g) return nullptr;
+  void* exec = nullptr;
+  const hipError rc = hipGraphInstantiate(&exec, g, nullptr, nullptr, 0);
+  hipGraphDestroy(g);
+  return rc == 0 ? exec : nullptr;
+}
+void Driver::abort_capture(void* stream) const noexcept {
+  void* g = nullptr;
+  hipStreamEndCapture(stream, &g);
+  if (g) hipGraphDestroy(g);
+}
+void Driver::launch_graph(void* graph, void* stream) const { check(hipGraphLaunch(graph, stream), "hipGraphLaunch"); }
+void Driver::destroy_graph(void* graph) const noexcept { hipGraphExecDestroy(graph); }
 
 }  // namespace luminal::hip

@@ -2,9 +2,12 @@
 // hipRTC): only the entry points the GPU runtime uses, declared by hand (no HIP header is
 // needed to build, nothing links it), and the shared GPU runtime's DeviceApi on top.
 //
-// HIP queues the program on its stream directly on every call (begin_capture says no):
-// hipGraph capture of hipModuleLaunchKernel could not be verified on an AMD device from
-// here, and direct launches are what every HIP version supports.
+// The program is captured once per binding as a hipGraph and replayed, as on CUDA, where
+// the runtime's graph API is trusted: ROCm 6 and later by default; on ROCm 5, whose
+// headers mark the API beta, only with LUMINAL_HIP_GRAPHS=1 (=0 turns it off anywhere).
+// Any failure to capture or instantiate falls back to launching the kernels directly on
+// every call, which every HIP version supports. (Neither path has run on an AMD device
+// from here.)
 #pragma once
 
 #include <cstddef>
@@ -37,6 +40,20 @@ struct Driver final : gpu::DeviceApi {
   hipError (*hipModuleLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                     void*, void**, void**) = nullptr;
   const char* (*hipGetErrorString)(hipError) = nullptr;
+  // Graph capture (optional: bound when the runtime has them; `graphs` says whether used).
+  hipError (*hipStreamBeginCapture)(void*, int) = nullptr;
+  hipError (*hipStreamEndCapture)(void*, void**) = nullptr;
+  hipError (*hipGraphInstantiate)(void**, void*, void**, char*, size_t) = nullptr;
+  hipError (*hipGraphLaunch)(void*, void*) = nullptr;
+  hipError (*hipGraphExecDestroy)(void*) = nullptr;
+  hipError (*hipGraphDestroy)(void*) = nullptr;
+  bool graphs = false;
+
+  /// Binds the graph-capture entry points from a dlopen'ed libamdhip64; false (and none
+  /// bound) when one is missing.
+  static bool bind_graph_api(void* handle, Driver& d);
+  /// Whether to capture: LUMINAL_HIP_GRAPHS ("0"/"1") when set, else runtime major >= 6.
+  static bool graphs_wanted(int runtime_major, const char* env);
 
   /// Where gcnArchName ("gfx90a:sramecc+:xnack-") lies in hipDeviceProp_t as ROCm 5
   /// lays it out; ROCm 6 keeps that layout for the unversioned hipGetDeviceProperties.
@@ -66,11 +83,11 @@ struct Driver final : gpu::DeviceApi {
   void launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void* stream,
               const char* what) const override;
   void synchronize(void* stream, const char* what) const override;
-  bool begin_capture(void*) const override { return false; }
-  void* end_capture(void*) const override { return nullptr; }
-  void abort_capture(void*) const noexcept override {}
-  void launch_graph(void*, void*) const override {}
-  void destroy_graph(void*) const noexcept override {}
+  bool begin_capture(void* stream) const override;
+  void* end_capture(void* stream) const override;
+  void abort_capture(void* stream) const noexcept override;
+  void launch_graph(void* graph, void* stream) const override;
+  void destroy_graph(void* graph) const noexcept override;
 };
 
 /// The architecture in a gcnArchName: "gfx90a:sramecc+:xnack-" -> "gfx90a"; "" when the
