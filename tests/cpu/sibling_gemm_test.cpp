@@ -6,6 +6,7 @@
 // weights as stored, against the interpreter.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <map>
 
 #include "backends/cpu/cpu_program.hpp"
@@ -119,7 +120,11 @@ TEST_CASE("decoder block with f32, f16 and bf16 weights: Q/K/V and gate/up are o
       c.weights = wt;
       lm::test::build_model(g, c, 1);
       auto compiled = lm::compiler::compile_graph(*g.impl(), lm::Target::cpu(), {});
-      INFO(compiled.report.to_string());
+      INFO(compiled.report.to_string() << "\n" << compiled.dot);
+      std::printf("decoder block, %s weights, S %lld: %lld kernels\n", std::string(lm::dtype_name(wt)).c_str(),
+                  static_cast<long long>(S), static_cast<long long>(compiled.report.kernels));
+      // As with f32 weights (tests/compiler/fusion_test.cpp): 5 kernels, 7 at one row.
+      CHECK(compiled.report.kernels <= (S > 1 ? 5 : 7));
       auto lowered = lm::cpu::lower_plan(*compiled.plan, lm::cpu::cpu_lower_options());
       std::vector<size_t> segments;
       for (const auto& kern : lowered.prog.kernels)
