@@ -303,12 +303,13 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     KernelCost node_cost(g, graph, s.ctx.target);
     egraph::DagOptions dopt = extraction_options();
     dopt.deadline = s.deadline;
-    // Two starts, the cheaper kept: tree costs count a shared value once per use, so the
-    // tree-greedy start misjudges choices along a chain of classes -- a sharded program's
-    // column split's gathers against a row split's all_reduce, or (one process) Q/K/V read
-    // from one merged product against three (matmul-siblings): with f16 weights the tree
-    // start alone extracted a Llama decode step 6.6% dearer than without that rule.
-    dopt.dag_greedy = true;
+    // A sharded e-graph: a column split's gathers against a row split's all_reduce is a
+    // choice along a whole chain of classes, which tree costs misjudge (DagOptions).
+    // Not yet for every program, though it lowers every estimate: in a Llama decode step
+    // it trades the streaming attention kernel for the decomposed one, which the cost
+    // model prices at half (at its guessed 2048 keys) but which ran ~5% slower at 128-160
+    // keys (docs/compiler.md, "Extraction"). The attention's price comes first.
+    dopt.dag_greedy = s.world > 1;
     egraph::DagExtractor<ir::TensorLang, ir::TensorAnalysis, KernelCost> ex(g, node_cost, dopt);
     const std::vector<ir::Id>& roots = sat->roots;
     auto result = ex.extract(roots);
