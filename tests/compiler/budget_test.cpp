@@ -67,7 +67,7 @@ TEST_CASE("budgets hold inside the math phase on thousands of random chains", "[
   constexpr std::size_t kNodeLimit = 1200;
   constexpr double kTimeLimit = 0.02;
 #if defined(__SANITIZE_ADDRESS__)  // (the sanitizer configuration builds ASan and UBSan together)
-  constexpr double kInProgressSlack = 0.04;
+  constexpr double kInProgressSlack = 0.08;
 #else
   constexpr double kInProgressSlack = 0.005;
 #endif
@@ -91,8 +91,9 @@ TEST_CASE("budgets hold inside the math phase on thousands of random chains", "[
     // 10% over the limit, plus 5 ms for the iteration in progress (its rebuild and what
     // one clock check does not see) -- far below the minutes a runaway applier took.
     // Sanitizers slow each of the up to 64 operations between two clock checks several
-    // times over (up to ~0.35 ms each was seen), so under them the slack for the
-    // iteration in progress is 40 ms.
+    // times over (up to ~0.35 ms each was seen), and stall now and then (a fresh-clone CI
+    // run, 2026-12-02: 64 ms against a 20 ms limit, 56 ms in one iteration's applications,
+    // passing on rerun), so under them the slack for the iteration in progress is 80 ms.
     REQUIRE(cpu <= kTimeLimit * 1.1 + kInProgressSlack);
     switch (rep.stop) {
       case egraph::StopReason::Saturated:
