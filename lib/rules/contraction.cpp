@@ -199,7 +199,7 @@ std::optional<DType> stored_operand(const ir::EGraph& g, Id b, int depth = 6) {
     for (const ir::AttrNode& n : attr_nodes(g, b, Op::Cast)) {
       const DType from = g.data(n.kid).dtype;
       if (from != DType::f16 && from != DType::bf16) continue;
-      if (auto d = stored_operand(g, n.kid, depth - 1); d && *d == from) return d;
+      if (auto d = stored_operand(g, n.kid, depth - 1)) return d;  // == from: views keep the dtype
     }
   return std::nullopt;
 }
@@ -265,9 +265,10 @@ std::shared_ptr<detail::GraphImpl> siblings_example(std::mt19937_64& rng) {
   const int n = rng() % 2 == 0 ? 3 : 2;
   // Weights stored as f32, f16 or bf16 (linear widens a half weight to f32), sometimes
   // one of each (pieces of different storage are not merged).
-  const int store = static_cast<int>(rng() % 4);
+  constexpr std::array kStored{DType::f32, DType::f16, DType::bf16};
+  const int store = static_cast<int>(rng() % 4);  // 3: one of each
   for (int i = 0; i < n; ++i) {
-    const DType dt = store == 3 ? std::array{DType::f32, DType::f16, DType::bf16}[i] : std::array{DType::f32, DType::f16, DType::bf16}[store];
+    const DType dt = kStored[static_cast<size_t>(store == 3 ? i : store)];
     g.output("y" + std::to_string(i), linear(x, g.param("w" + std::to_string(i), {dim(), k}, dt)));
   }
   return g.impl();

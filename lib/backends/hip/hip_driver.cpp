@@ -37,11 +37,16 @@ const Driver* Driver::get(std::string* why) {
   static Driver* instance = nullptr;
   static std::string failure;
   std::call_once(once, [] {
+    // The runtime's major version comes from the soname (0: unversioned, not known).
+    struct Lib {
+      const char* name;
+      int major;
+    };
     void* h = nullptr;
-    int major = 0;  // the runtime's major version, from the soname (0: unversioned)
-    for (const char* n : {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"})
-      if ((h = dlopen(n, RTLD_NOW | RTLD_LOCAL))) {  // stays loaded, like any driver
-        major = n[std::strlen(n) - 1] == '6' ? 6 : n[std::strlen(n) - 1] == '5' ? 5 : 0;
+    int major = 0;
+    for (const Lib& l : {Lib{"libamdhip64.so.6", 6}, Lib{"libamdhip64.so.5", 5}, Lib{"libamdhip64.so", 0}})
+      if ((h = dlopen(l.name, RTLD_NOW | RTLD_LOCAL))) {  // stays loaded, like any driver
+        major = l.major;
         break;
       }
     if (!h) {
