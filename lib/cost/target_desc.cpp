@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -22,6 +23,17 @@ double read_cache_bytes(int index) {
   if (unit == 'K') v *= 1024;
   if (unit == 'M') v *= 1024 * 1024;
   return v;
+}
+
+// Where sysfs has no cache directory (some VMs), the C library's figure (CPUID): the L2
+// as reported, the last level capped at 32 MiB -- a VM's CPUID may state the whole
+// package's L3 (508 MiB seen for 2 vCPUs of an EPYC), while one core group shares at
+// most 32 MiB on the parts the cost model knows (96 MiB with stacked cache: the cap
+// stays conservative). LUMINAL_CPU_LLC_MB overrides the last level either way.
+double fallback_cache_bytes(int level) {
+  const long v = sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+  if (v <= 0) return 0;
+  return level == 2 ? std::min(static_cast<double>(v), 8.0 * (1 << 20)) : std::min(static_cast<double>(v), 32.0 * (1 << 20));
 }
 
 bool cpu_has_flag(const std::string& flag) {
@@ -103,6 +115,10 @@ const HostFacts& host_facts() {
     h.ghz = cpu_ghz();
     h.l2 = read_cache_bytes(2);
     h.l3 = read_cache_bytes(3);
+    if (h.l2 == 0 && h.l3 == 0) {
+      h.l2 = fallback_cache_bytes(2);
+      h.l3 = fallback_cache_bytes(3);
+    }
     return h;
   }();
   return f;
@@ -124,7 +140,7 @@ TargetDesc describe_host_cpu() {
   d.mem_bandwidth = env_or("LUMINAL_CPU_BANDWIDTH_GBS", 20.0) * 1e9;
   d.cache_bandwidth = d.mem_bandwidth * 4;
   d.local_bytes = hw.l2;
-  d.llc_bytes = hw.l3;
+  d.llc_bytes = env_or("LUMINAL_CPU_LLC_MB", hw.l3 / (1 << 20)) * (1 << 20);
   if (d.llc_bytes == 0) d.llc_bytes = d.local_bytes;
   d.launch_overhead_s = 2e-6;   // an OpenMP parallel region: fork, barrier
   d.transcendental_flops = 12;  // our vectorized polynomial approximations
