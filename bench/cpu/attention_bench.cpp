@@ -3,8 +3,11 @@
 // the Attention kind is priced out of the search (LUMINAL_CPU_ATTENTION_EFFICIENCY tiny:
 // a QK^T GEMM, the masked softmax as a row kernel, a PV GEMM), in the same process; the
 // fused plan is forced the other way (the efficiency set very high).
-// Shapes of a Llama-3-8B layer: 32 query heads, 8 KV heads (grouped, repeated as views),
-// head dim 128, causal; prefill of S tokens and one decode step over S past tokens.
+// Shapes of a Llama-3-8B layer (32 query heads, 8 KV heads grouped, repeated as views,
+// head dim 128) and of the 110M Llama of bench/llama (12 heads, no grouping, head dim 64),
+// causal; prefill of S tokens and one decode step over S past tokens. Each plan prints
+// the cost model's estimate of it beside its kernel counts: the search picks the plan
+// with the lower estimate, so the two columns should rank the plans as the timings do.
 // Counters: GFLOP/s counts the products the causal mask leaves (both matmuls).
 // The F16 variants take q, k, v in f16 (the op widens them and rounds the result): the
 // fused kernel reads and writes halves; before the lowering took them (2026-12-02) the
@@ -41,12 +44,18 @@ lm::HostTensor rand_tensor(const std::vector<int64_t>& shape, std::mt19937_64& r
 }
 
 // q [H, Sq, hd]; k, v [KV, Sk, hd] repeated to H heads; causal (bottom-right aligned).
-Attn& get(int64_t sq, int64_t sk, bool fused, lm::DType dt) {
-  static std::map<std::tuple<int64_t, int64_t, bool, lm::DType>, Attn> cache;
-  auto key = std::make_tuple(sq, sk, fused, dt);
+struct Heads {
+  int64_t H, KV, hd;
+};
+constexpr Heads kShapes[] = {{32, 8, 128}, {12, 12, 64}};  // Llama-3-8B, the 110M Llama
+
+Attn& get(int64_t sq, int64_t sk, int64_t shape, bool fused, lm::DType dt) {
+  static std::map<std::tuple<int64_t, int64_t, int64_t, bool, lm::DType>, Attn> cache;
+  auto key = std::make_tuple(sq, sk, shape, fused, dt);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   Attn& a = cache[key];
-  const int64_t H = 32, KV = 8, hd = 128, G = H / KV;
+  const auto [H, KV, hd] = kShapes[shape];
+  const int64_t G = H / KV;
   lm::Tensor q = a.g.input("q", {H, sq, hd}, dt), k = a.g.input("k", {KV, sk, hd}, dt),
              v = a.g.input("v", {KV, sk, hd}, dt);
   auto rep = [&](const lm::Tensor& t) {
@@ -61,11 +70,12 @@ Attn& get(int64_t sq, int64_t sk, bool fused, lm::DType dt) {
   unsetenv("LUMINAL_CPU_ATTENTION_EFFICIENCY");
   int att = 0;
   for (const auto& st : plan.plan->steps) att += st.spec->kind == lm::ir::KernelKind::Attention ? 1 : 0;
-  std::printf("attention %s Sq %lld Sk %lld %s: %lld plan kernels (%d attention), %lld C kernels\n",
-              std::string(lm::dtype_name(dt)).c_str(), static_cast<long long>(sq), static_cast<long long>(sk),
-              fused ? "fused" : "unfused",
-              static_cast<long long>(plan.report.kernels), att,
-              static_cast<long long>(a.f.report().generated_kernels));
+  std::printf("attention %s H %lld KV %lld hd %lld Sq %lld Sk %lld %s: %lld plan kernels (%d attention), "
+              "%lld C kernels, estimate %.1f us\n",
+              std::string(lm::dtype_name(dt)).c_str(), static_cast<long long>(H), static_cast<long long>(KV),
+              static_cast<long long>(hd), static_cast<long long>(sq), static_cast<long long>(sk),
+              fused ? "fused" : "unfused", static_cast<long long>(plan.report.kernels), att,
+              static_cast<long long>(a.f.report().generated_kernels), plan.report.estimated_seconds * 1e6);
   std::mt19937_64 rng(1);
   a.in.emplace("q", rand_tensor({H, sq, hd}, rng, dt));
   a.in.emplace("k", rand_tensor({KV, sk, hd}, rng, dt));
@@ -79,7 +89,7 @@ Attn& get(int64_t sq, int64_t sk, bool fused, lm::DType dt) {
 }
 
 void run(benchmark::State& st, bool fused, lm::DType dt = lm::f32) {
-  Attn& a = get(st.range(0), st.range(1), fused, dt);
+  Attn& a = get(st.range(0), st.range(1), st.range(2), fused, dt);
   for (auto _ : st) {
     auto s = a.f.run(a.in, a.out);
     if (!s.ok) st.SkipWithError(s.message.c_str());
@@ -92,8 +102,11 @@ void BM_AttentionUnfused(benchmark::State& st) { run(st, false); }
 void BM_AttentionFusedF16(benchmark::State& st) { run(st, true, lm::f16); }
 void BM_AttentionUnfusedF16(benchmark::State& st) { run(st, false, lm::f16); }
 
-// {Sq, Sk}: prefill 128 and 512, decode one token over 512 and 4096 past tokens.
-#define LM_ATTN_ARGS ->Args({128, 128})->Args({512, 512})->Args({1, 512})->Args({1, 4096})
+// {Sq, Sk, shape}: prefill 128 and 512, decode one token over 160 to 4096 past tokens (at
+// the 8B's shapes and the 110M's).
+#define LM_ATTN_ARGS                                                                            \
+  ->Args({128, 128, 0})->Args({512, 512, 0})->Args({1, 160, 0})->Args({1, 512, 0})->Args({1, 4096, 0}) \
+      ->Args({1, 160, 1})->Args({1, 2048, 1})
 BENCHMARK(BM_AttentionFused) LM_ATTN_ARGS->Unit(benchmark::kMicrosecond)->UseRealTime()->Repetitions(5)
     ->ReportAggregatesOnly(true);
 BENCHMARK(BM_AttentionUnfused) LM_ATTN_ARGS->Unit(benchmark::kMicrosecond)->UseRealTime()->Repetitions(5)

@@ -226,6 +226,10 @@ double KernelCost::operator()(const ir::NodeView& v) const {
   return c;
 }
 
+detail::KernelWork KernelCost::work(const ir::NodeView& v) const {
+  return ir::kernel_work(*g_, *g_->analysis().attrs().get(v.payload).kernel, {}, dims_);
+}
+
 namespace {
 
 /// LUMINAL_DEBUG_EXTRACT (docs/compiler.md): every kernel node of each class the plan
@@ -247,6 +251,11 @@ void print_extraction(ir::EGraph& g, const KernelPlan& p, const std::vector<ir::
       t += ", tile";
       for (auto l : spec.launch) t += " " + std::to_string(l);
     }
+    if (spec.kind == ir::KernelKind::AttentionTwoPass) return t;
+    const detail::KernelWork w = cost.work(v);
+    t += fmt(" [%.3g MFLOP, %.3g Mtransc, read %.3g MB, write %.3g MB, scratch %.3g MB, par %.3g]", w.flops * 1e-6,
+             w.transcendentals * 1e-6, w.bytes_read * 1e-6, w.bytes_written * 1e-6, w.bytes_scratch * 1e-6,
+             w.parallelism);
     return t;
   };
   if (const char* cl = std::getenv("LUMINAL_DEBUG_EXTRACT_CLASS"); cl && *cl) {

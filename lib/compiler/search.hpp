@@ -63,6 +63,8 @@ class KernelCost {
  public:
   KernelCost(const ir::EGraph& g, const detail::GraphImpl& graph, const detail::TargetDesc& target);
   double operator()(const ir::NodeView& v) const;
+  /// What `operator()` prices a kernel node from (LUMINAL_DEBUG_EXTRACT prints it).
+  detail::KernelWork work(const ir::NodeView& v) const;
 
  private:
   const ir::EGraph* g_;
