@@ -99,6 +99,13 @@ bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id) {
     const PrimOp o = body.nodes[x].op;
     if (o == PrimOp::SumReduce || o == PrimOp::MaxReduce || o == PrimOp::Gather) return false;
     if (detail::is_transcendental(o)) return true;
+    // A broadcast further down is hoisted by itself when it repeats transcendentals, so
+    // what lies below it is computed once either way. (A decode step's K, repeated over
+    // the query heads of a KV head, is concat(k_cache, RoPE(k_new)) with RoPE's sin/cos
+    // table broadcast over the KV heads: hoisting the whole K would copy the cache each
+    // step for the sake of one row's table.)
+    if (x != n.inputs[0] && o == PrimOp::Expand && broadcasts(body.nodes[x], body.nodes[body.nodes[x].inputs[0]]))
+      continue;
     for (uint32_t k : body.nodes[x].inputs) todo.push_back(k);
   }
   return false;
@@ -513,9 +520,11 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
           // Attention stages Q and K through their expressions (a prologue computed
           // while staging) and never stores P: only a computed V makes a round trip.
           const bool staged = att && (ni == att->score_reduce || e == p_operand);
-          if (auto cat = attention ? std::nullopt : stored_concat(*spec.body, below)) {
+          // Attention reads a V that is one (a decode step's concat(v_cache, v_new)) in
+          // place on every backend (kernel::Attention::v_more).
+          if (auto cat = staged ? std::nullopt : stored_concat(*spec.body, below)) {
             for (uint32_t x : cat->adds) free_add[x] = 1;
-            w.bytes_concat += numel[below] * 4;
+            if (!attention) w.bytes_concat += numel[below] * 4;
             continue;
           }
           // Attention reads a V widened from a stored half in place (the renderers

@@ -299,8 +299,11 @@ struct Evaluator {
   void attention() {
     const Attention& a = *k->attention;
     const int64_t m = ix(a.m), n = ix(a.n), dk = ix(a.dk), dv = ix(a.dv);
-    const int64_t ov = ix(a.v.offset), oo = ix(a.out.offset);
-    const int64_t rv = ix(a.v.row_stride), cv = ix(a.v.col_stride), ro = ix(a.out.row_stride);
+    const int64_t oo = ix(a.out.offset), ro = ix(a.out.row_stride);
+    // V row j: from the segment holding key j, at its own offset and strides.
+    const std::vector<KeySegment> segs = value_segments(a);
+    std::vector<int64_t> j0s;
+    for (const KeySegment& sg : segs) j0s.push_back(ix(sg.j0));
     auto q_at = [&](int64_t i, int64_t p) {
       vars[static_cast<size_t>(a.row_var)] = i;
       vars[static_cast<size_t>(a.depth_var)] = p;
@@ -313,8 +316,11 @@ struct Evaluator {
     };
     // V may be stored as halves (widened exactly to f32, as the body's cast does).
     const DType vdt = p.buffers[static_cast<size_t>(a.v.buffer)].dtype;
-    auto v_at = [&](int64_t e) {
-      const double x = read(a.v.buffer, e);
+    auto v_at = [&](int64_t j, int64_t d) {
+      size_t si = 0;
+      while (si + 1 < segs.size() && j >= j0s[si + 1]) ++si;
+      const MatrixView& v = segs[si].v;
+      const double x = read(v.buffer, ix(v.offset) + (j - j0s[si]) * ix(v.row_stride) + d * ix(v.col_stride));
       if (vdt == DType::f16) return f16_bits_to_f32(static_cast<uint16_t>(x));
       if (vdt == DType::bf16) return bf16_bits_to_f32(static_cast<uint16_t>(x));
       return static_cast<float>(x);
@@ -349,7 +355,7 @@ struct Evaluator {
         // overflows only where the values do); no keys: +0, the sum over nothing.
         float o = 0;
         for (int64_t j = 0; j < n; ++j)
-          o += (s[static_cast<size_t>(j)] * r) * v_at(ov + j * rv + d * cv);
+          o += (s[static_cast<size_t>(j)] * r) * v_at(j, d);
         acc = o;
         vars[static_cast<size_t>(a.col_var)] = d;
         write(a.out.buffer, oo + i * ro + d, a.epilogue.valid() ? eval(a.epilogue) : acc);

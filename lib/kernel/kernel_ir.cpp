@@ -470,6 +470,12 @@ struct Checker {
 
 }  // namespace
 
+std::vector<KeySegment> value_segments(const Attention& a) {
+  std::vector<KeySegment> segs{{a.v, Index(0)}};
+  segs.insert(segs.end(), a.v_more.begin(), a.v_more.end());
+  return segs;
+}
+
 std::string gather_id_error(const std::string& op_name, int64_t id, int64_t position, int64_t rows) {
   return "[" + op_name + "] id " + std::to_string(id) + " at position " + std::to_string(position) +
          " is outside [0, " + std::to_string(rows) + ")";
@@ -557,6 +563,21 @@ void validate(const Program& p) {
           c.index(v->col_stride);
         }
         if (a.out.col_stride.as_constant() != 1) c.fail("attention output must have column stride 1");
+        if (a.v_more.size() + 1 > kMaxKeySegments)
+          c.fail("a segmented attention V has at most " + std::to_string(kMaxKeySegments) + " segments");
+        for (const KeySegment& sg : a.v_more) {
+          c.buffer(sg.v.buffer);
+          if (p.buffers[static_cast<size_t>(sg.v.buffer)].dtype != p.buffers[static_cast<size_t>(a.v.buffer)].dtype)
+            c.fail("attention V segments must all have V's dtype");
+          // The renderers walk a row's columns with one stride for every segment.
+          if (sg.v.col_stride.to_string() != a.v.col_stride.to_string())
+            c.fail("attention V segments must all have V's column stride");
+          c.index(sg.j0);
+          if (Checker::uses_var(sg.j0)) c.fail("an attention V segment's first key must not use loop variables");
+          c.index(sg.v.offset);
+          c.index(sg.v.row_stride);
+          c.index(sg.v.col_stride);
+        }
         for (const Index* x : {&a.m, &a.n, &a.dk, &a.dv}) {
           c.index(*x);
           if (Checker::uses_var(*x)) c.fail("attention sizes must not use loop variables");
@@ -651,7 +672,9 @@ std::string to_string(const Program& p) {
     if (k.kind == KernelKind::Attention) {
       const Attention& a = *k.attention;
       s << ind << "b" << a.out.buffer << "[" << a.m.to_string() << " x " << a.dv.to_string()
-        << "] = attention(v b" << a.v.buffer << ", keys=" << a.n.to_string() << ", depth=" << a.dk.to_string()
+        << "] = attention(v b" << a.v.buffer;
+      for (const KeySegment& sg : a.v_more) s << " | b" << sg.v.buffer << " from key " << sg.j0.to_string();
+      s << ", keys=" << a.n.to_string() << ", depth=" << a.dk.to_string()
         << ") rows v" << a.row_var << " keys v" << a.key_var << " cols v" << a.col_var << " depth v"
         << a.depth_var << "\n"
         << ind << "  q " << a.q.to_string() << "\n"

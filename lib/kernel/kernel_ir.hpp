@@ -330,11 +330,22 @@ struct Gather {
 /// Expressible on a GPU as one thread block per (batch point, block of query rows), Q
 /// rows and K/V tiles staged through shared memory (the q/k expressions evaluated while
 /// staging).
+/// Keys [j0, the next segment's j0 (or n)) of a segmented V are the rows 0.. of `v`.
+struct KeySegment {
+  MatrixView v;
+  Index j0;
+};
+
 struct Attention {
   Index m, n, dk, dv;  // query rows, keys, q.k depth, value width
   Expr q;              // f32 (f16/bf16 loads under a cast), over row_var, depth_var (and batch variables)
   Expr k;              // f32 (likewise), over key_var, depth_var (and batch variables)
   MatrixView v;        // n x dv; f32, or f16/bf16 widened to f32 as it is read
+  // A segmented V (empty: V is `v`): V is the concatenation along the keys of `v` (keys
+  // from 0) and these views, each read where it lies -- a decode step's KV cache and its
+  // new row, concat(v_cache, v_new), never copied. The j0 increase; every view has v's
+  // dtype and column stride. At most kMaxKeySegments - 1.
+  std::vector<KeySegment> v_more;
   MatrixView out;      // m x dv, col_stride must be 1; the epilogue's dtype (f32, f16, bf16)
   int row_var = 0, key_var = 1, col_var = 2, depth_var = 3;
   Expr score;          // over acc() (f32); invalid Expr means acc() itself
@@ -342,6 +353,10 @@ struct Attention {
   std::optional<Index> key_end;
   Expr epilogue;       // over acc() (f32), stored as its own dtype; invalid Expr means acc() itself
 };
+
+inline constexpr std::size_t kMaxKeySegments = 4;
+/// Every view of V with the key it starts at: (a.v, 0) and then a.v_more.
+std::vector<KeySegment> value_segments(const Attention& a);
 
 struct Kernel {
   std::string name;  // a C identifier, unique in the program

@@ -92,6 +92,7 @@ std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
     } else if (k.kind == KernelKind::Attention) {
       const Attention& a = *k.attention;
       reads = {a.v.buffer};
+      for (const kernel::KeySegment& sg : a.v_more) reads.push_back(sg.v.buffer);
       reads_of(a.q, reads);
       reads_of(a.k, reads);
       reads_of(a.score, reads);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/cpu_program.hpp"
 #include "backends/cpu/kernel_call.hpp"
 #include "compiler/translation_models.hpp"
 #include "harness.hpp"
@@ -26,7 +27,21 @@ struct Case {
   bool causal, with_key_end, poison_masked_v;
   bool huge_v = false;  // values near FLT_MAX: the output is a convex combination of them
   lm::DType dt = lm::DType::f32;  // of q, k, v and out (halves: widened on load, f32 math, rounded on store)
+  // A segmented V (Attention::v_more): the keys where segments 1.. start, each segment in
+  // a buffer of its own (4, 5, ...) with rows padded to another stride; keys before the
+  // first split are rows of buffer 2. A decode step's concat(v_cache, v_new) read in place.
+  std::vector<int64_t> v_splits = {};
 };
+
+constexpr int64_t kSegPad = 3;  // extra elements per row of a V segment buffer
+
+// Buffer and element of V's row `j`, element `e` of the row ([heads * dv] per key).
+std::pair<int, int64_t> v_element(const Case& c, int64_t j, int64_t e) {
+  for (size_t s = c.v_splits.size(); s-- > 0;)
+    if (j >= c.v_splits[s])
+      return {4 + static_cast<int>(s), (j - c.v_splits[s]) * (c.heads * c.dv + kSegPad) + e};
+  return {2, j * c.heads * c.dv + e};
+}
 
 // Element `e` of buffer `b` set to `x` in the buffer's dtype.
 void put(cpu_test::HostBuffers& hb, const k::Program& p, int b, int64_t e, float x) {
@@ -56,6 +71,11 @@ k::Program attention_program(const Case& c) {
                {"k", c.dt, Index(kvh * c.n * c.dk), k::BufferRole::Input},
                {"v", c.dt, Index(c.n * c.heads * c.dv), k::BufferRole::Input},
                {"out", c.dt, Index(c.m * c.heads * c.dv), k::BufferRole::Output}};
+  for (size_t s = 0; s < c.v_splits.size(); ++s) {
+    const int64_t rows = (s + 1 < c.v_splits.size() ? c.v_splits[s + 1] : c.n) - c.v_splits[s];
+    p.buffers.push_back({"v_seg" + std::to_string(s), c.dt, Index(rows * (c.heads * c.dv + kSegPad)),
+                         k::BufferRole::Input});
+  }
   auto widen = [&](k::Expr e) { return c.dt == lm::DType::f32 ? e : k::cast(e, lm::DType::f32); };
   k::Kernel kern;
   kern.name = "attn";
@@ -77,6 +97,9 @@ k::Program attention_program(const Case& c) {
                             k::constant(0.5)),
                   k::constant(1.0));
   a.v = {2, h * Index(c.dv), Index(c.heads * c.dv), Index(1)};
+  for (size_t s = 0; s < c.v_splits.size(); ++s)
+    a.v_more.push_back({{4 + static_cast<int>(s), h * Index(c.dv), Index(c.heads * c.dv + kSegPad), Index(1)},
+                        Index(c.v_splits[s])});
   a.out = {3, h * Index(c.dv), Index(c.heads * c.dv), Index(1)};
   a.row_var = 1;
   a.key_var = 2;
@@ -109,18 +132,21 @@ void check(const Case& c, luminal::cpu::RenderOptions opt = {}) {
       const float vals[2] = {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
       for (int t = 0; t < 2; ++t) {
         const int64_t row = c.n - 1 - t, col = 3 * t + 1;  // head 0, value column 1 or 4
-        put(*hb, p, 2, row * c.heads * c.dv + col, vals[t]);
+        const auto [b, e] = v_element(c, row, col);
+        put(*hb, p, b, e, vals[t]);
       }
     }
   }
   if (c.huge_v)
     for (auto* hb : {&ref, &got})
-      for (int64_t e = 0; e < c.n * c.heads * c.dv; ++e) {
-        const double x = cpu_test::element(p.buffers[2], hb->bytes[2], e);
-        // Near the format's largest value, one sign: no cancellation.
-        const float big = c.dt == lm::DType::f16 ? 6.0e4f : 3.0e38f;
-        put(*hb, p, 2, e, big * (0.5f + 0.5f * std::min(static_cast<float>(std::fabs(x)), 1.0f)));
-      }
+      for (int64_t j = 0; j < c.n; ++j)
+        for (int64_t r = 0; r < c.heads * c.dv; ++r) {
+          const auto [b, e] = v_element(c, j, r);
+          const double x = cpu_test::element(p.buffers[static_cast<size_t>(b)], hb->bytes[static_cast<size_t>(b)], e);
+          // Near the format's largest value, one sign: no cancellation.
+          const float big = c.dt == lm::DType::f16 ? 6.0e4f : 3.0e38f;
+          put(*hb, p, b, e, big * (0.5f + 0.5f * std::min(static_cast<float>(std::fabs(x)), 1.0f)));
+        }
   k::evaluate(p, ref.ptrs(), {});
   luminal::cpu::CProgram cp = luminal::cpu::render_c(p, opt);
   const int64_t few_rows = opt.isa == luminal::cpu::CpuIsa::Avx512 ? 4 : 2;
@@ -179,11 +205,18 @@ TEST_CASE("attention kernel: generated C matches the evaluator", "[cpu][attentio
       {4, 33, 65, 32, 16, 0, false, false, false, false, lm::DType::bf16},
       {2, 37, 70, 16, 16, 33, true, true, false, true, lm::DType::f16},
       {2, 33, 65, 8, 16, 0, false, false, false, true, lm::DType::bf16},
+      // V in segments (a KV cache and new rows read in place): splits inside a key block,
+      // on a block edge, at the last key; with skipped (poisoned) and NaN rows.
+      {2, 37, 70, 16, 24, 33, true, true, false, false, lm::DType::f32, {69}},
+      {2, 40, 40, 8, 8, 0, true, true, true, false, lm::DType::f32, {13, 32}},
+      {2, 21, 19, 12, 4, -5, true, true, false, false, lm::DType::f32, {1, 7, 18}},
+      {2, 37, 70, 16, 16, 33, true, true, false, true, lm::DType::f32, {50}},
+      {2, 40, 40, 8, 8, 0, true, true, true, false, lm::DType::bf16, {39}},
   };
   for (const Case& c : cases) {
     INFO("heads " << c.heads << " m " << c.m << " n " << c.n << " dk " << c.dk << " dv " << c.dv << " offset "
                   << c.offset << " causal " << c.causal << " key_end " << c.with_key_end << " "
-                  << lm::dtype_name(c.dt));
+                  << lm::dtype_name(c.dt) << " V segments " << c.v_splits.size() + 1);
     check(c);
   }
 }
@@ -206,6 +239,12 @@ TEST_CASE("attention kernel: a few query rows (a decode step) on every ISA", "[c
       {4, 3, 129, 64, 64, 0, false, false, true, false, lm::DType::bf16},
       {2, 3, 9, 8, 16, -2, true, true, false, false, lm::DType::f16},
       {2, 2, 70, 16, 16, 30, true, true, false, true, lm::DType::bf16},
+      // A decode step over a KV cache of n - 1 keys and the new one, read in place.
+      {6, 1, 129, 64, 64, 0, false, false, true, false, lm::DType::f32, {128}},
+      {4, 3, 129, 64, 64, 0, false, false, true, false, lm::DType::f32, {128}},
+      {2, 1, 40, 8, 8, 20, true, true, true, false, lm::DType::f32, {17, 39}},
+      {2, 2, 70, 16, 32, 0, false, false, false, false, lm::DType::f16, {31}},
+      {6, 1, 129, 64, 64, 0, false, false, true, false, lm::DType::bf16, {128}},
   };
   std::vector<luminal::cpu::CpuIsa> isas = {luminal::cpu::CpuIsa::Generic};
   if (luminal::cpu::host_isa() != luminal::cpu::CpuIsa::Generic) isas.push_back(luminal::cpu::CpuIsa::Avx2);
@@ -214,7 +253,7 @@ TEST_CASE("attention kernel: a few query rows (a decode step) on every ISA", "[c
     for (luminal::cpu::CpuIsa isa : isas) {
       INFO("heads " << c.heads << " n " << c.n << " dk " << c.dk << " dv " << c.dv << " offset " << c.offset
                     << " causal " << c.causal << " key_end " << c.with_key_end << " isa "
-                    << static_cast<int>(isa));
+                    << static_cast<int>(isa) << " V segments " << c.v_splits.size() + 1);
       luminal::cpu::RenderOptions opt;
       opt.isa = isa;
       check(c, opt);
@@ -248,6 +287,63 @@ TEST_CASE("cpu: scaled_dot_product_attention runs as one generated attention ker
     for (const auto& [name, t] : in) ptrs.emplace(name, &t);
     auto want = lm::detail::reference::run(*g.impl(), {}, ptrs);
     CHECK(lm::test::compare_outputs(f(in), want) <= 1.0);
+  }
+}
+
+// A decode step: one query row over the KV cache (an input of P keys) and the step's new
+// key and value (computed by projections; the key through RoPE), concatenated and
+// repeated over the query heads of each KV head. The attention kernel reads both parts
+// where they lie: V as two segments (Attention::v_more), K staged through the concat's
+// expression with only RoPE's sin/cos table hoisted. Before, the kernel copied V (and K,
+// for the sake of one row's RoPE table) into scratch every step: P rows a layer. An f32
+// cache, as the Llama example keeps for every weight dtype (an f16 cache whose new row is
+// rounded to f16 inside the kernel is still copied: segments have one dtype).
+TEST_CASE("cpu: a decode step's attention reads the KV cache and the new row in place", "[cpu][attention][e2e]") {
+  lm::Graph g;
+  const int64_t H = 4, KV = 2, G = H / KV, hd = 16, D = 32;
+  lm::Dim P = g.dim("P", 1, 64);
+  lm::Tensor x = g.input("x", {1, D}), pos = g.input("pos", {1}, lm::i32);
+  auto heads = [&](const lm::Tensor& t, int64_t n) { return lm::permute(lm::reshape(t, {1, n, hd}), {1, 0, 2}); };
+  lm::Tensor q = lm::rope(heads(lm::linear(x, g.param("wq", {H * hd, D})), H), pos);
+  lm::Tensor kn = lm::rope(heads(lm::linear(x, g.param("wk", {KV * hd, D})), KV), pos);
+  lm::Tensor vn = heads(lm::linear(x, g.param("wv", {KV * hd, D})), KV);
+  auto cached = [&](const char* name, const lm::Tensor& t) {
+    return lm::concat({g.input(name, {KV, P, hd}), t}, 1);  // [KV, P + 1, hd]
+  };
+  auto rep = [&](const lm::Tensor& t) {
+    return lm::reshape(lm::expand(lm::reshape(t, {KV, 1, P + 1, hd}), {KV, G, P + 1, hd}), {H, P + 1, hd});
+  };
+  g.output("y", lm::scaled_dot_product_attention(q, rep(cached("k_cache", kn)), rep(cached("v_cache", vn)), true));
+  auto compiled = lm::compiler::compile_graph(*g.impl(), lm::Target::cpu(), {});
+  INFO(compiled.report.to_string() << "\n" << compiled.dot);
+  int att = 0;
+  for (const auto& st : compiled.plan->steps) att += st.spec->kind == lm::ir::KernelKind::Attention ? 1 : 0;
+  REQUIRE(att == 1);
+  auto lowered = lm::cpu::lower_plan(*compiled.plan, lm::cpu::cpu_lower_options());
+  int segmented = 0;
+  for (const auto& kern : lowered.prog.kernels)
+    if (kern.attention) segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
+  CHECK(segmented == 1);
+  // No kernel of the lowering copies the cache: besides the plan's steps, only RoPE's
+  // sin/cos tables (computed once each).
+  CHECK(lowered.prog.kernels.size() <= compiled.plan->steps.size() + 2);
+  // The same graph on the emulated GPUs: the GPU renderer's segmented loads, both dialects.
+  for (const char* target : {"cpu", "cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+    INFO(target);
+    lm::Callable f = lm::compile(g, lm::Target::parse(target));
+    CHECK(f.report().interpreted_kernels == 0);
+    for (int64_t past : {1, 17, 64}) {
+      INFO("P " << past);
+      auto all = lm::test::random_inputs(*g.impl(), 5 + static_cast<uint64_t>(past), {{"P", past}});
+      all.at("pos") = lm::HostTensor::from(std::vector<int32_t>{static_cast<int32_t>(past)}, {1});
+      std::map<std::string, const lm::HostTensor*> ptrs;
+      for (const auto& [name, t] : all) ptrs.emplace(name, &t);
+      auto want = lm::detail::reference::run(*g.impl(), {{"P", past}}, ptrs);
+      for (const auto& name : f.param_names()) f.bind(name, all.at(name));
+      std::map<std::string, lm::HostTensor> in;
+      for (const auto& name : f.input_names()) in.emplace(name, all.at(name));
+      CHECK(lm::test::compare_outputs(f(in), want) <= 1.0);
+    }
   }
 }
 

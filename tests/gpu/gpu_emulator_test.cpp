@@ -283,8 +283,9 @@ namespace {
 struct AttentionShape {
   int64_t batches, m, n, dk, dv;
 };
+// v_splits: a segmented V (Attention::v_more), keys from each split on in a buffer of its own.
 k::Program causal_attention(DType dt, AttentionShape s, bool v_transposed, double scale,
-                            std::optional<k::Expr> epilogue) {
+                            std::optional<k::Expr> epilogue, const std::vector<int64_t>& v_splits = {}) {
   const auto [B, m, n, dk, dv] = s;
   const int64_t copies = std::max<int64_t>(B, 1);
   k::Program p;
@@ -292,6 +293,12 @@ k::Program causal_attention(DType dt, AttentionShape s, bool v_transposed, doubl
   p.buffers.push_back(buf("k", dt, copies * n * dk, k::BufferRole::Input));
   p.buffers.push_back(buf("v", dt, copies * n * dv, k::BufferRole::Input));
   p.buffers.push_back(buf("o", dt, copies * m * dv, k::BufferRole::Output));
+  std::vector<int64_t> seg_rows;
+  for (size_t i = 0; i < v_splits.size(); ++i) {
+    seg_rows.push_back((i + 1 < v_splits.size() ? v_splits[i + 1] : n) - v_splits[i]);
+    p.buffers.push_back(buf(i == 0 ? "v_seg0" : i == 1 ? "v_seg1" : "v_seg2", dt, copies * seg_rows.back() * dv,
+                            k::BufferRole::Input));
+  }
   k::Kernel kk;
   kk.name = "att";
   kk.kind = k::KernelKind::Attention;
@@ -307,6 +314,8 @@ k::Program causal_attention(DType dt, AttentionShape s, bool v_transposed, doubl
   a.k = widened(k::load(1, dt, b * (n * dk) + k::Index::var(2) * dk + pd));
   a.depth_var = 4;
   a.v = v_transposed ? k::MatrixView{2, b * (n * dv), 1, n} : k::MatrixView{2, b * (n * dv), dv, 1};
+  for (size_t i = 0; i < v_splits.size(); ++i)
+    a.v_more.push_back({k::MatrixView{4 + static_cast<int>(i), b * (seg_rows[i] * dv), dv, 1}, v_splits[i]});
   a.out = {3, b * (m * dv), dv, 1};
   a.row_var = 1;
   a.key_var = 2;
@@ -335,6 +344,31 @@ TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batc
     INFO("m " << m << " n " << n << " dk " << dk << " dv " << dv);
     for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"})
       check_emulated(p, {}, arch_of(t), {}, 1e-4, 1e-5);
+  }
+}
+
+// V in segments, each read where it lies (a decode step's KV cache and its new row):
+// splits inside and on the edge of a key chunk, at the last key, several.
+TEST_CASE("emulated attention: V in segments from separate buffers", "[gpu][emu][attention]") {
+  struct SegCase {
+    AttentionShape shape;
+    std::vector<int64_t> splits;
+    DType dt;
+  };
+  const SegCase cases[] = {{{2, 1, 600, 16, 40}, {599}, DType::f32},
+                           {{2, 5, 7, 4, 3}, {2, 5}, DType::f32},
+                           {{0, 3, 300, 16, 40}, {128, 256, 299}, DType::f32},
+                           {{2, 1, 300, 16, 40}, {299}, DType::f16},
+                           {{2, 3, 300, 16, 40}, {100}, DType::bf16}};
+  for (const SegCase& c : cases) {
+    const auto [B, m, n, dk, dv] = c.shape;
+    const k::Program p = causal_attention(c.dt, c.shape, false, 0.5, c.dt == DType::f32 ? std::nullopt
+                                                                                        : std::optional(k::cast(k::acc(), c.dt)),
+                                          c.splits);
+    INFO(dtype_name(c.dt) << " m " << m << " n " << n << " dk " << dk << " dv " << dv << " segments "
+                          << c.splits.size() + 1);
+    const double rtol = c.dt == DType::f16 ? 2e-3 : c.dt == DType::bf16 ? 1.6e-2 : 1e-4;
+    for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) check_emulated(p, {}, arch_of(t), {}, rtol, 1e-5);
   }
 }
 

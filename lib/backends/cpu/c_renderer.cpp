@@ -1099,10 +1099,17 @@ class KernelWriter {
     const bool v_half = vdt != DType::f32;
     const bool v_unit = v_half || a.v.col_stride.as_constant() == int64_t{1};
     auto widen = [](const std::string& x, DType dt) { return convert(x, dt, DType::f32); };
+    // V's row of key j (an expression), where it lies: in `v`, or with a segmented V in
+    // the segment holding j (a per-kernel macro choosing among the segments' pointers).
+    const std::string vmacro = "LM_VROW_" + k_.name;
+    auto vptr = [&](const std::string& j) {
+      if (a.v_more.empty()) return "(lm_vp + (" + j + ") * (" + ix(a.v.row_stride) + "))";
+      return vmacro + "(" + j + ")";
+    };
     // Row jj of the current key block, as f32: in place, or the widened tile.
     auto vrow = [&](const std::string& jj) {
       return v_half ? "(lm_vt + " + jj + " * " + std::to_string(*a.dv.as_constant()) + ")"
-                    : "(lm_vp + (lm_j0 + " + jj + ") * (" + ix(a.v.row_stride) + "))";
+                    : vptr("lm_j0 + " + jj);
     };
     const std::string vcs = v_half ? "1" : ix(a.v.col_stride);
     // AVX-512 / AVX2: explicit vector accumulators (GCC keeps array accumulators in
@@ -1128,6 +1135,7 @@ class KernelWriter {
     collect(a.k);
     std::set<int> reads = reads_;
     reads.insert(a.v.buffer);
+    for (const KeySegment& sg : a.v_more) reads.insert(sg.v.buffer);
     std::ostringstream s;
     if (simd) s << "#include <immintrin.h>\n";
     // The kernel's task: a range of (batch point, query block) pairs.
@@ -1162,7 +1170,24 @@ class KernelWriter {
     s << ind << "float lm_s[" << QB << " * " << KB << "] __attribute__((aligned(64)));\n"
       << ind << "float lm_o[" << QB << " * " << DV << "] __attribute__((aligned(64)));\n"
       << ind << "float lm_mx[" << QB << "], lm_l[" << QB << "], lm_al[" << QB << "];\n"
-      << ind << "const " << c_type(vdt) << "* lm_vp = " << v << " + " << ix(a.v.offset) << ";\n"
+      << ind << "const " << c_type(vdt) << "* lm_vp = " << v << " + " << ix(a.v.offset) << ";\n";
+    if (!a.v_more.empty()) {
+      // Keys [j0_s, j0_s+1) from segment s: its pointer, first key and row stride.
+      std::string pick = "lm_vp + (j) * (" + ix(a.v.row_stride) + ")";
+      std::vector<std::string> alts{pick};
+      for (size_t i = 0; i < a.v_more.size(); ++i) {
+        const KeySegment& sg = a.v_more[i];
+        const std::string n = std::to_string(i + 1);
+        s << ind << "const " << c_type(vdt) << "* lm_vp" << n << " = b" << sg.v.buffer << " + " << ix(sg.v.offset)
+          << "; const int64_t lm_vs" << n << " = " << ix(sg.j0) << ";\n";
+        alts.push_back("lm_vp" + n + " + ((j) - lm_vs" + n + ") * (" + ix(sg.v.row_stride) + ")");
+      }
+      std::string e = alts.back();
+      for (size_t i = a.v_more.size(); i-- > 0;)
+        e = "(j) < lm_vs" + std::to_string(i + 1) + " ? " + alts[i] + " : " + e;
+      s << "#ifndef " << vmacro << "\n#define " << vmacro << "(j) (" << e << ")\n#endif\n";
+    }
+    s
       << ind << "const int64_t lm_rows_padded = (lm_rows + " << rb - 1 << ") / " << rb << " * " << rb
       << ";\n"
       // Q rows staged through the q expression (a RoPE prologue computed here).
@@ -1286,7 +1311,7 @@ class KernelWriter {
       s << in2 << "for (int64_t jj = 0; jj < lm_cols; ++jj)\n"
         << in2 << "  for (int64_t d = 0; d < " << DV << "; ++d)\n"
         << in2 << "    lm_vt[jj * " << DV << " + d] = "
-        << widen("lm_vp[(lm_j0 + jj) * (" + ix(a.v.row_stride) + ") + d * (" + ix(a.v.col_stride) + ")]", vdt)
+        << widen(vptr("lm_j0 + jj") + "[d * (" + ix(a.v.col_stride) + ")]", vdt)
         << ";\n";
     }
     const std::string c = float_literal(a.exp2_scale);
@@ -1412,7 +1437,7 @@ class KernelWriter {
         << ind << "  float lm_z[" << DV << "];\n"
         << ind << "  for (int64_t d = 0; d < " << DV << "; ++d) lm_z[d] = 0.0f;\n"
         << ind << "  for (int64_t j = lm_gmin; j < lm_n; ++j) {\n"
-        << ind << "    const " << c_type(vdt) << "* lm_vr = lm_vp + j * (" << ix(a.v.row_stride) << ");\n"
+        << ind << "    const " << c_type(vdt) << "* lm_vr = " << vptr("j") << ";\n"
         << ind << "    #pragma omp simd\n"
         << ind << "    for (int64_t d = 0; d < " << DV << "; ++d) lm_z[d] += 0.0f * "
         << widen("lm_vr[d * (" + ix(a.v.col_stride) + ")]", vdt) << ";\n"
@@ -1423,7 +1448,7 @@ class KernelWriter {
         << ind << "    for (int64_t j = lm_gmin; j < lm_n; ++j)\n"
         << ind << "      for (int64_t d = 0; d < " << DV << "; ++d) {\n"
         << ind << "        const float lm_x = "
-        << widen("lm_vp[j * (" + ix(a.v.row_stride) + ") + d * (" + ix(a.v.col_stride) + ")]", vdt) << ";\n"
+        << widen(vptr("j") + "[d * (" + ix(a.v.col_stride) + ")]", vdt) << ";\n"
         << ind << "        if (lm_x - lm_x != 0.0f) lm_vbad[d] = j;\n"
         << ind << "      }\n"
         << ind << "}\n";

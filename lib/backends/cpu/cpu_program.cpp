@@ -174,6 +174,7 @@ class Remap {
         c.attention->q = expr(k.attention->q);
         c.attention->k = expr(k.attention->k);
         c.attention->v.buffer = buf(k.attention->v.buffer);
+        for (kernel::KeySegment& sg : c.attention->v_more) sg.v.buffer = buf(sg.v.buffer);
         c.attention->out.buffer = buf(k.attention->out.buffer);
         c.attention->score = expr(k.attention->score);
         c.attention->epilogue = expr(k.attention->epilogue);

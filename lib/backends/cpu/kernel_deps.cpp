@@ -31,6 +31,7 @@ std::vector<KernelAccess> kernel_accesses(const kernel::Program& prog) {
     } else if (k.attention) {
       const kernel::Attention& at = *k.attention;
       a.reads = {at.v.buffer};
+      for (const kernel::KeySegment& sg : at.v_more) a.reads.push_back(sg.v.buffer);
       loads(at.q, a.reads);
       loads(at.k, a.reads);
       loads(at.score, a.reads);

@@ -271,6 +271,7 @@ class Writer {
         break;
       case KernelKind::Attention:
         reads_.insert(k_.attention->v.buffer);
+        for (const KeySegment& sg : k_.attention->v_more) reads_.insert(sg.v.buffer);
         collect(k_.attention->q);
         collect(k_.attention->k);
         collect(k_.attention->score);
@@ -671,6 +672,14 @@ class Writer {
                       d = "v" + std::to_string(a.col_var);
     s << "    const int64_t lm_ov = " << ix(a.v.offset) << ", lm_rv = " << ix(a.v.row_stride)
       << ", lm_cv = " << ix(a.v.col_stride) << ";\n";
+    // A segmented V: keys [j0_s, j0_s+1) from segment s, at its own offset and row stride
+    // (the column stride is V's).
+    for (size_t i = 0; i < a.v_more.size(); ++i) {
+      const KeySegment& sg = a.v_more[i];
+      const std::string n = std::to_string(i + 1);
+      s << "    const int64_t lm_ov" << n << " = " << ix(sg.v.offset) << ", lm_rv" << n << " = "
+        << ix(sg.v.row_stride) << ", lm_vs" << n << " = " << ix(sg.j0) << ";\n";
+    }
     s << "    const int64_t lm_oo = " << ix(a.out.offset) << ", lm_ro = " << ix(a.out.row_stride) << ";\n";
     s << "    for (int64_t lm_d0 = 0; lm_d0 < lm_dv; lm_d0 += " << kThreads << ") {\n";
     s << "      const int64_t " << d << " = lm_d0 + threadIdx.x;\n";
@@ -712,9 +721,19 @@ class Writer {
     s << "        if (" << d << " < lm_dv) {\n";
     s << "          float lm_sum = 0.0f;\n";
     s << "          const int64_t lm_nj = lm_n - lm_j0 < " << kThreads << " ? lm_n - lm_j0 : " << kThreads << ";\n";
-    s << "          for (int64_t lm_q = 0; lm_q < lm_nj; ++lm_q)\n";
-    s << "            lm_sum = LM_FMA(lm_e[lm_q], " << ld(a.v, "lm_ov + (lm_j0 + lm_q) * lm_rv + " + d + " * lm_cv")
-      << ", lm_sum);\n";
+    // V at key lm_jq: segment s's load where lm_jq < the next segment's first key.
+    std::vector<std::string> v_seg{ld(a.v, "lm_ov + lm_jq * lm_rv + " + d + " * lm_cv")};
+    for (size_t i = 0; i < a.v_more.size(); ++i) {
+      const std::string n = std::to_string(i + 1);
+      v_seg.push_back(ld(a.v_more[i].v, "lm_ov" + n + " + (lm_jq - lm_vs" + n + ") * lm_rv" + n + " + " + d + " * lm_cv"));
+    }
+    std::string v_at = v_seg.back();
+    for (size_t i = a.v_more.size(); i-- > 0;)
+      v_at = "(lm_jq < lm_vs" + std::to_string(i + 1) + " ? " + v_seg[i] + " : " + v_at + ")";
+    s << "          for (int64_t lm_q = 0; lm_q < lm_nj; ++lm_q) {\n";
+    s << "            const int64_t lm_jq = lm_j0 + lm_q;\n";
+    s << "            lm_sum = LM_FMA(lm_e[lm_q], " << v_at << ", lm_sum);\n";
+    s << "          }\n";
     s << "          lm_o = lm_o * (lm_ln == 0.0f ? 1.0f : lm_lo * lm_f) + lm_sum;\n";
     s << "        }\n";
     s << "        lm_sync();\n";

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "ir/attention_match.hpp"
+#include "ir/kernel_body.hpp"
 #include "kernel/lower/lowerer.hpp"
 
 namespace luminal::kernel::lower {
@@ -57,6 +58,71 @@ std::optional<Index> causal_key_end(const Expr& score, int iv, int jv) {
 }  // namespace
 
 // ---------------------------------------------------------------- attention
+std::optional<std::vector<kernel::KeySegment>> Lowerer::attention_v_segments(uint32_t node, std::vector<Index> idx,
+                                                                             int jv, int dvar,
+                                                                             const VarSet& interest) {
+  auto unit = [](const Index& d) { return d.as_constant() == int64_t{1}; };
+  // Down the views to the concat, carrying the index (the query heads' grouping of KV
+  // heads is a reshape and an expand here).
+  uint32_t cur = node;
+  for (int depth = 0; body_.nodes[cur].op != PrimOp::Add; ++depth) {
+    const Node& n = body_.nodes[cur];
+    if (depth > 16 || n.inputs.empty()) return std::nullopt;
+    const uint32_t in = n.inputs[0];
+    std::vector<Index> next;
+    switch (n.op) {
+      case PrimOp::Reshape:
+        next = reshape_index(in, cur, idx);
+        for (auto& i : next) i = simp(i);
+        break;
+      case PrimOp::Permute:
+        next.assign(idx.size(), Index(0));
+        for (size_t i = 0; i < n.perm.size(); ++i) next[static_cast<size_t>(n.perm[i])] = idx[i];
+        break;
+      case PrimOp::Expand:
+        next = idx;
+        for (size_t i = 0; i < shapes_[in].size(); ++i)
+          if (unit(shapes_[in][i])) next[i] = Index(0);
+        break;
+      default:
+        return std::nullopt;
+    }
+    idx = std::move(next);
+    cur = in;
+  }
+  const auto cat = ir::stored_concat(body_, cur);
+  if (!cat || cat->pads.size() > kernel::kMaxKeySegments) return std::nullopt;
+  const auto ax = static_cast<size_t>(cat->axis);
+  if (idx[ax].op() != IndexOp::Var || idx[ax].node().value != jv) return std::nullopt;
+  std::vector<kernel::KeySegment> segs;
+  for (uint32_t pad : cat->pads) {
+    // Each piece at its own key index: the key variable counts from the segment's start.
+    const uint32_t piece = body_.nodes[pad].inputs[0];
+    Expr e = emit(piece, idx, std::nullopt);
+    if (speculation_failed()) return std::nullopt;
+    std::optional<Expr> ld;
+    if (e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid) ld = e;
+    if (e.op() == kernel::ExprOp::Cast && e.dtype() == DType::f32 && e.node().args.size() == 1) {
+      const Expr& x = e.node().args[0];
+      if (x.op() == kernel::ExprOp::Load && (x.dtype() == DType::f16 || x.dtype() == DType::bf16) && !x.node().valid)
+        ld = x;
+    }
+    if (!ld || ld->dtype() != cat->stored) return std::nullopt;
+    auto af = affine(ld->node().index, interest);
+    if (!af) return std::nullopt;
+    kernel::KeySegment sg;
+    sg.v.buffer = ld->node().buffer;
+    sg.v.offset = af->base;
+    sg.v.row_stride = coef_of(*af, jv);
+    sg.v.col_stride = coef_of(*af, dvar);
+    sg.j0 = simp(dim_index(body_.nodes[pad].start, prog_));
+    if (!segs.empty() && sg.v.col_stride.to_string() != segs[0].v.col_stride.to_string()) return std::nullopt;
+    segs.push_back(std::move(sg));
+  }
+  if (segs.empty() || segs[0].j0.as_constant() != int64_t{0}) return std::nullopt;
+  return segs;
+}
+
 // An Attention body (ir/attention_match.hpp) -> the Attention kind: Q and K from the
 // score contraction R1 (views folded into strides; a prologue such as RoPE computed
 // into a contiguous buffer first, as for a GEMM operand), the score epilogue over its
@@ -232,9 +298,15 @@ bool Lowerer::try_attention(int result) {
         return static_cast<int>(t);
     return -1;
   }();
-  auto av = operand(ve, vin, r2_query_axis, idx2, in2, 0);
-  if (!av) return fail();
-  a.v = view(ve, *av, jv, dvar);
+  if (auto segs = attention_v_segments(vin, idx2, jv, dvar, interest)) {
+    // A decode step's concat(v_cache, v_new): read in place, segment by segment.
+    a.v = (*segs)[0].v;
+    a.v_more.assign(segs->begin() + 1, segs->end());
+  } else {
+    auto av = operand(ve, vin, r2_query_axis, idx2, in2, 0);
+    if (!av) return fail();
+    a.v = view(ve, *av, jv, dvar);
+  }
   // The output: R2's output index, row-major into `result`, under the root's epilogue.
   std::vector<Index> out_dims, rvars;
   std::vector<int> out_var;  // variable of each output axis (-1: unit)

@@ -136,6 +136,11 @@ class Lowerer {
   std::optional<std::vector<kernel::GemmSegment>> gemm_b_segments(uint32_t node, int n_axis, const GemmFrame& f);
   bool emit_gemm(const GemmBody& plan, int result);  // emit_gemm.cpp
   bool try_attention(int result);                    // emit_attention.cpp
+  /// V (the value operand `node` at index `idx`) as a concat along the keys (key variable
+  /// `jv`, value column `dvar`) of stored buffers, each read where it lies; nullopt when
+  /// it is not one (ir::stored_concat, as the cost model prices it).
+  std::optional<std::vector<kernel::KeySegment>> attention_v_segments(uint32_t node, std::vector<Index> idx, int jv,
+                                                                      int dvar, const VarSet& interest);
 
   const detail::GraphImpl& body_;
   const ir::KernelSpec& spec_;
