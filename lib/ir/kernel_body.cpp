@@ -99,13 +99,6 @@ bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id) {
     const PrimOp o = body.nodes[x].op;
     if (o == PrimOp::SumReduce || o == PrimOp::MaxReduce || o == PrimOp::Gather) return false;
     if (detail::is_transcendental(o)) return true;
-    // A broadcast further down is hoisted by itself when it repeats transcendentals, so
-    // what lies below it is computed once either way. (A decode step's K, repeated over
-    // the query heads of a KV head, is concat(k_cache, RoPE(k_new)) with RoPE's sin/cos
-    // table broadcast over the KV heads: hoisting the whole K would copy the cache each
-    // step for the sake of one row's table.)
-    if (x != n.inputs[0] && o == PrimOp::Expand && broadcasts(body.nodes[x], body.nodes[body.nodes[x].inputs[0]]))
-      continue;
     for (uint32_t k : body.nodes[x].inputs) todo.push_back(k);
   }
   return false;

@@ -74,10 +74,9 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
 
 /// Inside a GEMM operand (below the broadcast feeding the product): true when body node
 /// `id` is an expand that repeats a value computed with transcendentals (a RoPE sin/cos
-/// table broadcast over heads) other than under a broadcast further down (hoisted by
-/// itself). Backends compute such a value once into scratch before preparing the
-/// operand, and the cost model charges it that way: one predicate, so the two cannot
-/// disagree.
+/// table broadcast over heads). Backends compute such a value once into scratch before
+/// preparing the operand, and the cost model charges it that way: one predicate, so
+/// the two cannot disagree.
 bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id);
 
 /// A concatenation of stored tensors along one axis, as matmul-siblings builds it: an add

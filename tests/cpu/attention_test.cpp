@@ -292,12 +292,11 @@ TEST_CASE("cpu: scaled_dot_product_attention runs as one generated attention ker
 
 // A decode step: one query row over the KV cache (an input of P keys) and the step's new
 // key and value (computed by projections; the key through RoPE), concatenated and
-// repeated over the query heads of each KV head. The attention kernel reads both parts
-// where they lie: V as two segments (Attention::v_more), K staged through the concat's
-// expression with only RoPE's sin/cos table hoisted. Before, the kernel copied V (and K,
-// for the sake of one row's RoPE table) into scratch every step: P rows a layer. An f32
-// cache, as the Llama example keeps for every weight dtype (an f16 cache whose new row is
-// rounded to f16 inside the kernel is still copied: segments have one dtype).
+// repeated over the query heads of each KV head. The attention kernel reads V where it
+// lies, as two segments (Attention::v_more); before, it copied P rows of V (per query
+// head) into scratch every step. An f32 cache, as the Llama example keeps for every
+// weight dtype (an f16 cache whose new row is rounded to f16 inside the kernel is still
+// copied: segments have one dtype).
 TEST_CASE("cpu: a decode step's attention reads the KV cache and the new row in place", "[cpu][attention][e2e]") {
   lm::Graph g;
   const int64_t H = 4, KV = 2, G = H / KV, hd = 16, D = 32;
@@ -324,9 +323,6 @@ TEST_CASE("cpu: a decode step's attention reads the KV cache and the new row in 
   for (const auto& kern : lowered.prog.kernels)
     if (kern.attention) segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
   CHECK(segmented == 1);
-  // No kernel of the lowering copies the cache: besides the plan's steps, only RoPE's
-  // sin/cos tables (computed once each).
-  CHECK(lowered.prog.kernels.size() <= compiled.plan->steps.size() + 2);
   // The same graph on the emulated GPUs: the GPU renderer's segmented loads, both dialects.
   for (const char* target : {"cpu", "cuda:sm_90+emu", "hip:gfx90a+emu"}) {
     INFO(target);
