@@ -565,6 +565,10 @@ void validate(const Program& p) {
         if (a.out.col_stride.as_constant() != 1) c.fail("attention output must have column stride 1");
         if (a.v_more.size() + 1 > kMaxKeySegments)
           c.fail("a segmented attention V has at most " + std::to_string(kMaxKeySegments) + " segments");
+        for (size_t i = 1; i < a.v_more.size(); ++i) {
+          auto lo = a.v_more[i - 1].j0.as_constant(), hi = a.v_more[i].j0.as_constant();
+          if (lo && hi && *hi <= *lo) c.fail("attention V segments must start at increasing keys");
+        }
         for (const KeySegment& sg : a.v_more) {
           c.buffer(sg.v.buffer);
           if (p.buffers[static_cast<size_t>(sg.v.buffer)].dtype != p.buffers[static_cast<size_t>(a.v.buffer)].dtype)
@@ -574,6 +578,7 @@ void validate(const Program& p) {
             c.fail("attention V segments must all have V's column stride");
           c.index(sg.j0);
           if (Checker::uses_var(sg.j0)) c.fail("an attention V segment's first key must not use loop variables");
+          if (auto j0 = sg.j0.as_constant(); j0 && *j0 < 1) c.fail("attention V segments after the first start past key 0");
           c.index(sg.v.offset);
           c.index(sg.v.row_stride);
           c.index(sg.v.col_stride);

@@ -299,6 +299,12 @@ struct Gather {
   std::string op_name = "gather";      // for the error message ("embedding")
 };
 
+/// Keys [j0, the next segment's j0 (or n)) of a segmented V are the rows 0.. of `v`.
+struct KeySegment {
+  MatrixView v;
+  Index j0;
+};
+
 /// Attention as one streaming kernel (flash attention; the compiler core finds it in the
 /// e-graph, ir/attention_match.hpp). For every point of the kernel's loops (batch loops)
 /// and every query row i < m:
@@ -330,12 +336,6 @@ struct Gather {
 /// Expressible on a GPU as one thread block per (batch point, block of query rows), Q
 /// rows and K/V tiles staged through shared memory (the q/k expressions evaluated while
 /// staging).
-/// Keys [j0, the next segment's j0 (or n)) of a segmented V are the rows 0.. of `v`.
-struct KeySegment {
-  MatrixView v;
-  Index j0;
-};
-
 struct Attention {
   Index m, n, dk, dv;  // query rows, keys, q.k depth, value width
   Expr q;              // f32 (f16/bf16 loads under a cast), over row_var, depth_var (and batch variables)

@@ -268,6 +268,25 @@ TEST_CASE("attention kernel: the evaluator rejects a key_end that cuts unmasked 
   CHECK_THROWS_AS(k::evaluate(p, hb.ptrs(), {}), lm::InternalError);
 }
 
+TEST_CASE("attention kernel: a wrong V segment table is refused by the validator", "[cpu][attention]") {
+  const Case c{2, 40, 40, 8, 8, 0, true, true, false, false, lm::DType::f32, {13, 32}};
+  k::validate(attention_program(c));
+  auto broken = [&](auto&& edit) {
+    k::Program p = attention_program(c);
+    edit(p, *p.kernels[0].attention);
+    return p;
+  };
+  // A second segment at key 0, segments out of order, another dtype, another column stride.
+  CHECK_THROWS_AS(k::validate(broken([](k::Program&, k::Attention& a) { a.v_more[0].j0 = 0; })), lm::InternalError);
+  CHECK_THROWS_AS(k::validate(broken([](k::Program&, k::Attention& a) { a.v_more[1].j0 = 5; })), lm::InternalError);
+  CHECK_THROWS_AS(k::validate(broken([](k::Program& p, k::Attention& a) {
+                    p.buffers[static_cast<size_t>(a.v_more[1].v.buffer)].dtype = lm::DType::f16;
+                  })),
+                  lm::InternalError);
+  CHECK_THROWS_AS(k::validate(broken([](k::Program&, k::Attention& a) { a.v_more[0].v.col_stride = Index(2); })),
+                  lm::InternalError);
+}
+
 TEST_CASE("cpu: scaled_dot_product_attention runs as one generated attention kernel",
           "[cpu][attention][e2e]") {
   for (bool causal : {true, false}) {
