@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Luminal builds against, if any are missing.
 # Idempotent and silent when everything is present. Usage: cmake/install-deps.sh [--dev] [--fuzz]
-#   --dev   also installs the tools the golden-data generator needs (python3-torch).
+#   --dev   also installs the tools the golden-data generator and the benchmarks' reference
+#           scripts need (python3-torch, python3-numpy for bench/llama/make_gguf.py).
 #   --fuzz  also installs clang 14 with libFuzzer, for the coverage-guided fuzz build
 #           (-DLUMINAL_BUILD_FUZZERS=ON, docs/reliability.md); CI does not need it.
 set -euo pipefail
@@ -15,7 +16,7 @@ pkgs=(cmake ninja-build g++ gcc pkg-config libfmt-dev catch2 libbenchmark-dev
       # MPI: dlopen'ed at run time, never linked; mpirun for the dist tests.
       openmpi-bin libopenmpi-dev)
 for arg in "$@"; do
-  [[ "$arg" == "--dev" ]] && pkgs+=(python3-torch graphviz)
+  [[ "$arg" == "--dev" ]] && pkgs+=(python3-torch python3-numpy graphviz)
   [[ "$arg" == "--fuzz" ]] && pkgs+=(clang-14 libclang-rt-14-dev)
 done
 

@@ -24,6 +24,10 @@ bins=${LLAMA_CPP_BINS:-$here/.llamacpp-npm/node_modules/@node-llama-cpp/linux-x6
 set --  "$@"
 if [ -f "$bins/libllama.v0.4.0.so" ] && [ "$dtype" != bf16 ]; then
   gguf=$dir/model.gguf
+  if [ ! -f "$gguf" ] && ! /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+    echo "run.sh: make_gguf.py needs numpy: cmake/install-deps.sh --dev (python3-numpy)" >&2
+    exit 1
+  fi
   [ -f "$gguf" ] || /usr/bin/python3 "$here/make_gguf.py" "$dir" "$gguf"
   set -- --gguf "$gguf" --llamacpp "$build/bench/llama/llamacpp_bench" --bins "$bins" "$@"
 else
