@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "cost/target_desc.hpp"
 #include "ir/kernel_body.hpp"
@@ -116,7 +118,27 @@ TEST_CASE("fast_math reassociates a matmul chain to the order with fewer FLOPs",
 
 TEST_CASE("GEMM tile configurations are alternatives: few rows pick a wide tile", "[compiler][fusion]") {
   // Among the target's tiles the one wasting the fewest lanes wins: the tile whose row
-  // count divides M best (the first, the default, when all cover it equally).
+  // count divides M best (the first, the default, when all cover it equally). That needs
+  // the product priced by its compute: with its 0.5 MB of weights priced from memory
+  // (a machine that states no cache at all) every tile ties on bytes. So the cache is
+  // stated here, for this test only.
+  struct StatedCache {
+    std::string saved;
+    bool had = false;
+    StatedCache() {
+      if (const char* v = std::getenv("LUMINAL_CPU_LLC_MB")) {
+        had = true;
+        saved = v;
+      }
+      setenv("LUMINAL_CPU_LLC_MB", "32", 1);
+    }
+    ~StatedCache() {
+      if (had)
+        setenv("LUMINAL_CPU_LLC_MB", saved.c_str(), 1);
+      else
+        unsetenv("LUMINAL_CPU_LLC_MB");
+    }
+  } stated_cache;
   const auto tiles = detail::describe_host_cpu().gemm_tiles;
   for (int64_t m : {12, 96}) {
     Graph g;
