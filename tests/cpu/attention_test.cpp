@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_program.hpp"
 #include "backends/cpu/kernel_call.hpp"
+#include "backends/gpu/gpu_program.hpp"
 #include "compiler/translation_models.hpp"
 #include "harness.hpp"
 #include "luminal/luminal.hpp"
@@ -337,11 +338,14 @@ TEST_CASE("cpu: a decode step's attention reads the KV cache and the new row in 
   int att = 0;
   for (const auto& st : compiled.plan->steps) att += st.spec->kind == lm::ir::KernelKind::Attention ? 1 : 0;
   REQUIRE(att == 1);
-  auto lowered = lm::cpu::lower_plan(*compiled.plan, lm::cpu::cpu_lower_options());
-  int segmented = 0;
-  for (const auto& kern : lowered.prog.kernels)
-    if (kern.attention) segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
-  CHECK(segmented == 1);
+  // V in two segments for the CPU and for the GPU renderers (which take the same plan).
+  for (const auto& opt : {lm::cpu::cpu_lower_options(), lm::gpu::gpu_lower_options()}) {
+    auto lowered = lm::cpu::lower_plan(*compiled.plan, opt);
+    int segmented = 0;
+    for (const auto& kern : lowered.prog.kernels)
+      if (kern.attention) segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
+    CHECK(segmented == 1);
+  }
   // The same graph on the emulated GPUs: the GPU renderer's segmented loads, both dialects.
   for (const char* target : {"cpu", "cuda:sm_90+emu", "hip:gfx90a+emu"}) {
     INFO(target);
