@@ -100,13 +100,7 @@ std::optional<std::vector<kernel::KeySegment>> Lowerer::attention_v_segments(uin
     const uint32_t piece = body_.nodes[pad].inputs[0];
     Expr e = emit(piece, idx, std::nullopt);
     if (speculation_failed()) return std::nullopt;
-    std::optional<Expr> ld;
-    if (e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid) ld = e;
-    if (e.op() == kernel::ExprOp::Cast && e.dtype() == DType::f32 && e.node().args.size() == 1) {
-      const Expr& x = e.node().args[0];
-      if (x.op() == kernel::ExprOp::Load && (x.dtype() == DType::f16 || x.dtype() == DType::bf16) && !x.node().valid)
-        ld = x;
-    }
+    const std::optional<Expr> ld = stored_load(e);
     if (!ld || ld->dtype() != cat->stored) return std::nullopt;
     auto af = affine(ld->node().index, interest);
     if (!af) return std::nullopt;
@@ -197,23 +191,13 @@ bool Lowerer::try_attention(int result) {
       batch.push_back(v);
     }
   }
-  // A value read in place: an f32 load, or an f16/bf16 load widened by a cast (the
-  // renderers widen V as they read it).
-  auto plain = [](const Expr& e) -> std::optional<Expr> {
-    if (e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid) return e;
-    if (e.op() == kernel::ExprOp::Cast && e.dtype() == DType::f32 && e.node().args.size() == 1) {
-      const Expr& x = e.node().args[0];
-      if (x.op() == kernel::ExprOp::Load && (x.dtype() == DType::f16 || x.dtype() == DType::bf16) &&
-          !x.node().valid)
-        return x;
-    }
-    return std::nullopt;
-  };
   VarSet interest{static_cast<int>(ax1), jv};
   if (iv >= 0) interest.push_back(iv);
   auto operand = [&](Expr& e, uint32_t node, int other_axis, const std::vector<Index>& idx,
                      const std::vector<Index>& dims_of, uint32_t owner) -> std::optional<Affine> {
-    if (auto ld = plain(e))
+    // Read in place where it is a stored load (an f16/bf16 one widened by a cast: the
+    // renderers widen V as they read it).
+    if (auto ld = stored_load(e))
       if (auto a = affine(ld->node().index, interest)) {
         e = *ld;
         return a;

@@ -46,6 +46,15 @@ std::optional<GemmAxes> gemm_axes(const Expr& x, const Expr& y, const GemmFrame&
   return a;
 }
 
+// The half type a GEMM operand is cast from (f32 when it is not a cast of a half value).
+DType half_source(const Expr& e) {
+  if (e.op() != kernel::ExprOp::Cast || e.dtype() != DType::f32 || e.node().args.size() != 1) return DType::f32;
+  const DType in = e.node().args[0].dtype();
+  return in == DType::f16 || in == DType::bf16 ? in : DType::f32;
+}
+
+}  // namespace
+
 bool plain_f32_load(const Expr& e) {
   return e.op() == kernel::ExprOp::Load && e.dtype() == DType::f32 && !e.node().valid;
 }
@@ -66,14 +75,10 @@ std::optional<Expr> half_weight(const Expr& e) {
   return std::nullopt;
 }
 
-// The half type a GEMM operand is cast from (f32 when it is not a cast of a half value).
-DType half_source(const Expr& e) {
-  if (e.op() != kernel::ExprOp::Cast || e.dtype() != DType::f32 || e.node().args.size() != 1) return DType::f32;
-  const DType in = e.node().args[0].dtype();
-  return in == DType::f16 || in == DType::bf16 ? in : DType::f32;
+std::optional<Expr> stored_load(const Expr& e) {
+  if (plain_f32_load(e)) return e;
+  return half_weight(e);
 }
-
-}  // namespace
 
 Affine Lowerer::gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmFrame& f, bool b_side,
                              bool half) {

@@ -26,6 +26,12 @@
 
 namespace luminal::kernel::lower {
 
+// Operands read where they are stored (emit_gemm.cpp): an f32 load with no pad validity;
+// an f16/bf16 load under a cast to f32 (the half load itself); either of the two.
+bool plain_f32_load(const Expr& e);
+std::optional<Expr> half_weight(const Expr& e);
+std::optional<Expr> stored_load(const Expr& e);
+
 using detail::Node;
 using detail::PrimOp;
 
