@@ -366,6 +366,73 @@ TEST_CASE("cpu: a decode step's attention reads the KV cache and the new row in 
   }
 }
 
+// Grouped-query attention (kernel/lower/group_heads.hpp): K and V repeated over each KV
+// head's G query heads as views lower to one task per KV head whose query rows are its
+// heads' rows, so K and V are streamed once per KV head. Decode and short prefills,
+// causal or not, a batch axis, one KV head for all (MQA); a head count that is not
+// grouped (every head its own K) keeps its loop. On the CPU with 1, 2 and 7 threads (more
+// threads than KV heads: rows split over tasks again) and on the emulated GPUs.
+TEST_CASE("cpu: grouped-query attention runs one task per KV head", "[cpu][attention][e2e]") {
+  struct Shape {
+    int64_t batch, heads, kv_heads, s, sk;
+    bool causal;
+  };
+  const Shape shapes[] = {{0, 8, 2, 1, 37, false}, {0, 4, 2, 5, 21, true}, {2, 4, 2, 1, 19, true},
+                          {0, 6, 1, 2, 9, true},   {0, 4, 4, 1, 13, false}};
+  const int64_t hd = 16;
+  for (const Shape& c : shapes) {
+    const int64_t G = c.heads / c.kv_heads;
+    INFO("batch " << c.batch << " heads " << c.heads << "/" << c.kv_heads << " S " << c.s << " keys " << c.sk
+                  << " causal " << c.causal);
+    lm::Graph g;
+    auto dims = [&](std::vector<int64_t> d) {
+      if (c.batch) d.insert(d.begin(), c.batch);
+      return std::vector<lm::Dim>(d.begin(), d.end());
+    };
+    lm::Tensor q = g.input("q", dims({c.heads, c.s, hd})), kk = g.input("k", dims({c.kv_heads, c.sk, hd})),
+               v = g.input("v", dims({c.kv_heads, c.sk, hd}));
+    auto rep = [&](const lm::Tensor& t) {
+      return lm::reshape(lm::expand(lm::reshape(t, dims({c.kv_heads, 1, c.sk, hd})), dims({c.kv_heads, G, c.sk, hd})),
+                         dims({c.heads, c.sk, hd}));
+    };
+    g.output("y", lm::scaled_dot_product_attention(q, rep(kk), rep(v), c.causal));
+    auto compiled = lm::compiler::compile_graph(*g.impl(), lm::Target::cpu(), {});
+    for (const auto& opt : {lm::cpu::cpu_lower_options(), lm::gpu::gpu_lower_options()}) {
+      auto lowered = lm::cpu::lower_plan(*compiled.plan, opt);
+      int attention = 0;
+      for (const auto& kern : lowered.prog.kernels) {
+        if (!kern.attention) continue;
+        ++attention;
+        int64_t tasks = 1;
+        for (const auto& l : kern.loops) tasks *= l.extent.as_constant().value_or(-1);
+        CHECK(tasks == std::max<int64_t>(c.batch, 1) * c.kv_heads);
+        CHECK(kern.attention->m.as_constant() == G * c.s);
+      }
+      CHECK(attention == 1);
+    }
+    auto in = lm::test::random_inputs(*g.impl(), 3);
+    std::map<std::string, const lm::HostTensor*> ptrs;
+    for (const auto& [name, t] : in) ptrs.emplace(name, &t);
+    auto want = lm::detail::reference::run(*g.impl(), {}, ptrs);
+    lm::CompileOptions o;
+    o.thread_pool = std::make_shared<lm::ThreadPool>(lm::ThreadPoolOptions{6, 50});
+    lm::Callable f = lm::compile(g, lm::Target::cpu(), o);
+    CHECK(f.report().interpreted_kernels == 0);
+    for (int threads : {1, 2, 7}) {
+      INFO("threads " << threads);
+      lm::CallOptions call;
+      call.threads = threads;
+      CHECK(lm::test::compare_outputs(f(in, call), want) <= 1.0);
+    }
+    for (const char* target : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+      INFO(target);
+      lm::Callable fg = lm::compile(g, lm::Target::parse(target));
+      CHECK(fg.report().interpreted_kernels == 0);
+      CHECK(lm::test::compare_outputs(fg(in), want) <= 1.0);
+    }
+  }
+}
+
 // f16/bf16 attention end to end: the op widens q, k, v and rounds the result; the search
 // finds the one Attention kernel (as for f32) and the CPU renders it reading and writing
 // halves: one generated kernel, against the interpreter. Grouped heads, causal or not, a

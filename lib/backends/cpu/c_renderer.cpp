@@ -73,6 +73,18 @@ typedef struct { void* const* lm_bufs; const int64_t* lm_syms; const lm_runtime*
    of `align`). On a shared machine the OS takes a core away for milliseconds at a time;
    with static halves the other thread then waits at the end, with chunks it takes over
    the descheduled thread's remaining share. */
+/* Query rows per task of an attention kernel: a block of up to `block` rows, fewer when
+   the batch points (a grouped kernel's KV heads) leave threads idle -- each task then
+   streams its KV head's keys again, which beats idle cores. */
+LM_INLINE int64_t lm_attn_rows(const lm_runtime* rt, void* cx, int64_t batch, int64_t m, int64_t block) {
+  int64_t rows = m < block ? m : block;
+  const int64_t threads = (int64_t)rt->threads(cx);
+  if (batch > 0 && rows > 1 && batch * ((m + rows - 1) / rows) < threads) {
+    const int64_t per = (threads + batch - 1) / batch; /* tasks wanted per batch point */
+    rows = (m + per - 1) / per;
+  }
+  return rows > 0 ? rows : 1;
+}
 LM_INLINE int64_t lm_chunk(const lm_runtime* rt, void* cx, int64_t n, int64_t align) {
   const int64_t parts = 8 * (int64_t)rt->threads(cx);
   int64_t c = (n + parts - 1) / parts;
@@ -1151,10 +1163,12 @@ class KernelWriter {
                       cv = "v" + std::to_string(a.col_var), pv = "v" + std::to_string(a.depth_var);
     const std::string DK = std::to_string(dk), DV = std::to_string(dv), QB = std::to_string(kQB),
                       KB = std::to_string(kKB), DCH = std::to_string(dch);
-    s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ";\n"
-      << "  const int64_t lm_qblocks = (lm_m + " << kQB - 1 << ") / " << kQB << ";\n";
     std::string nb = "1";
     for (const auto& l : k_.loops) nb += " * (" + ix(l.extent) + ")";
+    // Rows per task (lm_qbs <= kQB): the same formula in the entry, which counts tasks.
+    s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ";\n"
+      << "  const int64_t lm_qbs = lm_attn_rows(lm_ka->lm_rt, lm_ka->lm_cx, " << nb << ", lm_m, " << kQB << ");\n"
+      << "  const int64_t lm_qblocks = (lm_m + lm_qbs - 1) / lm_qbs;\n";
     s << "  for (int64_t lm_task_i = lm_lo; lm_task_i < lm_hi; ++lm_task_i) {\n"
       << "    int64_t lm_r = lm_task_i;\n"
       << "    const int64_t lm_qb = lm_r % lm_qblocks; lm_r /= lm_qblocks;\n";
@@ -1163,7 +1177,7 @@ class KernelWriter {
       s << "    const int64_t v" << k_.loops[j].var << " = lm_r % " << e << "; lm_r /= " << e << ";\n";
     }
     std::string ind = "    ", close = "  }\n";
-    s << ind << "const int64_t lm_i0 = lm_qb * " << QB << ", lm_rows = lm_imin(" << QB << ", lm_m - lm_i0);\n"
+    s << ind << "const int64_t lm_i0 = lm_qb * lm_qbs, lm_rows = lm_imin(lm_qbs, lm_m - lm_i0);\n"
       << ind << "float lm_q[" << QB << " * " << DK << "] __attribute__((aligned(64)));\n";
     if (!one_row) s << ind << "float lm_kt[" << DK << " * " << KB << "] __attribute__((aligned(64)));\n";
     if (v_half) s << ind << "float lm_vt[" << KB << " * " << DV << "] __attribute__((aligned(64)));\n";
@@ -1474,7 +1488,8 @@ class KernelWriter {
     s << signature() << " {\n  (void)lm_syms;\n";
     declare_symbols(s, "  ");
     s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ";\n"
-      << "  const int64_t lm_total = (" << nb << ") * ((lm_m + " << kQB - 1 << ") / " << kQB << ");\n"
+      << "  const int64_t lm_qbs = lm_attn_rows(lm_rt, lm_cx, " << nb << ", lm_m, " << kQB << ");\n"
+      << "  const int64_t lm_total = (" << nb << ") * ((lm_m + lm_qbs - 1) / lm_qbs);\n"
       << "  const lm_kargs lm_ka = {lm_bufs, lm_syms, lm_rt, lm_cx};\n"
       << "  if ((double)(" << nb << ") * (double)lm_m * (double)lm_n * " << dk << ".0 >= 131072.0)\n"
       << "    lm_rt->parallel_for(lm_cx, lm_total, 1, " << task << ", &lm_ka, sizeof lm_ka, 1);\n"

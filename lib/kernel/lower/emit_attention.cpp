@@ -3,6 +3,7 @@
 
 #include "ir/attention_match.hpp"
 #include "ir/kernel_body.hpp"
+#include "kernel/lower/group_heads.hpp"
 #include "kernel/lower/lowerer.hpp"
 
 namespace luminal::kernel::lower {
@@ -354,6 +355,7 @@ bool Lowerer::try_attention(int result) {
     k.loops.push_back(l);
   }
   k.attention = std::move(a);
+  group_query_heads(k, ctx_.extents, sym_min_, new_var());
   k.name = kernel_name();
   kernels.push_back(std::move(k));
   ctx_ = std::move(saved);
