@@ -104,7 +104,10 @@ bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id) {
   return false;
 }
 
-std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_t id) {
+namespace {
+// An add tree of pads joining consecutive pieces along one axis; `stored`: each piece a
+// stored tensor (under views, maybe a widening cast), all of one dtype.
+std::optional<StoredConcat> concat_tree(const detail::GraphImpl& body, uint32_t id, bool stored) {
   const auto& nodes = body.nodes;
   if (nodes[id].op != PrimOp::Add || nodes[id].dtype != DType::f32) return std::nullopt;
   StoredConcat c;
@@ -131,7 +134,7 @@ std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_
     uint32_t below = p.inputs[0];
     while (is_view(to_op(nodes[below].op))) below = nodes[below].inputs[0];
     // An f16/bf16 weight widened to f32: the GEMM converts the segment as it reads it.
-    if (nodes[below].op == PrimOp::Cast) {
+    if (stored && nodes[below].op == PrimOp::Cast) {
       const DType from = nodes[nodes[below].inputs[0]].dtype;
       if (from != DType::f16 && from != DType::bf16) return std::nullopt;
       below = nodes[below].inputs[0];
@@ -139,13 +142,34 @@ std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_
     }
     // One storage type for every piece (the GEMM driver reads one element type).
     if (i == 0) c.stored = nodes[below].dtype;
-    if (nodes[below].op != PrimOp::Input || nodes[below].dtype != c.stored) return std::nullopt;
+    if (stored && (nodes[below].op != PrimOp::Input || nodes[below].dtype != c.stored)) return std::nullopt;
     const auto ax = static_cast<size_t>(c.axis);
     if (!p.start.same_as(end)) return std::nullopt;
     end = end + nodes[p.inputs[0]].shape[ax];
     if (!(end + p.end).same_as(nodes[id].shape[ax])) return std::nullopt;
   }
   return c;
+}
+}  // namespace
+
+std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_t id) {
+  return concat_tree(body, id, true);
+}
+
+std::optional<KeyConcat> key_concat(const detail::GraphImpl& body, uint32_t operand) {
+  KeyConcat k;
+  uint32_t x = operand;
+  for (int depth = 0; body.nodes[x].op != PrimOp::Add; ++depth) {
+    const PrimOp o = body.nodes[x].op;
+    if (depth > 16 || (o != PrimOp::Reshape && o != PrimOp::Permute && o != PrimOp::Expand)) return std::nullopt;
+    k.views.push_back(x);
+    x = body.nodes[x].inputs[0];
+  }
+  auto c = concat_tree(body, x, false);
+  if (!c || c->pads.size() > kMaxKeyConcatPieces) return std::nullopt;
+  k.concat = x;
+  k.pieces = *c;
+  return k;
 }
 
 uint32_t BodyBuilder::slot(Id cls) {
@@ -502,10 +526,16 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     }
     return false;
   };
+  // Attention's K when it is a concat along the keys (a decode step's cache and new row):
+  // each piece is read through its own expression, the views above it never hoisted.
+  std::vector<uint8_t> no_hoist(nodes.size(), 0);
   if (gemm)
     for (size_t ni = 0; ni < nodes.size(); ++ni)
       if (is_gemm_reduce(*spec.body, nodes[ni]) || (att && (ni == att->score_reduce || ni == att->out_reduce)))
         for (uint32_t e : nodes[nodes[ni].inputs[0]].inputs) {
+          if (att && ni == att->score_reduce)
+            if (auto kc = key_concat(*spec.body, e))
+              for (uint32_t x : kc->views) no_hoist[x] = 1;
           operand_bcast[e] = 1;
           const uint32_t src = nodes[e].inputs[0];
           uint32_t below = src;
@@ -539,7 +569,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     const detail::Node& n = nodes[i];
     const bool red = n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce;
     bool once = red || operand_bcast[i];
-    if (in_operand[i] && hoists_broadcast(*spec.body, static_cast<uint32_t>(i))) {
+    if (in_operand[i] && !no_hoist[i] && hoists_broadcast(*spec.body, static_cast<uint32_t>(i))) {
       once = true;
       const uint32_t x = n.inputs[0];
       if (dom[x] == 0) w.bytes_scratch += 2 * numel[x] * static_cast<double>(dtype_size(nodes[x].dtype));

@@ -96,6 +96,22 @@ struct StoredConcat {
 /// predicate for both, so they cannot disagree.
 std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_t id);
 
+/// Attention's K operand read as segments (kernel::Attention::k_more): `operand` (the
+/// score product's K side) is, through reshapes, permutes and expands (the repeat of a KV
+/// head over its query heads), a concatenation along one axis of at most
+/// kMaxKeyConcatPieces pieces, stored or computed -- a decode step's
+/// concat(k_cache, rope(k_new)). The lowering emits each piece through its own expression
+/// when the axis is the keys'; the model then charges the views no hoisted round trip
+/// (hoists_broadcast would otherwise compute the whole concat into scratch). One
+/// predicate for both.
+inline constexpr std::size_t kMaxKeyConcatPieces = 4;  // kernel::kMaxKeySegments
+struct KeyConcat {
+  std::vector<uint32_t> views;  ///< operand down to the concat, the concat excluded
+  uint32_t concat = 0;
+  StoredConcat pieces;          ///< its pads and adds (`stored` unused)
+};
+std::optional<KeyConcat> key_concat(const detail::GraphImpl& body, uint32_t operand);
+
 /// True when the score `score` of an attention body is masked by where(cond, s, -inf)
 /// with a condition computed from indices only (a causal mask).
 bool causal_mask(const detail::GraphImpl& body, uint32_t score);

@@ -309,10 +309,16 @@ struct Evaluator {
       vars[static_cast<size_t>(a.depth_var)] = p;
       return static_cast<float>(eval(a.q));
     };
+    // K row j: the expression of the segment holding key j, at the segment's own row.
+    const std::vector<KeyExprSegment> ksegs = key_segments(a);
+    std::vector<int64_t> kj0s;
+    for (const KeyExprSegment& sg : ksegs) kj0s.push_back(ix(sg.j0));
     auto k_at = [&](int64_t j, int64_t p) {
-      vars[static_cast<size_t>(a.key_var)] = j;
+      size_t si = 0;
+      while (si + 1 < ksegs.size() && j >= kj0s[si + 1]) ++si;
+      vars[static_cast<size_t>(a.key_var)] = j - kj0s[si];
       vars[static_cast<size_t>(a.depth_var)] = p;
-      return static_cast<float>(eval(a.k));
+      return static_cast<float>(eval(ksegs[si].k));
     };
     // V may be stored as halves (widened exactly to f32, as the body's cast does).
     const DType vdt = p.buffers[static_cast<size_t>(a.v.buffer)].dtype;

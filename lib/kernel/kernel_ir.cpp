@@ -476,6 +476,12 @@ std::vector<KeySegment> value_segments(const Attention& a) {
   return segs;
 }
 
+std::vector<KeyExprSegment> key_segments(const Attention& a) {
+  std::vector<KeyExprSegment> segs{{a.k, Index(0)}};
+  segs.insert(segs.end(), a.k_more.begin(), a.k_more.end());
+  return segs;
+}
+
 std::string gather_id_error(const std::string& op_name, int64_t id, int64_t position, int64_t rows) {
   return "[" + op_name + "] id " + std::to_string(id) + " at position " + std::to_string(position) +
          " is outside [0, " + std::to_string(rows) + ")";
@@ -602,6 +608,20 @@ void validate(const Program& p) {
           kc.scope.insert(a.depth_var);
           kc.expr(a.k, false);
           if (a.q.dtype() != DType::f32 || a.k.dtype() != DType::f32) c.fail("attention q and k must be f32");
+          if (a.k_more.size() + 1 > kMaxKeySegments)
+            c.fail("a segmented attention K has at most " + std::to_string(kMaxKeySegments) + " segments");
+          for (size_t i = 0; i < a.k_more.size(); ++i) {
+            const KeyExprSegment& sg = a.k_more[i];
+            kc.expr(sg.k, false);
+            if (sg.k.dtype() != DType::f32) c.fail("attention K segments must be f32");
+            c.index(sg.j0);
+            if (Checker::uses_var(sg.j0)) c.fail("an attention K segment's first key must not use loop variables");
+            auto j0 = sg.j0.as_constant();
+            if (j0 && *j0 < 1) c.fail("attention K segments after the first start past key 0");
+            if (i > 0)
+              if (auto lo = a.k_more[i - 1].j0.as_constant(); lo && j0 && *j0 <= *lo)
+                c.fail("attention K segments must start at increasing keys");
+          }
         }
         if (a.score.valid()) {
           Checker sc = c;
@@ -683,7 +703,10 @@ std::string to_string(const Program& p) {
         << ") rows v" << a.row_var << " keys v" << a.key_var << " cols v" << a.col_var << " depth v"
         << a.depth_var << "\n"
         << ind << "  q " << a.q.to_string() << "\n"
-        << ind << "  k " << a.k.to_string() << "\n"
+        << ind << "  k " << a.k.to_string() << "\n";
+      for (const KeyExprSegment& sg : a.k_more)
+        s << ind << "  k from key " << sg.j0.to_string() << " " << sg.k.to_string() << "\n";
+      s
         << ind << "  score " << (a.score.valid() ? a.score.to_string() : "acc") << ", exp2 scale "
         << a.exp2_scale << (a.key_end ? ", keys below " + a.key_end->to_string() : std::string())
         << "\n" << ind << "  epilogue " << (a.epilogue.valid() ? a.epilogue.to_string() : "acc") << "\n";

@@ -305,6 +305,13 @@ struct KeySegment {
   Index j0;
 };
 
+/// Keys [j0, the next segment's j0 (or n)) of a segmented K: `k` over key_var counted from
+/// j0 (the segment's own row), depth_var and the batch variables.
+struct KeyExprSegment {
+  Expr k;
+  Index j0;
+};
+
 /// Attention as one streaming kernel (flash attention; the compiler core finds it in the
 /// e-graph, ir/attention_match.hpp). For every point of the kernel's loops (batch loops)
 /// and every query row i < m:
@@ -346,6 +353,11 @@ struct Attention {
   // new row, concat(v_cache, v_new), never copied. The j0 increase; every view has v's
   // dtype and column stride. At most kMaxKeySegments - 1.
   std::vector<KeySegment> v_more;
+  // A segmented K (empty: K is `k` for every key): keys from each j0 on through their own
+  // expression -- the cache's rows a plain load, the step's new row through its RoPE --
+  // so concat(k_cache, rope(k_new)) is never computed into a buffer. The j0 increase; at
+  // most kMaxKeySegments - 1.
+  std::vector<KeyExprSegment> k_more;
   MatrixView out;      // m x dv, col_stride must be 1; the epilogue's dtype (f32, f16, bf16)
   int row_var = 0, key_var = 1, col_var = 2, depth_var = 3;
   Expr score;          // over acc() (f32); invalid Expr means acc() itself
@@ -357,6 +369,8 @@ struct Attention {
 inline constexpr std::size_t kMaxKeySegments = 4;
 /// Every view of V with the key it starts at: (a.v, 0) and then a.v_more.
 std::vector<KeySegment> value_segments(const Attention& a);
+/// Every expression of K with the key it starts at: (a.k, 0) and then a.k_more.
+std::vector<KeyExprSegment> key_segments(const Attention& a);
 
 struct Kernel {
   std::string name;  // a C identifier, unique in the program

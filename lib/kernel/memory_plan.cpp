@@ -95,6 +95,7 @@ std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
       for (const kernel::KeySegment& sg : a.v_more) reads.push_back(sg.v.buffer);
       reads_of(a.q, reads);
       reads_of(a.k, reads);
+      for (const kernel::KeyExprSegment& sg : a.k_more) reads_of(sg.k, reads);
       reads_of(a.score, reads);
       reads_of(a.epilogue, reads);
       writes = {a.out.buffer};

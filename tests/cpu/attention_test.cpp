@@ -341,10 +341,19 @@ TEST_CASE("cpu: a decode step's attention reads the KV cache and the new row in 
   // V in two segments for the CPU and for the GPU renderers (which take the same plan).
   for (const auto& opt : {lm::cpu::cpu_lower_options(), lm::gpu::gpu_lower_options()}) {
     auto lowered = lm::cpu::lower_plan(*compiled.plan, opt);
-    int segmented = 0;
+    int segmented = 0, k_segmented = 0;
     for (const auto& kern : lowered.prog.kernels)
-      if (kern.attention) segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
+      if (kern.attention) {
+        segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
+        k_segmented += kern.attention->k_more.size() == 1 ? 1 : 0;
+      }
     CHECK(segmented == 1);
+    CHECK(k_segmented == 1);
+    INFO(lm::kernel::to_string(lowered.prog));
+    // Nothing copies the cache: no intermediate buffer grows with it (the RoPE tables,
+    // the projections and the output are all of constant size).
+    for (const auto& buf : lowered.prog.buffers)
+      if (buf.role == lm::kernel::BufferRole::Intermediate) CHECK(buf.elements.as_constant().has_value());
   }
   // The same graph on the emulated GPUs: the GPU renderer's segmented loads, both dialects.
   for (const char* target : {"cpu", "cuda:sm_90+emu", "hip:gfx90a+emu"}) {

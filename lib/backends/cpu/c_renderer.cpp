@@ -1145,6 +1145,7 @@ class KernelWriter {
     collect(a.epilogue);
     collect(a.q);
     collect(a.k);
+    for (const KeyExprSegment& sg : a.k_more) collect(sg.k);
     std::set<int> reads = reads_;
     reads.insert(a.v.buffer);
     for (const KeySegment& sg : a.v_more) reads.insert(sg.v.buffer);
@@ -1161,6 +1162,23 @@ class KernelWriter {
     const std::string v = "b" + std::to_string(a.v.buffer), o = "b" + std::to_string(a.out.buffer);
     const std::string rv = "v" + std::to_string(a.row_var), kv = "v" + std::to_string(a.key_var),
                       cv = "v" + std::to_string(a.col_var), pv = "v" + std::to_string(a.depth_var);
+    // K's row of key `jg` (a C expression): `rows` emits the depth loop reading K through
+    // the expression it is given. A segmented K takes one branch per key (predicted: the
+    // keys of a segment are consecutive), the key variable counted from its first key.
+    auto per_k_segment = [&](std::ostringstream& out, const std::string& in, const std::string& jg,
+                             const std::function<void(const std::string&, const Expr&)>& rows) {
+      const std::vector<KeyExprSegment> segs = key_segments(a);
+      out << in << "{\n" << in << "  const int64_t lm_jg = " << jg << ";\n";
+      for (size_t i = segs.size(); i-- > 0;) {
+        const std::string j0 = ix(segs[i].j0);
+        out << in << "  " << (i + 1 == segs.size() ? "" : "else ") << (i > 0 ? "if (lm_jg >= " + j0 + ") " : "")
+            << "{\n"
+            << in << "    const int64_t " << kv << " = lm_jg - (" << j0 << "); (void)" << kv << ";\n";
+        rows(in + "    ", segs[i].k);
+        out << in << "  }\n";
+      }
+      out << in << "}\n";
+    };
     const std::string DK = std::to_string(dk), DV = std::to_string(dv), QB = std::to_string(kQB),
                       KB = std::to_string(kKB), DCH = std::to_string(dch);
     std::string nb = "1";
@@ -1244,32 +1262,31 @@ class KernelWriter {
       std::string accs;
       for (int r = 0; r < few; ++r) accs += (r ? ", lm_d" : "lm_d") + std::to_string(r);
       s << in2 << "for (int64_t jj = 0; jj < lm_cols; ++jj) {\n"
-        << in2 << "  const int64_t " << kv << " = lm_j0 + jj; (void)" << kv << ";\n"
         << in2 << "  const int64_t " << rv << " = lm_i0; (void)" << rv << ";\n"
         << in2 << "  float " << accs << ";\n";
       for (int r = 0; r < few; ++r) s << in2 << "  lm_d" << r << " = 0.0f;\n";
-      s << in2 << "  #pragma omp simd reduction(+:" << accs << ")\n"
-        << in2 << "  for (int64_t " << pv << " = 0; " << pv << " < " << DK << "; ++" << pv << ") {\n";
-      std::map<const ExprNode*, std::string> memo;
-      std::string kval = value(a.k, memo, s, in2 + "    ");
-      for (int r = 0; r < few; ++r)
-        s << in2 << "    lm_d" << r << " += lm_q[" << r * dk << " + " << pv << "] * " << kval << ";\n";
-      s << in2 << "  }\n";
+      per_k_segment(s, in2 + "  ", "lm_j0 + jj", [&](const std::string& in, const Expr& k) {
+        s << in << "#pragma omp simd reduction(+:" << accs << ")\n"
+          << in << "for (int64_t " << pv << " = 0; " << pv << " < " << DK << "; ++" << pv << ") {\n";
+        std::map<const ExprNode*, std::string> memo;
+        std::string kval = value(k, memo, s, in + "  ");
+        for (int r = 0; r < few; ++r)
+          s << in << "  lm_d" << r << " += lm_q[" << r * dk << " + " << pv << "] * " << kval << ";\n";
+        s << in << "}\n";
+      });
       for (int r = 0; r < few; ++r) s << in2 << "  lm_s[" << r * kKB << " + jj] = lm_d" << r << ";\n";
       s << in2 << "}\n";
     } else {
       // The K tile, transposed, through the k expression (past the last key: a copy of
       // the block's first, whose scores are never read).
-      s << in2 << "for (int64_t jj = 0; jj < " << KB << "; ++jj) {\n"
-        << in2 << "  const int64_t " << kv << " = lm_j0 + (jj < lm_cols ? jj : 0); (void)" << kv << ";\n"
-        << in2 << "  for (int64_t " << pv << " = 0; " << pv << " < " << DK << "; ++" << pv << ") {\n";
-      {
+      s << in2 << "for (int64_t jj = 0; jj < " << KB << "; ++jj) {\n";
+      per_k_segment(s, in2 + "  ", "lm_j0 + (jj < lm_cols ? jj : 0)", [&](const std::string& in, const Expr& k) {
+        s << in << "for (int64_t " << pv << " = 0; " << pv << " < " << DK << "; ++" << pv << ") {\n";
         std::map<const ExprNode*, std::string> memo;
-        std::string kval = value(a.k, memo, s, in2 + "    ");
-        s << in2 << "    lm_kt[" << pv << " * " << KB << " + jj] = " << kval << ";\n";
-      }
-      s << in2 << "  }\n"
-        << in2 << "}\n"
+        std::string kval = value(k, memo, s, in + "  ");
+        s << in << "  lm_kt[" << pv << " * " << KB << " + jj] = " << kval << ";\n" << in << "}\n";
+      });
+      s << in2 << "}\n"
         << in2 << "for (int64_t r0 = 0; r0 < lm_rows; r0 += " << rb << ") {\n";
       const std::string in3 = in2 + "  ";
       // A group whose rows see none of these keys: every score -inf (e = 0).

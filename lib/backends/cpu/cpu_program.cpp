@@ -173,6 +173,7 @@ class Remap {
       case kernel::KernelKind::Attention:
         c.attention->q = expr(k.attention->q);
         c.attention->k = expr(k.attention->k);
+        for (kernel::KeyExprSegment& sg : c.attention->k_more) sg.k = expr(sg.k);
         c.attention->v.buffer = buf(k.attention->v.buffer);
         for (kernel::KeySegment& sg : c.attention->v_more) sg.v.buffer = buf(sg.v.buffer);
         c.attention->out.buffer = buf(k.attention->out.buffer);

@@ -34,6 +34,7 @@ std::vector<KernelAccess> kernel_accesses(const kernel::Program& prog) {
       for (const kernel::KeySegment& sg : at.v_more) a.reads.push_back(sg.v.buffer);
       loads(at.q, a.reads);
       loads(at.k, a.reads);
+      for (const kernel::KeyExprSegment& sg : at.k_more) loads(sg.k, a.reads);
       loads(at.score, a.reads);
       loads(at.epilogue, a.reads);
       a.writes = {at.out.buffer};

@@ -274,6 +274,7 @@ class Writer {
         for (const KeySegment& sg : k_.attention->v_more) reads_.insert(sg.v.buffer);
         collect(k_.attention->q);
         collect(k_.attention->k);
+        for (const KeyExprSegment& sg : k_.attention->k_more) collect(sg.k);
         collect(k_.attention->score);
         collect(k_.attention->epilogue);
         writes_.insert(k_.attention->out.buffer);
@@ -691,15 +692,24 @@ class Writer {
     s << "          float lm_dot = 0.0f;\n";
     // q and k are expressions over the row / key and depth variables (a RoPE prologue
     // is computed here, kernel_ir.hpp).
+    // A segmented K: the key's own segment, the key variable counted from its first key
+    // (the branch depends on the thread's key only, no barrier inside).
     const std::string p = "v" + std::to_string(a.depth_var);
-    s << "          for (int64_t " << p << " = 0; " << p << " < lm_dk; ++" << p << ") {\n";
-    {
+    const std::vector<KeyExprSegment> ksegs = key_segments(a);
+    s << "          const int64_t lm_jg = " << j << ";\n";
+    for (size_t si = ksegs.size(); si-- > 0;) {
+      const std::string j0 = ix(ksegs[si].j0);
+      s << "          " << (si + 1 == ksegs.size() ? "" : "else ") << (si > 0 ? "if (lm_jg >= " + j0 + ") " : "")
+        << "{\n"
+        << "            const int64_t " << j << " = lm_jg - (" << j0 << "); (void)" << j << ";\n"
+        << "            for (int64_t " << p << " = 0; " << p << " < lm_dk; ++" << p << ") {\n";
       std::map<const ExprNode*, std::string> memo;
-      const std::string qv = value(a.q, memo, s, "            ");
-      const std::string kv = value(a.k, memo, s, "            ");
-      s << "            lm_dot = LM_FMA(" << qv << ", " << kv << ", lm_dot);\n";
+      const std::string qv = value(a.q, memo, s, "              ");
+      const std::string kv = value(ksegs[si].k, memo, s, "              ");
+      s << "              lm_dot = LM_FMA(" << qv << ", " << kv << ", lm_dot);\n"
+        << "            }\n"
+        << "          }\n";
     }
-    s << "          }\n";
     s << "          const float acc = lm_dot;\n";
     if (a.score.valid()) {
       std::map<const ExprNode*, std::string> memo;

@@ -59,12 +59,9 @@ std::optional<Index> causal_key_end(const Expr& score, int iv, int jv) {
 }  // namespace
 
 // ---------------------------------------------------------------- attention
-std::optional<std::vector<kernel::KeySegment>> Lowerer::attention_v_segments(uint32_t node, std::vector<Index> idx,
-                                                                             int jv, int dvar,
-                                                                             const VarSet& interest) {
+std::optional<std::pair<uint32_t, std::vector<Index>>> Lowerer::down_views_to_add(uint32_t node,
+                                                                                  std::vector<Index> idx) {
   auto unit = [](const Index& d) { return d.as_constant() == int64_t{1}; };
-  // Down the views to the concat, carrying the index (the query heads' grouping of KV
-  // heads is a reshape and an expand here).
   uint32_t cur = node;
   for (int depth = 0; body_.nodes[cur].op != PrimOp::Add; ++depth) {
     const Node& n = body_.nodes[cur];
@@ -91,6 +88,38 @@ std::optional<std::vector<kernel::KeySegment>> Lowerer::attention_v_segments(uin
     idx = std::move(next);
     cur = in;
   }
+  return std::make_pair(cur, std::move(idx));
+}
+
+std::optional<std::vector<kernel::KeyExprSegment>> Lowerer::attention_k_segments(uint32_t node, std::vector<Index> idx,
+                                                                                 int jv) {
+  const auto kc = ir::key_concat(body_, node);
+  if (!kc) return std::nullopt;
+  auto down = down_views_to_add(node, std::move(idx));
+  if (!down || down->first != kc->concat) return std::nullopt;
+  idx = std::move(down->second);
+  const auto ax = static_cast<size_t>(kc->pieces.axis);
+  if (idx[ax].op() != IndexOp::Var || idx[ax].node().value != jv) return std::nullopt;
+  std::vector<kernel::KeyExprSegment> segs;
+  for (uint32_t pad : kc->pieces.pads) {
+    // Each piece at its own key index: the key variable counts from the segment's start.
+    Expr e = emit(body_.nodes[pad].inputs[0], idx, std::nullopt);
+    if (speculation_failed() || e.dtype() != DType::f32) return std::nullopt;
+    segs.push_back({e, simp(dim_index(body_.nodes[pad].start, prog_))});
+  }
+  if (segs[0].j0.as_constant() != int64_t{0}) return std::nullopt;
+  return segs;
+}
+
+std::optional<std::vector<kernel::KeySegment>> Lowerer::attention_v_segments(uint32_t node, std::vector<Index> idx,
+                                                                             int jv, int dvar,
+                                                                             const VarSet& interest) {
+  // Down the views to the concat, carrying the index (the query heads' grouping of KV
+  // heads is a reshape and an expand here).
+  auto down = down_views_to_add(node, std::move(idx));
+  if (!down) return std::nullopt;
+  const uint32_t cur = down->first;
+  idx = std::move(down->second);
   const auto cat = ir::stored_concat(body_, cur);
   if (!cat || cat->pads.size() > kernel::kMaxKeySegments) return std::nullopt;
   const auto ax = static_cast<size_t>(cat->axis);
@@ -165,22 +194,34 @@ bool Lowerer::try_attention(int result) {
   // Q and K are staged by the kernel through these expressions: a RoPE prologue is
   // computed there, its sin/cos table (broadcast over heads) computed once beforehand.
   ctx_.hoist_broadcasts = true;
-  Expr x = emit(mul1.inputs[0], idx1, std::nullopt);
-  Expr y = emit(mul1.inputs[1], idx1, std::nullopt);
+  // A K that is a concat along the keys (a decode step's cache and its new row through
+  // RoPE) is read segment by segment, each piece through its own expression: hoisted as a
+  // whole (its new row has transcendentals under the repeat over query heads), the concat
+  // would be computed into scratch, a copy of the cache every step.
+  std::optional<std::vector<kernel::KeyExprSegment>> ksegs;
+  int k_side = -1;
+  for (int side = 0; side < 2 && k_side < 0; ++side)
+    if ((ksegs = attention_k_segments(mul1.inputs[static_cast<size_t>(side)], idx1, jv))) k_side = side;
+  if (speculation_failed()) return fail();
+  Expr x = k_side == 0 ? (*ksegs)[0].k : emit(mul1.inputs[0], idx1, std::nullopt);
+  Expr y = k_side == 1 ? (*ksegs)[0].k : emit(mul1.inputs[1], idx1, std::nullopt);
   if (speculation_failed()) return fail();
   // K is the operand indexed by the key variable; Q the one with the query axis.
   uint32_t qin = mul1.inputs[0], kin = mul1.inputs[1];
-  if (expr_uses_var(x, jv) && !expr_uses_var(y, jv)) {
+  if (k_side == 0 || (k_side < 0 && expr_uses_var(x, jv) && !expr_uses_var(y, jv))) {
     std::swap(x, y);
     std::swap(qin, kin);
   }
-  if (expr_uses_var(x, jv) || !expr_uses_var(y, jv)) return fail();
+  if (expr_uses_var(x, jv) || (k_side < 0 && !expr_uses_var(y, jv))) return fail();
   int iv = -1;
   std::vector<int> batch;
   for (size_t i = 0; i < rank1; ++i) {
     const int v = static_cast<int>(i);
     if (v == jv || i == ax1 || idx1[i].as_constant()) continue;
-    const bool cx = expr_uses_var(x, v), cy = expr_uses_var(y, v);
+    bool cy = expr_uses_var(y, v);
+    if (ksegs)
+      for (const kernel::KeyExprSegment& sg : *ksegs) cy = cy || expr_uses_var(sg.k, v);
+    const bool cx = expr_uses_var(x, v);
     if (cx && !cy) {
       // Several axes only Q reads (one KV head for all query heads): the innermost is the
       // query row, the others batch loops over which K is broadcast.
@@ -236,6 +277,7 @@ bool Lowerer::try_attention(int result) {
   };
   a.q = x;
   a.k = y;
+  if (ksegs) a.k_more.assign(ksegs->begin() + 1, ksegs->end());
   a.depth_var = pv;
   if (a.q.dtype() != DType::f32 || a.k.dtype() != DType::f32) return fail();
   // The score: S at R1's output index, R1 itself the accumulator.

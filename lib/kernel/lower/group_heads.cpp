@@ -97,6 +97,10 @@ bool group_query_heads(Kernel& k, const VarExtents& extents, const SymbolMins& s
       };
       Attention out = a;
       out.k = map_indices(a.k, at_head0);
+      for (KeyExprSegment& sg : out.k_more) {
+        sg.k = map_indices(sg.k, at_head0);
+        sg.j0 = at_head0(sg.j0);
+      }
       auto view_at_head0 = [&](MatrixView& v) {
         v.offset = at_head0(v.offset);
         v.row_stride = at_head0(v.row_stride);

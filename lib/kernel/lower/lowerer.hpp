@@ -147,6 +147,15 @@ class Lowerer {
   /// it is not one (ir::stored_concat, as the cost model prices it).
   std::optional<std::vector<kernel::KeySegment>> attention_v_segments(uint32_t node, std::vector<Index> idx, int jv,
                                                                       int dvar, const VarSet& interest);
+  /// K (the score product's operand `node` at index `idx`) as a concat along the keys of
+  /// pieces, each through its own expression with the key counted from its first row
+  /// (ir::key_concat, as the cost model prices it); nullopt when it is not one. Checks
+  /// the shape before emitting anything, so a refusal leaves no kernel behind.
+  std::optional<std::vector<kernel::KeyExprSegment>> attention_k_segments(uint32_t node, std::vector<Index> idx,
+                                                                          int jv);
+  /// Down the views (reshape, permute, expand: the repeat of a KV head over its query
+  /// heads) from `node` to the first add, carrying the index: the add and its index.
+  std::optional<std::pair<uint32_t, std::vector<Index>>> down_views_to_add(uint32_t node, std::vector<Index> idx);
 
   const detail::GraphImpl& body_;
   const ir::KernelSpec& spec_;
