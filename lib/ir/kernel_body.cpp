@@ -534,8 +534,10 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
       if (is_gemm_reduce(*spec.body, nodes[ni]) || (att && (ni == att->score_reduce || ni == att->out_reduce)))
         for (uint32_t e : nodes[nodes[ni].inputs[0]].inputs) {
           if (att && ni == att->score_reduce)
-            if (auto kc = key_concat(*spec.body, e))
+            if (auto kc = key_concat(*spec.body, e)) {
               for (uint32_t x : kc->views) no_hoist[x] = 1;
+              for (uint32_t x : kc->pieces.adds) free_add[x] = 1;  // each key reads its own piece
+            }
           operand_bcast[e] = 1;
           const uint32_t src = nodes[e].inputs[0];
           uint32_t below = src;
