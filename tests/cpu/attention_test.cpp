@@ -31,6 +31,8 @@ struct Case {
   // A segmented V (Attention::v_more): the keys where segments 1.. start, each segment in
   // a buffer of its own (4, 5, ...) with rows padded to another stride; keys before the
   // first split are rows of buffer 2. A decode step's concat(v_cache, v_new) read in place.
+  // K is split at the same keys (Attention::k_more), each segment a buffer of its own
+  // after V's, read through a prologue of its own (concat(k_cache, rope(k_new))).
   std::vector<int64_t> v_splits = {};
 };
 
@@ -72,11 +74,15 @@ k::Program attention_program(const Case& c) {
                {"k", c.dt, Index(kvh * c.n * c.dk), k::BufferRole::Input},
                {"v", c.dt, Index(c.n * c.heads * c.dv), k::BufferRole::Input},
                {"out", c.dt, Index(c.m * c.heads * c.dv), k::BufferRole::Output}};
-  for (size_t s = 0; s < c.v_splits.size(); ++s) {
-    const int64_t rows = (s + 1 < c.v_splits.size() ? c.v_splits[s + 1] : c.n) - c.v_splits[s];
-    p.buffers.push_back({"v_seg" + std::to_string(s), c.dt, Index(rows * (c.heads * c.dv + kSegPad)),
+  auto seg_rows = [&](size_t s) {
+    return (s + 1 < c.v_splits.size() ? c.v_splits[s + 1] : c.n) - c.v_splits[s];
+  };
+  for (size_t s = 0; s < c.v_splits.size(); ++s)
+    p.buffers.push_back({"v_seg" + std::to_string(s), c.dt, Index(seg_rows(s) * (c.heads * c.dv + kSegPad)),
                          k::BufferRole::Input});
-  }
+  const int k_seg0 = static_cast<int>(p.buffers.size());
+  for (size_t s = 0; s < c.v_splits.size(); ++s)
+    p.buffers.push_back({"k_seg" + std::to_string(s), c.dt, Index(kvh * seg_rows(s) * c.dk), k::BufferRole::Input});
   auto widen = [&](k::Expr e) { return c.dt == lm::DType::f32 ? e : k::cast(e, lm::DType::f32); };
   k::Kernel kern;
   kern.name = "attn";
@@ -97,6 +103,17 @@ k::Program attention_program(const Case& c) {
                                           k::floordiv(h, Index(2)) * Index(c.n * c.dk) + j * Index(c.dk) + p4)),
                             k::constant(0.5)),
                   k::constant(1.0));
+  // K segment s: [KV, rows, dk] in a buffer of its own, key j counted from its start,
+  // through another prologue (x * -0.25 + s), so reading the wrong segment shows.
+  for (size_t s = 0; s < c.v_splits.size(); ++s)
+    a.k_more.push_back(
+        {k::binary(k::BinaryOp::Add,
+                   k::binary(k::BinaryOp::Mul,
+                             widen(k::load(k_seg0 + static_cast<int>(s), c.dt,
+                                           k::floordiv(h, Index(2)) * Index(seg_rows(s) * c.dk) + j * Index(c.dk) + p4)),
+                             k::constant(-0.25)),
+                   k::constant(static_cast<double>(s))),
+         Index(c.v_splits[s])});
   a.v = {2, h * Index(c.dv), Index(c.heads * c.dv), Index(1)};
   for (size_t s = 0; s < c.v_splits.size(); ++s)
     a.v_more.push_back({{4 + static_cast<int>(s), h * Index(c.dv), Index(c.heads * c.dv + kSegPad), Index(1)},
@@ -217,7 +234,7 @@ TEST_CASE("attention kernel: generated C matches the evaluator", "[cpu][attentio
   for (const Case& c : cases) {
     INFO("heads " << c.heads << " m " << c.m << " n " << c.n << " dk " << c.dk << " dv " << c.dv << " offset "
                   << c.offset << " causal " << c.causal << " key_end " << c.with_key_end << " "
-                  << lm::dtype_name(c.dt) << " V segments " << c.v_splits.size() + 1);
+                  << lm::dtype_name(c.dt) << " K and V segments " << c.v_splits.size() + 1);
     check(c);
   }
 }
@@ -254,7 +271,7 @@ TEST_CASE("attention kernel: a few query rows (a decode step) on every ISA", "[c
     for (luminal::cpu::CpuIsa isa : isas) {
       INFO("heads " << c.heads << " n " << c.n << " dk " << c.dk << " dv " << c.dv << " offset " << c.offset
                     << " causal " << c.causal << " key_end " << c.with_key_end << " isa "
-                    << static_cast<int>(isa) << " V segments " << c.v_splits.size() + 1);
+                    << static_cast<int>(isa) << " K and V segments " << c.v_splits.size() + 1);
       luminal::cpu::RenderOptions opt;
       opt.isa = isa;
       check(c, opt);

@@ -69,10 +69,6 @@ typedef struct lm_runtime {
 } lm_runtime;
 /* What a kernel's task (its parallel loop, outlined) needs: the kernel's arguments. */
 typedef struct { void* const* lm_bufs; const int64_t* lm_syms; const lm_runtime* lm_rt; void* lm_cx; } lm_kargs;
-/* Chunk size of a parallel loop of n iterations: about 8 chunks per thread (a multiple
-   of `align`). On a shared machine the OS takes a core away for milliseconds at a time;
-   with static halves the other thread then waits at the end, with chunks it takes over
-   the descheduled thread's remaining share. */
 /* Query rows per task of an attention kernel: a block of up to `block` rows, fewer when
    the batch points (a grouped kernel's KV heads) leave threads idle -- each task then
    streams its KV head's keys again, which beats idle cores. */
@@ -85,6 +81,10 @@ LM_INLINE int64_t lm_attn_rows(const lm_runtime* rt, void* cx, int64_t batch, in
   }
   return rows > 0 ? rows : 1;
 }
+/* Chunk size of a parallel loop of n iterations: about 8 chunks per thread (a multiple
+   of `align`). On a shared machine the OS takes a core away for milliseconds at a time;
+   with static halves the other thread then waits at the end, with chunks it takes over
+   the descheduled thread's remaining share. */
 LM_INLINE int64_t lm_chunk(const lm_runtime* rt, void* cx, int64_t n, int64_t align) {
   const int64_t parts = 8 * (int64_t)rt->threads(cx);
   int64_t c = (n + parts - 1) / parts;
