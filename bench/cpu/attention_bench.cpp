@@ -4,8 +4,10 @@
 // a QK^T GEMM, the masked softmax as a row kernel, a PV GEMM), in the same process; the
 // fused plan is forced the other way (the efficiency set very high).
 // Shapes of a Llama-3-8B layer (32 query heads, 8 KV heads grouped, repeated as views,
-// head dim 128) and of the 110M Llama of bench/llama (12 heads, no grouping, head dim 64),
-// causal; prefill of S tokens and one decode step over S past tokens. Each plan prints
+// head dim 128), 12 heads of 64 ungrouped, and the 110M preset of bench/llama (12 heads,
+// 4 KV heads, head dim 64; also with k and v token-major, as its KV cache stores them),
+// causal; prefill of S tokens and one decode step over S past tokens (16384: over keys
+// that cannot stay in the last-level cache). Each plan prints
 // the cost model's estimate of it beside its kernel counts: the search picks the plan
 // with the lower estimate, so the two columns should rank the plans as the timings do.
 // Counters: GFLOP/s counts the products the causal mask leaves (both matmuls).
@@ -46,18 +48,29 @@ lm::HostTensor rand_tensor(const std::vector<int64_t>& shape, std::mt19937_64& r
 // q [H, Sq, hd]; k, v [KV, Sk, hd] repeated to H heads; causal (bottom-right aligned).
 struct Heads {
   int64_t H, KV, hd;
+  bool token_major = false;  // k, v stored [Sk, KV, hd], as a KV cache is, read as views
 };
-constexpr Heads kShapes[] = {{32, 8, 128}, {12, 12, 64}};  // Llama-3-8B, the 110M Llama
+// Llama-3-8B; 12 heads of 64 ungrouped; the 110M preset of bench/llama (12 heads, 4 KV),
+// then the same with k and v laid out as its KV cache is (token-major: one key's heads
+// side by side, so a head's keys are strided).
+constexpr Heads kShapes[] = {{32, 8, 128}, {12, 12, 64}, {12, 4, 64}, {12, 4, 64, true}};
 
 Attn& get(int64_t sq, int64_t sk, int64_t shape, bool fused, lm::DType dt) {
   static std::map<std::tuple<int64_t, int64_t, int64_t, bool, lm::DType>, Attn> cache;
   auto key = std::make_tuple(sq, sk, shape, fused, dt);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   Attn& a = cache[key];
-  const auto [H, KV, hd] = kShapes[shape];
+  const auto [H, KV, hd, token_major] = kShapes[shape];
   const int64_t G = H / KV;
-  lm::Tensor q = a.g.input("q", {H, sq, hd}, dt), k = a.g.input("k", {KV, sk, hd}, dt),
-             v = a.g.input("v", {KV, sk, hd}, dt);
+  const std::vector<int64_t> kv_shape =
+      token_major ? std::vector<int64_t>{sk, KV, hd} : std::vector<int64_t>{KV, sk, hd};
+  const std::vector<lm::Dim> kv_dims(kv_shape.begin(), kv_shape.end());
+  lm::Tensor q = a.g.input("q", {H, sq, hd}, dt), k = a.g.input("k", kv_dims, dt),
+             v = a.g.input("v", kv_dims, dt);
+  if (token_major) {
+    k = lm::permute(k, {1, 0, 2});
+    v = lm::permute(v, {1, 0, 2});
+  }
   auto rep = [&](const lm::Tensor& t) {
     return lm::reshape(lm::expand(lm::reshape(t, {KV, 1, sk, hd}), {KV, G, sk, hd}), {H, sk, hd});
   };
@@ -78,8 +91,8 @@ Attn& get(int64_t sq, int64_t sk, int64_t shape, bool fused, lm::DType dt) {
               static_cast<long long>(a.f.report().generated_kernels), plan.report.estimated_seconds * 1e6);
   std::mt19937_64 rng(1);
   a.in.emplace("q", rand_tensor({H, sq, hd}, rng, dt));
-  a.in.emplace("k", rand_tensor({KV, sk, hd}, rng, dt));
-  a.in.emplace("v", rand_tensor({KV, sk, hd}, rng, dt));
+  a.in.emplace("k", rand_tensor(kv_shape, rng, dt));
+  a.in.emplace("v", rand_tensor(kv_shape, rng, dt));
   a.out = a.f(a.in);
   // Products under the causal mask: query i sees sk - sq + i + 1 keys.
   double seen = 0;
@@ -102,11 +115,11 @@ void BM_AttentionUnfused(benchmark::State& st) { run(st, false); }
 void BM_AttentionFusedF16(benchmark::State& st) { run(st, true, lm::f16); }
 void BM_AttentionUnfusedF16(benchmark::State& st) { run(st, false, lm::f16); }
 
-// {Sq, Sk, shape}: prefill 128 and 512, decode one token over 160 to 4096 past tokens (at
-// the 8B's shapes and the 110M's).
+// {Sq, Sk, shape}: prefill 128 and 512, decode one token over 160 to 16384 past tokens.
 #define LM_ATTN_ARGS                                                                            \
   ->Args({128, 128, 0})->Args({512, 512, 0})->Args({1, 160, 0})->Args({1, 512, 0})->Args({1, 4096, 0}) \
-      ->Args({1, 160, 1})->Args({1, 2048, 1})
+      ->Args({1, 160, 1})->Args({1, 2048, 1})->Args({1, 160, 2})->Args({1, 2048, 2})->Args({1, 2048, 3})   \
+      ->Args({1, 16384, 2})->Args({1, 16384, 3})
 BENCHMARK(BM_AttentionFused) LM_ATTN_ARGS->Unit(benchmark::kMicrosecond)->UseRealTime()->Repetitions(5)
     ->ReportAggregatesOnly(true);
 BENCHMARK(BM_AttentionUnfused) LM_ATTN_ARGS->Unit(benchmark::kMicrosecond)->UseRealTime()->Repetitions(5)

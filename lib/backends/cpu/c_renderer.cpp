@@ -55,6 +55,48 @@ constexpr std::array<OpRow<BinaryOp, CBinary>, kNumBinaryOps> kCBinary = {{
 }};
 static_assert(covers_every_op(kCBinary), "the C renderer spells every kernel-IR binary op, in enum order");
 
+// Horizontal sums of vw vectors of vw partial sums (key k's at p + k * vw) into out[0, vw):
+// a transposing tree of lane shuffles and adds, about 3 operations per sum. Emitted once per
+// translation unit (guarded) by the attention kernels' few-rows path.
+constexpr const char* kHsum16 = R"(#ifndef LM_HSUM_16
+#define LM_HSUM_16
+static inline void lm_hsum_16(const float* p, float* out) {
+  __m512 c[8], d[4], e[2];
+  for (int i = 0; i < 8; ++i) {  /* [key 2i: 8 lanes | key 2i+1: 8 lanes] */
+    const __m512 a = _mm512_loadu_ps(p + 32 * i), b = _mm512_loadu_ps(p + 32 * i + 16);
+    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  }
+  for (int j = 0; j < 4; ++j)  /* 128-bit block q: key 4j+q, 4 lanes */
+    d[j] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * j], c[2 * j + 1], 0x88),
+                         _mm512_shuffle_f32x4(c[2 * j], c[2 * j + 1], 0xDD));
+  for (int j = 0; j < 2; ++j)  /* block q: keys 8j+q, 8j+4+q, 2 lanes each */
+    e[j] = _mm512_add_ps(_mm512_shuffle_ps(d[2 * j], d[2 * j + 1], 0x44),
+                         _mm512_shuffle_ps(d[2 * j], d[2 * j + 1], 0xEE));
+  /* lane 4q+i: the sum of key q+4i */
+  const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(e[0], e[1], 0x88), _mm512_shuffle_ps(e[0], e[1], 0xDD));
+  const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_storeu_ps(out, _mm512_permutexvar_ps(idx, f));
+}
+#endif
+)";
+constexpr const char* kHsum8 = R"(#ifndef LM_HSUM_8
+#define LM_HSUM_8
+static inline void lm_hsum_8(const float* p, float* out) {
+  __m256 c[4], d[2];
+  for (int i = 0; i < 4; ++i) {  /* [key 2i: 4 lanes | key 2i+1: 4 lanes] */
+    const __m256 a = _mm256_loadu_ps(p + 16 * i), b = _mm256_loadu_ps(p + 16 * i + 8);
+    c[i] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+  }
+  for (int j = 0; j < 2; ++j)  /* block h: keys 4j+h, 4j+2+h, 2 lanes each */
+    d[j] = _mm256_add_ps(_mm256_shuffle_ps(c[2 * j], c[2 * j + 1], 0x44),
+                         _mm256_shuffle_ps(c[2 * j], c[2 * j + 1], 0xEE));
+  /* block h: the sums of keys h, h+2, h+4, h+6 */
+  const __m256 f = _mm256_add_ps(_mm256_shuffle_ps(d[0], d[1], 0x88), _mm256_shuffle_ps(d[0], d[1], 0xDD));
+  _mm256_storeu_ps(out, _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+#endif
+)";
+
 const char* kRuntimeDecls = R"LMC(
 /* ---- kernel ABI: the host's services and the call's threads (no OpenMP runtime) ---- */
 typedef void (*lm_task_fn)(void* env, int64_t lo, int64_t hi, int tid);
@@ -1151,6 +1193,7 @@ class KernelWriter {
     for (const KeySegment& sg : a.v_more) reads.insert(sg.v.buffer);
     std::ostringstream s;
     if (simd) s << "#include <immintrin.h>\n";
+    if (one_row && dk % vw == 0) s << (vw == 16 ? kHsum16 : kHsum8);
     // The kernel's task: a range of (batch point, query block) pairs.
     const std::string task = k_.name + "_task";
     s << "static void " << task << "(void* lm_env, int64_t lm_lo, int64_t lm_hi, int lm_tid) {\n"
@@ -1198,6 +1241,8 @@ class KernelWriter {
     s << ind << "const int64_t lm_i0 = lm_qb * lm_qbs, lm_rows = lm_imin(lm_qbs, lm_m - lm_i0);\n"
       << ind << "float lm_q[" << QB << " * " << DK << "] __attribute__((aligned(64)));\n";
     if (!one_row) s << ind << "float lm_kt[" << DK << " * " << KB << "] __attribute__((aligned(64)));\n";
+    if (one_row && dk % vw == 0)
+      s << ind << "float lm_pt[" << few * kKB * vw << "] __attribute__((aligned(64)));\n";
     if (v_half) s << ind << "float lm_vt[" << KB << " * " << DV << "] __attribute__((aligned(64)));\n";
     s << ind << "float lm_s[" << QB << " * " << KB << "] __attribute__((aligned(64)));\n"
       << ind << "float lm_o[" << QB << " * " << DV << "] __attribute__((aligned(64)));\n"
@@ -1257,8 +1302,47 @@ class KernelWriter {
     const std::string in2 = ind + "  ";
     s << ind << "for (int64_t lm_j0 = 0; lm_j0 < lm_kend; lm_j0 += " << KB << ") {\n"
       << in2 << "const int64_t lm_cols = lm_imin(" << KB << ", lm_kend - lm_j0);\n";
-    if (one_row) {
-      // The rows' raw scores: q . k per key, the k expression evaluated along the head dim.
+    if (one_row && dk % vw == 0) {
+      // The rows' raw scores, q . k per key, the k expression evaluated along the head dim
+      // in vw lanes: each key leaves a vector of vw partial sums per row, and a block's
+      // keys are summed across lanes vw at a time by a transposing tree (lm_hsum_<vw>,
+      // about 3 shuffles or adds per score). One horizontal sum per key and row, as GCC
+      // writes an `omp simd reduction` that it cannot reassociate, is 16 dependent scalar
+      // adds: most of a decode step's attention time before (docs/cpu-backend.md).
+      const std::string VW = std::to_string(vw);
+      s << in2 << "for (int64_t jj = 0; jj < lm_cols; ++jj) {\n"
+        << in2 << "  const int64_t " << rv << " = lm_i0; (void)" << rv << ";\n"
+        << in2 << "  float* lm_pj = lm_pt + jj * " << VW << ";\n"
+        << in2 << "  for (int64_t lm_l = 0; lm_l < " << VW << "; ++lm_l)";
+      for (int r = 0; r < few; ++r) s << " lm_pj[" << r * kKB * vw << " + lm_l] =";
+      s << " 0.0f;\n";
+      per_k_segment(s, in2 + "  ", "lm_j0 + jj", [&](const std::string& in, const Expr& k) {
+        s << in << "for (int64_t lm_po = 0; lm_po < " << DK << "; lm_po += " << VW << ") {\n"
+          << in << "  #pragma omp simd\n"
+          << in << "  for (int64_t lm_l = 0; lm_l < " << VW << "; ++lm_l) {\n"
+          << in << "    const int64_t " << pv << " = lm_po + lm_l;\n";
+        std::map<const ExprNode*, std::string> memo;
+        std::string kval = value(k, memo, s, in + "    ");
+        for (int r = 0; r < few; ++r)
+          s << in << "    lm_pj[" << r * kKB * vw << " + lm_l] += lm_q[" << r * dk << " + " << pv
+            << "] * " << kval << ";\n";
+        s << in << "  }\n" << in << "}\n";
+      });
+      s << in2 << "}\n"
+        // The last group's keys past the block: zero partials, sums never read.
+        << in2 << "for (int64_t jj = lm_cols; jj < (lm_cols + " << vw - 1 << ") / " << VW << " * " << VW
+        << "; ++jj)\n"
+        << in2 << "  for (int64_t lm_l = 0; lm_l < " << VW << "; ++lm_l)";
+      for (int r = 0; r < few; ++r) s << " lm_pt[" << r * kKB * vw << " + jj * " << VW << " + lm_l] =";
+      s << " 0.0f;\n"
+        << in2 << "for (int64_t lm_g = 0; lm_g < lm_cols; lm_g += " << VW << ") {\n";
+      for (int r = 0; r < few; ++r)
+        s << in2 << "  lm_hsum_" << VW << "(lm_pt + " << r * kKB * vw << " + lm_g * " << VW << ", lm_s + "
+          << r * kKB << " + lm_g);\n";
+      s << in2 << "}\n";
+    } else if (one_row) {
+      // As above with one horizontal sum per key and row (a head dim that is not a whole
+      // number of vectors).
       std::string accs;
       for (int r = 0; r < few; ++r) accs += (r ? ", lm_d" : "lm_d") + std::to_string(r);
       s << in2 << "for (int64_t jj = 0; jj < lm_cols; ++jj) {\n"
