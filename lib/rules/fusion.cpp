@@ -13,8 +13,14 @@
 //   no-reduce    -- and the producer has no reduction (reductions stay materialized);
 //   views        -- as all-no-gemm-copy, but a class that is also a slice of a wider class
 //                   (a product merged with its siblings, matmul-siblings) is read through
-//                   that slice: consumers of Q, K and V read one Q|K|V product's buffer.
-// Producers with no arithmetic (views, constants) are absorbed under every policy.
+//                   that slice: consumers of Q, K and V read one Q|K|V product's buffer;
+//                   and a program output rounded to f16/bf16 that other kernels also read
+//                   is read as stored: its buffer is written anyway, in half the bytes (a
+//                   decode step's new K/V row, rounded to an f16 cache's dtype and
+//                   returned, is then a stored piece of the cache the attention kernel
+//                   reads in place, not a rounding recomputed inside it).
+// Producers with no arithmetic (views, casts, constants) are absorbed under every policy
+// (but the rounded outputs above).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +29,7 @@
 #include <random>
 #include <array>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/attention_match.hpp"
@@ -40,6 +47,13 @@ namespace {
 // kCheapOnly runs first: it is also every policy's fallback when the policy's own
 // producer variant cannot be absorbed (e.g. a view over a GEMM into another GEMM).
 enum Policy { kCheapOnly, kAll, kAllNoGemmCopy, kSingleUse, kNoBroadcast, kNoReduce, kViews, kNumPolicies };
+// Whether a kernel's result is a half type (f16/bf16: its body rounds to it last).
+bool rounds_to_half(const ir::KernelSpec& spec) {
+  const auto& nodes = spec.body->nodes;
+  const detail::Node& out = nodes[spec.body->outputs.at(0).second];
+  return out.dtype == DType::f16 || out.dtype == DType::bf16;
+}
+
 // Math nodes per class whose kernels are fused (the representative and the next ones).
 constexpr std::size_t kMaxNodesPerClass = 8;
 
@@ -88,6 +102,9 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
       }
     }
   }
+
+  std::unordered_set<Id> is_root;
+  for (Id r : ctx.roots) is_root.insert(g.find(r));
 
   std::array<std::unordered_map<Id, ir::Variant>, kNumPolicies> best;
   // Per class that is also a slice of a wider class: the direct kernel of that slice (of
@@ -154,6 +171,7 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
               auto pos = std::find(v.kids.begin(), v.kids.end(), k);
               if (pos == v.kids.end()) break;
               const auto slot = static_cast<size_t>(pos - v.kids.begin());
+              if (p == kViews && is_root.count(k) && uses[k] != 1 && rounds_to_half(*prod->spec)) continue;
               if (!ir::is_cheap(*prod->spec)) {
                 if (p == kCheapOnly) continue;
                 // A GEMM with several consumers: only kAll absorbs it (right when every
