@@ -2,8 +2,9 @@
 // eager on the same weights, in one run, same thread count. Prints medians and ratios.
 //
 //   llama_bench --model DIR [--gguf FILE --llamacpp PATH --bins DIR] [--prompt 128]
-//               [--decode 32] [--reps 5] [--threads 2] [--no-torch] [--mmap]
+//               [--decode 32] [--reps 5] [--threads 2] [--kv f32|f16|bf16] [--no-torch] [--mmap]
 //
+// --kv: the KV cache's dtype (default f32; llama.cpp's cache, as its child runs it, is f16).
 // Luminal runs in this process: a warm-up, then per repetition a fresh cache, a P-token
 // prefill (timed) and D decode steps after it (timed together: decode at P..P+D past
 // tokens). llama.cpp (bench/llama/llamacpp_bench, over its prebuilt libraries) and
@@ -172,7 +173,7 @@ int main(int argc, char** argv) try {
   }
   if (!a.count("--model")) {
     std::fprintf(stderr, "usage: llama_bench --model DIR [--gguf FILE --llamacpp PATH --bins DIR] [--prompt N] "
-                         "[--decode N] [--reps N] [--threads N] [--no-torch] [--mmap]\n");
+                         "[--decode N] [--reps N] [--threads N] [--kv f32|f16|bf16] [--no-torch] [--mmap]\n");
     return 2;
   }
   const std::string dir = a["--model"];
@@ -180,6 +181,7 @@ int main(int argc, char** argv) try {
   const int D = a.count("--decode") ? std::atoi(a["--decode"].c_str()) : 32;
   const int reps = a.count("--reps") ? std::atoi(a["--reps"].c_str()) : 5;
   const int threads = a.count("--threads") ? std::atoi(a["--threads"].c_str()) : 2;
+  const lm::DType kv = a.count("--kv") ? llama::kv_dtype_from_name(a["--kv"]) : lm::f32;
 
   const long rss0 = rss_kb("VmRSS:");
   // As llama-generate: the weights in huge pages (--mmap: views of the mapped file).
@@ -191,7 +193,7 @@ int main(int argc, char** argv) try {
   lm::CompileOptions options;
   options.time_budget_seconds = 120;  // as llama-generate: let the search finish
   options.threads = threads;          // each call: the caller + threads - 1 pool workers
-  llama::Session s(model, lm::Target::cpu(), options);
+  llama::Session s(model, lm::Target::cpu(), options, {}, kv);
   const double compile_s = std::chrono::duration<double>(Clock::now() - t0).count();
   std::vector<int32_t> prompt(static_cast<size_t>(P));
   for (int i = 0; i < P; ++i) prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % c.vocab_size);
@@ -266,8 +268,9 @@ int main(int argc, char** argv) try {
                    "' --prompt " + std::to_string(P) + " --decode " + std::to_string(D) + " --reps " +
                    std::to_string(reps) + " --threads " + std::to_string(threads));
 
-  std::printf("model: %s, weights %s %.1f MB; %d threads; prompt %d, %d decode steps, medians of %d\n",
-              c.summary().c_str(), model.weight_dtype().c_str(), model.weight_bytes() / 1e6, threads, P, D, reps);
+  std::printf("model: %s, weights %s %.1f MB, KV cache %s; %d threads; prompt %d, %d decode steps, medians of %d\n",
+              c.summary().c_str(), model.weight_dtype().c_str(), model.weight_bytes() / 1e6,
+              std::string(lm::dtype_name(kv)).c_str(), threads, P, D, reps);
   std::printf("compile (both graphs): %.3f s; prefill %s\n", compile_s, s.prefill_fn().report().to_string().c_str());
   std::printf("decode %s\n", s.decode_fn().report().to_string().c_str());
   std::printf("%-10s %14s %14s\n", "", "prefill tok/s", "decode tok/s");

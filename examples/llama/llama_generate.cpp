@@ -1,13 +1,15 @@
 // llama-generate: greedy generation from a Hugging Face Llama checkpoint folder.
 //
-//   llama-generate --model DIR --tokens 1,2,3 --steps N [--target T] [--threads N] [--mmap]
+//   llama-generate --model DIR --tokens 1,2,3 --steps N [--target T] [--threads N] [--kv f32|f16|bf16]
+//                  [--mmap]
 //
 // Loads DIR/config.json and the weights (copied into transparent huge pages: decode
 // streams every weight each token, and 4 KiB pages of a file mapping cost ~13% of the
 // decode speed here; --mmap keeps zero-copy views of the mapped file), compiles the prefill and
 // decode graphs once each (a second start finds both in the plan and JIT caches), runs the
 // prompt, then generates N tokens (the first from the prompt's logits, one decode step for
-// each of the others). Prints the generated ids, the throughput of the prompt and of the
+// each of the others). --kv: the KV cache's element type (default f32; f16 halves it, as
+// llama.cpp's default cache). Prints the generated ids, the throughput of the prompt and of the
 // decode steps, the compile time and the compile reports. Progress goes to stderr.
 //
 // Under mpirun (`mpirun -np N llama-generate ...`) the N processes run the model with
@@ -33,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 [[noreturn]] void usage(const std::string& msg) {
   std::fprintf(stderr,
                "llama-generate: %s\nusage: llama-generate --model DIR --tokens 1,2,3 --steps N [--target T] "
-               "[--threads N] [--mmap]\n",
+               "[--threads N] [--kv f32|f16|bf16] [--mmap]\n",
                msg.c_str());
   std::exit(2);
 }
@@ -96,7 +98,7 @@ std::string resident_memory() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::string model_dir, tokens_arg, target_arg;
+  std::string model_dir, tokens_arg, target_arg, kv_arg = "f32";
   long steps = -1, threads = 0;
   bool mmap_weights = false;
   for (int i = 1; i < argc; ++i) {
@@ -115,6 +117,8 @@ int main(int argc, char** argv) try {
       steps = std::strtol(v.c_str(), nullptr, 10);
     } else if (a == "--target") {
       target_arg = v;
+    } else if (a == "--kv") {
+      kv_arg = v;
     } else if (a == "--threads") {
       threads = std::strtol(v.c_str(), nullptr, 10);
       if (threads < 1) usage("--threads needs a positive integer");
@@ -124,6 +128,12 @@ int main(int argc, char** argv) try {
   }
   if (model_dir.empty() || tokens_arg.empty() || steps < 1) usage("--model, --tokens and --steps (>= 1) are required");
   const std::vector<int32_t> prompt = parse_tokens(tokens_arg);
+  lm::DType kv = lm::f32;
+  try {
+    kv = llama::kv_dtype_from_name(kv_arg);
+  } catch (const std::exception& e) {
+    usage(std::string("--kv: ") + e.what());
+  }
   const lm::Target target = target_arg.empty() ? lm::Target::best() : lm::Target::parse(target_arg);
   // Started by mpirun: one rank of a tensor-parallel job (docs/distributed.md).
   std::shared_ptr<lm::Communicator> comm;
@@ -147,7 +157,7 @@ int main(int argc, char** argv) try {
   options.time_budget_seconds = 120;
   if (threads > 0) options.threads = static_cast<int>(threads);  // each call's threads, the caller included
   options.communicator = comm;
-  llama::Session session(model, target, options, progress);
+  llama::Session session(model, target, options, progress, kv);
 
   const int64_t capacity = static_cast<int64_t>(prompt.size()) + steps;
   session.reset(capacity);

@@ -17,11 +17,17 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 bool is_float_dtype(lm::DType d) { return d == lm::f32 || d == lm::f16 || d == lm::bf16; }
 
+void check_kv_dtype(lm::DType d) {
+  if (!is_float_dtype(d))
+    throw std::runtime_error("[llama] KV cache dtype " + std::string(lm::dtype_name(d)) +
+                             ": not f32, f16 or bf16");
+}
+
 /// The graph of one model: prefill (decode = false) or one decode step.
 class Builder {
  public:
-  Builder(const Config& c, const std::map<std::string, lm::HostTensor>& w, bool decode)
-      : c_(c), w_(w), decode_(decode) {}
+  Builder(const Config& c, const std::map<std::string, lm::HostTensor>& w, bool decode, lm::DType kv)
+      : c_(c), w_(w), decode_(decode), kv_(kv) {}
 
   lm::Graph build() {
     const int64_t KV = c_.num_key_value_heads, hd = c_.head_dim, max = c_.max_position_embeddings;
@@ -42,8 +48,8 @@ class Builder {
     for (int64_t l = 0; l < c_.num_hidden_layers; ++l) {
       lm::Tensor kc, vc;
       if (decode_) {
-        kc = g_.input("k_cache." + std::to_string(l), {P_, KV, hd});
-        vc = g_.input("v_cache." + std::to_string(l), {P_, KV, hd});
+        kc = g_.input("k_cache." + std::to_string(l), {P_, KV, hd}, kv_);
+        vc = g_.input("v_cache." + std::to_string(l), {P_, KV, hd}, kv_);
       }
       h = layer(l, h, pos, kc, vc);
     }
@@ -66,6 +72,7 @@ class Builder {
     return params_[name] = g_.param(name, shape, t.dtype());
   }
   static lm::Tensor f32(const lm::Tensor& t) { return t.dtype() == lm::f32 ? t : lm::cast(t, lm::f32); }
+  lm::Tensor to_kv(const lm::Tensor& t) const { return kv_ == lm::f32 ? t : lm::cast(t, kv_); }
   lm::Tensor proj(const lm::Tensor& x, int64_t l, const std::string& name) {
     return lm::linear(x, f32(param(layer_weight(l, name))));
   }
@@ -89,13 +96,20 @@ class Builder {
     lm::Tensor v = lm::reshape(proj(x, l, "self_attn.v_proj.weight"), {S_, KV, hd});
     q = lm::rope(q, pos, theta);                          // [H, S, hd]
     lm::Tensor k_new = lm::permute(lm::rope(k, pos, theta), {1, 0, 2});  // [S, KV, hd]
-    g_.output("k." + ls, k_new);
-    g_.output("v." + ls, v);
+    // The rows the cache keeps, in its dtype. A decode step attends over them as
+    // stored (an f16 cache: the new row rounded like the cached ones, so a step's
+    // attention is the same whichever step computed a row); the prompt attends over its
+    // own rows in f32.
+    const lm::Tensor k_row = to_kv(k_new), v_row = to_kv(v);
+    g_.output("k." + ls, k_row);
+    g_.output("v." + ls, v_row);
     lm::Tensor keys = k_new, values = v;
     lm::Dim T = S_;
     if (decode_) {
-      keys = lm::concat({kc, k_new}, 0);  // [P + 1, KV, hd]
-      values = lm::concat({vc, v}, 0);
+      // Each piece widened, then joined (not the join widened): a concat of stored
+      // buffers read through a widening cast is what the attention kernel reads in place.
+      keys = lm::concat({f32(kc), f32(k_row)}, 0);  // [P + 1, KV, hd]
+      values = lm::concat({f32(vc), f32(v_row)}, 0);
       T = P_ + 1;
     }
     // Decode: the one query sees every key. Prefill: causal over the prompt.
@@ -111,6 +125,7 @@ class Builder {
   const Config& c_;
   const std::map<std::string, lm::HostTensor>& w_;
   bool decode_;
+  lm::DType kv_;  // the KV cache's dtype
   lm::Graph g_;
   lm::Dim S_ = lm::Dim(1), P_ = lm::Dim(1);
   std::map<std::string, lm::Tensor> params_;
@@ -182,16 +197,24 @@ int64_t Model::weight_bytes() const {
   return n;
 }
 
-lm::Graph Model::prefill_graph() const { return Builder(config_, weights_, false).build(); }
-lm::Graph Model::decode_graph() const { return Builder(config_, weights_, true).build(); }
+lm::Graph Model::prefill_graph(lm::DType kv) const {
+  check_kv_dtype(kv);
+  return Builder(config_, weights_, false, kv).build();
+}
+lm::Graph Model::decode_graph(lm::DType kv) const {
+  check_kv_dtype(kv);
+  return Builder(config_, weights_, true, kv).build();
+}
 
-Session::Session(const Model& model, lm::Target target, lm::CompileOptions options, const Progress& progress)
-    : config_(model.config()) {
+Session::Session(const Model& model, lm::Target target, lm::CompileOptions options, const Progress& progress,
+                 lm::DType kv_dtype)
+    : config_(model.config()), kv_dtype_(kv_dtype) {
+  check_kv_dtype(kv_dtype);
   const auto t0 = std::chrono::steady_clock::now();
   if (progress) progress("compiling prefill for " + target.to_string());
-  prefill_ = lm::compile(model.prefill_graph(), target, options);
+  prefill_ = lm::compile(model.prefill_graph(kv_dtype), target, options);
   if (progress) progress("compiling decode for " + target.to_string());
-  decode_ = lm::compile(model.decode_graph(), target, options);
+  decode_ = lm::compile(model.decode_graph(kv_dtype), target, options);
   compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // One rank of a tensor-parallel job binds only its shard of each split weight, read
   // from the file (shared by both programs); a whole-weight bind would copy the shard out
@@ -210,15 +233,15 @@ void Session::reset(int64_t capacity) {
   if (capacity < 1 || capacity > config_.max_position_embeddings)
     throw std::runtime_error("[llama] capacity " + std::to_string(capacity) + " outside [1, " +
                              std::to_string(config_.max_position_embeddings) + "] (max_position_embeddings)");
-  const size_t n = static_cast<size_t>(capacity * config_.kv_dim());
+  const size_t n = static_cast<size_t>(capacity * config_.kv_dim()) * lm::dtype_size(kv_dtype_);
   if (capacity != capacity_) {
     k_.clear();
     v_.clear();
     // Not zero-filled: every row is written (by the kernels) before it is read, and the
     // pages of rows not yet reached are never touched.
     for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
-      k_.emplace_back(new float[n]);
-      v_.emplace_back(new float[n]);
+      k_.emplace_back(new std::byte[n]);
+      v_.emplace_back(new std::byte[n]);
     }
     capacity_ = capacity;
   }
@@ -226,7 +249,8 @@ void Session::reset(int64_t capacity) {
 }
 
 int64_t Session::cache_bytes() const {
-  return 2 * config_.num_hidden_layers * capacity_ * config_.kv_dim() * static_cast<int64_t>(sizeof(float));
+  return 2 * config_.num_hidden_layers * capacity_ * config_.kv_dim() *
+         static_cast<int64_t>(lm::dtype_size(kv_dtype_));
 }
 
 void Session::run(const lm::Callable& fn, std::map<std::string, lm::HostTensor>& inputs,
@@ -247,8 +271,8 @@ std::span<const float> Session::prefill(std::span<const int32_t> tokens) {
   out.emplace("logits", lm::HostTensor::view(lm::f32, {1, config_.vocab_size}, logits_.data()));
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     const std::string ls = std::to_string(l);
-    out.emplace("k." + ls, lm::HostTensor::view(lm::f32, {S, KV, hd}, static_cast<void*>(k_[l].get())));
-    out.emplace("v." + ls, lm::HostTensor::view(lm::f32, {S, KV, hd}, static_cast<void*>(v_[l].get())));
+    out.emplace("k." + ls, lm::HostTensor::view(kv_dtype_, {S, KV, hd}, static_cast<void*>(k_[l].get())));
+    out.emplace("v." + ls, lm::HostTensor::view(kv_dtype_, {S, KV, hd}, static_cast<void*>(v_[l].get())));
   }
   run(prefill_, in, out);
   length_ = S;
@@ -262,19 +286,26 @@ std::span<const float> Session::decode(int32_t token) {
   std::map<std::string, lm::HostTensor> in, out;
   in.emplace("tokens", lm::HostTensor::view(lm::i32, {1}, &token));
   out.emplace("logits", lm::HostTensor::view(lm::f32, {1, config_.vocab_size}, logits_.data()));
-  const int64_t row = KV * hd;
+  const int64_t row = KV * hd * static_cast<int64_t>(lm::dtype_size(kv_dtype_));  // bytes
+  const lm::DType dt = kv_dtype_;
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     const std::string ls = std::to_string(l);
-    float* k = k_[l].get();
-    float* v = v_[l].get();
-    in.emplace("k_cache." + ls, lm::HostTensor::view(lm::f32, {P, KV, hd}, static_cast<const void*>(k)));
-    in.emplace("v_cache." + ls, lm::HostTensor::view(lm::f32, {P, KV, hd}, static_cast<const void*>(v)));
-    out.emplace("k." + ls, lm::HostTensor::view(lm::f32, {1, KV, hd}, static_cast<void*>(k + P * row)));
-    out.emplace("v." + ls, lm::HostTensor::view(lm::f32, {1, KV, hd}, static_cast<void*>(v + P * row)));
+    std::byte* k = k_[l].get();
+    std::byte* v = v_[l].get();
+    in.emplace("k_cache." + ls, lm::HostTensor::view(dt, {P, KV, hd}, static_cast<const void*>(k)));
+    in.emplace("v_cache." + ls, lm::HostTensor::view(dt, {P, KV, hd}, static_cast<const void*>(v)));
+    out.emplace("k." + ls, lm::HostTensor::view(dt, {1, KV, hd}, static_cast<void*>(k + P * row)));
+    out.emplace("v." + ls, lm::HostTensor::view(dt, {1, KV, hd}, static_cast<void*>(v + P * row)));
   }
   run(decode_, in, out);
   length_ = P + 1;
   return logits_;
+}
+
+lm::DType kv_dtype_from_name(const std::string& name) {
+  for (lm::DType d : {lm::f32, lm::f16, lm::bf16})
+    if (name == lm::dtype_name(d)) return d;
+  throw std::runtime_error("[llama] KV cache dtype '" + name + "': not f32, f16 or bf16");
 }
 
 int32_t argmax(std::span<const float> logits) {

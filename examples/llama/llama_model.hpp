@@ -11,6 +11,7 @@
 // cache and every accumulation are f32 (a weight is converted as it is read).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -59,13 +60,15 @@ class Model {
 
   /// Prefill of S tokens from position 0 (S a symbolic dim in [1, max_position_embeddings]):
   /// inputs "tokens" i32 [S]; outputs "logits" f32 [1, vocab] (last position) and, per
-  /// layer l, "k.l" / "v.l" f32 [S, kv_heads, head_dim] (keys after RoPE).
-  lm::Graph prefill_graph() const;
+  /// layer l, "k.l" / "v.l" [S, kv_heads, head_dim] in the cache's dtype `kv` (f32, f16 or
+  /// bf16; keys after RoPE).
+  lm::Graph prefill_graph(lm::DType kv = lm::f32) const;
   /// One token at position P, with P cached tokens before it (P a symbolic dim in
   /// [1, max_position_embeddings - 1]): inputs "tokens" i32 [1] and per layer
-  /// "k_cache.l" / "v_cache.l" f32 [P, kv_heads, head_dim]; outputs "logits" f32 [1, vocab],
-  /// "k.l" / "v.l" f32 [1, kv_heads, head_dim].
-  lm::Graph decode_graph() const;
+  /// "k_cache.l" / "v_cache.l" [P, kv_heads, head_dim] in dtype `kv`; outputs "logits" f32
+  /// [1, vocab], "k.l" / "v.l" [1, kv_heads, head_dim] in dtype `kv`. With a half cache the
+  /// step attends over the new row as the cache will hold it (rounded).
+  lm::Graph decode_graph(lm::DType kv = lm::f32) const;
 
  private:
   Config config_;
@@ -83,9 +86,11 @@ class Model {
 class Session {
  public:
   /// Compiles both graphs for `target` (each once: the lengths are symbolic) and binds
-  /// the weights (views of the mapped file are bound without a copy).
+  /// the weights (views of the mapped file are bound without a copy). `kv_dtype`: the KV
+  /// cache's element type (f16 halves its memory and the decode step's attention reads,
+  /// as llama.cpp's default cache does; activations and accumulation stay f32).
   Session(const Model& model, lm::Target target, lm::CompileOptions options = {},
-          const Progress& progress = {});
+          const Progress& progress = {}, lm::DType kv_dtype = lm::f32);
 
   /// Empties the cache and makes room for `capacity` tokens (prompt + generated).
   void reset(int64_t capacity);
@@ -96,6 +101,7 @@ class Session {
   int64_t length() const { return length_; }
   int64_t capacity() const { return capacity_; }
   int64_t cache_bytes() const;
+  lm::DType kv_dtype() const { return kv_dtype_; }
 
   const lm::Callable& prefill_fn() const { return prefill_; }
   const lm::Callable& decode_fn() const { return decode_; }
@@ -107,10 +113,14 @@ class Session {
   Config config_;
   lm::Callable prefill_, decode_;
   double compile_seconds_ = 0;
+  lm::DType kv_dtype_ = lm::f32;
   int64_t capacity_ = 0, length_ = 0;
-  std::vector<std::unique_ptr<float[]>> k_, v_;  // per layer, [capacity, kv_heads, head_dim]
+  std::vector<std::unique_ptr<std::byte[]>> k_, v_;  // per layer, [capacity, kv_heads, head_dim]
   std::vector<float> logits_;
 };
+
+/// "f32", "f16" or "bf16" as a KV-cache dtype; anything else is an error naming it.
+lm::DType kv_dtype_from_name(const std::string& name);
 
 /// Greedy choice: the first index of the largest logit (torch.argmax's tie rule).
 int32_t argmax(std::span<const float> logits);

@@ -331,63 +331,77 @@ TEST_CASE("cpu: scaled_dot_product_attention runs as one generated attention ker
 // key and value (computed by projections; the key through RoPE), concatenated and
 // repeated over the query heads of each KV head. The attention kernel reads V where it
 // lies, as two segments (Attention::v_more); before, it copied P rows of V (per query
-// head) into scratch every step. An f32 cache, as the Llama example keeps for every
-// weight dtype (an f16 cache whose new row is rounded to f16 inside the kernel is still
-// copied: segments have one dtype).
-TEST_CASE("cpu: a decode step's attention reads the KV cache and the new row in place", "[cpu][attention][e2e]") {
-  lm::Graph g;
-  const int64_t H = 4, KV = 2, G = H / KV, hd = 16, D = 32;
-  lm::Dim P = g.dim("P", 1, 64);
-  lm::Tensor x = g.input("x", {1, D}), pos = g.input("pos", {1}, lm::i32);
-  auto heads = [&](const lm::Tensor& t, int64_t n) { return lm::permute(lm::reshape(t, {1, n, hd}), {1, 0, 2}); };
-  lm::Tensor q = lm::rope(heads(lm::linear(x, g.param("wq", {H * hd, D})), H), pos);
-  lm::Tensor kn = lm::rope(heads(lm::linear(x, g.param("wk", {KV * hd, D})), KV), pos);
-  lm::Tensor vn = heads(lm::linear(x, g.param("wv", {KV * hd, D})), KV);
-  auto cached = [&](const char* name, const lm::Tensor& t) {
-    return lm::concat({g.input(name, {KV, P, hd}), t}, 1);  // [KV, P + 1, hd]
-  };
-  auto rep = [&](const lm::Tensor& t) {
-    return lm::reshape(lm::expand(lm::reshape(t, {KV, 1, P + 1, hd}), {KV, G, P + 1, hd}), {H, P + 1, hd});
-  };
-  g.output("y", lm::scaled_dot_product_attention(q, rep(cached("k_cache", kn)), rep(cached("v_cache", vn)), true));
-  auto compiled = lm::compiler::compile_graph(*g.impl(), lm::Target::cpu(), {});
-  INFO(compiled.report.to_string() << "\n" << compiled.dot);
-  int att = 0;
-  for (const auto& st : compiled.plan->steps) att += st.spec->kind == lm::ir::KernelKind::Attention ? 1 : 0;
-  REQUIRE(att == 1);
-  // V in two segments for the CPU and for the GPU renderers (which take the same plan).
-  for (const auto& opt : {lm::cpu::cpu_lower_options(), lm::gpu::gpu_lower_options()}) {
-    auto lowered = lm::cpu::lower_plan(*compiled.plan, opt);
-    int segmented = 0, k_segmented = 0;
-    for (const auto& kern : lowered.prog.kernels)
-      if (kern.attention) {
-        segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
-        k_segmented += kern.attention->k_more.size() == 1 ? 1 : 0;
+// head) into scratch every step. An f32 cache, and an f16 one as the Llama example's
+// `kv_dtype` keeps it: the new rows rounded to f16 are outputs (the caller appends them
+// to its cache) and the attention attends over them as stored. With the f16 cache K is
+// read in place here, V still copied: the extraction that reads both in place (fusion's
+// `views` policy keeping a rounded output a slot) is found for the 110m model's decode
+// step (docs/llama.md) but not for this graph, so only the f32 case asserts it.
+TEST_CASE("cpu: a decode step's attention reads the KV cache and the new row in place",
+          "[cpu][attention][e2e]") {
+  for (lm::DType cache : {lm::f32, lm::f16}) {
+    INFO("cache " << lm::dtype_name(cache));
+    lm::Graph g;
+    const int64_t H = 4, KV = 2, G = H / KV, hd = 16, D = 32;
+    lm::Dim P = g.dim("P", 1, 64);
+    lm::Tensor x = g.input("x", {1, D}), pos = g.input("pos", {1}, lm::i32);
+    auto heads = [&](const lm::Tensor& t, int64_t n) {
+      return lm::permute(lm::reshape(t, {1, n, hd}), {1, 0, 2});
+    };
+    lm::Tensor q = lm::rope(heads(lm::linear(x, g.param("wq", {H * hd, D})), H), pos);
+    lm::Tensor kn = lm::rope(heads(lm::linear(x, g.param("wk", {KV * hd, D})), KV), pos);
+    lm::Tensor vn = heads(lm::linear(x, g.param("wv", {KV * hd, D})), KV);
+    auto cached = [&](const char* name, const lm::Tensor& t) {
+      if (cache == lm::f32) return lm::concat({g.input(name, {KV, P, hd}), t}, 1);  // [KV, P + 1, hd]
+      const lm::Tensor row = lm::cast(t, cache);
+      g.output(std::string(name) + ".new", row);
+      return lm::concat({lm::cast(g.input(name, {KV, P, hd}, cache), lm::f32), lm::cast(row, lm::f32)}, 1);
+    };
+    auto rep = [&](const lm::Tensor& t) {
+      return lm::reshape(lm::expand(lm::reshape(t, {KV, 1, P + 1, hd}), {KV, G, P + 1, hd}), {H, P + 1, hd});
+    };
+    g.output("y", lm::scaled_dot_product_attention(q, rep(cached("k_cache", kn)), rep(cached("v_cache", vn)),
+                                                   true));
+    auto compiled = lm::compiler::compile_graph(*g.impl(), lm::Target::cpu(), {});
+    INFO(compiled.report.to_string() << "\n" << compiled.dot);
+    int att = 0;
+    for (const auto& st : compiled.plan->steps) att += st.spec->kind == lm::ir::KernelKind::Attention ? 1 : 0;
+    REQUIRE(att == 1);
+    // V in two segments for the CPU and for the GPU renderers (which take the same plan).
+    for (const auto& opt : {lm::cpu::cpu_lower_options(), lm::gpu::gpu_lower_options()}) {
+      auto lowered = lm::cpu::lower_plan(*compiled.plan, opt);
+      int segmented = 0, k_segmented = 0;
+      for (const auto& kern : lowered.prog.kernels)
+        if (kern.attention) {
+          segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
+          k_segmented += kern.attention->k_more.size() == 1 ? 1 : 0;
+        }
+      CHECK(k_segmented == 1);
+      if (cache != lm::f32) continue;
+      CHECK(segmented == 1);
+      INFO(lm::kernel::to_string(lowered.prog));
+      // Nothing copies the cache: no intermediate buffer grows with it (the RoPE tables,
+      // the projections and the output are all of constant size).
+      for (const auto& buf : lowered.prog.buffers)
+        if (buf.role == lm::kernel::BufferRole::Intermediate) CHECK(buf.elements.as_constant().has_value());
+    }
+    // The same graph on the emulated GPUs: the GPU renderer's segmented loads, both dialects.
+    for (const char* target : {"cpu", "cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+      INFO(target);
+      lm::Callable f = lm::compile(g, lm::Target::parse(target));
+      CHECK(f.report().interpreted_kernels == 0);
+      for (int64_t past : {1, 17, 64}) {
+        INFO("P " << past);
+        auto all = lm::test::random_inputs(*g.impl(), 5 + static_cast<uint64_t>(past), {{"P", past}});
+        all.at("pos") = lm::HostTensor::from(std::vector<int32_t>{static_cast<int32_t>(past)}, {1});
+        std::map<std::string, const lm::HostTensor*> ptrs;
+        for (const auto& [name, t] : all) ptrs.emplace(name, &t);
+        auto want = lm::detail::reference::run(*g.impl(), {{"P", past}}, ptrs);
+        for (const auto& name : f.param_names()) f.bind(name, all.at(name));
+        std::map<std::string, lm::HostTensor> in;
+        for (const auto& name : f.input_names()) in.emplace(name, all.at(name));
+        CHECK(lm::test::compare_outputs(f(in), want) <= 1.0);
       }
-    CHECK(segmented == 1);
-    CHECK(k_segmented == 1);
-    INFO(lm::kernel::to_string(lowered.prog));
-    // Nothing copies the cache: no intermediate buffer grows with it (the RoPE tables,
-    // the projections and the output are all of constant size).
-    for (const auto& buf : lowered.prog.buffers)
-      if (buf.role == lm::kernel::BufferRole::Intermediate) CHECK(buf.elements.as_constant().has_value());
-  }
-  // The same graph on the emulated GPUs: the GPU renderer's segmented loads, both dialects.
-  for (const char* target : {"cpu", "cuda:sm_90+emu", "hip:gfx90a+emu"}) {
-    INFO(target);
-    lm::Callable f = lm::compile(g, lm::Target::parse(target));
-    CHECK(f.report().interpreted_kernels == 0);
-    for (int64_t past : {1, 17, 64}) {
-      INFO("P " << past);
-      auto all = lm::test::random_inputs(*g.impl(), 5 + static_cast<uint64_t>(past), {{"P", past}});
-      all.at("pos") = lm::HostTensor::from(std::vector<int32_t>{static_cast<int32_t>(past)}, {1});
-      std::map<std::string, const lm::HostTensor*> ptrs;
-      for (const auto& [name, t] : all) ptrs.emplace(name, &t);
-      auto want = lm::detail::reference::run(*g.impl(), {{"P", past}}, ptrs);
-      for (const auto& name : f.param_names()) f.bind(name, all.at(name));
-      std::map<std::string, lm::HostTensor> in;
-      for (const auto& name : f.input_names()) in.emplace(name, all.at(name));
-      CHECK(lm::test::compare_outputs(f(in), want) <= 1.0);
     }
   }
 }
@@ -403,8 +417,11 @@ TEST_CASE("cpu: grouped-query attention runs one task per KV head", "[cpu][atten
     int64_t batch, heads, kv_heads, s, sk;
     bool causal;
   };
-  const Shape shapes[] = {{0, 8, 2, 1, 37, false}, {0, 4, 2, 5, 21, true}, {2, 4, 2, 1, 19, true},
-                          {0, 6, 1, 2, 9, true},   {0, 4, 4, 1, 13, false}};
+  const Shape shapes[] = {{0, 8, 2, 1, 37, false},
+                          {0, 4, 2, 5, 21, true},
+                          {2, 4, 2, 1, 19, true},
+                          {0, 6, 1, 2, 9, true},
+                          {0, 4, 4, 1, 13, false}};
   const int64_t hd = 16;
   for (const Shape& c : shapes) {
     const int64_t G = c.heads / c.kv_heads;

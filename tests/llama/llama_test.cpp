@@ -52,6 +52,11 @@ void check_against_reference(const std::string& name, const lm::Target& target) 
   CHECK(session.length() == static_cast<int64_t>(prompt.size()) + steps - 1);
 }
 
+// Bytes of one of a session's caches (K or V) for `capacity` tokens.
+int64_t config_bytes(const llama::Config& c, int64_t capacity, size_t elem) {
+  return c.num_hidden_layers * capacity * c.kv_dim() * static_cast<int64_t>(elem);
+}
+
 }  // namespace
 
 TEST_CASE("llama logits and greedy ids equal PyTorch's at every step", "[llama]") {
@@ -71,6 +76,53 @@ TEST_CASE("the graphs keep the lengths symbolic and the weights in their stored 
   CHECK(std::find(params.begin(), params.end(), "lm_head.weight") == params.end());  // tied
   // The bound weights are the mapped file's views: nothing was copied to f32.
   CHECK(model.weights().at("model.embed_tokens.weight").has_owner());
+}
+
+TEST_CASE("an f16 or bf16 KV cache: read in place, rounded alike on every target", "[llama]") {
+  // The CPU's decode with a half cache follows the reference target's with the same cache
+  // (both round each new row once, as it is stored, and attend over the stored rows), and
+  // stays within the halves' rounding of PyTorch's f32 run. The cache is half the bytes.
+  const llama::Model model = llama::Model::load(model_dir("tiny"));
+  const auto ref = lm::load_safetensors(model_dir("tiny") + "/reference.safetensors");
+  const auto prompt = ref.at("prompt").values<int32_t>();
+  const lm::HostTensor& torch_logits = ref.at("logits");
+  const int64_t steps = torch_logits.shape()[0], V = torch_logits.shape()[1];
+  for (lm::DType kv : {lm::f16, lm::bf16}) {
+    INFO("KV cache " << lm::dtype_name(kv));
+    llama::Session cpu(model, lm::Target::cpu(), {}, {}, kv), interp(model, lm::Target::reference(), {}, {}, kv);
+    CHECK(cpu.kv_dtype() == kv);
+    for (llama::Session* s : {&cpu, &interp}) s->reset(static_cast<int64_t>(prompt.size()) + steps);
+    CHECK(cpu.cache_bytes() ==
+          2 * config_bytes(model.config(), static_cast<int64_t>(prompt.size()) + steps, lm::dtype_size(kv)));
+    const std::vector<int32_t> p(prompt.begin(), prompt.end());
+    std::span<const float> a = cpu.prefill(p), b = interp.prefill(p);
+    for (int64_t st = 0; st < steps; ++st) {
+      INFO("step " << st << " (0 = prefill)");
+      const float* torch = torch_logits.values<float>().data() + st * V;
+      double same = 0, vs_torch = 0, scale = 0;
+      for (int64_t i = 0; i < V; ++i) {
+        const auto k = static_cast<size_t>(i);
+        same = std::max(same, static_cast<double>(std::fabs(a[k] - b[k])));
+        vs_torch = std::max(vs_torch, static_cast<double>(std::fabs(a[k] - torch[i])));
+        scale = std::max(scale, static_cast<double>(std::fabs(torch[i])));
+      }
+      INFO("largest |logit| " << scale << ", cpu vs reference " << same << ", vs PyTorch (f32 cache) "
+                              << vs_torch);
+      // A new row rounds to the half from f32 values that differ by summation order
+      // between the targets, so now and then one element lands one half-ulp apart.
+      CHECK(same <= (kv == lm::bf16 ? 2e-3 : 3e-4) * std::max(1.0, scale));
+      CHECK(vs_torch <= (kv == lm::bf16 ? 1e-2 : 1.5e-3) * std::max(1.0, scale));
+      const int32_t next = llama::argmax(a);
+      REQUIRE(next == llama::argmax(b));
+      if (st + 1 < steps) {
+        a = cpu.decode(next);
+        b = interp.decode(next);
+      }
+    }
+  }
+  CHECK_THROWS_WITH(llama::Session(model, lm::Target::cpu(), {}, {}, lm::i32), Catch::Contains("KV cache dtype"));
+  CHECK(llama::kv_dtype_from_name("bf16") == lm::bf16);
+  CHECK_THROWS_WITH(llama::kv_dtype_from_name("f64"), Catch::Contains("'f64'"));
 }
 
 TEST_CASE("the session refuses calls that do not fit its cache", "[llama]") {
