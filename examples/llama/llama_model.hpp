@@ -7,8 +7,9 @@
 // attention (query head h reads KV head h / (heads / kv_heads)), causal softmax attention
 // scaled by 1/sqrt(head_dim), SwiGLU MLP (down(silu(gate(x)) * up(x))), residuals around
 // both, a final RMSNorm and lm_head (or the embedding table when tie_word_embeddings).
-// Weights stay in the dtype they are stored in (f32, f16 or bf16); activations, the KV
-// cache and every accumulation are f32 (a weight is converted as it is read).
+// Weights stay in the dtype they are stored in (f32, f16 or bf16); activations and every
+// accumulation are f32 (a weight is converted as it is read); the KV cache is f32 unless
+// the session asks for f16 or bf16.
 #pragma once
 
 #include <cstddef>
