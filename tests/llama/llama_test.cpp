@@ -78,10 +78,11 @@ TEST_CASE("the graphs keep the lengths symbolic and the weights in their stored 
   CHECK(model.weights().at("model.embed_tokens.weight").has_owner());
 }
 
-TEST_CASE("an f16 or bf16 KV cache: read in place, rounded alike on every target", "[llama]") {
+TEST_CASE("an f16 or bf16 KV cache: rounded alike on the CPU and reference targets", "[llama]") {
   // The CPU's decode with a half cache follows the reference target's with the same cache
   // (both round each new row once, as it is stored, and attend over the stored rows), and
-  // stays within the halves' rounding of PyTorch's f32 run. The cache is half the bytes.
+  // stays within the halves' rounding of PyTorch's f32 run -- visibly rounded: further
+  // from it than an f32 cache is allowed to be (2e-5). The cache is half the bytes.
   const llama::Model model = llama::Model::load(model_dir("tiny"));
   const auto ref = lm::load_safetensors(model_dir("tiny") + "/reference.safetensors");
   const auto prompt = ref.at("prompt").values<int32_t>();
@@ -96,6 +97,7 @@ TEST_CASE("an f16 or bf16 KV cache: read in place, rounded alike on every target
           2 * config_bytes(model.config(), static_cast<int64_t>(prompt.size()) + steps, lm::dtype_size(kv)));
     const std::vector<int32_t> p(prompt.begin(), prompt.end());
     std::span<const float> a = cpu.prefill(p), b = interp.prefill(p);
+    double rounded = 0;  // the largest difference from PyTorch over the steps, relative
     for (int64_t st = 0; st < steps; ++st) {
       INFO("step " << st << " (0 = prefill)");
       const float* torch = torch_logits.values<float>().data() + st * V;
@@ -112,6 +114,7 @@ TEST_CASE("an f16 or bf16 KV cache: read in place, rounded alike on every target
       // between the targets, so now and then one element lands one half-ulp apart.
       CHECK(same <= (kv == lm::bf16 ? 2e-3 : 3e-4) * std::max(1.0, scale));
       CHECK(vs_torch <= (kv == lm::bf16 ? 1e-2 : 1.5e-3) * std::max(1.0, scale));
+      rounded = std::max(rounded, vs_torch / std::max(1.0, scale));
       const int32_t next = llama::argmax(a);
       REQUIRE(next == llama::argmax(b));
       if (st + 1 < steps) {
@@ -119,6 +122,7 @@ TEST_CASE("an f16 or bf16 KV cache: read in place, rounded alike on every target
         b = interp.decode(next);
       }
     }
+    CHECK(rounded > 2e-5);
   }
   CHECK_THROWS_WITH(llama::Session(model, lm::Target::cpu(), {}, {}, lm::i32), Catch::Contains("KV cache dtype"));
   CHECK(llama::kv_dtype_from_name("bf16") == lm::bf16);
