@@ -75,7 +75,8 @@ double copy_bandwidth(int threads) {
   std::vector<double> t;
   for (int r = 0; r < 6; ++r) {
     const auto t0 = Clock::now();
-    parallel([&](size_t lo, size_t hi) { std::memcpy(b.get() + lo, a.get() + lo, (hi - lo) * sizeof(float)); });
+    parallel(
+        [&](size_t lo, size_t hi) { std::memcpy(b.get() + lo, a.get() + lo, (hi - lo) * sizeof(float)); });
     if (r) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   if (b[n - 1] != a[n - 1]) std::abort();
@@ -172,8 +173,9 @@ int main(int argc, char** argv) try {
     }
   }
   if (!a.count("--model")) {
-    std::fprintf(stderr, "usage: llama_bench --model DIR [--gguf FILE --llamacpp PATH --bins DIR] [--prompt N] "
-                         "[--decode N] [--reps N] [--threads N] [--kv f32|f16|bf16] [--no-torch] [--mmap]\n");
+    std::fprintf(stderr,
+                 "usage: llama_bench --model DIR [--gguf FILE --llamacpp PATH --bins DIR] [--prompt N] "
+                 "[--decode N] [--reps N] [--threads N] [--kv f32|f16|bf16] [--no-torch] [--mmap]\n");
     return 2;
   }
   const std::string dir = a["--model"];
@@ -196,7 +198,8 @@ int main(int argc, char** argv) try {
   llama::Session s(model, lm::Target::cpu(), options, {}, kv);
   const double compile_s = std::chrono::duration<double>(Clock::now() - t0).count();
   std::vector<int32_t> prompt(static_cast<size_t>(P));
-  for (int i = 0; i < P; ++i) prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % c.vocab_size);
+  for (int i = 0; i < P; ++i)
+    prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % c.vocab_size);
 
   auto our_rep = [&] {
     Result x;
@@ -268,33 +271,40 @@ int main(int argc, char** argv) try {
                    "' --prompt " + std::to_string(P) + " --decode " + std::to_string(D) + " --reps " +
                    std::to_string(reps) + " --threads " + std::to_string(threads));
 
-  std::printf("model: %s, weights %s %.1f MB, KV cache %s; %d threads; prompt %d, %d decode steps, medians of %d\n",
-              c.summary().c_str(), model.weight_dtype().c_str(), model.weight_bytes() / 1e6,
-              std::string(lm::dtype_name(kv)).c_str(), threads, P, D, reps);
-  std::printf("compile (both graphs): %.3f s; prefill %s\n", compile_s, s.prefill_fn().report().to_string().c_str());
+  std::printf(
+      "model: %s, weights %s %.1f MB, KV cache %s; %d threads; prompt %d, %d decode steps, medians of %d\n",
+      c.summary().c_str(), model.weight_dtype().c_str(), model.weight_bytes() / 1e6,
+      std::string(lm::dtype_name(kv)).c_str(), threads, P, D, reps);
+  std::printf("compile (both graphs): %.3f s; prefill %s\n", compile_s,
+              s.prefill_fn().report().to_string().c_str());
   std::printf("decode %s\n", s.decode_fn().report().to_string().c_str());
   std::printf("%-10s %14s %14s\n", "", "prefill tok/s", "decode tok/s");
   std::printf("%-10s %14.1f %14.2f\n", "luminal", ours.prefill, ours.decode);
   if (cpp.ok) {
     auto [lo_d, hi_d] = std::minmax_element(ratio_dec.begin(), ratio_dec.end());
-    std::printf("%-10s %14.1f %14.2f   luminal/llama.cpp: prefill %.2fx, decode %.2fx; same ids: %s\n", "llama.cpp",
-                cpp.prefill, cpp.decode, median(ratio_pre), median(ratio_dec),
+    std::printf("%-10s %14.1f %14.2f   luminal/llama.cpp: prefill %.2fx, decode %.2fx; same ids: %s\n",
+                "llama.cpp", cpp.prefill, cpp.decode, median(ratio_pre), median(ratio_dec),
                 cpp.tokens == ours.tokens ? "yes" : "no");
-    std::printf("paired rounds: %d; decode ratio per round %.2f-%.2fx, %d of %d rounds >= 1.0x\n", reps, *lo_d,
-                *hi_d, static_cast<int>(std::count_if(ratio_dec.begin(), ratio_dec.end(), [](double v) { return v >= 1.0; })),
+    std::printf("paired rounds: %d; decode ratio per round %.2f-%.2fx, %d of %d rounds >= 1.0x\n", reps,
+                *lo_d, *hi_d,
+                static_cast<int>(
+                    std::count_if(ratio_dec.begin(), ratio_dec.end(), [](double v) { return v >= 1.0; })),
                 reps);
   }
   if (pt.ok)
-    std::printf("%-10s %14.1f %14.2f   luminal/pytorch:   prefill %.2fx, decode %.2fx; same ids: %s\n", "pytorch",
-                pt.prefill, pt.decode, ours.prefill / pt.prefill, ours.decode / pt.decode,
+    std::printf("%-10s %14.1f %14.2f   luminal/pytorch:   prefill %.2fx, decode %.2fx; same ids: %s\n",
+                "pytorch", pt.prefill, pt.decode, ours.prefill / pt.prefill, ours.decode / pt.decode,
                 pt.tokens == ours.tokens ? "yes" : "no");
   const double bw = step_bytes * ours.decode / 1e9;
-  std::printf("decode reads %.1f MB of weights per token: %.1f GB/s = %.0f%% of this run's copy bandwidth (%.1f GB/s)\n",
-              step_bytes / 1e6, bw, 100 * bw / copy, copy);
+  std::printf(
+      "decode reads %.1f MB of weights per token: %.1f GB/s = %.0f%% of this run's copy bandwidth (%.1f "
+      "GB/s)\n",
+      step_bytes / 1e6, bw, 100 * bw / copy, copy);
   const double need = (model.weight_bytes() + s.cache_bytes()) / 1e6;
-  std::printf("memory: resident %.1f MB after the runs (peak %.1f MB, %.1f MB before loading); weights + KV cache "
-              "%.1f MB: %.0f%%\n",
-              rss / 1e3, hwm / 1e3, rss0 / 1e3, need, 100.0 * (rss - rss0) / 1e3 / need);
+  std::printf(
+      "memory: resident %.1f MB after the runs (peak %.1f MB, %.1f MB before loading); weights + KV cache "
+      "%.1f MB: %.0f%%\n",
+      rss / 1e3, hwm / 1e3, rss0 / 1e3, need, 100.0 * (rss - rss0) / 1e3 / need);
   std::printf("luminal ids: %s\n", ours.tokens.c_str());
   return 0;
 } catch (const std::exception& e) {

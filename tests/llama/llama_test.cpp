@@ -19,7 +19,9 @@ namespace lm = luminal;
 
 namespace {
 
-std::string model_dir(const std::string& name) { return std::string(LUMINAL_TEST_DATA_DIR) + "/llama/" + name; }
+std::string model_dir(const std::string& name) {
+  return std::string(LUMINAL_TEST_DATA_DIR) + "/llama/" + name;
+}
 
 void check_against_reference(const std::string& name, const lm::Target& target) {
   INFO("model " << name << " on " << target.to_string());
@@ -90,7 +92,8 @@ TEST_CASE("an f16 or bf16 KV cache: rounded alike on the CPU and reference targe
   const int64_t steps = torch_logits.shape()[0], V = torch_logits.shape()[1];
   for (lm::DType kv : {lm::f16, lm::bf16}) {
     INFO("KV cache " << lm::dtype_name(kv));
-    llama::Session cpu(model, lm::Target::cpu(), {}, {}, kv), interp(model, lm::Target::reference(), {}, {}, kv);
+    llama::Session cpu(model, lm::Target::cpu(), {}, {}, kv),
+        interp(model, lm::Target::reference(), {}, {}, kv);
     CHECK(cpu.kv_dtype() == kv);
     for (llama::Session* s : {&cpu, &interp}) s->reset(static_cast<int64_t>(prompt.size()) + steps);
     CHECK(cpu.cache_bytes() ==
@@ -124,7 +127,8 @@ TEST_CASE("an f16 or bf16 KV cache: rounded alike on the CPU and reference targe
     }
     CHECK(rounded > 2e-5);
   }
-  CHECK_THROWS_WITH(llama::Session(model, lm::Target::cpu(), {}, {}, lm::i32), Catch::Contains("KV cache dtype"));
+  CHECK_THROWS_WITH(llama::Session(model, lm::Target::cpu(), {}, {}, lm::i32),
+                    Catch::Contains("KV cache dtype"));
   CHECK(llama::kv_dtype_from_name("bf16") == lm::bf16);
   CHECK_THROWS_WITH(llama::kv_dtype_from_name("f64"), Catch::Contains("'f64'"));
 }
@@ -163,7 +167,8 @@ TEST_CASE("config.json: defaults, and what the model does not implement is an er
                     Catch::Contains("attention_bias"));
   CHECK_THROWS_WITH(llama::Config::from_json(base + R"(,"num_key_value_heads":3})", "cfg"),
                     Catch::Contains("multiple of num_key_value_heads"));
-  CHECK_THROWS_WITH(llama::Config::from_json(R"({"hidden_size":64})", "cfg"), Catch::Contains("intermediate_size"));
+  CHECK_THROWS_WITH(llama::Config::from_json(R"({"hidden_size":64})", "cfg"),
+                    Catch::Contains("intermediate_size"));
   // A checkpoint missing a tensor, or with a wrong shape, is refused by name.
   auto w = lm::load_safetensors(model_dir("tiny-bf16"));
   const llama::Config cfg = llama::Config::from_file(model_dir("tiny-bf16") + "/config.json");
