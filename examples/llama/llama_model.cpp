@@ -15,10 +15,8 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return t + ")";
 }
 
-bool is_float_dtype(lm::DType d) { return d == lm::f32 || d == lm::f16 || d == lm::bf16; }
-
 void check_kv_dtype(lm::DType d) {
-  if (!is_float_dtype(d))
+  if (!lm::is_float(d))
     throw std::runtime_error("[llama] KV cache dtype " + std::string(lm::dtype_name(d)) +
                              ": not f32, f16 or bf16");
 }
@@ -165,7 +163,7 @@ Model::Model(Config config, std::map<std::string, lm::HostTensor> weights) : con
     if (t.shape() != shape)
       throw std::runtime_error("[llama] '" + name + "' has shape " + shape_text(t.shape()) + ", the config needs " +
                                shape_text(shape));
-    if (!is_float_dtype(t.dtype()))
+    if (!lm::is_float(t.dtype()))
       throw std::runtime_error("[llama] '" + name + "' is " + std::string(lm::dtype_name(t.dtype())) +
                                ", not f32, f16 or bf16");
     weights_.emplace(name, t);
@@ -209,7 +207,6 @@ lm::Graph Model::decode_graph(lm::DType kv) const {
 Session::Session(const Model& model, lm::Target target, lm::CompileOptions options, const Progress& progress,
                  lm::DType kv_dtype)
     : config_(model.config()), kv_dtype_(kv_dtype) {
-  check_kv_dtype(kv_dtype);
   const auto t0 = std::chrono::steady_clock::now();
   if (progress) progress("compiling prefill for " + target.to_string());
   prefill_ = lm::compile(model.prefill_graph(kv_dtype), target, options);

@@ -1180,6 +1180,8 @@ class KernelWriter {
     const std::optional<int64_t> m_const = a.m.as_constant();
     const int few = m_const && *m_const >= 1 && *m_const <= rb ? static_cast<int>(*m_const) : 0;
     const bool one_row = simd && v_unit && dv % vw == 0 && few > 0;
+    // ... and with a head dim of whole vectors, its scores summed across lanes by a tree.
+    const bool lane_sums = one_row && dk % vw == 0;
     const int64_t och = dv % (4 * vw) == 0 ? 4 * vw : dv % (2 * vw) == 0 ? 2 * vw : vw;  // its value chunk
     const std::string V = opt_.isa == CpuIsa::Avx512 ? "__m512" : "__m256";
     const std::string P = opt_.isa == CpuIsa::Avx512 ? "_mm512_" : "_mm256_";
@@ -1193,7 +1195,7 @@ class KernelWriter {
     for (const KeySegment& sg : a.v_more) reads.insert(sg.v.buffer);
     std::ostringstream s;
     if (simd) s << "#include <immintrin.h>\n";
-    if (one_row && dk % vw == 0) s << (vw == 16 ? kHsum16 : kHsum8);
+    if (lane_sums) s << (vw == 16 ? kHsum16 : kHsum8);
     // The kernel's task: a range of (batch point, query block) pairs.
     const std::string task = k_.name + "_task";
     s << "static void " << task << "(void* lm_env, int64_t lm_lo, int64_t lm_hi, int lm_tid) {\n"
@@ -1241,8 +1243,7 @@ class KernelWriter {
     s << ind << "const int64_t lm_i0 = lm_qb * lm_qbs, lm_rows = lm_imin(lm_qbs, lm_m - lm_i0);\n"
       << ind << "float lm_q[" << QB << " * " << DK << "] __attribute__((aligned(64)));\n";
     if (!one_row) s << ind << "float lm_kt[" << DK << " * " << KB << "] __attribute__((aligned(64)));\n";
-    if (one_row && dk % vw == 0)
-      s << ind << "float lm_pt[" << few * kKB * vw << "] __attribute__((aligned(64)));\n";
+    if (lane_sums) s << ind << "float lm_pt[" << few * kKB * vw << "] __attribute__((aligned(64)));\n";
     if (v_half) s << ind << "float lm_vt[" << KB << " * " << DV << "] __attribute__((aligned(64)));\n";
     s << ind << "float lm_s[" << QB << " * " << KB << "] __attribute__((aligned(64)));\n"
       << ind << "float lm_o[" << QB << " * " << DV << "] __attribute__((aligned(64)));\n"
@@ -1302,7 +1303,7 @@ class KernelWriter {
     const std::string in2 = ind + "  ";
     s << ind << "for (int64_t lm_j0 = 0; lm_j0 < lm_kend; lm_j0 += " << KB << ") {\n"
       << in2 << "const int64_t lm_cols = lm_imin(" << KB << ", lm_kend - lm_j0);\n";
-    if (one_row && dk % vw == 0) {
+    if (lane_sums) {
       // The rows' raw scores, q . k per key, the k expression evaluated along the head dim
       // in vw lanes: each key leaves a vector of vw partial sums per row, and a block's
       // keys are summed across lanes vw at a time by a transposing tree (lm_hsum_<vw>,
