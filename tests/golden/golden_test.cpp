@@ -137,8 +137,13 @@ TEST_CASE("golden: the GPU kernels on the host emulator match PyTorch", "[golden
   check_target(lm::Target::parse("cuda:sm_90+emu"), /*group_by_op=*/true);
 }
 
-TEST_CASE("golden: the HIP dialect on the emulator (wave64 and wave32) matches PyTorch", "[golden][emu][hip]") {
+TEST_CASE("golden: the HIP dialect on the emulator, wave64 (gfx90a), matches PyTorch",
+          "[golden][emu][hip][wave64]") {
   check_target(lm::Target::parse("hip:gfx90a+emu"), /*group_by_op=*/true);
+}
+
+TEST_CASE("golden: the HIP dialect on the emulator, wave32 (gfx1030), matches PyTorch",
+          "[golden][emu][hip][wave32]") {
   check_target(lm::Target::parse("hip:gfx1030+emu"), /*group_by_op=*/true);
 }
 

@@ -7,8 +7,10 @@
 //   LUMINAL_RANDOM_BATCH=K      programs compiled together as one graph (default 8; 1 =
 //                               each alone). A batch that differs is rerun program by
 //                               program, so a mismatch always names its seed.
+//   LUMINAL_RANDOM_SHARD=i/k    only the i-th of k equal parts of those N (CTest runs
+//                               halves 0/2 and 1/2 side by side)
 //
-// Every mismatch ever found is a seed in kRegressions below, run every time.
+// Every mismatch ever found is a seed in kRegressions below, run by part 0.
 // The 10,000-program run of docs/reliability.md:
 //   LUMINAL_RANDOM_PROGRAMS=10000 nice -n 19 build/tests/reliability/reliability_random_programs_test
 #include <catch2/catch.hpp>
@@ -278,11 +280,25 @@ TEST_CASE("random programs agree with direct interpretation on every target", "[
   int64_t batch_size = 8;
   if (const char* s = std::getenv("LUMINAL_RANDOM_BATCH"); s && *s)
     batch_size = std::max(1LL, std::strtoll(s, nullptr, 10));
+  // LUMINAL_RANDOM_SHARD=i/k: the i-th of k equal parts of the seeds (CTest runs the parts
+  // side by side); the regressions run in part 0.
+  int64_t shard = 0, shards = 1;
+  if (const char* s = std::getenv("LUMINAL_RANDOM_SHARD"); s && *s) {
+    long long i = 0, k = 0;
+    if (std::sscanf(s, "%lld/%lld", &i, &k) != 2 || k < 1 || i < 0 || i >= k)
+      FAIL("LUMINAL_RANDOM_SHARD='" << s << "': expected i/k with 0 <= i < k");
+    shard = i;
+    shards = k;
+  }
+  const int64_t first = n * shard / shards;
+  seed0 += static_cast<uint64_t>(first);
+  n = n * (shard + 1) / shards - first;
   std::vector<std::string> failures;
-  for (uint64_t seed : kRegressions)
-    if (auto p = prepare(seed)) {
-      if (auto why = check_alone(*p, ts); !why.empty()) failures.push_back(why);
-    }
+  if (shard == 0)
+    for (uint64_t seed : kRegressions)
+      if (auto p = prepare(seed)) {
+        if (auto why = check_alone(*p, ts); !why.empty()) failures.push_back(why);
+      }
   std::vector<std::unique_ptr<Prepared>> batch;
   auto flush = [&] {
     for (const auto& why : check_batch(batch, ts)) {
