@@ -1,5 +1,8 @@
 // f16 and bf16 conversions (bit patterns in uint16_t). float -> half rounds to nearest
-// even, like PyTorch's CPU casts; half -> float is exact.
+// even, like PyTorch's CPU casts; half -> float is exact. NaNs: f16 -> f32 is IEEE 754's
+// convertFormat, which delivers a quiet NaN for a signaling one (the payload kept, the
+// quiet bit set), as F16C's vcvtph2ps and PyTorch do; bf16 -> f32 is the 16-bit shift
+// PyTorch does, which keeps every bit.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +35,7 @@ inline float f16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t man = h & 0x3ffu;
-  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | (man << 13));  // inf / NaN
+  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0u));  // inf / NaN
   if (exp == 0) {
     if (man == 0) return bits_float(sign);
     // Subnormal: value = man * 2^-24, exact in float.

@@ -217,10 +217,16 @@ TEST_CASE("f16 <-> f32 conversions are exact / round to nearest even", "[cpu][pr
                                                                                  65536);
   for (int i = 0; i < 65536; ++i) {
     double v = f16_value(static_cast<uint16_t>(i));
-    if (std::isnan(v))
-      REQUIRE(std::isnan(dec[i]));
-    else
+    uint32_t got;
+    std::memcpy(&got, &dec[i], 4);
+    if (std::isnan(v)) {
+      // A quiet NaN with the payload (IEEE 754 convertFormat; vcvtph2ps in the GEMMs).
+      REQUIRE(got == ((static_cast<uint32_t>(i & 0x8000) << 16) | 0x7fc00000u |
+                      (static_cast<uint32_t>(i & 0x3ff) << 13)));
+    } else {
       REQUIRE(dec[i] == static_cast<float>(v));
+      REQUIRE(std::signbit(dec[i]) == std::signbit(v));
+    }
   }
   auto to_f16 = prelude_lib().function<void (*)(const float*, uint16_t*, int64_t)>("f16_to");
   // Round trip of every non-NaN half.

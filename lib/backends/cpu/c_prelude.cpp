@@ -268,11 +268,13 @@ LM_INLINE float lm_gelu_tanh(float x) {
 }
 
 /* ---- f16 / bf16 storage conversions (round to nearest even, NaN kept quiet) ---- */
+/* f16 -> f32 is exact; a signaling NaN comes back quiet with its payload (IEEE 754's
+   convertFormat, F16C's vcvtph2ps, PyTorch), so this and the GEMMs' vcvtph2ps agree */
 LM_INLINE float lm_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t em = h & 0x7fffu;
   uint32_t r = lm_f2u(lm_u2f(em << 13) * 0x1p112f); /* normals and subnormals, exact */
-  r = em >= 0x7c00u ? (0x7f800000u | ((em & 0x3ffu) << 13)) : r;
+  r = em >= 0x7c00u ? (0x7f800000u | ((em & 0x3ffu) << 13) | (em > 0x7c00u ? 0x400000u : 0u)) : r;
   return lm_u2f(r | sign);
 }
 
