@@ -14,6 +14,7 @@
 #include "backends/cpu/c_prelude.hpp"
 #include "backends/cpu/dot_codegen.hpp"
 #include "kernel/kernel_eval.hpp"
+#include "kernel/lower/affine.hpp"
 #include "kernel/op_spelling.hpp"
 #include "luminal/error.hpp"
 
@@ -1172,6 +1173,25 @@ class KernelWriter {
     const int vw = opt_.isa == CpuIsa::Avx512 ? 16 : 8;
     const int rb = opt_.isa == CpuIsa::Avx512 ? 4 : 2;
     const bool simd_v = simd && v_unit && dch % vw == 0 && dch / vw <= 4;
+    // f16 read along the head dim, vw halves at a time: widened by F16C's vcvtph2ps (one
+    // instruction; every AVX-512 CPU has F16C, for AVX2 the compiler says) in place of the
+    // prelude's integer routine (~8 vector operations); the same bits (c_prelude.cpp).
+    auto widen_f16 = [&](const std::string& dst, const std::string& src) {
+      return kernel::fill_template(
+          vw == 16 ? "_mm512_store_ps({0}, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)({1}))))"
+                   : "_mm256_store_ps({0}, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)({1}))))",
+          {dst, src});
+    };
+    // K of a segment as a plain f16 row, unit stride along the head dim: its buffer and
+    // index (whose depth variable the caller sets to the first of the vw halves).
+    auto half_k_row = [&](const Expr& k) -> std::optional<std::pair<int, Index>> {
+      if (!k.valid() || k.op() != ExprOp::Cast || k.dtype() != DType::f32) return std::nullopt;
+      const Expr& ld = k.node().args[0];
+      if (ld.op() != ExprOp::Load || ld.node().valid || ld.dtype() != DType::f16) return std::nullopt;
+      const auto af = kernel::lower::affine(ld.node().index, {a.depth_var});
+      if (!af || kernel::lower::coef_of(*af, a.depth_var).as_constant() != int64_t{1}) return std::nullopt;
+      return std::make_pair(ld.node().buffer, ld.node().index);
+    };
     // At most rb query rows (a decode step: one row, or a KV head's group of query heads):
     // the tile machinery below stores a transposed K tile per block of keys, which for so
     // few rows costs more than the products. Instead each key's scores are dot products
@@ -1318,12 +1338,27 @@ class KernelWriter {
       for (int r = 0; r < few; ++r) s << " lm_pj[" << r * kKB * vw << " + lm_l] =";
       s << " 0.0f;\n";
       per_k_segment(s, in2 + "  ", "lm_j0 + jj", [&](const std::string& in, const Expr& k) {
-        s << in << "for (int64_t lm_po = 0; lm_po < " << DK << "; lm_po += " << VW << ") {\n"
-          << in << "  #pragma omp simd\n"
+        s << in << "for (int64_t lm_po = 0; lm_po < " << DK << "; lm_po += " << VW << ") {\n";
+        const auto hk = half_k_row(k);
+        if (hk) {
+          // The vw halves at depths lm_po .. lm_po + vw - 1, widened into lm_kc.
+          const std::string src = "b" + std::to_string(hk->first) + " + (" + ix(hk->second) + ")";
+          s << in << "  float lm_kc[" << VW << "] __attribute__((aligned(64)));\n"
+            << in << "  {\n"
+            << in << "    const int64_t " << pv << " = lm_po; (void)" << pv << ";\n"
+            << "#if defined(__F16C__)\n"
+            << in << "    " << widen_f16("lm_kc", src) << ";\n"
+            << "#else\n"
+            << in << "    for (int64_t lm_l = 0; lm_l < " << VW << "; ++lm_l)\n"
+            << in << "      lm_kc[lm_l] = lm_f16_to_f32((" << src << ")[lm_l]);\n"
+            << "#endif\n"
+            << in << "  }\n";
+        }
+        s << in << "  #pragma omp simd\n"
           << in << "  for (int64_t lm_l = 0; lm_l < " << VW << "; ++lm_l) {\n"
           << in << "    const int64_t " << pv << " = lm_po + lm_l;\n";
         std::map<const ExprNode*, std::string> memo;
-        std::string kval = value(k, memo, s, in + "    ");
+        std::string kval = hk ? "lm_kc[lm_l]" : value(k, memo, s, in + "    ");
         for (int r = 0; r < few; ++r)
           s << in << "    lm_pj[" << r * kKB * vw << " + lm_l] += lm_q[" << r * dk << " + " << pv
             << "] * " << kval << ";\n";
@@ -1424,11 +1459,19 @@ class KernelWriter {
     }
     // scores, online softmax per row
     if (v_half) {
+      const bool hw = simd && vdt == DType::f16 && a.v.col_stride.as_constant() == int64_t{1} && dv % vw == 0;
+      if (hw)
+        s << "#if defined(__F16C__)\n"
+          << in2 << "for (int64_t jj = 0; jj < lm_cols; ++jj)\n"
+          << in2 << "  for (int64_t d = 0; d < " << DV << "; d += " << vw << ")\n"
+          << in2 << "    " << widen_f16("lm_vt + jj * " + DV + " + d", vptr("lm_j0 + jj") + " + d") << ";\n"
+          << "#else\n";
       s << in2 << "for (int64_t jj = 0; jj < lm_cols; ++jj)\n"
         << in2 << "  for (int64_t d = 0; d < " << DV << "; ++d)\n"
         << in2 << "    lm_vt[jj * " << DV << " + d] = "
         << widen(vptr("lm_j0 + jj") + "[d * (" + ix(a.v.col_stride) + ")]", vdt)
         << ";\n";
+      if (hw) s << "#endif\n";
     }
     const std::string c = float_literal(a.exp2_scale);
     s << in2 << "for (int64_t r = 0; r < lm_rows; ++r) {\n"
