@@ -239,7 +239,7 @@ TEST_CASE("attention kernel: generated C matches the evaluator", "[cpu][attentio
   }
 }
 
-TEST_CASE("attention kernel: a few query rows (a decode step) on every ISA", "[cpu][attention]") {
+TEST_CASE("attention kernel: a few query rows (a decode step) on every ISA", "[cpu][attention][few_rows]") {
   const Case cases[] = {
       {3, 1, 70, 16, 24, 0, false, false, false},  // keys over uneven blocks, no mask
       {6, 1, 129, 64, 64, 0, false, false, true},  // the 110m decode shape; inf/NaN in V
