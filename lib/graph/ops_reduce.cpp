@@ -25,7 +25,7 @@ DType reduction_result(DType in, bool keep_bool) {
   return in;
 }
 
-void need_float(const Tensor& x, const Ctx& c) {
+void need_float_operand(const Tensor& x, const Ctx& c) {
   need(x, c, "x");
   if (!is_float(x.dtype())) {
     raise<DTypeError>(c, "needs a floating-point tensor, got " + describe(x) + " (cast it to f32 first)");
@@ -91,7 +91,7 @@ Tensor sum(const Tensor& x, const Axes& axes, bool keepdim, Loc loc) {
 
 Tensor mean(const Tensor& x, const Axes& axes, bool keepdim, Loc loc) {
   Ctx c{"mean", loc};
-  need_float(x, c);
+  need_float_operand(x, c);
   return to(reduce_mean(to_f32(x, c), norm_axes(axes, x, c), keepdim, c), x.dtype(), c);
 }
 
@@ -117,7 +117,7 @@ Tensor prod(const Tensor& x, const Axes& axes, bool keepdim, Loc loc) {
 
 Tensor var(const Tensor& x, const Axes& axes, bool keepdim, bool unbiased, Loc loc) {
   Ctx c{"var", loc};
-  need_float(x, c);
+  need_float_operand(x, c);
   Tensor t = to_f32(x, c);
   std::vector<int> ax = norm_axes(axes, x, c);
   Tensor d = sub_(t, reduce_mean(t, ax, true, c), c);

@@ -20,7 +20,7 @@ bool is_elementwise(PrimOp o) { return ir::is_elementwise(ir::to_op(o)); }
 
 // A contraction: a sum over a product. (Usually of two broadcasts; with one query row
 // the algebra may have removed a unit broadcast, so any product counts.)
-bool is_gemm_reduce(const GraphImpl& b, const Node& n) {
+bool is_contraction(const GraphImpl& b, const Node& n) {
   return n.op == PrimOp::SumReduce && b.nodes[n.inputs[0]].op == PrimOp::Mul;
 }
 
@@ -138,7 +138,7 @@ std::optional<AttentionMatch> match_attention(const GraphImpl& b) {
       if (is_elementwise(n.op) || n.op == PrimOp::Reshape)
         for (uint32_t k : n.inputs) todo.push_back(k);
     }
-    if (found < 0 || !is_gemm_reduce(b, nodes[static_cast<size_t>(found)])) return std::nullopt;
+    if (found < 0 || !is_contraction(b, nodes[static_cast<size_t>(found)])) return std::nullopt;
     m.out_reduce = static_cast<uint32_t>(found);
   }
   const Node& r2 = nodes[m.out_reduce];
@@ -226,7 +226,7 @@ std::optional<AttentionMatch> match_attention(const GraphImpl& b) {
   std::vector<uint32_t> below;
   std::vector<uint8_t> seen(nodes.size(), 0);
   reductions_below(b, m.score, -1, below, seen);
-  if (below.size() != 1 || !is_gemm_reduce(b, nodes[below[0]])) return std::nullopt;
+  if (below.size() != 1 || !is_contraction(b, nodes[below[0]])) return std::nullopt;
   m.score_reduce = below[0];
   // The V side and the epilogue of R2 reduce nothing: the four reductions are all.
   std::vector<uint32_t> v_red;

@@ -45,7 +45,8 @@ bool broadcasts(const detail::Node& expand, const detail::Node& input) {
   return false;
 }
 
-bool is_gemm_reduce(const detail::GraphImpl& b, const detail::Node& n) {
+// A GEMM as the graph spells it: a sum over the product of two broadcasts.
+bool is_broadcast_contraction(const detail::GraphImpl& b, const detail::Node& n) {
   if (n.op != PrimOp::SumReduce) return false;
   const detail::Node& m = b.nodes[n.inputs[0]];
   return m.op == PrimOp::Mul && b.nodes[m.inputs[0]].op == PrimOp::Expand &&
@@ -305,7 +306,7 @@ std::optional<KernelKind> classify(const detail::GraphImpl& b) {
     }
   }
   bool any_gemm = false;
-  for (uint32_t r : reduces) any_gemm = any_gemm || is_gemm_reduce(b, nodes[r]);
+  for (uint32_t r : reduces) any_gemm = any_gemm || is_broadcast_contraction(b, nodes[r]);
   // Attention as the math defines it; the streaming kernel is the online-softmax rule's.
   if (reduces.size() == 4 && match_attention(b)) return KernelKind::AttentionTwoPass;
   if (any_gemm) {
@@ -315,7 +316,7 @@ std::optional<KernelKind> classify(const detail::GraphImpl& b) {
     // contraction; nothing but the contraction may be reached from the root directly.
     int top = -1;
     for (uint32_t r : reduces)
-      if (!bad_gemm[r] && is_gemm_reduce(b, nodes[r])) {
+      if (!bad_gemm[r] && is_broadcast_contraction(b, nodes[r])) {
         if (top >= 0) return std::nullopt;
         top = static_cast<int>(r);
       }
@@ -348,7 +349,7 @@ std::optional<KernelKind> classify(const detail::GraphImpl& b) {
     };
     for (uint32_t r : reduces) {
       if (static_cast<int>(r) == top) continue;
-      if (outside[r] || is_gemm_reduce(b, nodes[r]) || broadcast_product(nodes[r])) return std::nullopt;
+      if (outside[r] || is_broadcast_contraction(b, nodes[r]) || broadcast_product(nodes[r])) return std::nullopt;
     }
     return KernelKind::Gemm;
   }
@@ -531,7 +532,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   std::vector<uint8_t> no_hoist(nodes.size(), 0);
   if (gemm)
     for (size_t ni = 0; ni < nodes.size(); ++ni)
-      if (is_gemm_reduce(*spec.body, nodes[ni]) || (att && (ni == att->score_reduce || ni == att->out_reduce)))
+      if (is_broadcast_contraction(*spec.body, nodes[ni]) || (att && (ni == att->score_reduce || ni == att->out_reduce)))
         for (uint32_t e : nodes[nodes[ni].inputs[0]].inputs) {
           if (att && ni == att->score_reduce)
             if (auto kc = key_concat(*spec.body, e)) {
@@ -632,7 +633,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     const detail::Node& n = nodes[i];
     if (n.op != PrimOp::SumReduce && n.op != PrimOp::MaxReduce) continue;
     const double in = numel[n.inputs[0]], out = std::max(1.0, numel[i]);
-    if (gemm && is_gemm_reduce(*spec.body, n)) {
+    if (gemm && is_broadcast_contraction(*spec.body, n)) {
       w.gemm_k = in / out;
       // f16/bf16 operands (cast to f32 right before the product) can feed tensor cores.
       // Both from the same half type: the GPU lowering keeps such operands as halves.

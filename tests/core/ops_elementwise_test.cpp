@@ -7,9 +7,6 @@
 using namespace ops_test;
 namespace lm = luminal;
 
-static const double kNaN = std::numeric_limits<double>::quiet_NaN();
-static const double kInf = std::numeric_limits<double>::infinity();
-
 TEST_CASE("add broadcasts like NumPy and takes scalars on either side", "[ops][elementwise]") {
   lm::Graph g;
   auto a = g.input("a", {2, 1});

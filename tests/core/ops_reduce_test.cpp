@@ -7,8 +7,6 @@
 using namespace ops_test;
 namespace lm = luminal;
 
-static const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 TEST_CASE("sum, mean, max, min over axes with keepdim and negative axes", "[ops][reduce]") {
   lm::Graph g;
   auto x = g.input("x", {2, 3});

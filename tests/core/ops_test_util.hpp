@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +16,9 @@
 namespace ops_test {
 
 namespace lm = luminal;
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// Marks y as the output "y", compiles for the reference target and runs it.
 inline lm::HostTensor eval(lm::Graph& g, const lm::Tensor& y,

@@ -23,6 +23,11 @@ namespace cpu_test {
 
 namespace k = luminal::kernel;
 
+/// A buffer of a hand-written kernel program.
+inline k::Buffer buf(const std::string& name, luminal::DType dt, k::Index n, k::BufferRole role) {
+  return k::Buffer{name, dt, std::move(n), role};
+}
+
 struct HostBuffers {
   std::vector<std::vector<uint8_t>> bytes;
   std::vector<void*> ptrs() {

@@ -7,14 +7,9 @@
 #include "luminal/error.hpp"
 
 using namespace luminal::kernel;
+using cpu_test::buf;
 using cpu_test::check_program;
 using luminal::DType;
-
-namespace {
-Buffer buf(const std::string& name, DType dt, Index n, BufferRole role) {
-  return Buffer{name, dt, std::move(n), role};
-}
-}  // namespace
 
 TEST_CASE("render: elementwise chain with broadcast and a symbolic dim", "[cpu][render]") {
   // out[b, j] = relu(tanh(x[b, j]) * w[j] + exp(-x[b, j])) * sigmoid(x[b, j]), B symbolic

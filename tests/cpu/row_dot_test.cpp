@@ -6,14 +6,12 @@
 #include "kernel/kernel_math.hpp"
 
 using namespace luminal::kernel;
+using cpu_test::buf;
 using cpu_test::check_program;
 using luminal::DType;
 using luminal::cpu::CpuIsa;
 
 namespace {
-Buffer buf(const std::string& name, DType dt, Index n, BufferRole role) {
-  return Buffer{name, dt, std::move(n), role};
-}
 
 // Every ISA this host runs (the generated code is compiled with -march=native).
 std::vector<CpuIsa> host_isas() {

@@ -24,7 +24,8 @@ using namespace luminal;
 
 namespace {
 
-bool same_bits(const HostTensor& a, const HostTensor& b) {
+// Same dtype, shape and bytes.
+bool same_tensor(const HostTensor& a, const HostTensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
 }
 
@@ -169,10 +170,10 @@ TEST_CASE("a rank stores only its block of each split weight; outputs bit-identi
       for (const auto& [name, t] : inputs) tensors[name] = &t;
       for (const auto& name : fn.param_names()) tensors[name] = &data.at(name);
       const auto ref = whole.run(DimBindings{}, tensors);
-      if (!same_bits(out.at("y"), ref.at("y"))) err += "outputs differ from whole storage; ";
+      if (!same_tensor(out.at("y"), ref.at("y"))) err += "outputs differ from whole storage; ";
       // run() given whole weights (translation validation calls it so) copies the blocks.
       const auto again = exe->run(DimBindings{}, tensors);
-      if (!same_bits(out.at("y"), again.at("y"))) err += "run() with whole weights differs; ";
+      if (!same_tensor(out.at("y"), again.at("y"))) err += "run() with whole weights differs; ";
     });
     for (int r = 0; r < P; ++r) {
       const auto i = static_cast<size_t>(r);
@@ -223,7 +224,7 @@ TEST_CASE("binding a split weight: the block or the whole weight, anything else 
     for (int64_t y = reg.start[0]; y < reg.end[0]; ++y)
       for (int64_t x = reg.start[1]; x < reg.end[1]; ++x) block.push_back(src[y * w.shape()[1] + x]);
     fn.bind(name, HostTensor::from(block, bd));
-    if (!same_bits(fn(inputs).at("y"), want.at("y"))) err += "binding the block changes the output; ";
+    if (!same_tensor(fn(inputs).at("y"), want.at("y"))) err += "binding the block changes the output; ";
     // A call validates what is bound: the block shape passes, and the param is
     // reported with the block's shape.
     try {
@@ -231,7 +232,7 @@ TEST_CASE("binding a split weight: the block or the whole weight, anything else 
       err += "a map bind of a wrong shape was accepted; ";
     } catch (const RuntimeError&) {
     }
-    if (!same_bits(fn(inputs).at("y"), want.at("y"))) err += "a refused bind changed the weights; ";
+    if (!same_tensor(fn(inputs).at("y"), want.at("y"))) err += "a refused bind changed the weights; ";
     try {  // a rank's program is not saved
       fn.save("/tmp/luminal-dist-save-" + std::to_string(::getpid()) + "-" + std::to_string(r));
       err += "save() of a rank's program was accepted; ";
@@ -267,7 +268,7 @@ TEST_CASE("bind_safetensors copies only each split weight's block from the file;
     const auto full = fn(inputs);
     bind_safetensors(fn, path);
     const auto shard = fn(inputs);
-    if (!same_bits(full.at("y"), shard.at("y"))) err += "outputs differ; ";
+    if (!same_tensor(full.at("y"), shard.at("y"))) err += "outputs differ; ";
     const auto& st = *fn.state();
     for (const auto& name : fn.param_names()) {
       const ParamRegion reg = fn.param_region(name);
@@ -319,7 +320,7 @@ TEST_CASE("the reference target indexes whole weights: bind_safetensors reserves
     for (const auto& name : fn.param_names()) fn.bind(name, data.at(name));
     const auto full = fn(inputs);
     bind_safetensors(fn, path);
-    if (!same_bits(full.at("y"), fn(inputs).at("y"))) err += "outputs differ; ";
+    if (!same_tensor(full.at("y"), fn(inputs).at("y"))) err += "outputs differ; ";
     if (!fn.state()->param_blocks.empty()) err += "the interpreter's program stores blocks; ";
     for (const auto& name : fn.param_names()) {
       const ParamRegion reg = fn.param_region(name);

@@ -16,13 +16,13 @@
 #include "backends/gpu/gpu_renderer.hpp"
 #include "compiler/translation_models.hpp"
 #include "cpu/harness.hpp"
+#include "gpu/gpu_test_util.hpp"
 
 namespace k = luminal::kernel;
 using namespace luminal;
+using gpu_test::arch_of;
 
 namespace {
-
-gpu::GpuArch arch_of(const char* target) { return gpu::arch_for(Target::parse(target)); }
 
 // Renders `p` for `arch`, runs it on the emulator, compares every written buffer with the
 // evaluator. Returns the device source.

@@ -24,15 +24,15 @@
 #include "compiler/translation_models.hpp"
 #include "cost/gpu_launch.hpp"
 #include "cpu/harness.hpp"
+#include "gpu/gpu_test_util.hpp"
 #include "ir/tensor_lang.hpp"
 #include "luminal/luminal.hpp"
 
 namespace k = luminal::kernel;
 using namespace luminal;
+using gpu_test::arch_of;
 
 namespace {
-
-gpu::GpuArch arch_of(const char* target) { return gpu::arch_for(Target::parse(target)); }
 
 struct Layout {
   bool a_t = false;    // A stored [K][M] (m contiguous) instead of [M][K]

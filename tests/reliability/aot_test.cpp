@@ -30,8 +30,8 @@ extern char** environ;
 namespace {
 
 // A fresh, empty folder per test case.
-struct TempDir : testsupport::TempDir {
-  TempDir() : testsupport::TempDir("rel-test") {}
+struct AotDir : testsupport::TempDir {
+  AotDir() : testsupport::TempDir("rel-test") {}
 };
 
 std::string slurp(const fs::path& p) {
@@ -86,7 +86,7 @@ int run_child(const std::string& exe, const std::string& arg) {
 }  // namespace
 
 TEST_CASE("destroying the last Callable of a loaded program is safe", "[reliability][aot]") {
-  TempDir dir;
+  AotDir dir;
   const fs::path file = dir.path / "p.lmp";
   parallel_program().save(file.string());
   // A fresh process: this one already holds the worker runtime through its own JIT.
@@ -94,7 +94,7 @@ TEST_CASE("destroying the last Callable of a loaded program is safe", "[reliabil
 }
 
 TEST_CASE("concurrent load() of one file and save() to one path", "[reliability][aot]") {
-  TempDir dir;
+  AotDir dir;
   const fs::path file = dir.path / "p.lmp";
   lm::Callable f = small_program();
   const auto want = f({{"x", small_input()}});
@@ -137,7 +137,7 @@ TEST_CASE("concurrent load() of one file and save() to one path", "[reliability]
 }
 
 TEST_CASE("the loader writes no file under a predictable name and follows no link", "[reliability][aot]") {
-  TempDir dir, tmp;
+  AotDir dir, tmp;
   const fs::path file = dir.path / "p.lmp";
   lm::Callable f = small_program();
   f.save(file.string());
@@ -175,7 +175,7 @@ TEST_CASE("the loader writes no file under a predictable name and follows no lin
 }
 
 TEST_CASE("every flipped bit of a saved program is a RuntimeError", "[reliability][aot]") {
-  TempDir dir;
+  AotDir dir;
   const fs::path file = dir.path / "p.lmp";
   lm::Callable f = small_program();
   f.save(file.string());
@@ -210,7 +210,7 @@ TEST_CASE("every flipped bit of a saved program is a RuntimeError", "[reliabilit
 }
 
 TEST_CASE("a program compiled for CPU features this CPU lacks is refused", "[reliability][aot]") {
-  TempDir dir;
+  AotDir dir;
   const fs::path file = dir.path / "p.lmp";
   small_program().save(file.string());
   std::string bytes = slurp(file);

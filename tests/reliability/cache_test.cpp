@@ -27,8 +27,8 @@ using luminal::cpu::JitConfig;
 namespace {
 
 // A fresh, empty folder per test case.
-struct TempDir : testsupport::TempDir {
-  TempDir() : testsupport::TempDir("rel-cache") {}
+struct CacheDir : testsupport::TempDir {
+  CacheDir() : testsupport::TempDir("rel-cache") {}
 };
 
 JitConfig config_in(const fs::path& dir) {
@@ -82,7 +82,7 @@ unsigned mode_of(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("the cache folder is created private", "[reliability][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const fs::path cache = dir.path / "sub" / "luminal";
   Jit jit(config_in(cache));
   CHECK(jit.disk_cache_enabled());
@@ -92,7 +92,7 @@ TEST_CASE("the cache folder is created private", "[reliability][cache]") {
 }
 
 TEST_CASE("a folder writable by others is refused: a planted entry never runs", "[reliability][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const fs::path cache = dir.path / "shared";
   fs::create_directory(cache);
   const fs::path marker = dir.path / "planted-ran";
@@ -114,7 +114,7 @@ TEST_CASE("a folder writable by others is refused: a planted entry never runs", 
 }
 
 TEST_CASE("an entry owned by another user, writable by others or a link is refused", "[reliability][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const fs::path cache = dir.path / "cache";
   const fs::path marker = dir.path / "planted-ran";
   Jit probe(config_in(cache));
@@ -146,7 +146,7 @@ TEST_CASE("an entry owned by another user, writable by others or a link is refus
 }
 
 TEST_CASE("an entry that loads but lacks the expected symbols is evicted and rebuilt", "[reliability][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const fs::path cache = dir.path / "cache";
   Jit probe(config_in(cache));
   // Intact (valid trailer), trusted (ours), loadable -- but another program's code.
@@ -164,7 +164,7 @@ TEST_CASE("an entry that loads but lacks the expected symbols is evicted and reb
 }
 
 TEST_CASE("a cache that cannot be written falls back to no cache", "[reliability][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const fs::path cache = dir.path / "cache";
   // A full disk, simulated with a file-size limit of 4 KB for this process: the source
   // (small) is written, the copy into the cache (the object, ~15 KB) fails with EFBIG.
@@ -206,7 +206,7 @@ TEST_CASE("a cache that cannot be written falls back to no cache", "[reliability
 }
 
 TEST_CASE("temp files of crashed runs are swept", "[reliability][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const fs::path cache = dir.path / "cache";
   { Jit make(config_in(cache)); }
   const fs::path stale = cache / "0123.4567-0-1.so.tmp", fresh = cache / "89ab.4567-1-1.so.tmp";
