@@ -13,6 +13,7 @@
 
 #include "backends/cpu/c_prelude.hpp"
 #include "backends/cpu/dot_codegen.hpp"
+#include "backends/cpu/simd_loads.hpp"
 #include "kernel/kernel_eval.hpp"
 #include "kernel/lower/affine.hpp"
 #include "kernel/op_spelling.hpp"
@@ -1177,10 +1178,8 @@ class KernelWriter {
     // instruction; every AVX-512 CPU has F16C, for AVX2 the compiler says) in place of the
     // prelude's integer routine (~8 vector operations); the same bits (c_prelude.cpp).
     auto widen_f16 = [&](const std::string& dst, const std::string& src) {
-      return kernel::fill_template(
-          vw == 16 ? "_mm512_store_ps({0}, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)({1}))))"
-                   : "_mm256_store_ps({0}, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)({1}))))",
-          {dst, src});
+      return std::string(vw == 16 ? "_mm512_store_ps(" : "_mm256_store_ps(") + dst + ", " +
+             simd_load_f32(vw, DType::f16, src) + ")";
     };
     // K of a segment as a plain f16 row, unit stride along the head dim: its buffer and
     // index (whose depth variable the caller sets to the first of the vw halves).

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "backends/cpu/simd_loads.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::cpu {
@@ -78,24 +79,13 @@ std::string dot_source(CpuIsa isa, DType dt) {
       s << generic_body(dt);
       break;
     case CpuIsa::Avx512: {
-      const std::string load =
-          dt == DType::f16 ? "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(@)))"
-          : dt == DType::bf16
-              ? "_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256("
-                "(const __m256i*)(@))), 16))"
-              : "_mm512_loadu_ps(@)";
-      s << simd_body("__m512", "_mm512_", 16, load, "_mm512_reduce_add_ps", dt);
+      s << simd_body("__m512", "_mm512_", 16, simd_load_f32(16, dt, "@"), "_mm512_reduce_add_ps", dt);
       break;
     }
     case CpuIsa::Avx2: {
-      const std::string load =
-          dt == DType::f16    ? "_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(@)))"
-          : dt == DType::bf16 ? "_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128("
-                                "(const __m128i*)(@))), 16))"
-                              : "_mm256_loadu_ps(@)";
       // vcvtph2ps is F16C, not AVX2: without it (no such AVX2 CPU is known) the generic loop
       if (dt == DType::f16) s << "#ifdef __F16C__\n";
-      s << simd_body("__m256", "_mm256_", 8, load, "lm_hsum256", dt);
+      s << simd_body("__m256", "_mm256_", 8, simd_load_f32(8, dt, "@"), "lm_hsum256", dt);
       if (dt == DType::f16) s << "#else\n" << generic_body(dt) << "#endif\n";
       break;
     }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "backends/cpu/jit.hpp"
+#include "backends/cpu/simd_loads.hpp"
 #include "kernel/kernel_ir.hpp"
 #include "luminal/error.hpp"
 
@@ -175,9 +176,7 @@ std::string transpose16_half_source(DType dt) {
   const bool f16 = dt == DType::f16;
   std::string name = f16 ? "lm_tr16_f16" : "lm_tr16_bf16";
   std::string guard = f16 ? "LM_TR16_F16_DEFINED" : "LM_TR16_BF16_DEFINED";
-  std::string load = f16 ? "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(src + j * lds)))"
-                         : "_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256("
-                           "(const __m256i*)(src + j * lds))), 16))";
+  const std::string load = simd_load_f32(16, dt, "src + j * lds");
   std::string src = transpose16_source();
   // Same body, other name, other element type and row load.
   auto replace = [&](const std::string& from, const std::string& to) {
@@ -284,15 +283,7 @@ std::string gemm_source(CpuIsa isa, int mr, int nr, DType b_dtype) {
   // AVX-512 with a half B: 32 halves per step converted by one instruction each 16.
   std::string half_dot;
   if (half && isa == CpuIsa::Avx512) {
-    const std::string cvt16 = b_dtype == DType::f16
-                                  ? "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(P)))"
-                                  : "_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256("
-                                    "(const __m256i*)(P))), 16))";
-    auto at = [&](const std::string& ptr) {
-      std::string c = cvt16;
-      c.replace(c.find("P"), 1, ptr);
-      return c;
-    };
+    auto at = [&](const std::string& ptr) { return simd_load_f32(16, b_dtype, ptr); };
     // Four accumulators, as the row dot products (dot_codegen.cpp): two FMA chains left
     // each column's sum waiting on the FMA latency.
     half_dot = "        if (csa == 1) {\n"
