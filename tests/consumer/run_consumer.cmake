@@ -34,11 +34,15 @@ endfunction()
 # Configures, builds and runs the consumer project in `dir` (the remaining arguments are
 # cache settings).
 # A compiler launcher of the outer build (ccache) is passed on, so a developer's rebuild of
-# the consumer's copy of Luminal hits the same cache; CI sets none.
+# the consumer's copy of Luminal hits the same cache; CI sets none. So is a unity build
+# (CI's): the consumer's copy of Luminal then compiles the way the outer one did.
 function(build_and_run dir)
   set(launcher)
   if(LAUNCHER)
     set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
+  endif()
+  if(UNITY)
+    list(APPEND launcher -DCMAKE_UNITY_BUILD=ON)
   endif()
   run(${CMAKE_COMMAND} -S ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/project -B ${dir} -G ${GENERATOR}
       -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release ${launcher} ${ARGN})
