@@ -71,7 +71,8 @@ Attn& get(int64_t sq, int64_t sk, int64_t shape, bool fused, lm::DType dt) {
     k = lm::permute(k, {1, 0, 2});
     v = lm::permute(v, {1, 0, 2});
   }
-  auto rep = [&](const lm::Tensor& t) {
+  // Structured bindings captured by copy: clang before 16 cannot capture them by reference.
+  auto rep = [H = H, KV = KV, hd = hd, G, sk](const lm::Tensor& t) {
     return lm::reshape(lm::expand(lm::reshape(t, {KV, 1, sk, hd}), {KV, G, sk, hd}), {H, sk, hd});
   };
   a.g.output("y", lm::scaled_dot_product_attention(q, rep(k), rep(v), true));

@@ -160,7 +160,7 @@ TEST_CASE("f16/bf16 attention at Llama shapes is one kernel, decode and prefill"
       Graph g;
       const int64_t H = 32, KV = 8, G = 4, hd = 128;
       Tensor q = g.input("q", {H, sq, hd}, dt), k = g.input("k", {KV, sk, hd}, dt), v = g.input("v", {KV, sk, hd}, dt);
-      auto rep = [&](const Tensor& t) {
+      auto rep = [&, sk = sk](const Tensor& t) {  // a binding: by copy for clang < 16
         return reshape(expand(reshape(t, {KV, 1, sk, hd}), {KV, G, sk, hd}), {H, sk, hd});
       };
       g.output("y", scaled_dot_product_attention(q, rep(k), rep(v), sq > 1));
