@@ -8,20 +8,21 @@
 //  * Dtypes promote like PyTorch: bool < i32 < floating; a scalar only promotes the
 //    category (i32 tensor + 0.5f -> f32). f16/bf16 inputs are computed in f32 and the
 //    result is cast back once.
-//  * The trailing std::source_location parameter is filled in at the caller's line, so a
-//    mistake throws ShapeError/DTypeError "[op] ... (at your_file.cpp:42)".
+//  * The trailing Loc parameter (luminal/source_location.hpp, like std::source_location) is
+//    filled in at the caller's line, so a mistake throws ShapeError/DTypeError
+//    "[op] ... (at your_file.cpp:42)".
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <initializer_list>
-#include <source_location>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "luminal/dim.hpp"
 #include "luminal/dtype.hpp"
+#include "luminal/source_location.hpp"
 #include "luminal/tensor.hpp"
 
 namespace luminal {
@@ -48,11 +49,11 @@ class Operand {
  public:
   enum class Kind : uint8_t { tensor, boolean, integer, floating };
 
-  Operand(const Tensor& t, std::source_location loc = std::source_location::current())  // NOLINT
+  Operand(const Tensor& t, Loc loc = Loc::current())  // NOLINT
       : tensor_(t), kind_(Kind::tensor), loc_(loc) {}
   template <class S>
   requires std::is_arithmetic_v<S> Operand(
-      S value, std::source_location loc = std::source_location::current())  // NOLINT
+      S value, Loc loc = Loc::current())  // NOLINT
       : value_(static_cast<double>(value)),
         kind_(std::is_same_v<S, bool> ? Kind::boolean
               : std::is_integral_v<S> ? Kind::integer
@@ -63,16 +64,14 @@ class Operand {
   const Tensor& tensor() const { return tensor_; }
   double value() const { return value_; }
   Kind kind() const { return kind_; }
-  const std::source_location& loc() const { return loc_; }
+  const Loc& loc() const { return loc_; }
 
  private:
   Tensor tensor_;
   double value_ = 0;
   Kind kind_;
-  std::source_location loc_;
+  Loc loc_;
 };
-
-using Loc = std::source_location;
 
 // Dim's min/max are hidden friends, visible only through ADL; declaring them here too
 // lets the qualified form `lm::min(B, 16)` find them beside the reductions below.

@@ -4,11 +4,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <source_location>
 #include <vector>
 
 #include "luminal/dim.hpp"
 #include "luminal/dtype.hpp"
+#include "luminal/source_location.hpp"
 
 namespace luminal {
 
@@ -31,7 +31,7 @@ class Tensor {
 
   // Chaining forms of the common ops; each is exactly the free function of ops.hpp with
   // this tensor as its first operand (x.sum(1).exp() == exp(sum(x, 1))).
-  using Loc = std::source_location;
+  using Loc = luminal::Loc;
   Tensor reshape(const std::vector<Dim>& shape, Loc loc = Loc::current()) const;
   Tensor permute(const std::vector<int>& axes, Loc loc = Loc::current()) const;
   Tensor transpose(int a, int b, Loc loc = Loc::current()) const;

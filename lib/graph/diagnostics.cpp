@@ -12,7 +12,7 @@ std::string shape_string(const std::vector<Dim>& shape) {
   return s + ")";
 }
 
-std::string where_string(const std::source_location& loc) {
+std::string where_string(const Loc& loc) {
   std::string_view file = loc.file_name() ? loc.file_name() : "?";
   const size_t slash = file.find_last_of("/\\");
   if (slash != std::string_view::npos) file.remove_prefix(slash + 1);

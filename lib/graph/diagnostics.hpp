@@ -2,7 +2,7 @@
 // starts with "[op]" and ends with the user's call site.
 #pragma once
 
-#include <source_location>
+#include "luminal/source_location.hpp"
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,11 +16,11 @@ namespace luminal::detail {
 std::string shape_string(const std::vector<Dim>& shape);
 
 /// "file.cpp:42" of a call site (just the file name, not the whole path).
-std::string where_string(const std::source_location& loc);
+std::string where_string(const Loc& loc);
 
 /// Throws E with "[op] message (at file.cpp:42)".
 template <class E>
-[[noreturn]] void fail(std::string_view op, const std::string& message, const std::source_location& loc) {
+[[noreturn]] void fail(std::string_view op, const std::string& message, const Loc& loc) {
   throw E("[" + std::string(op) + "] " + message + " (at " + where_string(loc) + ")");
 }
 

@@ -10,7 +10,7 @@ using namespace detail;
 
 namespace {
 void check_name(const GraphImpl& g, const std::string& name, std::string_view op,
-                const std::source_location& loc) {
+                const Loc& loc) {
   if (name.empty()) fail<ShapeError>(op, "a name must not be empty", loc);
   auto clash = [&](const std::vector<uint32_t>& ids, const char* kind) {
     for (uint32_t id : ids)
@@ -25,7 +25,7 @@ void check_name(const GraphImpl& g, const std::string& name, std::string_view op
 }
 
 void check_shape(const std::vector<Dim>& shape, const std::string& name, std::string_view op,
-                 const std::source_location& loc) {
+                 const Loc& loc) {
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i].lower_bound() < 0)
       fail<ShapeError>(op,
@@ -35,7 +35,7 @@ void check_shape(const std::vector<Dim>& shape, const std::string& name, std::st
 }
 
 Tensor leaf(const std::shared_ptr<GraphImpl>& g, PrimOp op, const std::string& name,
-            const std::vector<Dim>& shape, DType dtype, const std::source_location& loc) {
+            const std::vector<Dim>& shape, DType dtype, const Loc& loc) {
   const std::string_view opname = op == PrimOp::Input ? "input" : "param";
   check_name(*g, name, opname, loc);
   check_shape(shape, name, opname, loc);
@@ -58,12 +58,12 @@ Graph::Graph(std::shared_ptr<detail::GraphImpl> impl) : impl_(std::move(impl)) {
   if (!impl_) impl_ = std::make_shared<GraphImpl>();
 }
 
-Dim Graph::dim(const std::string& name, int64_t lo, int64_t hi, std::source_location loc) {
+Dim Graph::dim(const std::string& name, int64_t lo, int64_t hi, Loc loc) {
   return dim(name, lo, hi, 1, loc);
 }
 
 Dim Graph::dim(const std::string& name, int64_t lo, int64_t hi, int64_t multiple_of,
-               std::source_location loc) {
+               Loc loc) {
   if (name.empty()) fail<ShapeError>("dim", "a dim name must not be empty", loc);
   if (multiple_of < 1)
     fail<ShapeError>(
@@ -88,16 +88,16 @@ Dim Graph::dim(const std::string& name, int64_t lo, int64_t hi, int64_t multiple
 }
 
 Tensor Graph::input(const std::string& name, const std::vector<Dim>& shape, DType dtype,
-                    std::source_location loc) {
+                    Loc loc) {
   return leaf(impl_, PrimOp::Input, name, shape, dtype, loc);
 }
 
 Tensor Graph::param(const std::string& name, const std::vector<Dim>& shape, DType dtype,
-                    std::source_location loc) {
+                    Loc loc) {
   return leaf(impl_, PrimOp::Param, name, shape, dtype, loc);
 }
 
-void Graph::output(const std::string& name, const Tensor& t, std::source_location loc) {
+void Graph::output(const std::string& name, const Tensor& t, Loc loc) {
   if (name.empty()) fail<ShapeError>("output", "an output name must not be empty", loc);
   if (!t.valid()) fail<ShapeError>("output", "output '" + name + "' is a null Tensor", loc);
   for (const auto& [n, id] : impl_->outputs)

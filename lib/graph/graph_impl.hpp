@@ -4,7 +4,7 @@
 
 #include <cstdint>
 #include <deque>
-#include <source_location>
+#include "luminal/source_location.hpp"
 #include <string>
 #include <vector>
 
@@ -27,7 +27,7 @@ struct Node {
   int64_t step = 1;       // Slice; collectives: the number of ranks
   std::string name;       // Input/Param: the user's name
   std::string op_name;    // the user-facing op that created the node ("matmul", ...)
-  std::source_location loc;
+  Loc loc;
 };
 
 /// A named dim declared with Graph::dim.

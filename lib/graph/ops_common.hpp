@@ -5,7 +5,7 @@
 #pragma once
 
 #include <cstdint>
-#include <source_location>
+#include "luminal/source_location.hpp"
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +24,7 @@ namespace luminal::detail {
 /// The user-facing op name and call site every node and error of one op carries.
 struct Ctx {
   std::string_view op;
-  std::source_location loc;
+  Loc loc;
 };
 
 template <class E>

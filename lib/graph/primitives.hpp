@@ -46,7 +46,7 @@
 #pragma once
 
 #include <cstdint>
-#include <source_location>
+#include "luminal/source_location.hpp"
 #include <string_view>
 #include <vector>
 
@@ -58,7 +58,7 @@
 
 namespace luminal::detail {
 
-using Loc = std::source_location;
+using luminal::Loc;
 
 // ---- leaves
 /// A scalar constant (shape {}) of dtype `dt`; broadcast it with prim_reshape/prim_expand.

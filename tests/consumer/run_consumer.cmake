@@ -77,6 +77,12 @@ if(MODE STREQUAL "find_package")
     endif()
   endforeach()
   build_and_run(${WORK_DIR}/build -DCONSUMER_MODE=find_package -DCMAKE_PREFIX_PATH=${prefix})
+  # The same consumer built by clang (Debian 12's clang 14 has no std::source_location:
+  # the public headers must compile there too, luminal/source_location.hpp).
+  if(CLANG_CXX)
+    set(CXX ${CLANG_CXX})
+    build_and_run(${WORK_DIR}/build-clang -DCONSUMER_MODE=find_package -DCMAKE_PREFIX_PATH=${prefix})
+  endif()
 else()
   build_and_run(${WORK_DIR}/build -DCONSUMER_MODE=add_subdirectory -DLUMINAL_SOURCE_DIR=${LUMINAL_SOURCE_DIR}
                 -DBUILD_SHARED_LIBS=OFF)

@@ -118,7 +118,7 @@ TEST_CASE("shape strings and call sites", "[graph]") {
   CHECK(shape_string({B, 512}) == "(B, 512)");
   CHECK(shape_string({}) == "()");
   CHECK(shape_string({4}) == "(4)");
-  CHECK(where_string(std::source_location::current()).rfind("graph_test.cpp:", 0) == 0);
+  CHECK(where_string(luminal::Loc::current()).rfind("graph_test.cpp:", 0) == 0);
 }
 
 TEST_CASE("dump lists nodes, outputs and guards", "[graph]") {

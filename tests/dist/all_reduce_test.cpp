@@ -36,7 +36,7 @@ namespace {
 ir::KernelSpec all_reduce_spec(DType dt, int64_t n, int64_t world, std::vector<int64_t> launch) {
   Graph g;
   Tensor x = g.input(ir::slot_name(0), {n}, dt);
-  g.output("out", prim_collective(PrimOp::AllReduce, x, 0, world, "test", std::source_location::current()));
+  g.output("out", prim_collective(PrimOp::AllReduce, x, 0, world, "test", luminal::Loc::current()));
   ir::KernelSpec spec;
   spec.kind = ir::KernelKind::Collective;
   spec.body = g.impl();
@@ -109,7 +109,7 @@ TEST_CASE("both forms of all_reduce give the interpreter's sum in rank order, bi
         // The SPMD semantics: the interpreter runs P copies of all_reduce(x), rank r reading x[r].
         Graph g;
         g.output("y", prim_collective(PrimOp::AllReduce, g.input("x", {n}, dt), 0, P, "test",
-                                      std::source_location::current()));
+                                      luminal::Loc::current()));
         std::vector<std::map<std::string, const HostTensor*>> per_rank;
         for (const HostTensor& t : x) per_rank.push_back({{"x", &t}});
         const auto want = reference::run_spmd(*g.impl(), P, {}, per_rank);

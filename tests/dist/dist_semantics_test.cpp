@@ -14,7 +14,7 @@ using namespace luminal::detail;
 
 namespace {
 
-std::source_location here() { return std::source_location::current(); }
+Loc here() { return luminal::Loc::current(); }
 
 // x [2, 3] sliced by rank along `axis` (this rank's block), then one collective.
 std::vector<std::map<std::string, HostTensor>> run_collective(PrimOp op, int axis, int64_t world, Tensor (*pre)(Graph&, const Tensor&, int64_t)) {

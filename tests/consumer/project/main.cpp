@@ -1,9 +1,11 @@
 // A downstream program: builds y = relu(x @ w + 1), compiles it for the best target
-// present and checks every value against a plain loop.
+// present and checks every value against a plain loop; a shape mistake must name this
+// file and line (luminal::Loc, whichever compiler builds this).
 #include <luminal/luminal.hpp>
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace lm = luminal;
@@ -35,6 +37,19 @@ int main() {
         return 1;
       }
     }
+  lm::Tensor a = g.input("a", {2, 3});
+  const int line = __LINE__ + 2;
+  try {
+    lm::matmul(a, a);
+    std::puts("consumer: matmul of (2, 3) and (2, 3) did not throw");
+    return 1;
+  } catch (const lm::ShapeError& e) {
+    const std::string at = "main.cpp:" + std::to_string(line);
+    if (std::string(e.what()).find(at) == std::string::npos) {
+      std::printf("consumer: the error does not name %s: %s\n", at.c_str(), e.what());
+      return 1;
+    }
+  }
   std::printf("consumer: ok on %s\n", lm::Target::best().to_string().c_str());
   return 0;
 }
