@@ -2,8 +2,9 @@
 #   MODE=find_package      install the build tree into a temporary prefix, then
 #                          find_package(Luminal CONFIG REQUIRED) from it
 #   MODE=add_subdirectory  add_subdirectory(<Luminal source>) inside the consumer, built
-#                          as a STATIC library (BUILD_SHARED_LIBS=OFF); that static build is
-#                          then installed and a second consumer finds it with find_package
+#                          as a STATIC library (BUILD_SHARED_LIBS=OFF) with no build type
+#                          (which Luminal must not change); that static build is then
+#                          installed and a second consumer finds it with find_package
 # So both library kinds are built, installed, found and run, at the cost of one library
 # build (the add_subdirectory one, which compiles Luminal anyway).
 cmake_minimum_required(VERSION 3.25)
@@ -45,7 +46,7 @@ function(build_and_run dir)
     list(APPEND launcher -DCMAKE_UNITY_BUILD=ON)
   endif()
   run(${CMAKE_COMMAND} -S ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/project -B ${dir} -G ${GENERATOR}
-      -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release ${launcher} ${ARGN})
+      -DCMAKE_CXX_COMPILER=${CXX} ${launcher} ${ARGN})
   run(${CMAKE_COMMAND} --build ${dir})
   run(${dir}/consumer)
 endfunction()
@@ -76,20 +77,25 @@ if(MODE STREQUAL "find_package")
       message(FATAL_ERROR "find_package(Luminal COMPONENTS ${comp}) failed without the expected message:\n${err}")
     endif()
   endforeach()
-  build_and_run(${WORK_DIR}/build -DCONSUMER_MODE=find_package -DCMAKE_PREFIX_PATH=${prefix})
+  build_and_run(${WORK_DIR}/build -DCONSUMER_MODE=find_package -DCMAKE_PREFIX_PATH=${prefix}
+                -DCMAKE_BUILD_TYPE=Release)
   # The same consumer built by clang (Debian 12's clang 14 has no std::source_location:
   # the public headers must compile there too, luminal/source_location.hpp).
   if(CLANG_CXX)
     set(CXX ${CLANG_CXX})
-    build_and_run(${WORK_DIR}/build-clang -DCONSUMER_MODE=find_package -DCMAKE_PREFIX_PATH=${prefix})
+    build_and_run(${WORK_DIR}/build-clang -DCONSUMER_MODE=find_package -DCMAKE_PREFIX_PATH=${prefix}
+                  -DCMAKE_BUILD_TYPE=Release)
   endif()
 else()
+  # No build type: the consumer's choice, which Luminal must leave alone (the project
+  # checks), and the quickest compile of its copy of Luminal (no optimization).
   build_and_run(${WORK_DIR}/build -DCONSUMER_MODE=add_subdirectory -DLUMINAL_SOURCE_DIR=${LUMINAL_SOURCE_DIR}
-                -DBUILD_SHARED_LIBS=OFF)
+                -DBUILD_SHARED_LIBS=OFF -DCMAKE_BUILD_TYPE=)
   if(NOT EXISTS ${WORK_DIR}/build/luminal/libluminal.a)
     message(FATAL_ERROR "consumer (add_subdirectory): BUILD_SHARED_LIBS=OFF did not build libluminal.a")
   endif()
   # The static library, installed and found like the shared one.
   install_luminal(${WORK_DIR}/build ${prefix})
-  build_and_run(${WORK_DIR}/static_build -DCONSUMER_MODE=find_package -DCMAKE_PREFIX_PATH=${prefix})
+  build_and_run(${WORK_DIR}/static_build -DCONSUMER_MODE=find_package -DCMAKE_PREFIX_PATH=${prefix}
+                -DCMAKE_BUILD_TYPE=Release)
 endif()
