@@ -17,7 +17,8 @@ namespace luminal {
 class Loc {
  public:
   /// The location of the call whose default argument this is.
-  static constexpr Loc current(const char* file = __builtin_FILE(), const char* function = __builtin_FUNCTION(),
+  static constexpr Loc current(const char* file = __builtin_FILE(),
+                               const char* function = __builtin_FUNCTION(),
                                std::uint_least32_t line = __builtin_LINE()) noexcept {
     return Loc(file, function, line);
   }

@@ -349,7 +349,8 @@ std::optional<KernelKind> classify(const detail::GraphImpl& b) {
     };
     for (uint32_t r : reduces) {
       if (static_cast<int>(r) == top) continue;
-      if (outside[r] || is_broadcast_contraction(b, nodes[r]) || broadcast_product(nodes[r])) return std::nullopt;
+      if (outside[r] || is_broadcast_contraction(b, nodes[r]) || broadcast_product(nodes[r]))
+        return std::nullopt;
     }
     return KernelKind::Gemm;
   }
@@ -532,7 +533,8 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   std::vector<uint8_t> no_hoist(nodes.size(), 0);
   if (gemm)
     for (size_t ni = 0; ni < nodes.size(); ++ni)
-      if (is_broadcast_contraction(*spec.body, nodes[ni]) || (att && (ni == att->score_reduce || ni == att->out_reduce)))
+      if (is_broadcast_contraction(*spec.body, nodes[ni]) ||
+          (att && (ni == att->score_reduce || ni == att->out_reduce)))
         for (uint32_t e : nodes[nodes[ni].inputs[0]].inputs) {
           if (att && ni == att->score_reduce)
             if (auto kc = key_concat(*spec.body, e)) {

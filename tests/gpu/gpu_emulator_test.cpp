@@ -435,7 +435,8 @@ TEST_CASE("emulated attention: values near FLT_MAX and large logits stay finite"
   for (auto [m, n, dk, dv] : {std::array<int64_t, 4>{3, 7, 4, 3}, {2, 300, 8, 5}}) {
     for (bool equal_scores : {true, false}) {
       const k::Program p = causal_attention(DType::f32, {0, m, n, dk, dv}, false, 1.0, std::nullopt);
-      auto fill = [&, m = m, n = n, dk = dk, dv = dv](cpu_test::HostBuffers& hb) {  // bindings: by copy (clang < 16)
+      // The structured bindings by copy: clang before 16 cannot capture them by reference.
+      auto fill = [&, m = m, n = n, dk = dk, dv = dv](cpu_test::HostBuffers& hb) {
         std::mt19937 rng(7);
         std::uniform_real_distribution<float> u(0.0f, 1.0f);
         auto put = [&](int b, int64_t e, float x) {
