@@ -20,6 +20,7 @@
 
 namespace k = luminal::kernel;
 using namespace luminal;
+using cpu_test::buf;
 using gpu_test::arch_of;
 
 namespace {
@@ -56,15 +57,6 @@ std::string check_emulated(const k::Program& p, const std::map<std::string, int6
     }
   }
   return src.device_source();
-}
-
-k::Buffer buf(const char* name, DType dt, k::Index n, k::BufferRole role) {
-  k::Buffer b;
-  b.name = name;
-  b.dtype = dt;
-  b.elements = n;
-  b.role = role;
-  return b;
 }
 
 k::Loop loop(int var, k::Index extent) {
