@@ -12,10 +12,33 @@ int resident_blocks(const TargetDesc& t, const GpuBlock& b) {
   if (b.threads <= 0) return 0;
   int n = t.max_blocks_per_unit > 0 ? t.max_blocks_per_unit : 32;
   if (t.max_threads_per_unit > 0) n = std::min(n, t.max_threads_per_unit / b.threads);
+  if (t.max_registers_per_thread > 0 && b.registers > t.max_registers_per_thread) return 0;
   if (t.regs_per_unit > 0) n = std::min(n, t.regs_per_unit / std::max(1, b.registers * b.threads));
   if (b.shared_bytes > 0 && t.local_bytes > 0)
     n = std::min(n, static_cast<int>(t.local_bytes / b.shared_bytes));
   return std::max(n, 0);
+}
+
+GpuBlock matrix_gemm_block(const TargetDesc& t, int64_t bm, int64_t bn) {
+  GpuBlock b;
+  const int64_t mt = bm / 32, nt = bn / 32;
+  b.shared_bytes = static_cast<int>((bm + bn) * 16 * 4);
+  if (t.matrix_engine == 3) {
+    // RDNA3's WMMA: 4 wavefronts of 32 (2 x 2), each a (bm/2) x (bn/2) tile of mt x nt
+    // products, a lane holding 8 accumulators of each and 8 words of A and of B per row
+    // and column tile. Clang 15 for gfx1100 (tests/gpu "[clang][wmma]"): 46 VGPRs at 32 x
+    // 32, 95 (f16) and 111 (bf16) at 64 x 64 -- accumulators + fragments + about 48.
+    b.threads = 128;
+    b.registers = static_cast<int>(mt * nt * 8 + 8 * (mt + nt) + 48);
+    return b;
+  }
+  // mma.sync (8 warps) and MFMA (4 wavefronts of 64): 256 threads, 4 accumulators a lane
+  // per product. ptxas (NVRTC 13, -Xptxas=-v, sm_80 and sm_90) gives these kernels about
+  // twice their accumulators plus 64: 194 registers at 128 x 128 (one block per SM), 96 at
+  // 64 x 64 (tests/gpu "[nvrtc][mma]" prints them).
+  b.threads = 256;
+  b.registers = static_cast<int>(2 * (mt * nt * 4) + 64);
+  return b;
 }
 
 GpuBlock gemm_block(int64_t bm, int64_t bn, int64_t bk) {
@@ -70,22 +93,19 @@ double mma_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmL
   const double units = std::max(1, t.compute_units);
   const double bm = static_cast<double>(L.bm), bn = static_cast<double>(L.bn);
   const double mt = bm / 32, nt = bn / 32;
-  GpuBlock b;
-  b.threads = 256;
-  // ptxas (NVRTC 13, -Xptxas=-v, sm_80 and sm_90) gives these kernels about twice their
-  // accumulators plus 64: 194 registers at 128 x 128 (one block per SM), 96 at 64 x 64
-  // (tests/gpu "[nvrtc][mma]" prints them).
-  b.registers = static_cast<int>(2 * (mt * nt * 4) + 64);
-  b.shared_bytes = static_cast<int>((bm + bn) * 16 * 4);
+  const GpuBlock b = matrix_gemm_block(t, L.bm, L.bn);
   const int resident = resident_blocks(t, b);
   if (resident == 0) return inf;
   const double rate = t.peak_flops_f16 * (w.bf16_operands ? t.bf16_matrix_ratio : 1.0);
   const double tensor_s = 2 * bm * bn * 32 / (rate / units);
   // NVIDIA: 8 warps x 2 k16 steps x (4 mt + 2 nt) words a lane at 32 words a cycle; CDNA
   // (4 wavefronts of 64, each mt x nt MFMA 16x16 tiles): 4 x 2 k16 steps x 2 (mt + nt)
-  // words a lane, a 64-lane load taking two cycles.
-  const double frag_s = t.matrix_engine == 2 ? 4 * 2 * 2 * (mt + nt) * 2 / kClock
-                                             : 8 * 2 * (4 * mt + 2 * nt) / kClock;
+  // words a lane, a 64-lane load taking two cycles; RDNA3 (4 wavefronts of 32, each mt x nt
+  // WMMA tiles): 4 x 2 k16 steps x 8 (mt + nt) words a lane (a lane holds a whole row of A
+  // and column of B, both half-waves the same), a cycle per 32 lanes.
+  const double frag_s = t.matrix_engine == 2   ? 4 * 2 * 2 * (mt + nt) * 2 / kClock
+                        : t.matrix_engine == 3 ? 4 * 2 * 8 * (mt + nt) / kClock
+                                               : 8 * 2 * (4 * mt + 2 * nt) / kClock;
   const double stage_loads = (bm + bn) * 32 / 32 / (L.vec > 1 ? 8 : 1);  // warp load instructions
   const double stage_s = stage_loads * 4 / 4 / kClock;                    // 4 slots each, 4 schedulers
   const double work = std::max(tensor_s, frag_s) + stage_s;

@@ -32,6 +32,10 @@ int resident_blocks(const TargetDesc& t, const GpuBlock& b);
 /// accumulators + fragments + addressing per thread, (bm + bn) * bk f32 of shared tiles.
 GpuBlock gemm_block(int64_t bm, int64_t bn, int64_t bk);
 
+/// The block a matrix-engine GEMM tile {bm, bn} (bk = 32; mma.sync, MFMA or WMMA by
+/// TargetDesc::matrix_engine) needs on `t`: threads, registers a thread, shared tiles.
+GpuBlock matrix_gemm_block(const TargetDesc& t, int64_t bm, int64_t bn);
+
 double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w);
 
 }  // namespace luminal::detail

@@ -202,9 +202,10 @@ constexpr GpuFigures kGpus[] = {
     // RX 6900 XT / W6800 (RDNA2, wave32): 80 CUs, 23 TFLOP/s FP32, 46 FP16 (packed), 512 GB/s,
     // 128 MB Infinity Cache, 64 KB LDS per CU.
     {"gfx1030", "hip:gfx1030", "RX 6900 XT", 80, 32, 23e12, 46e12, 0.512e12, 1.9e12, 128, 64, 5e-6, 65536, 2048, 32},
-    // RX 7900 XTX (RDNA3, wave32): 96 CUs, 61 TFLOP/s FP32 (dual issue), 123 FP16 WMMA, 960
-    // GB/s, 96 MB Infinity Cache.
-    {"gfx1100", "hip:gfx1100", "RX 7900 XTX", 96, 32, 61e12, 123e12, 0.96e12, 3.5e12, 96, 64, 5e-6, 65536, 2048, 32},
+    // RX 7900 XTX (RDNA3, wave32): 96 CUs, 61 TFLOP/s FP32 (dual issue), 123 FP16 WMMA (bf16
+    // the same), 960 GB/s, 96 MB Infinity Cache; Navi 31's SIMDs hold 1536 VGPRs of 32 lanes
+    // (RDNA2: 1024), two SIMDs a CU.
+    {"gfx1100", "hip:gfx1100", "RX 7900 XTX", 96, 32, 61e12, 123e12, 0.96e12, 3.5e12, 96, 64, 5e-6, 98304, 2048, 32},
 };
 
 // The figures `arch` is costed with: its own row, else the newest row of its family not
@@ -261,6 +262,14 @@ TargetDesc describe_gpu(std::string_view arch) {
   // CDNA's MFMA (v_mfma_f32_16x16x16f16): gfx908, gfx90a, gfx94x.
   if (arch == "gfx908" || arch == "gfx90a" || arch.rfind("gfx94", 0) == 0) d.matrix_engine = 2;
   if (arch == "gfx908") d.bf16_matrix_ratio = 0.5;
+  // RDNA3's WMMA (v_wmma_f32_16x16x16_f16 / _bf16, wave32): gfx11xx.
+  if (arch.rfind("gfx11", 0) == 0) d.matrix_engine = 3;
+  // Registers a thread may hold: 255 on NVIDIA, 256 VGPRs on AMD (CDNA's accumulation
+  // registers aside) -- except gfx11, where LLVM 15's AMDGPU backend (Debian's clang 15;
+  // ROCm 5.4's hipRTC is of that generation) allocates at most 128 VGPRs to a wave32
+  // kernel whatever its launch bounds: a 128 x 128 WMMA tile spilled 456 bytes a lane
+  // (tests/gpu "[clang][wmma]").
+  d.max_registers_per_thread = arch.rfind("sm_", 0) == 0 ? 255 : arch.rfind("gfx11", 0) == 0 ? 128 : 256;
   // ~600 cycles to HBM at ~1.7 GHz on both vendors' data-centre parts (microbenchmark
   // papers: A100 ~ 470 ns, H100 ~ 480 ns to DRAM; MI200 in the same range).
   d.mem_latency_s = 0.5e-6;

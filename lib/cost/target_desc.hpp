@@ -58,9 +58,13 @@ struct TargetDesc {
   int regs_per_unit = 0;         // 32-bit registers per SM (VGPR lanes per CU)
   int max_threads_per_unit = 0;  // resident threads per SM / CU
   int max_blocks_per_unit = 0;   // resident blocks per SM / CU
+  /// Registers the device compiler gives one thread at most (0: no limit known). A tile
+  /// whose estimate exceeds it would spill, so it does not fit (resident_blocks == 0).
+  int max_registers_per_thread = 0;
   /// The matrix instructions generated GEMMs can use (cost/gpu_launch.hpp): 0 none,
   /// 1 mma.sync m16n8k16 f16/bf16 -> f32 (NVIDIA sm_80 and later), 2 MFMA 16x16x16 (CDNA
-  /// gfx908, gfx90a and later; f16 and bf16, gfx908 bf16 at bf16_matrix_ratio).
+  /// gfx908, gfx90a and later; f16 and bf16, gfx908 bf16 at bf16_matrix_ratio), 3 WMMA
+  /// 16x16x16 f16/bf16 -> f32 (RDNA3, gfx11xx, wave32).
   int matrix_engine = 0;
   /// Round-trip latency of a global load from memory (HBM), seconds: with the bytes an SM
   /// keeps in flight it bounds the bandwidth a streaming kernel reaches (Little's law).

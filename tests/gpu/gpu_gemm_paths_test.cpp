@@ -7,10 +7,18 @@
 // interpreter, with the schedule the cost model chose; then NVRTC's resource figures.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
+#include <set>
 
 #include "backends/cuda/cuda_module.hpp"
 #include "backends/cuda/nvrtc.hpp"
@@ -22,11 +30,13 @@
 #include "backends/hip/hiprtc.hpp"
 #include "compiler/compile_graph.hpp"
 #include "compiler/translation_models.hpp"
+#include "cost/gpu_cost.hpp"
 #include "cost/gpu_launch.hpp"
 #include "cpu/harness.hpp"
 #include "gpu/gpu_test_util.hpp"
 #include "ir/tensor_lang.hpp"
 #include "luminal/luminal.hpp"
+#include "support/temp_dir.hpp"
 
 namespace k = luminal::kernel;
 using namespace luminal;
@@ -238,6 +248,94 @@ TEST_CASE("MFMA GEMMs on the emulated gfx90a: f16 and bf16, odd sizes, layouts, 
   }
 }
 
+TEST_CASE("the emulated WMMA helper follows its documented lane layout (wave32)", "[gpu][emu][wmma]") {
+  // One wavefront of 32 multiplies a 16x16 A by a 16x16 B plus C, fragments packed by the
+  // layout in gpu_prelude.hpp (lane l: r = l % 16, h = l / 16; a[w] = A[r][2w..2w+1],
+  // b[w] = B[2w..2w+1][r]; d[v] = D[2v + h][r]). `bad` makes the upper half-wave hold A
+  // shifted by one k-pair, which the instruction does not allow.
+  const char* kernel = R"(
+extern "C" __global__ void wmma_test(const uint16_t* A, const uint16_t* B, const float* C, float* D, int bf, int bad) {
+  const unsigned int l = threadIdx.x, r = l % 16, h = l / 16;
+  uint32_t a[8], b[8];
+  float c[8], d[8];
+  for (int w = 0; w < 8; ++w) {
+    const int wa = (bad && h) ? (w + 1) % 8 : w;
+    a[w] = (uint32_t)A[r * 16 + 2 * wa] | ((uint32_t)A[r * 16 + 2 * wa + 1] << 16);
+    b[w] = (uint32_t)B[(2 * w) * 16 + r] | ((uint32_t)B[(2 * w + 1) * 16 + r] << 16);
+  }
+  for (int v = 0; v < 8; ++v) c[v] = C[(2 * v + h) * 16 + r];
+  if (bf) lm_wmma_16x16x16_bf16(d, a, b, c); else lm_wmma_16x16x16_f16(d, a, b, c);
+  for (int v = 0; v < 8; ++v) D[(2 * v + h) * 16 + r] = d[v];
+}
+extern "C" void wmma_test_emu(const uint16_t* A, const uint16_t* B, const float* C, float* D, int bf, int bad) {
+  const dim3 grid = {1u, 1u, 1u}, block = {32u, 1u, 1u};
+  auto body = [&]() { wmma_test(A, B, C, D, bf, bad); };
+  lm_emu::launch(grid, block, 1, "wmma_test", body);
+}
+)";
+  const gpu::GpuArch arch = arch_of("hip:gfx1100+emu");
+  REQUIRE(arch.wmma);
+  REQUIRE(arch.warp == 32);
+  REQUIRE(!arch.mfma_f16);
+  const std::string tu =
+      gpu::emulation_header(arch) + gpu::common_device_code() + gpu::emulation_wmma_helpers() + kernel;
+  auto lib = gpu::emulator_jit().compile(tu);
+  using Fn = void (*)(const uint16_t*, const uint16_t*, const float*, float*, int, int);
+  const Fn fn = lib->function<Fn>("wmma_test_emu");
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> d(-2.f, 2.f);
+  for (int bf : {0, 1}) {
+    std::vector<uint16_t> A(256), B(256);
+    std::vector<float> C(256), D(256);
+    auto enc = [&](float x) { return bf ? k::f32_to_bf16_bits(x) : k::f32_to_f16_bits(x); };
+    auto dec = [&](uint16_t h) { return bf ? k::bf16_bits_to_f32(h) : k::f16_bits_to_f32(h); };
+    for (auto& x : A) x = enc(d(rng));
+    for (auto& x : B) x = enc(d(rng));
+    for (auto& x : C) x = d(rng);
+    fn(A.data(), B.data(), C.data(), D.data(), bf, 0);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double s = C[i * 16 + j];
+        for (int q = 0; q < 16; ++q) s += double(dec(A[i * 16 + q])) * dec(B[q * 16 + j]);
+        INFO("bf16 " << bf << " D[" << i << "][" << j << "]");
+        CHECK(std::abs(D[i * 16 + j] - s) <= 1e-4 * (1 + std::abs(s)));
+      }
+    // Half-waves holding different operands: the device would compute garbage, so the
+    // emulator aborts (in a child process, so the abort is observed, not suffered).
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      if (std::FILE* null = std::freopen("/dev/null", "w", stderr)) (void)null;
+      fn(A.data(), B.data(), C.data(), D.data(), bf, 1);
+      std::_Exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status));
+    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT));
+  }
+}
+
+TEST_CASE("WMMA GEMMs on the emulated gfx1100: f16 and bf16, odd sizes, layouts, 128-bit staging",
+          "[gpu][emu][wmma]") {
+  for (DType dt : {DType::f16, DType::bf16}) {
+    k::Program p;
+    int n = 0;
+    for (bool a_t : {false, true})
+      for (bool b_kc : {false, true})
+        add_gemm(p, std::string("w").append(std::to_string(n++)), dt, 37, 72, 48, 2, Layout{a_t, b_kc, 0, 8});
+    add_gemm(p, "odd", dt, 21, 19, 45, 1, Layout{false, false, 3, 1});
+    for (auto launch :
+         std::vector<std::vector<int64_t>>{{64, 64, 32, 1, 8}, {32, 32, 32, 1, 1}, {128, 64, 32, 1, 8}}) {
+      INFO(dtype_name(dt) << " tile " << launch[0] << "x" << launch[1] << " vec " << launch[4]);
+      const Emulated e = run_and_compare(p, arch_of("hip:gfx1100+emu"), same_launch(launch));
+      CHECK(e.source.find("matrix cores (wmma 16x16x16") != std::string::npos);
+      CHECK(e.source.find("__launch_bounds__(128,") != std::string::npos);
+      if (launch[4] > 1) CHECK(e.vector_loads > 0);
+    }
+  }
+}
+
 TEST_CASE("tensor cores only where asked and possible: FMA tiles otherwise", "[gpu][emu][mma]") {
   k::Program p;
   add_gemm(p, "mm", DType::f16, 21, 19, 23, 1, Layout{});
@@ -251,6 +349,9 @@ TEST_CASE("tensor cores only where asked and possible: FMA tiles otherwise", "[g
   CHECK(run_and_compare(p, arch_of("hip:gfx90a+emu"), same_launch({32, 32, 32, 1})).source.find("mfma") !=
         std::string::npos);
   CHECK(run_and_compare(p, arch_of("hip:gfx1030+emu"), same_launch({32, 32, 32, 1})).source.find("f32 FMA") !=
+        std::string::npos);
+  // RDNA3 (gfx1100): WMMA
+  CHECK(run_and_compare(p, arch_of("hip:gfx1100+emu"), same_launch({32, 32, 32, 1})).source.find("wmma") !=
         std::string::npos);
 }
 
@@ -300,21 +401,22 @@ std::string launch_string(const std::vector<int64_t>& l) {
   return "{" + s + "}";
 }
 
-// Runs `g` compiled for cuda:sm_90+emu and the reference interpreter on the same inputs
-// (with `fill` applied to them), compares.
-void check_graph(const Graph& g, const char* name, const std::function<void(HostTensor&)>& fill = {}) {
+// Runs `g` compiled for `target` (an emulated GPU) and the reference interpreter on the
+// same inputs (with `fill` applied to them), compares.
+void check_graph(const Graph& g, const char* name, const std::function<void(HostTensor&)>& fill = {},
+                 const char* target = "cuda:sm_90+emu") {
   auto inputs = test::random_inputs(*g.impl(), 3);
   if (fill)
     for (auto& [n, t] : inputs) fill(t);
   std::map<std::string, const HostTensor*> ptrs;
   for (const auto& [n, v] : inputs) ptrs.emplace(n, &v);
   auto want = detail::reference::run(*g.impl(), {}, ptrs);
-  Callable f = compile(g, Target::parse("cuda:sm_90+emu"));
+  Callable f = compile(g, Target::parse(target));
   std::map<std::string, HostTensor> feed;
   for (uint32_t id : g.impl()->params) f.bind(g.impl()->nodes[id].name, inputs.at(g.impl()->nodes[id].name));
   for (uint32_t id : g.impl()->inputs) feed.emplace(g.impl()->nodes[id].name, inputs.at(g.impl()->nodes[id].name));
   auto got = f(feed);
-  INFO(name << ": " << f.report().to_string());
+  INFO(name << " on " << target << ": " << f.report().to_string());
   // f16/bf16 results: the accumulation order differs from the interpreter's, so the final
   // rounding to a half may differ by one unit (2^-11 relative for f16, 2^-8 for bf16).
   CHECK(test::compare_outputs(got, want, 1e-2, 8e-3) <= 1.0);
@@ -334,11 +436,17 @@ TEST_CASE("f16 matmuls reach tensor cores in compiled graphs, chosen by the cost
     std::printf("%s 512x256x512 on sm_90: launch %s\n", std::string(dtype_name(dt)).c_str(), launch_string(l).c_str());
     CHECK(engine_of(l) == detail::GpuGemmEngine::Mma);
     check_graph(g, "512x256x512");
-    // An A100 (sm_80) has mma.sync too, an MI210 (gfx90a) MFMA; an RDNA2 part neither.
+    // An A100 (sm_80) has mma.sync too, an MI210 (gfx90a) MFMA, an RDNA3 part (gfx1100)
+    // WMMA; an RDNA2 part (gfx1030) none.
     CHECK(engine_of(chosen_launch(g, "cuda:sm_80")) == detail::GpuGemmEngine::Mma);
     CHECK(engine_of(chosen_launch(g, "hip:gfx90a")) == detail::GpuGemmEngine::Mma);
     CHECK(engine_of(chosen_launch(g, "hip:gfx908")) == detail::GpuGemmEngine::Mma);
     CHECK(engine_of(chosen_launch(g, "hip:gfx1030")) != detail::GpuGemmEngine::Mma);
+    const auto rdna3 = chosen_launch(g, "hip:gfx1100");
+    std::printf("%s 512x256x512 on gfx1100: launch %s\n", std::string(dtype_name(dt)).c_str(),
+                launch_string(rdna3).c_str());
+    CHECK(engine_of(rdna3) == detail::GpuGemmEngine::Mma);
+    check_graph(g, "512x256x512", {}, "hip:gfx1100+emu");
   }
   {  // MI100 (gfx908) runs bf16 MFMA at half its f16 rate (92.3 against 184.6 TFLOPS); an
      // MI210 (gfx90a) at one rate: a compute-bound product is priced so.
@@ -364,6 +472,12 @@ TEST_CASE("f16 matmuls reach tensor cores in compiled graphs, chosen by the cost
     std::printf("f16 4096^3 on sm_90: launch %s\n", launch_string(l).c_str());
     CHECK(engine_of(l) == detail::GpuGemmEngine::Mma);
     CHECK(detail::GpuGemmLaunch::from(l).vec > 1);
+    // gfx1100: WMMA, in a tile within the 128 VGPRs a gfx11 thread gets (the larger ones
+    // spill: "[clang][wmma]")
+    const auto r = chosen_launch(g, "hip:gfx1100");
+    std::printf("f16 4096^3 on gfx1100: launch %s\n", launch_string(r).c_str());
+    CHECK(engine_of(r) == detail::GpuGemmEngine::Mma);
+    CHECK(detail::GpuGemmLaunch::from(r).bm * detail::GpuGemmLaunch::from(r).bn <= 64 * 64);
   }
 }
 
@@ -449,6 +563,98 @@ TEST_CASE("hipRTC: MFMA GEMMs compile for gfx90a and gfx908 (f16, bf16)", "[gpu]
       CHECK(r.spill_bytes == 0);
     }
   }
+}
+
+TEST_CASE("clang: WMMA GEMMs compile for gfx1100 (f16, bf16), which ROCm 5.2's hipRTC refuses",
+          "[gpu][clang][wmma]") {
+  // hipRTC 5.2 refuses gfx11 (its comgr does not know it: a CompileError naming ROCm 5.4);
+  // a hipRTC from ROCm 5.4 on compiles the same source. Here the device source is compiled
+  // as hipRTC would (the HIP headers pre-included, device code only) by the AMDGPU clang
+  // Debian's hipcc uses, and the WMMA instructions are checked in its assembly.
+#ifndef LUMINAL_HIP_CLANG
+  WARN("no AMDGPU clang was found at configure time (Debian: clang-15, with hipcc); skipped");
+#else
+  if (!std::filesystem::exists("/usr/include/hip/hip_runtime.h")) {
+    WARN("the HIP headers are not installed (/usr/include/hip); skipped");
+    return;
+  }
+  // Every tile of the rules (kMmaTiles), as the renderer emits it for gfx1100.
+  const std::vector<std::vector<int64_t>> tiles{
+      {128, 128, 32, 1, 8}, {128, 64, 32, 1, 8}, {64, 128, 32, 1, 1}, {64, 64, 32, 1, 8}, {32, 32, 32, 1, 1}};
+  k::Program p;
+  for (size_t i = 0; i < tiles.size(); ++i)
+    add_gemm(p, std::string("t").append(std::to_string(i)), i % 2 ? DType::bf16 : DType::f16, 4096, 4096,
+             4096, 1, Layout{i == 2, i != 1, 0, 0});
+  add_gemm(p, "bf16_64", DType::bf16, 4096, 4096, 4096, 1, Layout{});
+  const gpu::GpuSource src = gpu::render_gpu(p, arch_of("hip:gfx1100"), [&](const k::Kernel& kk) {
+    return kk.name[0] == 't' ? tiles[static_cast<size_t>(kk.name[1] - '0')]
+                             : std::vector<int64_t>{64, 64, 32, 1, 8};
+  });
+  REQUIRE(src.kernels.find("matrix cores (wmma") != std::string::npos);
+  testsupport::TempDir dir("wmma");
+  const auto hip = dir.path / "wmma.hip", asm_file = dir.path / "wmma.s", log = dir.path / "log.txt";
+  {
+    std::ofstream f(hip);
+    f << src.device_source();
+  }
+  // The device libraries (ROCm 5.2 ships no gfx1100 ISA-version file, so the driver's own
+  // device-library link fails): hip, ockl and ocml linked by hand, as hipRTC links them, so
+  // barriers and threadIdx reads are not external calls (for which the backend reserves a 16 KiB
+  // stack and report it as scratch).
+  std::string libs;
+  for (const char* bc : {"hip.bc", "ockl.bc", "ocml.bc", "oclc_wavefrontsize64_off.bc", "oclc_daz_opt_off.bc",
+                         "oclc_finite_only_off.bc", "oclc_unsafe_math_off.bc",
+                         "oclc_correctly_rounded_sqrt_on.bc", "oclc_abi_version_400.bc"}) {
+    const std::filesystem::path f = std::filesystem::path("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode") / bc;
+    if (std::filesystem::exists(f)) libs += " -Xclang -mlink-builtin-bitcode -Xclang " + f.string();
+  }
+  const std::string cmd = std::string(LUMINAL_HIP_CLANG) +
+                          " --rocm-path=/usr -x hip --offload-arch=gfx1100 --cuda-device-only -nogpulib"
+                          " -include hip/hip_runtime.h -O3 -Rpass-analysis=kernel-resource-usage -S -o " +
+                          asm_file.string() + libs + " " + hip.string() + " 2> " + log.string();
+  const int rc = std::system(cmd.c_str());
+  std::ifstream lf(log), af(asm_file);
+  const std::string log_text((std::istreambuf_iterator<char>(lf)), {}),
+      asm_text((std::istreambuf_iterator<char>(af)), {});
+  INFO(cmd << "\n" << log_text.substr(0, 4000));
+  REQUIRE(rc == 0);
+  // Both helpers became the instruction (not a library call or an emulation).
+  CHECK(asm_text.find("v_wmma_f32_16x16x16_f16") != std::string::npos);
+  CHECK(asm_text.find("v_wmma_f32_16x16x16_bf16") != std::string::npos);
+  // Symbols the kernels reach outside themselves (a call makes the backend reserve a stack).
+  std::set<std::string> external;
+  for (size_t at = asm_text.find("@rel32@lo"); at != std::string::npos;
+       at = asm_text.find("@rel32@lo", at + 1)) {
+    const size_t from = asm_text.find_last_of(" ,\t", at) + 1;
+    external.insert(asm_text.substr(from, at - from));
+  }
+  std::string ext_list;
+  for (const auto& e : external) ext_list += " " + e;
+  INFO("symbols referenced:" << ext_list);
+  CHECK(external.empty());
+  // The cost model's register estimate against the compiler's: a tile it accepts (within
+  // the 128 VGPRs LLVM 15 gives a gfx11 thread) compiles without spills in at most the
+  // registers it was priced with; a tile that spills is one it prices +inf.
+  const detail::TargetDesc t = detail::describe_gpu("gfx1100");
+  const auto res = hip::parse_amdgpu_remarks(log_text);
+  REQUIRE(res.size() == tiles.size() + 1);
+  for (const auto& r : res) {
+    const std::vector<int64_t> tile =
+        r.name[0] == 't' ? tiles[static_cast<size_t>(r.name[1] - '0')] : tiles[3];
+    const detail::GpuBlock b = detail::matrix_gemm_block(t, tile[0], tile[1]);
+    const bool accepted = detail::resident_blocks(t, b) > 0;
+    std::printf("clang gfx1100 %s (%lldx%lld): %d VGPRs (model %d, %s), %d B LDS, %d B spilled\n",
+                r.name.c_str(), static_cast<long long>(tile[0]), static_cast<long long>(tile[1]), r.registers,
+                b.registers, accepted ? "accepted" : "rejected", r.shared_bytes, r.spill_bytes);
+    INFO(r.name);
+    CHECK(r.shared_bytes == b.shared_bytes);
+    if (accepted) {
+      CHECK(r.spill_bytes == 0);
+      CHECK(r.registers <= b.registers);
+    }
+    if (r.spill_bytes > 0) CHECK(!accepted);
+  }
+#endif
 }
 
 TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills", "[gpu][nvrtc][mma][skinny]") {

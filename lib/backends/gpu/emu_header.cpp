@@ -22,6 +22,10 @@ struct dim3 {
   unsigned int x, y, z;
 };
 
+/* fragment words a thread posts for a matrix instruction: 6 for mma.sync, 4 for MFMA,
+   16 for WMMA (a whole row of A and column of B) */
+#define LM_EMU_FRAG_WORDS 16
+
 namespace lm_emu {
 
 enum { kReady = 0, kBlockWait = 1, kWarpWait = 2, kDone = 3 };
@@ -49,7 +53,7 @@ struct Block {
   Body body;
   void* arg;
   uint32_t* xchg;     /* one word per thread: shuffles */
-  uint32_t* frags;    /* 6 words per thread: mma fragments */
+  uint32_t* frags;    /* LM_EMU_FRAG_WORDS a thread: matrix-instruction fragments */
   char* stacks;
   size_t stack_bytes;
   const char* kernel;
@@ -215,7 +219,7 @@ static void* worker(void* p) {
   if (b.fibered) {
     b.fibers = (Fiber*)calloc(b.n, sizeof(Fiber));
     b.xchg = (uint32_t*)calloc(b.n, sizeof(uint32_t));
-    b.frags = (uint32_t*)calloc((size_t)b.n * 6, sizeof(uint32_t));
+    b.frags = (uint32_t*)calloc((size_t)b.n * LM_EMU_FRAG_WORDS, sizeof(uint32_t));
     b.stack_bytes = 64 * 1024;
     map_bytes = (size_t)b.n * b.stack_bytes;
     b.stacks = (char*)mmap(0, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -360,7 +364,7 @@ LM_DEVICE float lm_emu_mma_in(uint16_t h, int bf16) { return bf16 ? lm_bf16_to_f
 LM_DEVICE void lm_emu_mma(float* d, const uint32_t* a, const uint32_t* b, const float* c, int bf16) {
   lm_emu::Block* bk = lm_emu::cur_block;
   const unsigned int me = lm_emu::cur->linear, lane = me % 32, w0 = me - lane;
-  uint32_t* mine = bk->frags + (size_t)me * 6;
+  uint32_t* mine = bk->frags + (size_t)me * LM_EMU_FRAG_WORDS;
   for (int i = 0; i < 4; ++i) mine[i] = a[i];
   mine[4] = b[0];
   mine[5] = b[1];
@@ -371,9 +375,9 @@ LM_DEVICE void lm_emu_mma(float* d, const uint32_t* a, const uint32_t* b, const 
     const unsigned int row = g + 8 * (i / 2), col = 2 * t + i % 2;
     float s = c[i];
     for (unsigned int k = 0; k < 16; ++k) {
-      const uint32_t* fa = bk->frags + (size_t)(w0 + (row % 8) * 4 + (k % 8) / 2) * 6;
+      const uint32_t* fa = bk->frags + (size_t)(w0 + (row % 8) * 4 + (k % 8) / 2) * LM_EMU_FRAG_WORDS;
       const uint32_t wa = fa[(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
-      const uint32_t* fb = bk->frags + (size_t)(w0 + col * 4 + (k % 8) / 2) * 6;
+      const uint32_t* fb = bk->frags + (size_t)(w0 + col * 4 + (k % 8) / 2) * LM_EMU_FRAG_WORDS;
       const uint32_t wb = fb[4 + (k >= 8 ? 1 : 0)];
       const float x = lm_emu_mma_in((uint16_t)((k & 1) ? wa >> 16 : wa & 0xffffu), bf16);
       const float y = lm_emu_mma_in((uint16_t)((k & 1) ? wb >> 16 : wb & 0xffffu), bf16);
@@ -399,7 +403,7 @@ const char* kMfma = R"LMEMU(
 LM_DEVICE void lm_emu_mfma(float* d, const uint32_t* a, const uint32_t* b, const float* c, int bf16) {
   lm_emu::Block* bk = lm_emu::cur_block;
   const unsigned int me = lm_emu::cur->linear, lane = me % 64, w0 = me - lane;
-  uint32_t* mine = bk->frags + (size_t)me * 6;
+  uint32_t* mine = bk->frags + (size_t)me * LM_EMU_FRAG_WORDS;
   mine[0] = a[0];
   mine[1] = a[1];
   mine[2] = b[0];
@@ -412,8 +416,8 @@ LM_DEVICE void lm_emu_mfma(float* d, const uint32_t* a, const uint32_t* b, const
     float s = c[q];
     for (unsigned int k = 0; k < 16; ++k) {
       /* A[row][k] is item k % 4 of lane row + 16 (k / 4); B[k][col] of lane col + 16 (k / 4) */
-      const uint32_t wa = bk->frags[(size_t)(w0 + row + 16 * (k / 4)) * 6 + (k % 4) / 2];
-      const uint32_t wb = bk->frags[(size_t)(w0 + col + 16 * (k / 4)) * 6 + 2 + (k % 4) / 2];
+      const uint32_t wa = bk->frags[(size_t)(w0 + row + 16 * (k / 4)) * LM_EMU_FRAG_WORDS + (k % 4) / 2];
+      const uint32_t wb = bk->frags[(size_t)(w0 + col + 16 * (k / 4)) * LM_EMU_FRAG_WORDS + 2 + (k % 4) / 2];
       const float x = lm_emu_mma_in((uint16_t)((k & 1) ? wa >> 16 : wa & 0xffffu), bf16);
       const float y = lm_emu_mma_in((uint16_t)((k & 1) ? wb >> 16 : wb & 0xffffu), bf16);
       s = s + x * y;
@@ -431,6 +435,58 @@ LM_DEVICE void lm_mfma_16x16x16_bf16(float* d, const uint32_t* a, const uint32_t
 }
 )LMEMU";
 
+// RDNA3's wave32 WMMA, by the layout in gpu_prelude.hpp: every lane posts its row of A
+// and column of B (8 words each), then computes its own 8 outputs (column r, rows 2v + h)
+// from lanes 0-15, products exact in f32, sums in k order. The instruction requires lanes
+// r and r + 16 to hold the same operands; a kernel that breaks that would compute garbage
+// on the device, so the emulator refuses it.
+const char* kWmma = R"LMEMU(
+LM_DEVICE void lm_emu_wmma(float* d, const uint32_t* a, const uint32_t* b, const float* c, int bf16) {
+  lm_emu::Block* bk = lm_emu::cur_block;
+  const unsigned int me = lm_emu::cur->linear, lane = me % 32, w0 = me - lane;
+  uint32_t* mine = bk->frags + (size_t)me * LM_EMU_FRAG_WORDS;
+  for (int i = 0; i < 8; ++i) {
+    mine[i] = a[i];
+    mine[8 + i] = b[i];
+  }
+  lm_emu::wait(lm_emu::kWarpWait);
+  const unsigned int r = lane % 16, h = lane / 16;
+  const uint32_t* twin = bk->frags + (size_t)(w0 + (lane ^ 16u)) * LM_EMU_FRAG_WORDS;
+  if (memcmp(mine, twin, 16 * sizeof(uint32_t)) != 0) {
+    fprintf(stderr, "[luminal emulator] kernel %s: WMMA operands of lanes %u and %u differ (the "
+            "instruction needs both half-waves to hold the same A and B)\n",
+            bk->kernel, lane, lane ^ 16u);
+    abort();
+  }
+  float out[8];
+  for (int v = 0; v < 8; ++v) {
+    const unsigned int row = 2 * v + h, col = r;
+    float s = c[v];
+    for (unsigned int k = 0; k < 16; ++k) {
+      const uint32_t wa = bk->frags[(size_t)(w0 + row) * LM_EMU_FRAG_WORDS + k / 2];
+      const uint32_t wb = bk->frags[(size_t)(w0 + col) * LM_EMU_FRAG_WORDS + 8 + k / 2];
+      const float x = lm_emu_mma_in((uint16_t)((k & 1) ? wa >> 16 : wa & 0xffffu), bf16);
+      const float y = lm_emu_mma_in((uint16_t)((k & 1) ? wb >> 16 : wb & 0xffffu), bf16);
+      s = s + x * y;
+    }
+    out[v] = s;
+  }
+  lm_emu::wait(lm_emu::kWarpWait);
+  for (int v = 0; v < 8; ++v) d[v] = out[v];
+}
+LM_DEVICE void lm_wmma_16x16x16_f16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  lm_emu_wmma(d, a, b, c, 0);
+}
+LM_DEVICE void lm_wmma_16x16x16_bf16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  lm_emu_wmma(d, a, b, c, 1);
+}
+)LMEMU";
+
+// lm_emu_mma_in (the operand decode) lives with the mma helpers.
+std::string mma_operand_decode() {
+  return std::string(kMma).substr(0, std::string(kMma).find("LM_DEVICE void lm_emu_mma("));
+}
+
 }  // namespace
 
 std::string emulation_header(const GpuArch& arch) {
@@ -439,9 +495,8 @@ std::string emulation_header(const GpuArch& arch) {
 
 std::string emulation_mma_helpers() { return kMma; }
 
-std::string emulation_mfma_helpers() {
-  // lm_emu_mma_in (the operand decode) lives with the mma helpers.
-  return std::string(kMma).substr(0, std::string(kMma).find("LM_DEVICE void lm_emu_mma(")) + kMfma;
-}
+std::string emulation_mfma_helpers() { return mma_operand_decode() + kMfma; }
+
+std::string emulation_wmma_helpers() { return mma_operand_decode() + kWmma; }
 
 }  // namespace luminal::gpu

@@ -33,4 +33,6 @@ namespace luminal::gpu {
 std::string emulation_mma_helpers();
 /// Host definitions of lm_mfma_16x16x16_f16/_bf16 (CDNA targets, wave64).
 std::string emulation_mfma_helpers();
+/// Host definitions of lm_wmma_16x16x16_f16/_bf16 (RDNA3 targets, wave32).
+std::string emulation_wmma_helpers();
 }  // namespace luminal::gpu

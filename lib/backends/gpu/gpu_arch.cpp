@@ -31,6 +31,7 @@ GpuArch arch_for(const Target& t) {
     a.mfma_f16 = a.arch == "gfx908" || a.arch == "gfx90a" || a.arch.rfind("gfx94", 0) == 0;
     a.mfma_bf16 = a.mfma_f16;
     a.mfma_bf16_1k = a.mfma_f16 && a.arch != "gfx908";
+    a.wmma = a.arch.rfind("gfx11", 0) == 0;
     a.max_static_shared = 64 * 1024;
     return a;
   }

@@ -26,6 +26,9 @@ struct GpuArch {
   bool mfma_f16 = false;
   bool mfma_bf16 = false;
   bool mfma_bf16_1k = false;
+  /// WMMA v_wmma_f32_16x16x16_f16 / _bf16 (wave32, f16/bf16 in, f32 accumulate): RDNA3
+  /// (gfx11xx). gfx12 has WMMA with another lane layout and other builtins: not this one.
+  bool wmma = false;
   int max_static_shared = 48 * 1024;  ///< static __shared__ / LDS bytes per block
   int max_threads_per_block = 1024;
 };

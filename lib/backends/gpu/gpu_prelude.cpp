@@ -98,6 +98,29 @@ LM_DEVICE void lm_mfma_16x16x16_bf16(float* d, const uint32_t* a, const uint32_t
 }
 )LMHIP";
 
+// RDNA3's WMMA through the compiler's builtins (LLVM 15 and later know gfx11; ROCm 5.2's
+// comgr does not, so hipRTC from ROCm 5.4 on compiles these): a lane's eight words are
+// the 16 halves of its row of A (column of B), reinterpreted as the builtin's vector.
+const char* kHipWmma = R"LMHIP(
+typedef _Float16 lm_h16 __attribute__((ext_vector_type(16)));
+typedef short lm_s16 __attribute__((ext_vector_type(16)));
+typedef float lm_f8 __attribute__((ext_vector_type(8)));
+LM_DEVICE void lm_wmma_16x16x16_f16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  union { uint32_t w[8]; lm_h16 v; } x, y;
+  lm_f8 acc;
+  for (int i = 0; i < 8; ++i) { x.w[i] = a[i]; y.w[i] = b[i]; acc[i] = c[i]; }
+  acc = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(x.v, y.v, acc);
+  for (int i = 0; i < 8; ++i) d[i] = acc[i];
+}
+LM_DEVICE void lm_wmma_16x16x16_bf16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  union { uint32_t w[8]; lm_s16 v; } x, y;
+  lm_f8 acc;
+  for (int i = 0; i < 8; ++i) { x.w[i] = a[i]; y.w[i] = b[i]; acc[i] = c[i]; }
+  acc = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(x.v, y.v, acc);
+  for (int i = 0; i < 8; ++i) d[i] = acc[i];
+}
+)LMHIP";
+
 // hipRTC pre-includes hip_runtime.h (fixed-width integer types, warpSize, the
 // __shfl_xor overloads); a wavefront is 64 lanes on CDNA and 32 on RDNA.
 const char* kHipPart = R"LMHIP(
@@ -210,6 +233,7 @@ std::string device_prelude(const GpuArch& arch) {
     s += kHipPart;
     if (arch.mfma_f16) s += kHipMfma;
     if (arch.mfma_bf16) s += arch.mfma_bf16_1k ? kHipMfmaBf16 : kHipMfmaBf16Gfx908;
+    if (arch.wmma) s += kHipWmma;
   }
   return s;
 }

@@ -29,6 +29,12 @@
 //    (AMD CDNA ISA / matrix instruction calculator, v_mfma_f32_16x16x16f16 and
 //    v_mfma_f32_16x16x16bf16_1k; on gfx908 bf16 is two v_mfma_f32_16x16x8bf16, each
 //    taking one word of every lane: gpu_prelude.cpp.)
+//  * lm_wmma_16x16x16_*(d, a, b, c) (HIP, RDNA3 gfx11, one wavefront of 32): D(16x16) =
+//    A(16x16) B(16x16) + C in f32; r = lane % 16, h = lane / 16, w = 0..7, v = 0..7:
+//      a[w] = A[r][2w..2w+1]   b[w] = B[2w..2w+1][r]   c[v], d[v] = C/D[2v + h][r]
+//    so a lane holds a whole row of A and column of B; the instruction requires lanes r
+//    and r + 16 to hold the same A and B words (the emulator aborts when they differ).
+//    (RDNA3 ISA, "Wave Matrix Multiply Accumulate", v_wmma_f32_16x16x16_f16/_bf16, wave32.)
 //  * lm_ld128(p): the 16 bytes at p as four 32-bit words (x = lowest address; a word's low
 //    half is the lower-addressed f16/bf16); p must be 16-byte aligned (lm_aligned16(p)):
 //    the device faults and the emulator aborts otherwise, so callers guard it.

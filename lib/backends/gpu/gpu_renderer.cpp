@@ -488,10 +488,13 @@ class Writer {
     // the FMA tile of the same size (the rules make Mma alternatives only where it holds).
     if (L.engine == detail::GpuGemmEngine::Mma && dt != DType::f32 && dt == dtb && arch_.dialect == Dialect::Cuda &&
         arch_.mma_m16n8k16 && bm % 32 == 0 && bn % 32 == 0)
-      return gemm_matrix(s, shape, bm, bn, dt, L.vec > 1, /*mfma=*/false);
+      return gemm_matrix(s, shape, bm, bn, dt, L.vec > 1, MatrixIsa::MmaSync);
     if (L.engine == detail::GpuGemmEngine::Mma && dt != DType::f32 && dt == dtb && arch_.dialect == Dialect::Hip &&
         (dt == DType::f16 ? arch_.mfma_f16 : arch_.mfma_bf16) && arch_.warp == 64 && bm % 32 == 0 && bn % 32 == 0)
-      return gemm_matrix(s, shape, bm, bn, dt, L.vec > 1, /*mfma=*/true);
+      return gemm_matrix(s, shape, bm, bn, dt, L.vec > 1, MatrixIsa::Mfma);
+    if (L.engine == detail::GpuGemmEngine::Mma && dt != DType::f32 && dt == dtb &&
+        arch_.dialect == Dialect::Hip && arch_.wmma && arch_.warp == 32 && bm % 32 == 0 && bn % 32 == 0)
+      return gemm_matrix(s, shape, bm, bn, dt, L.vec > 1, MatrixIsa::Wmma);
     // 16 x 16 threads, each a (bm/16) x (bn/16) micro tile.
     bm = std::max<int64_t>(16, bm / 16 * 16);
     bn = std::max<int64_t>(16, bn / 16 * 16);
@@ -776,25 +779,41 @@ class Writer {
   // their fragment helpers (gpu_prelude.hpp):
   //  * CUDA sm_80+: 8 warps (2 x 4) per block, each a (bm/2) x (bn/4) warp tile of m16n8k16
   //    tensor-core products through lm_mma_m16n8k16_*;
-  //  * CDNA (gfx908/gfx90a, `mfma`): 4 wavefronts of 64 (2 x 2), each a (bm/2) x (bn/2) wave
-  //    tile of 16x16x16 MFMA products through lm_mfma_16x16x16_*.
+  //  * CDNA (gfx908/gfx90a, `Mfma`): 4 wavefronts of 64 (2 x 2), each a (bm/2) x (bn/2) wave
+  //    tile of 16x16x16 MFMA products through lm_mfma_16x16x16_*;
+  //  * RDNA3 (gfx11, `Wmma`): 4 wavefronts of 32 (2 x 2, a block of 128 threads), each a
+  //    (bm/2) x (bn/2) wave tile of 16x16x16 WMMA products through lm_wmma_16x16x16_*.
   // The shared tiles hold k-pairs as 32-bit words -- A as [m][k/2], B as [n][k/2] -- so
   // every fragment register is one aligned word; BK is 32 (two k16 steps per tile).
   // Out-of-range rows, columns and k are zero-filled.
+  enum class MatrixIsa { MmaSync, Mfma, Wmma };
   void gemm_matrix(std::ostringstream& s, LaunchShape& shape, int64_t bm, int64_t bn, DType dt, bool v128,
-                   bool mfma) {
+                   MatrixIsa isa) {
     const Gemm& g = *k_.gemm;
-    const int64_t mt = bm / 2 / 16, nt = mfma ? bn / 2 / 16 : bn / 4 / 8, words = 16;  // BK = 32 halves = 16 words
+    const bool mfma = isa == MatrixIsa::Mfma, wmma = isa == MatrixIsa::Wmma;
+    // BK = 32 halves = 16 words; AMD's 16x16 products tile a (bm/2) x (bn/2) wave tile
+    const int64_t mt = bm / 2 / 16, nt = isa == MatrixIsa::MmaSync ? bn / 4 / 8 : bn / 2 / 16, words = 16;
+    // accumulators a lane holds per product; A and B words a lane loads per k16 step
+    const int acc = wmma ? 8 : 4, a_words = wmma ? 8 : mfma ? 2 : 4, b_words = wmma ? 8 : 2;
+    const int threads = wmma ? 128 : kThreads;
     const Index batches = product(k_.loops);
     const std::string half = dt == DType::bf16 ? "bf16" : "f16";
-    const std::string op = (mfma ? "lm_mfma_16x16x16_" : "lm_mma_m16n8k16_") + half;
+    const char* isa_name = wmma ? "wmma" : mfma ? "mfma" : "mma";
+    const std::string op = std::string(wmma   ? "lm_wmma_16x16x16_"
+                                       : mfma ? "lm_mfma_16x16x16_"
+                                              : "lm_mma_m16n8k16_") +
+                           half;
     shape.sync = true;
+    shape.block[0] = threads;
     shape.static_shared = static_cast<int>((bm + bn) * words * 4);
     shape.min_blocks = mt * nt > 4 ? 1 : 2;
-    shape.schedule = std::string(mfma ? "gemm, matrix cores (mfma 16x16x16 " : "gemm, tensor cores (mma.sync m16n8k16 ") +
+    shape.schedule = std::string(wmma   ? "gemm, matrix cores (wmma 16x16x16 "
+                                 : mfma ? "gemm, matrix cores (mfma 16x16x16 "
+                                        : "gemm, tensor cores (mma.sync m16n8k16 ") +
                      half + "), tiles " + std::to_string(bm) + "x" + std::to_string(bn) + "x32, " +
-                     (mfma ? "4 wavefronts of " : "8 warps of ") + std::to_string(mt) + "x" + std::to_string(nt) +
-                     (mfma ? " mfma tiles" : " mma tiles") + (v128 ? ", 128-bit staging loads" : "");
+                     (isa == MatrixIsa::MmaSync ? "8 warps of " : "4 wavefronts of ") + std::to_string(mt) +
+                     "x" + std::to_string(nt) + " " + isa_name + " tiles" +
+                     (v128 ? ", 128-bit staging loads" : "");
     shape.grid[0] = ceil_div(g.n, bn);
     shape.grid[1] = capped(ceil_div(g.m, bm), 65535);
     shape.grid[2] = capped(batches, 65535);
@@ -805,11 +824,15 @@ class Writer {
     if (mfma) {  // 2 x 2 wavefronts; lane = 16 g + r
       s << "  const unsigned int lm_w = threadIdx.x / 64, lm_lane = threadIdx.x % 64, lm_r = lm_lane % 16, lm_g = lm_lane / 16;\n";
       s << "  const int lm_wm = (lm_w / 2) * " << bm / 2 << ", lm_wn = (lm_w % 2) * " << bn / 2 << ";\n";
+    } else if (wmma) {  // 2 x 2 wavefronts of 32; lane = 16 h + r
+      s << "  const unsigned int lm_w = threadIdx.x / 32, lm_lane = threadIdx.x % 32, lm_r = lm_lane % 16, "
+           "lm_h = lm_lane / 16;\n";
+      s << "  const int lm_wm = (lm_w / 2) * " << bm / 2 << ", lm_wn = (lm_w % 2) * " << bn / 2 << ";\n";
     } else {  // 2 x 4 warps; lane = 4 g + t
       s << "  const unsigned int lm_w = threadIdx.x / 32, lm_lane = threadIdx.x % 32, lm_g = lm_lane / 4, lm_t = lm_lane % 4;\n";
       s << "  const int lm_wm = (lm_w / 4) * " << bm / 2 << ", lm_wn = (lm_w % 4) * " << bn / 4 << ";\n";
     }
-    s << "  /* loop bounds depend on block indices only: barriers and " << (mfma ? "mfma" : "mma") << " stay uniform */\n";
+    s << "  /* loop bounds depend on block indices only: barriers and " << isa_name << " stay uniform */\n";
     s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
     delinearize(s, "    ", k_.loops, "lm_b");
     s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
@@ -819,24 +842,27 @@ class Writer {
     s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
     s << "    for (int64_t lm_ti = blockIdx.y; lm_ti * " << bm << " < lm_m; lm_ti += gridDim.y) {\n";
     s << "      const int64_t lm_i0 = lm_ti * " << bm << ", lm_j0 = (int64_t)blockIdx.x * " << bn << ";\n";
-    s << "      float lm_c[" << mt << "][" << nt << "][4];\n";
+    s << "      float lm_c[" << mt << "][" << nt << "][" << acc << "];\n";
     s << "      for (int i = 0; i < " << mt << "; ++i)\n";
     s << "        for (int j = 0; j < " << nt << "; ++j)\n";
-    s << "          for (int q = 0; q < 4; ++q) lm_c[i][j][q] = 0.0f;\n";
+    s << "          for (int q = 0; q < " << acc << "; ++q) lm_c[i][j][q] = 0.0f;\n";
     s << "      for (int64_t lm_k0 = 0; lm_k0 < lm_k; lm_k0 += 32) {\n";
     stage_half(s, "lm_a2", bm, g.a.buffer, "lm_oa", "lm_ra", "lm_ca", "lm_i0", "lm_m",
-               v128 ? contiguity(g.a.row_stride, g.a.col_stride) : 0);
+               v128 ? contiguity(g.a.row_stride, g.a.col_stride) : 0, threads);
     stage_half(s, "lm_b2", bn, g.b.buffer, "lm_ob", "lm_cb", "lm_rb", "lm_j0", "lm_n",
-               v128 ? contiguity(g.b.col_stride, g.b.row_stride) : 0);
+               v128 ? contiguity(g.b.col_stride, g.b.row_stride) : 0, threads);
     s << "        lm_sync();\n";
     s << "        for (int kk = 0; kk < 2; ++kk) {\n";
-    s << "          uint32_t a[" << mt << "][" << (mfma ? 2 : 4) << "], b[" << nt << "][2];\n";
+    s << "          uint32_t a[" << mt << "][" << a_words << "], b[" << nt << "][" << b_words << "];\n";
     s << "#pragma unroll\n";
     s << "          for (int i = 0; i < " << mt << "; ++i) {\n";
     if (mfma) {  // row r, the k-pairs 2g and 2g + 1
       s << "            const int r0 = lm_wm + i * 16 + lm_r;\n";
       s << "            a[i][0] = lm_a2[r0 * " << words << " + kk * 8 + 2 * lm_g];\n";
       s << "            a[i][1] = lm_a2[r0 * " << words << " + kk * 8 + 2 * lm_g + 1];\n";
+    } else if (wmma) {  // row r, all 8 k-pairs of the k16 step (both half-waves alike)
+      s << "            const int r0 = lm_wm + i * 16 + lm_r;\n";
+      s << "            for (int w = 0; w < 8; ++w) a[i][w] = lm_a2[r0 * " << words << " + kk * 8 + w];\n";
     } else {  // rows g and g + 8, the k-pairs t and t + 4
       s << "            const int r0 = lm_wm + i * 16 + lm_g;\n";
       s << "            a[i][0] = lm_a2[r0 * " << words << " + kk * 8 + lm_t];\n";
@@ -851,6 +877,9 @@ class Writer {
       s << "            const int c0 = lm_wn + j * 16 + lm_r;\n";
       s << "            b[j][0] = lm_b2[c0 * " << words << " + kk * 8 + 2 * lm_g];\n";
       s << "            b[j][1] = lm_b2[c0 * " << words << " + kk * 8 + 2 * lm_g + 1];\n";
+    } else if (wmma) {  // column r, all 8 k-pairs
+      s << "            const int c0 = lm_wn + j * 16 + lm_r;\n";
+      s << "            for (int w = 0; w < 8; ++w) b[j][w] = lm_b2[c0 * " << words << " + kk * 8 + w];\n";
     } else {
       s << "            const int c0 = lm_wn + j * 8 + lm_g;\n";
       s << "            b[j][0] = lm_b2[c0 * " << words << " + kk * 8 + lm_t];\n";
@@ -869,8 +898,11 @@ class Writer {
     s << "#pragma unroll\n";
     s << "        for (int j = 0; j < " << nt << "; ++j)\n";
     s << "#pragma unroll\n";
-    s << "          for (int q = 0; q < 4; ++q) {\n";
-    if (mfma)  // D[4g + q][r]
+    s << "          for (int q = 0; q < " << acc << "; ++q) {\n";
+    if (wmma)  // D[2q + h][r]
+      s << "            const int64_t v" << g.row_var << " = lm_i0 + lm_wm + i * 16 + 2 * q + lm_h, v"
+        << g.col_var << " = lm_j0 + lm_wn + j * 16 + lm_r;\n";
+    else if (mfma)  // D[4g + q][r]
       s << "            const int64_t v" << g.row_var << " = lm_i0 + lm_wm + i * 16 + 4 * lm_g + q, v" << g.col_var
         << " = lm_j0 + lm_wn + j * 16 + lm_r;\n";
     else  // c0..c3: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)
@@ -890,7 +922,6 @@ class Writer {
     s << "          }\n    }\n  }\n";
   }
 
-
   // How an operand's 128-bit loads can run: 1 when k is its contiguous side (8 k-consecutive
   // halves per load), 2 when its rows (m of A, n of B) are (8 row-consecutive halves at k
   // and at k + 1, paired), 0 when neither stride is a constant 1.
@@ -906,9 +937,9 @@ class Writer {
   // half; mode 1 / 2 (contiguity()): lm_ld128 where the whole vector lies inside the
   // matrix and the block's base address and the other stride keep it 16-byte aligned (a
   // uniform run-time check per tile), the scalar loads otherwise.
-  void stage_half(std::ostringstream& s, const std::string& sh, int64_t rows, int buffer, const std::string& off,
-                  const std::string& srow, const std::string& sk, const std::string& r0, const std::string& rlim,
-                  int mode) {
+  void stage_half(std::ostringstream& s, const std::string& sh, int64_t rows, int buffer,
+                  const std::string& off, const std::string& srow, const std::string& sk,
+                  const std::string& r0, const std::string& rlim, int mode, int threads) {
     const std::string b = "b" + std::to_string(buffer);
     auto at = [&](const std::string& r, const std::string& k) {
       return "(uint32_t)" + b + "[" + off + " + (" + r + ") * " + srow + " + (" + k + ") * " + sk + "]";
@@ -924,7 +955,7 @@ class Writer {
       s << ind << "}\n";
     };
     auto scalar = [&](const std::string& ind) {
-      s << ind << "for (int lm_e = threadIdx.x; lm_e < " << rows * 16 << "; lm_e += " << kThreads << ") {\n";
+      s << ind << "for (int lm_e = threadIdx.x; lm_e < " << rows * 16 << "; lm_e += " << threads << ") {\n";
       s << ind << "  const int64_t gr = " << r0 << " + lm_e / 16, gk = lm_k0 + 2 * (lm_e % 16);\n";
       pair(ind + "  ", sh + "[lm_e]", "gr", "gk");
       s << ind << "}\n";
@@ -936,7 +967,7 @@ class Writer {
     const std::string other = mode == 1 ? srow : sk;
     s << "        if (lm_aligned16(" << b << " + " << off << ") && " << other << " % 8 == 0) {\n";
     if (mode == 1) {
-      s << "          for (int lm_e = threadIdx.x; lm_e < " << rows * 4 << "; lm_e += " << kThreads << ") {\n";
+      s << "          for (int lm_e = threadIdx.x; lm_e < " << rows * 4 << "; lm_e += " << threads << ") {\n";
       s << "            const int64_t gr = " << r0 << " + lm_e / 4, gk = lm_k0 + 8 * (lm_e % 4);\n";
       s << "            uint32_t* lm_d = " << sh << " + (lm_e / 4) * 16 + 4 * (lm_e % 4);\n";
       s << "            if (gr < " << rlim << " && gk + 8 <= lm_k) {\n";
@@ -949,7 +980,8 @@ class Writer {
       s << "            }\n          }\n";
     } else {
       const int64_t groups = rows / 8;
-      s << "          for (int lm_e = threadIdx.x; lm_e < " << groups * 16 << "; lm_e += " << kThreads << ") {\n";
+      s << "          for (int lm_e = threadIdx.x; lm_e < " << groups * 16 << "; lm_e += " << threads
+        << ") {\n";
       s << "            const int64_t gr = " << r0 << " + 8 * (lm_e % " << groups << "), gk = lm_k0 + 2 * (lm_e / "
         << groups << ");\n";
       s << "            uint32_t* lm_d = " << sh << " + 8 * (lm_e % " << groups << ") * 16 + lm_e / " << groups << ";\n";
@@ -1170,6 +1202,7 @@ std::string emulation_source(const GpuSource& src, const Program& p, const GpuAr
   s << emulation_header(arch) << common_device_code();
   if (arch.mma_m16n8k16) s << emulation_mma_helpers();
   if (arch.mfma_f16) s << emulation_mfma_helpers();
+  if (arch.wmma) s << emulation_wmma_helpers();
   s << src.kernels;
   s << "/* ---- host entries (CPU kernel ABI) ---- */\n";
   for (const LaunchShape& l : src.launches) {
