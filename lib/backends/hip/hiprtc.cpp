@@ -121,6 +121,11 @@ void Hiprtc::check_arch(const std::string& arch) const {
 
 HiprtcOutput Hiprtc::compile(const std::string& source, const std::string& arch) const {
   check_arch(arch);  // before hipRTC: comgr aborts on an architecture it does not know
+  // hipRTC 5.2 is not safe to call from two threads at once: two compiles in flight crash
+  // inside libamdhip64 (ranks as threads compiling their programs together did, one time in
+  // three). One compile at a time in the process; the module cache spares the repeats.
+  static std::mutex one_at_a_time;
+  const std::lock_guard<std::mutex> lock(one_at_a_time);
   const Api& a = *api_;
   std::vector<std::string> opts = {"--gpu-architecture=" + arch};
   for (const char* o : kOptions) opts.push_back(o);
