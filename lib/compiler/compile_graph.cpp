@@ -198,6 +198,19 @@ bool same_block(const Block& a, const Block& b) {
 
 }  // namespace
 
+detail::TargetDesc target_desc(const Target& target) {
+  switch (target.kind()) {
+    case Target::Kind::cuda:
+      // LUMINAL_GPU_MODEL=H200: a board whose figures differ from its architecture's row.
+      if (const char* m = std::getenv("LUMINAL_GPU_MODEL"); m && *m) return detail::describe_gpu_model(m);
+      return detail::describe_gpu(target.arch().empty() ? "sm_90" : target.arch());
+    case Target::Kind::hip:
+      return detail::describe_gpu(target.arch().empty() ? "gfx90a" : target.arch());
+    default:
+      return detail::describe_host_cpu();
+  }
+}
+
 // (declared in search.hpp: the ILP tests search with the same settings)
 SearchSettings make_search_settings(const Target& target, const CompileOptions& options, Clock::time_point start) {
   SearchSettings s;
@@ -208,19 +221,7 @@ SearchSettings make_search_settings(const Target& target, const CompileOptions& 
   s.trace = tr && *tr && std::string(tr) != "0";
   s.ctx.fast_math = options.fast_math;
   s.ctx.node_limit = static_cast<std::size_t>(std::max<int64_t>(options.node_limit, 1));
-  switch (target.kind()) {
-    case Target::Kind::cuda:
-      s.ctx.target = detail::describe_gpu(target.arch().empty() ? "sm_90" : target.arch());
-      // LUMINAL_GPU_MODEL=H200: a board whose figures differ from its architecture's row.
-      if (const char* m = std::getenv("LUMINAL_GPU_MODEL"); m && *m) s.ctx.target = detail::describe_gpu_model(m);
-      break;
-    case Target::Kind::hip:
-      s.ctx.target = detail::describe_gpu(target.arch().empty() ? "gfx90a" : target.arch());
-      break;
-    default:
-      s.ctx.target = detail::describe_host_cpu();
-      break;
-  }
+  s.ctx.target = target_desc(target);
   s.ctx.library_gemm = target.kind() == Target::Kind::cpu;
   s.world = options.communicator ? options.communicator->size() : 1;
   s.pass_sets = {"lower_reference", "fusion"};

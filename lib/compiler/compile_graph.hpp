@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/plan.hpp"
+#include "cost/target_desc.hpp"
 #include "graph/graph_impl.hpp"
 #include "luminal/callable.hpp"
 #include "luminal/compile.hpp"
@@ -34,5 +35,9 @@ struct CompiledProgram {
 /// LUMINAL_DUMP_DOT=path writes `dot` to path.
 CompiledProgram compile_graph(const detail::GraphImpl& g, const Target& target,
                               const CompileOptions& options);
+
+/// The cost model's description of `target`: its GPU's row (LUMINAL_GPU_MODEL names a
+/// CUDA board whose figures differ from its architecture's), else the host CPU.
+detail::TargetDesc target_desc(const Target& target);
 
 }  // namespace luminal::compiler

@@ -184,6 +184,11 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   double blocks = 1;
   GpuBlock block;
 
+  // A collective: the link's steps and bytes, then the local sum or copy (as on the CPU,
+  // cost_model.cpp). Priced as a kernel, an all_reduce over NVLink cost one launch.
+  if (w.engine == KernelWork::Engine::Collective)
+    return w.link_steps * t.link.latency_s + w.link_bytes / t.link.bandwidth + bytes / bw +
+           t.launch_overhead_s;
   if (w.engine == KernelWork::Engine::GeneratedGemm && w.gemm_m > 0) {
     const GpuGemmLaunch L = GpuGemmLaunch::from(w.launch);
     if (L.engine == GpuGemmEngine::Mma) return mma_gemm_seconds(t, w, L);

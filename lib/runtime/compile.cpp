@@ -63,8 +63,13 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
                        "or another target");
 
   const std::shared_ptr<Communicator>& comm = options.communicator;
-  if (comm && gpu)
-    throw CompileError("[compile] a communicator with a GPU target: the GPU backends do not run collectives yet");
+  // The emulated GPUs run a rank's collectives as the CPU does (on the host, between
+  // kernels); the device runtime does not run them yet (docs/distributed.md).
+  if (comm && gpu && !target.is_emulated() && !options.compile_only)
+    throw CompileError("[compile] a communicator with the GPU device target " + target.to_string() +
+                       ": the device runtime does not run collectives yet; the emulated target " +
+                       target.emulated().to_string() +
+                       " does, and compile_only compiles each rank's kernels");
   // A graph compiled before (same target, options and library build) skips the search.
   // The tests' plan hook edits the plan it is given, so a hooked compile neither reads
   // nor fills the cache; a sharded compile (communicator) is not cached either: its plan
@@ -104,7 +109,9 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
     const int world = comm->size();
     dist::check_same_plan(*comm, *plan);
     const dist::PlanSummary sum =
-        dist::summarize(*plan, *state->graph, world, target.kind() == Target::Kind::cpu ? describe_host_cpu().link.name : "?");
+        dist::summarize(*plan, *state->graph, world,
+                        target.kind() == Target::Kind::reference ? std::string("?")
+                                                                 : compiler::target_desc(target).link.name);
     rep.ranks = world;
     rep.collectives = sum.collectives;
     rep.comm_bytes = sum.comm_bytes;
@@ -149,7 +156,8 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
   } else if (gpu) {
     // Generated GPU kernels: on the host emulator, or compiled for the device (NVRTC /
     // hipRTC) -- all a machine without the device can do (compile_only).
-    gpu::GpuBuild b = gpu::build_gpu(program.plan, state->graph, target, options);
+    // This rank's plan (`plan`), its collectives run with options.communicator.
+    gpu::GpuBuild b = gpu::build_gpu(plan, state->graph, target, options, state->param_regions);
     rep.generated_kernels = b.generated_kernels;
     rep.interpreted_kernels = b.interpreted;
     rep.arena_bytes = b.arena_bytes;
@@ -163,6 +171,7 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
       if (k.spill_bytes > 0)
         rep.stop_reason += "; kernel " + k.name + " spills " + std::to_string(k.spill_bytes) +
                            " bytes (a cost-model error: its schedule needs more registers than a thread has)";
+    state->param_blocks = b.param_blocks;
     if (!options.compile_only) state->exe = std::move(b.exe);
   } else {
     if (!options.compile_only) state->exe = program.exe;

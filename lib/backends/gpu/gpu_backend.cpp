@@ -66,8 +66,9 @@ cpu::Jit& emulator_jit(const std::string& cache_dir) {
   return *j;
 }
 
-GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan, std::shared_ptr<const detail::GraphImpl> graph,
-                   const Target& target, const CompileOptions& options) {
+GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
+                   std::shared_ptr<const detail::GraphImpl> graph, const Target& target,
+                   const CompileOptions& options, const std::map<std::string, ParamRegion>& param_blocks) {
   const auto t0 = std::chrono::steady_clock::now();
   const GpuArch arch = arch_for(target);
   GpuBuild out;
@@ -77,6 +78,8 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan, std::shared
     bo.cache_dir = options.cache_dir;
     bo.jit = &jit;
     bo.render_lower = gpu_lower_options();
+    bo.communicator = options.communicator;
+    bo.param_blocks = param_blocks;
     const ScheduleOf schedule = plan_schedules(*plan);
     std::string* device_source = &out.source;
     bo.render = [arch, schedule, device_source](const kernel::Program& prog) {
@@ -94,6 +97,7 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan, std::shared
     out.interpreted_why = info.interpreted_why;
     out.arena_bytes = info.arena_bytes;
     out.intermediate_bytes = info.intermediate_bytes;
+    out.param_blocks = info.param_blocks;
     out.codegen = std::string("emulator ") + dialect_name(arch.dialect) + " " + arch.arch + " (" +
                   jit.short_identity() + ")";
     out.exe = std::move(exe);

@@ -10,6 +10,7 @@
 //    spills.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,13 +35,20 @@ struct GpuBuild {
   std::string codegen;
   std::vector<KernelResources> resources;
   std::string source;  ///< the device source (what NVRTC / hipRTC compile)
+  /// Params the emulator stores as a block (a rank's weight shards): see CpuBuildInfo.
+  std::map<std::string, ParamRegion> param_blocks;
 };
 
 /// The JIT that compiles emulation translation units: the host C++ compiler (LUMINAL_CXX,
 /// else c++, g++, clang++), the JIT cache's folder (`cache_dir`, or the default).
 cpu::Jit& emulator_jit(const std::string& cache_dir = {});
 
-GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan, std::shared_ptr<const detail::GraphImpl> graph,
-                   const Target& target, const CompileOptions& options);
+/// `param_blocks`: the weights a rank of a sharded program stores only its block of
+/// (dist::param_regions); the emulator stores them so and runs the rank's collectives with
+/// options.communicator.
+GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
+                   std::shared_ptr<const detail::GraphImpl> graph, const Target& target,
+                   const CompileOptions& options,
+                   const std::map<std::string, ParamRegion>& param_blocks = {});
 
 }  // namespace luminal::gpu
