@@ -3,7 +3,6 @@
 // and the collectives; the outputs equal the single-process program's on every rank.
 #include <catch2/catch.hpp>
 #include <cctype>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -12,6 +11,7 @@
 #include "compiler/translation_models.hpp"
 #include "dist/on_ranks.hpp"
 #include "luminal/luminal.hpp"
+#include "support/scoped_env.hpp"
 
 using namespace luminal;
 using luminal::test::BlockConfig;
@@ -74,28 +74,10 @@ double error_ratio(const std::map<std::string, HostTensor>& got,
   return test::compare_outputs(got, want, 1e-5 * scale, 1e-4);
 }
 
-// A link whose latency (LUMINAL_LINK_LATENCY_US) is half a microsecond while it lives:
-// over NVLink's 8 us a step, sharding a 4-token block of a GPU's HBM-fast weights costs
-// more than it saves (the search keeps it whole), so the GPU tests state a faster link.
-struct FastLink {
-  std::string saved;
-  bool had = false;
-  FastLink() {
-    if (const char* v = std::getenv("LUMINAL_LINK_LATENCY_US")) {
-      had = true;
-      saved = v;
-    }
-    setenv("LUMINAL_LINK_LATENCY_US", "0.5", 1);
-  }
-  FastLink(const FastLink&) = delete;
-  FastLink& operator=(const FastLink&) = delete;
-  ~FastLink() {
-    if (had)
-      setenv("LUMINAL_LINK_LATENCY_US", saved.c_str(), 1);
-    else
-      unsetenv("LUMINAL_LINK_LATENCY_US");
-  }
-};
+// Over NVLink's stated 8 us a step, sharding a 4-token block of a GPU's HBM-fast weights
+// costs more than it saves (the search keeps it whole), so the GPU tests state a link of
+// 0.5 us a step.
+constexpr const char* kFastLinkUs = "0.5";
 
 }  // namespace
 
@@ -138,7 +120,7 @@ TEST_CASE("an emulated GPU runs the sharded plan: kernels on the emulator, colle
   // The GPU search shards with the GPU's link (NVLink, PCIe) in its costs; the emulator runs each
   // rank's kernels (the very source NVRTC compiles) and the communicator's collectives on
   // the host between them, storing only the rank's block of each split weight.
-  const FastLink fast_link;
+  const testsupport::ScopedEnv fast_link("LUMINAL_LINK_LATENCY_US", kFastLinkUs);
   Graph g;
   test::build_model(g, gpu_tp_block(), 1);
   const auto data = test::random_inputs(*g.impl(), 9);
@@ -170,7 +152,7 @@ TEST_CASE("a GPU device target with a communicator: compile_only compiles each r
     WARN("hipRTC is not available here (" << why << "); skipped");
     return;
   }
-  const FastLink fast_link;
+  const testsupport::ScopedEnv fast_link("LUMINAL_LINK_LATENCY_US", kFastLinkUs);
   Graph g;
   test::build_model(g, gpu_tp_block(), 1);
   std::vector<CompileReport> reps(2);

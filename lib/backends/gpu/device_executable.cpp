@@ -6,6 +6,7 @@
 
 #include "backends/cpu/cpu_program.hpp"
 #include "backends/gpu/gpu_program.hpp"
+#include "dist/collectives.hpp"
 #include "kernel/memory_plan.hpp"
 #include "luminal/error.hpp"
 
@@ -28,6 +29,12 @@ struct DeviceExecutable::Impl {
   void* module = nullptr;
   void* stream = nullptr;
   std::vector<void*> fns;  // per kernel
+  std::shared_ptr<Communicator> comm;
+  bool collectives = false;  // the plan has collective steps (run on the host)
+  // The order the program runs in: kernels and collective steps, each a slot (the memory
+  // planner's clock).
+  std::vector<int> kernel_slot;  // per kernel
+  int slots = 0;
 
   // Everything one binding of the dims needs; a captured graph refers to these
   // addresses, so a binding's memory never moves.
@@ -61,21 +68,31 @@ struct DeviceExecutable::Impl {
     const size_t nb = prog.buffers.size();
     b->bytes.resize(nb);
     std::vector<kernel::BufferLifetime> life(nb);
-    const int end = static_cast<int>(prog.kernels.size());
+    const int end = slots;
     for (size_t i = 0; i < nb; ++i) {
       b->bytes[i] = static_cast<size_t>(prog.buffers[i].elements.evaluate({}, syms)) * dtype_size(prog.buffers[i].dtype);
       life[i].bytes = std::max<size_t>(b->bytes[i], 1);
       life[i].first_def = end;
       life[i].last_use = 0;
     }
-    // Lifetimes in kernel order from the launch parameter lists; leaves and outputs live
-    // through the whole program (copied in before, out after).
-    for (int k = 0; k < end; ++k)
-      for (int buf : src.launches[static_cast<size_t>(k)].buffers) {
-        auto& l = life[static_cast<size_t>(buf)];
-        l.first_def = std::min(l.first_def, k);
-        l.last_use = std::max(l.last_use, k);
+    // Lifetimes in program order from the launch parameter lists and the collectives'
+    // operands; leaves and outputs live through the whole program (copied in before, out
+    // after).
+    auto use = [&](size_t buf, int slot) {
+      auto& l = life[buf];
+      l.first_def = std::min(l.first_def, slot);
+      l.last_use = std::max(l.last_use, slot);
+    };
+    for (size_t k = 0; k < prog.kernels.size(); ++k)
+      for (int buf : src.launches[k].buffers) use(static_cast<size_t>(buf), kernel_slot[k]);
+    for (size_t st = 0, slot = 0; st < lowered.steps.size(); ++st) {
+      const auto& es = lowered.steps[st];
+      if (es.collective) {
+        use(plan->steps[st].args.at(0), static_cast<int>(slot));
+        use(plan->steps[st].result, static_cast<int>(slot));
       }
+      slot += es.collective ? 1 : static_cast<size_t>(es.k1 - es.k0);
+    }
     for (size_t i = 0; i < nb; ++i) {
       if (is_leaf(i) || is_output(i)) {
         life[i].first_def = 0;
@@ -96,9 +113,9 @@ struct DeviceExecutable::Impl {
     if (b->pinned_bytes > 0) b->pinned = static_cast<char*>(api->alloc_pinned(b->pinned_bytes));
     // The binding is kept (and freed by the destructor) before anything else can throw.
     Binding& kept = *bindings.emplace(key, std::move(b)).first->second;
-    if (api->begin_capture(stream)) {
+    if (!collectives && api->begin_capture(stream)) {
       try {
-        enqueue(kept);
+        enqueue(kept, {});
       } catch (...) {
         api->abort_capture(stream);
         throw;
@@ -108,8 +125,24 @@ struct DeviceExecutable::Impl {
     return kept;
   }
 
-  // The program on the stream: inputs in, kernels, outputs out.
-  void enqueue(const Binding& b) const {
+  // A collective step on the host: the kernels before it drained, its operand copied out,
+  // the communicator's collective, the result copied back.
+  void run_collective(const Binding& b, size_t step, const DimBindings& dims) const {
+    const auto& st = plan->steps[step];
+    const size_t in = st.args.at(0), out = st.result;
+    std::vector<int64_t> shape;
+    for (const Dim& d : lowered.value_shape[in]) shape.push_back(d.evaluate(dims));
+    std::vector<std::byte> host_in(b.bytes[in]), host_out(b.bytes[out]);
+    if (!host_in.empty()) api->copy_out(host_in.data(), b.arena + b.offset[in], host_in.size(), stream);
+    api->synchronize(stream, "the kernels before a collective");
+    dist::run_collective(*comm, *st.spec, shape, host_in.data(), host_out.data());
+    if (!host_out.empty()) api->copy_in(b.arena + b.offset[out], host_out.data(), host_out.size(), stream);
+    api->synchronize(stream, "a collective's result");  // host_out is freed next
+  }
+
+  // The program on the stream: inputs in, kernels (and collectives), outputs out. `dims`
+  // are needed only by collectives (a program with them is never captured).
+  void enqueue(const Binding& b, const DimBindings& dims) const {
     const kernel::Program& prog = lowered.prog;
     std::map<std::string, int64_t> syms;
     for (size_t i = 0; i < prog.symbols.size(); ++i) syms[prog.symbols[i]] = b.syms[i];
@@ -118,31 +151,45 @@ struct DeviceExecutable::Impl {
     std::vector<uint64_t> ptrs;
     std::vector<int64_t> symv;
     std::vector<void*> args;
-    for (size_t k = 0; k < prog.kernels.size(); ++k) {
-      const LaunchShape& l = src.launches[k];
-      int64_t g[3];
-      for (int a = 0; a < 3; ++a) g[a] = l.grid[a].evaluate({}, syms);
-      if (g[0] <= 0 || g[1] <= 0 || g[2] <= 0) continue;
-      ptrs.clear();
-      for (int buf : l.buffers) ptrs.push_back(b.arena + b.offset[static_cast<size_t>(buf)]);
-      symv.assign(b.syms.begin(), b.syms.end());
-      args.clear();
-      for (auto& p : ptrs) args.push_back(&p);
-      for (auto& s : symv) args.push_back(&s);
-      const unsigned grid[3] = {static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
-      const unsigned block[3] = {static_cast<unsigned>(l.block[0]), static_cast<unsigned>(l.block[1]),
-                                 static_cast<unsigned>(l.block[2])};
-      api->launch(fns[k], grid, block, args.data(), stream, prog.kernels[k].name.c_str());
+    for (size_t step = 0; step < lowered.steps.size(); ++step) {
+      const auto& es = lowered.steps[step];
+      if (es.collective) {
+        run_collective(b, step, dims);
+        continue;
+      }
+      for (int k = es.k0; k < es.k1; ++k) launch_kernel(b, static_cast<size_t>(k), syms, ptrs, symv, args);
     }
     for (size_t i = 0; i < prog.buffers.size(); ++i)
       if (!is_leaf(i) && is_output(i) && b.bytes[i] > 0)
         api->copy_out(b.pinned + b.pinned_at[i], b.arena + b.offset[i], b.bytes[i], stream);
   }
+
+  // Kernel k on the stream (a grid with no blocks -- an empty dim -- launches nothing).
+  // `ptrs`, `symv`, `args`: scratch reused across launches.
+  void launch_kernel(const Binding& b, size_t k, const std::map<std::string, int64_t>& syms,
+                     std::vector<uint64_t>& ptrs, std::vector<int64_t>& symv,
+                     std::vector<void*>& args) const {
+    const LaunchShape& l = src.launches[k];
+    int64_t g[3];
+    for (int a = 0; a < 3; ++a) g[a] = l.grid[a].evaluate({}, syms);
+    if (g[0] <= 0 || g[1] <= 0 || g[2] <= 0) return;
+    ptrs.clear();
+    for (int buf : l.buffers) ptrs.push_back(b.arena + b.offset[static_cast<size_t>(buf)]);
+    symv.assign(b.syms.begin(), b.syms.end());
+    args.clear();
+    for (auto& p : ptrs) args.push_back(&p);
+    for (auto& s : symv) args.push_back(&s);
+    const unsigned grid[3] = {static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]),
+                              static_cast<unsigned>(g[2])};
+    const unsigned block[3] = {static_cast<unsigned>(l.block[0]), static_cast<unsigned>(l.block[1]),
+                               static_cast<unsigned>(l.block[2])};
+    api->launch(fns[k], grid, block, args.data(), stream, lowered.prog.kernels[k].name.c_str());
+  }
 };
 
 DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const compiler::KernelPlan> plan,
                                    std::shared_ptr<const detail::GraphImpl> graph, const Target& target,
-                                   const DeviceBuildFn& build)
+                                   const DeviceBuildFn& build, std::shared_ptr<Communicator> comm)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.api = &api;
@@ -155,6 +202,23 @@ DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const c
     throw CompileError(m.tag + std::to_string(m.lowered.interpreted) +
                        " kernel(s) cannot be generated for the GPU and the device runtime has no interpreter "
                        "fallback: " + m.lowered.interpreted_why);
+  m.kernel_slot.assign(m.lowered.prog.kernels.size(), 0);
+  for (const auto& es : m.lowered.steps) {
+    if (es.collective) {
+      m.collectives = true;
+      ++m.slots;
+      continue;
+    }
+    for (int k = es.k0; k < es.k1; ++k) m.kernel_slot[static_cast<size_t>(k)] = m.slots++;
+  }
+  if (m.collectives && !comm)
+    throw CompileError(m.tag +
+                       "the program has collectives: it runs with the communicator it was compiled for");
+  if (m.collectives && comm->name().rfind("nccl", 0) == 0)
+    throw CompileError(m.tag +
+                       "the program's collectives run on the host between kernels, and an NCCL "
+                       "communicator's buffers are device memory: use an MPI (or local) communicator");
+  m.comm = std::move(comm);
   const std::string device_arch = api.arch(m.device);
   if (!target.arch().empty() && target.arch() != device_arch)
     throw CompileError(m.tag + "target " + target.to_string() + " asks for " + target.arch() + " but device " +
@@ -224,7 +288,7 @@ std::map<std::string, HostTensor> DeviceExecutable::run(const DimBindings& dims,
   if (b.graph)
     api.launch_graph(b.graph, m.stream);
   else
-    m.enqueue(b);
+    m.enqueue(b, dims);
   api.synchronize(m.stream, "the program");
   std::map<std::string, HostTensor> out;
   for (const auto& [name, v] : p.outputs) {

@@ -11,8 +11,11 @@
 //    every later call with the same dims; otherwise it is queued anew on each call.
 //  * Calls are serialized (one stream per executable); gather ids that come from the
 //    caller are checked on the host first, as on the CPU.
-// It cannot run on the machines that build Luminal's CI (no GPU): tests/gpu/run.sh
-// exercises it on a machine with one.
+//  * A rank's collectives (a sharded program, lib/dist) run on the host between kernels:
+//    the stream is drained, the operand copied out, the communicator called (MPI, local
+//    ranks), the result copied back. A program with collectives is not captured.
+// tests/gpu "[runtime]" runs it on the host through a DeviceApi whose device is the
+// process (tests/gpu/host_device_api.hpp); tests/gpu/run.sh on a machine with a GPU.
 #pragma once
 
 #include <functional>
@@ -24,6 +27,7 @@
 #include "backends/gpu/gpu_renderer.hpp"
 #include "compiler/plan.hpp"
 #include "luminal/callable.hpp"
+#include "luminal/communicator.hpp"
 #include "luminal/compile.hpp"
 #include "runtime/executable.hpp"
 
@@ -46,9 +50,14 @@ using DeviceBuildFn =
 class DeviceExecutable final : public detail::Executable {
  public:
   /// Throws CompileError (a step that cannot be generated for the GPU, an explicit target
-  /// arch that is not the device's, a compile failure) or RuntimeError (the driver).
+  /// arch that is not the device's, a compile failure, collectives without a host
+  /// communicator) or RuntimeError (the driver). `comm`: the rank's communicator when the
+  /// plan has collectives; its buffers are host memory (an NCCL communicator, whose
+  /// buffers are device memory, is refused: the sums of its collectives would need device
+  /// kernels).
   DeviceExecutable(const DeviceApi& api, std::shared_ptr<const compiler::KernelPlan> plan,
-                   std::shared_ptr<const detail::GraphImpl> graph, const Target& target, const DeviceBuildFn& build);
+                   std::shared_ptr<const detail::GraphImpl> graph, const Target& target,
+                   const DeviceBuildFn& build, std::shared_ptr<Communicator> comm = nullptr);
   ~DeviceExecutable() override;
 
   std::map<std::string, HostTensor> run(const DimBindings& dims,

@@ -1229,6 +1229,29 @@ std::string emulation_source(const GpuSource& src, const Program& p, const GpuAr
     s << "  lm_emu::launch(lm_grid, lm_block, " << (l.sync ? 1 : 0) << ", \"" << l.name << "\", lm_body);\n";
     s << "}\n";
   }
+  // The same kernels behind the driver's launch ABI (cuLaunchKernel / hipModuleLaunchKernel:
+  // the grid, the block, one pointer per kernel parameter -- a 64-bit device address per
+  // buffer, then the symbols), so the device runtime itself runs on the host
+  // (tests/gpu/host_device_api.hpp).
+  s << "/* ---- host entries (the driver's launch ABI) ---- */\n";
+  for (const LaunchShape& l : src.launches) {
+    s << "extern \"C\" void " << l.name
+      << "_launch(const unsigned* lm_gd, const unsigned* lm_bd, void** lm_args) {\n";
+    s << "  const dim3 lm_grid = {lm_gd[0], lm_gd[1], lm_gd[2]}, lm_block = {lm_bd[0], lm_bd[1], "
+         "lm_bd[2]};\n";
+    s << "  auto lm_body = [&]() { " << l.name << "(";
+    size_t a = 0;
+    for (int b : l.buffers) {
+      s << (a ? ", " : "") << "(" << c_type(p.buffers[static_cast<size_t>(b)].dtype)
+        << "*)(uintptr_t)*(const uint64_t*)lm_args[" << a << "]";
+      ++a;
+    }
+    for (size_t i = 0; i < p.symbols.size(); ++i, ++a)
+      s << (a ? ", " : "") << "*(const int64_t*)lm_args[" << a << "]";
+    s << "); };\n";
+    s << "  lm_emu::launch(lm_grid, lm_block, " << (l.sync ? 1 : 0) << ", \"" << l.name << "\", lm_body);\n";
+    s << "}\n";
+  }
   return s.str();
 }
 

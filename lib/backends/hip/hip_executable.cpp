@@ -25,7 +25,8 @@ std::shared_ptr<const gpu::DeviceExecutable> make_executable(std::shared_ptr<con
     out.resources = gpu::in_launch_order(out.src, mod.resources);
     return out;
   };
-  return std::make_shared<const gpu::DeviceExecutable>(*d, std::move(plan), std::move(graph), target, build);
+  return std::make_shared<const gpu::DeviceExecutable>(*d, std::move(plan), std::move(graph), target, build,
+                                                       options.communicator);
 }
 
 }  // namespace luminal::hip
