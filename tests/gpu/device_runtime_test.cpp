@@ -21,6 +21,7 @@
 #include "backends/reference/interpreter.hpp"
 #include "compiler/compile_graph.hpp"
 #include "compiler/translation_models.hpp"
+#include "dist/param_block.hpp"
 #include "dist/on_ranks.hpp"
 #include "gpu/host_device_api.hpp"
 #include "luminal/luminal.hpp"
@@ -113,8 +114,9 @@ TEST_CASE("the device runtime runs a rank's collectives on the host between kern
           "[gpu][runtime][dist]") {
   // Each rank's plan comes from compile() with the communicator (one search, rank 0's
   // plan, specialized to the rank); the device runtime then runs it through HostDeviceApi,
-  // its all_reduce staged through host memory. The link is stated fast so the small GPU
-  // block shards (tests/dist "[gpu]" explains the figure).
+  // its all_reduce staged through host memory, holding only its block of each split
+  // weight. The link is stated fast so the small GPU block shards (tests/dist "[gpu]"
+  // explains the figure).
   const testsupport::ScopedEnv fast_link("LUMINAL_LINK_LATENCY_US", "0.5");
   Graph g;
   test::build_model(g, test::BlockConfig{4, 1024, 16, 8, 5632}, 1);
@@ -131,11 +133,30 @@ TEST_CASE("the device runtime runs a rank's collectives on the host between kern
     collectives[static_cast<size_t>(r)] = fn.report().collectives;
     const auto* cpu_exe = dynamic_cast<const cpu::CpuExecutable*>(fn.state()->exe.get());
     if (!cpu_exe) throw std::runtime_error("the emulated target's program is not a CpuExecutable");
+    // The rank holds only its block of each split weight, as the emulated target does.
+    const auto& blocks = fn.state()->param_blocks;
     gpu_test::HostDeviceApi api("sm_90");
     const gpu::DeviceExecutable exe(api, cpu_exe->plan(),
                                     std::make_shared<const detail::GraphImpl>(*g.impl()), target,
-                                    host_build(target), comm);
-    outs[static_cast<size_t>(r)] = exe.run({}, pointers(data));
+                                    host_build(target), comm, blocks);
+    if (exe.param_blocks().size() != blocks.size() || blocks.empty())
+      throw std::runtime_error("the device runtime holds " + std::to_string(exe.param_blocks().size()) +
+                               " of " + std::to_string(blocks.size()) + " weight blocks");
+    std::map<std::string, HostTensor> fed;  // the blocks, and the rest whole
+    size_t whole_bytes = 0, fed_bytes = 0;
+    for (const auto& [name, t] : data) {
+      const auto blk = blocks.find(name);
+      fed.emplace(name, blk == blocks.end() ? t : dist::copy_block(t, blk->second));
+      whole_bytes += t.nbytes();
+      fed_bytes += fed.at(name).nbytes();
+    }
+    outs[static_cast<size_t>(r)] = exe.run({}, pointers(fed));
+    // What went to the device: the blocks (and each collective's result), not the whole
+    // weights.
+    if (!(api.bytes_in < whole_bytes && fed_bytes < whole_bytes))
+      throw std::runtime_error("copied " + std::to_string(api.bytes_in) + " bytes in; the blocks are " +
+                               std::to_string(fed_bytes) + ", the whole weights " +
+                               std::to_string(whole_bytes));
   });
   for (const auto& e : errors) {
     INFO(e);

@@ -30,6 +30,7 @@ struct DeviceExecutable::Impl {
   void* stream = nullptr;
   std::vector<void*> fns;  // per kernel
   std::shared_ptr<Communicator> comm;
+  cpu::ParamBlocks param_blocks;  // held as blocks
   bool collectives = false;  // the plan has collective steps (run on the host)
   // The order the program runs in: kernels and collective steps, each a slot (the memory
   // planner's clock).
@@ -189,7 +190,8 @@ struct DeviceExecutable::Impl {
 
 DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const compiler::KernelPlan> plan,
                                    std::shared_ptr<const detail::GraphImpl> graph, const Target& target,
-                                   const DeviceBuildFn& build, std::shared_ptr<Communicator> comm)
+                                   const DeviceBuildFn& build, std::shared_ptr<Communicator> comm,
+                                   const std::map<std::string, ParamRegion>& param_blocks)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.api = &api;
@@ -197,7 +199,8 @@ DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const c
   m.device = target.device();
   m.plan = std::move(plan);
   m.graph = std::move(graph);
-  m.lowered = cpu::lower_plan(*m.plan, gpu_lower_options());  // half GEMM operands kept
+  m.lowered = cpu::lower_plan(*m.plan, gpu_lower_options(), param_blocks);  // half GEMM operands kept
+  m.param_blocks = cpu::stored_blocks(m.lowered.prog);
   if (m.lowered.interpreted > 0)
     throw CompileError(m.tag + std::to_string(m.lowered.interpreted) +
                        " kernel(s) cannot be generated for the GPU and the device runtime has no interpreter "
@@ -252,6 +255,9 @@ DeviceExecutable::~DeviceExecutable() {
 const std::string& DeviceExecutable::codegen() const { return impl_->codegen; }
 const std::vector<KernelResources>& DeviceExecutable::resources() const { return impl_->resources; }
 int64_t DeviceExecutable::kernels() const { return static_cast<int64_t>(impl_->lowered.prog.kernels.size()); }
+const std::map<std::string, ParamRegion>& DeviceExecutable::param_blocks() const {
+  return impl_->param_blocks;
+}
 
 std::map<std::string, HostTensor> DeviceExecutable::run(const DimBindings& dims,
                                                         const std::map<std::string, const HostTensor*>& tensors) const {

@@ -54,10 +54,13 @@ class DeviceExecutable final : public detail::Executable {
   /// communicator) or RuntimeError (the driver). `comm`: the rank's communicator when the
   /// plan has collectives; its buffers are host memory (an NCCL communicator, whose
   /// buffers are device memory, is refused: the sums of its collectives would need device
-  /// kernels).
+  /// kernels). `param_blocks`: the weights a rank reads only a block of
+  /// (dist::param_regions), held on the device as that block (param_blocks() says which
+  /// are; they are passed to run() in the block's shape).
   DeviceExecutable(const DeviceApi& api, std::shared_ptr<const compiler::KernelPlan> plan,
                    std::shared_ptr<const detail::GraphImpl> graph, const Target& target,
-                   const DeviceBuildFn& build, std::shared_ptr<Communicator> comm = nullptr);
+                   const DeviceBuildFn& build, std::shared_ptr<Communicator> comm = nullptr,
+                   const std::map<std::string, ParamRegion>& param_blocks = {});
   ~DeviceExecutable() override;
 
   std::map<std::string, HostTensor> run(const DimBindings& dims,
@@ -66,6 +69,8 @@ class DeviceExecutable final : public detail::Executable {
   const std::string& codegen() const;
   const std::vector<KernelResources>& resources() const;
   int64_t kernels() const;
+  /// The params held as a block of their declared shape (a rank's weight shards).
+  const std::map<std::string, ParamRegion>& param_blocks() const;
 
  private:
   struct Impl;

@@ -105,8 +105,10 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
     out.generated_kernels = static_cast<int64_t>(plan->steps.size()) - out.interpreted;
   } else if (!options.compile_only) {
     // The device itself (compile() checked that it is available).
-    auto exe = arch.dialect == Dialect::Cuda ? cuda::make_executable(plan, graph, target, options)
-                                             : hip::make_executable(plan, graph, target, options);
+    auto exe = arch.dialect == Dialect::Cuda
+                   ? cuda::make_executable(plan, graph, target, options, param_blocks)
+                   : hip::make_executable(plan, graph, target, options, param_blocks);
+    out.param_blocks = exe->param_blocks();
     out.codegen = exe->codegen();
     out.resources = exe->resources();
     out.generated_kernels = static_cast<int64_t>(plan->steps.size());

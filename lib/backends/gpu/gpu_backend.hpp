@@ -44,8 +44,8 @@ struct GpuBuild {
 cpu::Jit& emulator_jit(const std::string& cache_dir = {});
 
 /// `param_blocks`: the weights a rank of a sharded program stores only its block of
-/// (dist::param_regions); the emulator stores them so and runs the rank's collectives with
-/// options.communicator.
+/// (dist::param_regions); the emulator and the device runtime store them so and run the
+/// rank's collectives with options.communicator.
 GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
                    std::shared_ptr<const detail::GraphImpl> graph, const Target& target,
                    const CompileOptions& options,

@@ -8,9 +8,10 @@
 
 namespace luminal::hip {
 
-std::shared_ptr<const gpu::DeviceExecutable> make_executable(std::shared_ptr<const compiler::KernelPlan> plan,
-                                                             std::shared_ptr<const detail::GraphImpl> graph,
-                                                             const Target& target, const CompileOptions& options) {
+std::shared_ptr<const gpu::DeviceExecutable> make_executable(
+    std::shared_ptr<const compiler::KernelPlan> plan, std::shared_ptr<const detail::GraphImpl> graph,
+    const Target& target, const CompileOptions& options,
+    const std::map<std::string, ParamRegion>& param_blocks) {
   std::string why;
   const Driver* d = Driver::get(&why);
   if (!d) throw CompileError("[hip] " + why);
@@ -26,7 +27,7 @@ std::shared_ptr<const gpu::DeviceExecutable> make_executable(std::shared_ptr<con
     return out;
   };
   return std::make_shared<const gpu::DeviceExecutable>(*d, std::move(plan), std::move(graph), target, build,
-                                                       options.communicator);
+                                                       options.communicator, param_blocks);
 }
 
 }  // namespace luminal::hip
