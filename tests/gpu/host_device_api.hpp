@@ -3,17 +3,24 @@
 // JIT, and a launch calls the kernel's entry with the driver's launch ABI (`<name>_launch`:
 // grid, block, one pointer per kernel parameter). So gpu::DeviceExecutable -- the device
 // runtime: its memory plan, arena, pinned staging, launch order and collectives -- runs
-// and is checked on machines without a GPU. It does not capture (begin_capture answers
-// false): the executable then queues the program on every call, as it does on APIs
-// without graphs.
+// and is checked on machines without a GPU. With `capture`, it records what is queued
+// between begin_capture and end_capture as CUDA Graphs do -- nothing runs; a launch's
+// parameter values are copied then (`<name>_nargs` of 8 bytes each), a copy keeps its
+// addresses and reads their contents when replayed -- and launch_graph replays it; so
+// the captured path the CUDA runtime takes is checked too. Without, begin_capture answers
+// false and the executable queues the program on every call, as on APIs without graphs.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/gpu/device_api.hpp"
 #include "backends/gpu/gpu_backend.hpp"
@@ -22,7 +29,8 @@ namespace gpu_test {
 
 class HostDeviceApi final : public luminal::gpu::DeviceApi {
  public:
-  explicit HostDeviceApi(std::string arch) : arch_(std::move(arch)) {}
+  explicit HostDeviceApi(std::string arch, bool capture = false)
+      : arch_(std::move(arch)), capture_(capture) {}
 
   const char* name() const override { return "host"; }
   std::string arch(int) const override { return arch_; }
@@ -41,7 +49,10 @@ class HostDeviceApi final : public luminal::gpu::DeviceApi {
   }
   void* function(void* module, const std::string& kernel) const override {
     std::lock_guard<std::mutex> lock(mu_);
-    return reinterpret_cast<void*>(modules_.at(module)->function<LaunchFn>(kernel + "_launch"));
+    const auto& lib = modules_.at(module);
+    kernels_.push_back(std::make_unique<Kernel>(
+        Kernel{lib->function<LaunchFn>(kernel + "_launch"), *lib->function<const int*>(kernel + "_nargs")}));
+    return kernels_.back().get();
   }
 
   std::uint64_t alloc(std::size_t bytes) const override {
@@ -55,34 +66,76 @@ class HostDeviceApi final : public luminal::gpu::DeviceApi {
   void* create_stream() const override { return new int(0); }
   void destroy_stream(void* stream) const noexcept override { delete static_cast<int*>(stream); }
   void copy_in(std::uint64_t dst, const void* src, std::size_t bytes, void*) const override {
-    bytes_in += bytes;
-    std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+    queue([this, dst, src, bytes] {
+      bytes_in += bytes;
+      std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+    });
   }
   void copy_out(void* dst, std::uint64_t src, std::size_t bytes, void*) const override {
-    bytes_out += bytes;
-    std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+    queue([this, dst, src, bytes] {
+      bytes_out += bytes;
+      std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+    });
   }
   void launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void*,
               const char*) const override {
-    ++launches;
-    reinterpret_cast<LaunchFn>(fn)(grid, block, args);
+    const Kernel* k = static_cast<const Kernel*>(fn);
+    // The parameter values now (the caller's argument storage may change before a replay).
+    std::vector<std::uint64_t> values(static_cast<std::size_t>(k->nargs));
+    for (std::size_t i = 0; i < values.size(); ++i) std::memcpy(&values[i], args[i], 8);
+    const std::array<unsigned, 6> dims{grid[0], grid[1], grid[2], block[0], block[1], block[2]};
+    queue([this, k, values, dims]() mutable {
+      ++launches;
+      std::vector<void*> ptrs;
+      for (auto& v : values) ptrs.push_back(&v);
+      k->fn(dims.data(), dims.data() + 3, ptrs.data());
+    });
   }
   void synchronize(void*, const char*) const override { ++synchronizations; }
 
-  bool begin_capture(void*) const override { return false; }
-  void* end_capture(void*) const override { return nullptr; }
-  void abort_capture(void*) const noexcept override {}
-  void launch_graph(void*, void*) const override {}
-  void destroy_graph(void*) const noexcept override {}
+  bool begin_capture(void*) const override {
+    if (!capture_) return false;
+    recording_ = std::make_unique<Graph>();
+    return true;
+  }
+  void* end_capture(void*) const override {
+    ++captures;
+    return recording_.release();
+  }
+  void abort_capture(void*) const noexcept override { recording_.reset(); }
+  void launch_graph(void* graph, void*) const override {
+    ++graph_launches;
+    for (const auto& op : static_cast<const Graph*>(graph)->ops) op();
+  }
+  void destroy_graph(void* graph) const noexcept override { delete static_cast<Graph*>(graph); }
 
   // What the runtime asked for (the tests check the work it queued).
   mutable std::size_t launches = 0, synchronizations = 0, allocations = 0, bytes_in = 0, bytes_out = 0;
+  mutable std::size_t captures = 0, graph_launches = 0;
 
  private:
   using LaunchFn = void (*)(const unsigned*, const unsigned*, void**);
+  struct Kernel {
+    LaunchFn fn;
+    int nargs;
+  };
+  struct Graph {
+    std::vector<std::function<void()>> ops;
+  };
+  // Runs `op` now, or records it while capturing.
+  template <class Op>
+  void queue(Op op) const {
+    if (recording_)
+      recording_->ops.emplace_back(std::move(op));
+    else
+      op();
+  }
   std::string arch_;
+  bool capture_ = false;
+  mutable std::unique_ptr<Graph> recording_;
   mutable std::mutex mu_;
   mutable std::map<void*, std::shared_ptr<const luminal::cpu::JitLibrary>> modules_;
+  mutable std::vector<std::unique_ptr<Kernel>> kernels_;
 };
 
 }  // namespace gpu_test

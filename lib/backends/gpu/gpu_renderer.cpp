@@ -1251,6 +1251,8 @@ std::string emulation_source(const GpuSource& src, const Program& p, const GpuAr
     s << "); };\n";
     s << "  lm_emu::launch(lm_grid, lm_block, " << (l.sync ? 1 : 0) << ", \"" << l.name << "\", lm_body);\n";
     s << "}\n";
+    // How many parameters (8 bytes each) a launch passes: what a graph capture copies.
+    s << "extern \"C\" const int " << l.name << "_nargs = " << a << ";\n";
   }
   return s.str();
 }
