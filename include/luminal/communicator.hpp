@@ -37,6 +37,9 @@ class Communicator {
   /// comes from rank q.
   virtual void all_to_all(const void* send, void* recv, std::size_t bytes) = 0;
   virtual void barrier() = 0;
+  /// Whether all_gather and all_to_all take device memory (NCCL: the GPU runtime then runs
+  /// a collective's local steps as device kernels) rather than host memory (MPI, local).
+  virtual bool device_buffers() const { return false; }
 
   /// A collective that the other ranks do not complete within this many seconds (a rank
   /// died, hangs, or runs another program) throws RuntimeError naming the operation and

@@ -13,12 +13,34 @@ using detail::PrimOp;
 
 namespace {
 
-// Per-thread scratch: a steady-state call allocates nothing.
-std::byte* scratch(std::size_t bytes) {
-  thread_local std::vector<std::byte> buf;
-  if (buf.size() < bytes) buf.resize(bytes);
-  return buf.data();
-}
+class HostLocalOps final : public LocalOps {
+ public:
+  std::byte* scratch(std::size_t bytes) override {
+    if (buf_.size() < bytes) buf_.resize(bytes);
+    return buf_.data();
+  }
+  void sum_in_rank_order(DType dt, const std::byte* blocks, std::size_t world, int64_t n,
+                         std::byte* dst) override {
+    const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(dt);
+    std::vector<const std::byte*> b(world);
+    for (std::size_t q = 0; q < world; ++q) b[q] = blocks + q * bytes;
+    detail::reference::sum_in_rank_order(dt, b, n, dst);
+  }
+  void copy_rows(std::byte* dst, const std::byte* src, std::size_t row, std::size_t outer, std::size_t world,
+                 std::size_t dq, std::size_t dout, std::size_t sq, std::size_t so) override {
+    if (row == 0) return;
+    for (std::size_t q = 0; q < world; ++q)
+      for (std::size_t o = 0; o < outer; ++o) {
+        if (src)
+          std::memcpy(dst + q * dq + o * dout, src + q * sq + o * so, row);
+        else
+          std::memset(dst + q * dq + o * dout, 0, row);
+      }
+  }
+
+ private:
+  std::vector<std::byte> buf_;
+};
 
 // all_reduce as an all_to_all of blocks, the ordered sum of this rank's block, and an
 // all_gather of the sums. Element i of the result is x(0)[i] + x(1)[i] + ... in rank order
@@ -26,7 +48,8 @@ std::byte* scratch(std::size_t bytes) {
 // the interpreter's), while a rank moves 2(P-1) blocks of ceil(n/P) elements instead of
 // P-1 whole operands. When P does not divide n, the blocks are padded in scratch (the
 // padding's sums are computed and dropped).
-void all_reduce_scatter_gather(Communicator& comm, DType dt, int64_t numel, const void* in, void* out) {
+void all_reduce_scatter_gather(Communicator& comm, DType dt, int64_t numel, const void* in, void* out,
+                               LocalOps& ops) {
   const auto world = static_cast<std::size_t>(comm.size());
   const std::size_t es = dtype_size(dt), n = static_cast<std::size_t>(numel);
   const std::size_t block = (n + world - 1) / world, padded = block * world;
@@ -34,7 +57,7 @@ void all_reduce_scatter_gather(Communicator& comm, DType dt, int64_t numel, cons
   const bool exact = padded == n;
   // Scratch: the received blocks, this rank's sums, and (when padded) the packed operand
   // and the gathered sums.
-  std::byte* tmp = scratch(padded_bytes + block_bytes + (exact ? 0 : 2 * padded_bytes));
+  std::byte* tmp = ops.scratch(padded_bytes + block_bytes + (exact ? 0 : 2 * padded_bytes));
   std::byte* recv = tmp;
   std::byte* mine = recv + padded_bytes;
   const void* send = in;
@@ -42,22 +65,32 @@ void all_reduce_scatter_gather(Communicator& comm, DType dt, int64_t numel, cons
   if (!exact) {
     std::byte* packed = mine + block_bytes;
     gathered = packed + padded_bytes;
-    if (bytes) std::memcpy(packed, in, bytes);
-    std::memset(packed + bytes, 0, padded_bytes - bytes);
+    ops.copy_rows(packed, static_cast<const std::byte*>(in), bytes, 1, 1, 0, 0, 0, 0);
+    ops.copy_rows(packed + bytes, nullptr, padded_bytes - bytes, 1, 1, 0, 0, 0, 0);
     send = packed;
   }
+  ops.before_communicator();
   comm.all_to_all(send, recv, block_bytes);
-  std::vector<const std::byte*> blocks(world);
-  for (std::size_t q = 0; q < world; ++q) blocks[q] = recv + q * block_bytes;
-  detail::reference::sum_in_rank_order(dt, blocks, static_cast<int64_t>(block), mine);
+  ops.sum_in_rank_order(dt, recv, world, static_cast<int64_t>(block), mine);
+  ops.before_communicator();
   comm.all_gather(mine, gathered, block_bytes);
-  if (!exact && bytes) std::memcpy(out, gathered, bytes);
+  if (!exact) ops.copy_rows(static_cast<std::byte*>(out), gathered, bytes, 1, 1, 0, 0, 0, 0);
 }
 
 }  // namespace
 
+LocalOps& host_local_ops() {
+  thread_local HostLocalOps ops;
+  return ops;
+}
+
 void run_collective(Communicator& comm, const ir::KernelSpec& spec, const std::vector<int64_t>& in_shape,
                     const void* in, void* out) {
+  run_collective(comm, spec, in_shape, in, out, host_local_ops());
+}
+
+void run_collective(Communicator& comm, const ir::KernelSpec& spec, const std::vector<int64_t>& in_shape,
+                    const void* in, void* out, LocalOps& ops) {
   const detail::Node& n = spec.body->nodes.at(spec.body->outputs.at(0).second);
   const auto world = static_cast<std::size_t>(comm.size());
   if (n.step != static_cast<int64_t>(world))
@@ -67,30 +100,34 @@ void run_collective(Communicator& comm, const ir::KernelSpec& spec, const std::v
   int64_t numel = 1;
   for (int64_t d : in_shape) numel *= d;
   const std::size_t bytes = static_cast<std::size_t>(numel) * es;
-  std::vector<const std::byte*> blocks(world);
+  const auto* src = static_cast<const std::byte*>(in);
+  auto* dst = static_cast<std::byte*>(out);
   switch (n.op) {
     case PrimOp::AllGather: {
       int64_t outer = 1;
       for (int i = 0; i < n.axis; ++i) outer *= in_shape[static_cast<std::size_t>(i)];
+      ops.before_communicator();
       if (outer == 1) {  // blocks are already in place
         comm.all_gather(in, out, bytes);
         return;
       }
-      std::byte* tmp = scratch(world * bytes);
+      // Rank q's block gathered at tmp + q * bytes; its o-th row (the axis and below) goes
+      // to row o * world + q of the result.
+      std::byte* tmp = ops.scratch(world * bytes);
       comm.all_gather(in, tmp, bytes);
-      for (std::size_t q = 0; q < world; ++q) blocks[q] = tmp + q * bytes;
-      detail::reference::concat_blocks(blocks, in_shape, n.axis, es, static_cast<std::byte*>(out));
+      const std::size_t row = bytes / static_cast<std::size_t>(outer);
+      ops.copy_rows(dst, tmp, row, static_cast<std::size_t>(outer), world, row, world * row, bytes, row);
       return;
     }
     case PrimOp::AllReduce: {
       if (spec.launch.size() == 1 && spec.launch[0] == ir::kAllReduceScatterGather) {
-        all_reduce_scatter_gather(comm, n.dtype, numel, in, out);
+        all_reduce_scatter_gather(comm, n.dtype, numel, in, out, ops);
         return;
       }
-      std::byte* tmp = scratch(world * bytes);
+      std::byte* tmp = ops.scratch(world * bytes);
+      ops.before_communicator();
       comm.all_gather(in, tmp, bytes);
-      for (std::size_t q = 0; q < world; ++q) blocks[q] = tmp + q * bytes;
-      detail::reference::sum_in_rank_order(n.dtype, blocks, numel, static_cast<std::byte*>(out));
+      ops.sum_in_rank_order(n.dtype, tmp, world, numel, dst);
       return;
     }
     case PrimOp::ReduceScatter: {
@@ -103,19 +140,13 @@ void run_collective(Communicator& comm, const ir::KernelSpec& spec, const std::v
       }
       const int64_t d = in_shape.at(static_cast<std::size_t>(n.axis)), per = d / static_cast<int64_t>(world);
       const std::size_t row = static_cast<std::size_t>(per * inner) * es, block = bytes / world;
-      std::byte* tmp = scratch(2 * bytes);
+      std::byte* tmp = ops.scratch(2 * bytes);
       std::byte* packed = tmp;
       std::byte* recv = tmp + bytes;
-      const auto* src = static_cast<const std::byte*>(in);
-      for (std::size_t q = 0; q < world; ++q)
-        for (int64_t o = 0; o < outer; ++o)
-          if (row)
-            std::memcpy(packed + q * block + static_cast<std::size_t>(o) * row,
-                        src + (static_cast<std::size_t>(o) * world + q) * row, row);
+      ops.copy_rows(packed, src, row, static_cast<std::size_t>(outer), world, block, row, row, world * row);
+      ops.before_communicator();
       comm.all_to_all(packed, recv, block);
-      for (std::size_t q = 0; q < world; ++q) blocks[q] = recv + q * block;
-      detail::reference::sum_in_rank_order(n.dtype, blocks, static_cast<int64_t>(block / es),
-                                           static_cast<std::byte*>(out));
+      ops.sum_in_rank_order(n.dtype, recv, world, static_cast<int64_t>(block / es), dst);
       return;
     }
     default:

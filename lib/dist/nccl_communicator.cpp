@@ -89,6 +89,7 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override { return "nccl"; }
+  bool device_buffers() const override { return true; }
 
   void all_gather(const void* send, void* recv, std::size_t bytes) override {
     api_.set_device(device_);

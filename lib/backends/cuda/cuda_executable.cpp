@@ -3,6 +3,7 @@
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/cuda_module.hpp"
 #include "backends/cuda/nvrtc.hpp"
+#include "backends/gpu/device_collectives.hpp"
 #include "backends/gpu/gpu_arch.hpp"
 #include "backends/gpu/gpu_program.hpp"
 #include "luminal/error.hpp"
@@ -29,6 +30,7 @@ std::shared_ptr<const gpu::DeviceExecutable> make_executable(
     const gpu::GpuArch ga = gpu::arch_for(Target::cuda(0).with_arch(arch));
     gpu::DeviceBuild out;
     out.src = gpu::render_gpu(prog, ga, gpu::plan_schedules(p));
+    if (gpu::has_collectives(p)) gpu::add_collective_kernels(out.src);  // for device-memory communicators
     CudaModule mod = compile_module(out.src.device_source(), arch, cubin, cache_dir);
     out.image = std::move(mod.image);
     out.codegen = mod.codegen;

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "backends/cpu/cpu_program.hpp"
+#include "backends/gpu/device_collectives.hpp"
 #include "backends/gpu/gpu_program.hpp"
 #include "dist/collectives.hpp"
 #include "kernel/memory_plan.hpp"
@@ -30,6 +31,8 @@ struct DeviceExecutable::Impl {
   void* stream = nullptr;
   std::vector<void*> fns;  // per kernel
   std::shared_ptr<Communicator> comm;
+  // A device-memory communicator's local steps (NCCL): device kernels; null: the host's.
+  std::unique_ptr<DeviceLocalOps> device_ops;
   cpu::ParamBlocks param_blocks;  // held as blocks
   bool collectives = false;  // the plan has collective steps (run on the host)
   // The order the program runs in: kernels and collective steps, each a slot (the memory
@@ -126,13 +129,19 @@ struct DeviceExecutable::Impl {
     return kept;
   }
 
-  // A collective step on the host: the kernels before it drained, its operand copied out,
-  // the communicator's collective, the result copied back.
+  // A collective step. A device-memory communicator (NCCL) works on the arena, its local
+  // steps device kernels on the stream. Otherwise on the host: the kernels before it
+  // drained, its operand copied out, the communicator's collective, the result copied back.
   void run_collective(const Binding& b, size_t step, const DimBindings& dims) const {
     const auto& st = plan->steps[step];
     const size_t in = st.args.at(0), out = st.result;
     std::vector<int64_t> shape;
     for (const Dim& d : lowered.value_shape[in]) shape.push_back(d.evaluate(dims));
+    if (device_ops) {
+      dist::run_collective(*comm, *st.spec, shape, reinterpret_cast<const void*>(b.arena + b.offset[in]),
+                           reinterpret_cast<void*>(b.arena + b.offset[out]), *device_ops);
+      return;
+    }
     std::vector<std::byte> host_in(b.bytes[in]), host_out(b.bytes[out]);
     if (!host_in.empty()) api->copy_out(host_in.data(), b.arena + b.offset[in], host_in.size(), stream);
     api->synchronize(stream, "the kernels before a collective");
@@ -217,10 +226,6 @@ DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const c
   if (m.collectives && !comm)
     throw CompileError(m.tag +
                        "the program has collectives: it runs with the communicator it was compiled for");
-  if (m.collectives && comm->name().rfind("nccl", 0) == 0)
-    throw CompileError(m.tag +
-                       "the program's collectives run on the host between kernels, and an NCCL "
-                       "communicator's buffers are device memory: use an MPI (or local) communicator");
   m.comm = std::move(comm);
   const std::string device_arch = api.arch(m.device);
   if (!target.arch().empty() && target.arch() != device_arch)
@@ -234,6 +239,8 @@ DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const c
   m.module = api.load_module(built.image);
   for (const auto& l : m.src.launches) m.fns.push_back(api.function(m.module, l.name));
   m.stream = api.create_stream();
+  if (m.collectives && m.comm->device_buffers())
+    m.device_ops = std::make_unique<DeviceLocalOps>(api, m.module, m.stream);
 }
 
 DeviceExecutable::~DeviceExecutable() {
@@ -243,6 +250,7 @@ DeviceExecutable::~DeviceExecutable() {
     m.api->make_current(m.device);
   } catch (...) {  // a failing driver at teardown: release what we can
   }
+  m.device_ops.reset();  // its scratch, while the device is current
   for (auto& [key, b] : m.bindings) {
     if (b->graph) m.api->destroy_graph(b->graph);
     if (b->arena) m.api->free(b->arena);

@@ -11,9 +11,11 @@
 //    every later call with the same dims; otherwise it is queued anew on each call.
 //  * Calls are serialized (one stream per executable); gather ids that come from the
 //    caller are checked on the host first, as on the CPU.
-//  * A rank's collectives (a sharded program, lib/dist) run on the host between kernels:
-//    the stream is drained, the operand copied out, the communicator called (MPI, local
-//    ranks), the result copied back. A program with collectives is not captured.
+//  * A rank's collectives (a sharded program, lib/dist) run between kernels. With a
+//    host-memory communicator (MPI, local ranks) the stream is drained, the operand copied
+//    out, the communicator called, the result copied back; with a device-memory one
+//    (NCCL) the communicator works on the arena and the local steps (ordered sums, row
+//    copies) are device kernels on the stream. A program with collectives is not captured.
 // tests/gpu "[runtime]" runs it on the host through a DeviceApi whose device is the
 // process (tests/gpu/host_device_api.hpp); tests/gpu/run.sh on a machine with a GPU.
 #pragma once
@@ -50,13 +52,13 @@ using DeviceBuildFn =
 class DeviceExecutable final : public detail::Executable {
  public:
   /// Throws CompileError (a step that cannot be generated for the GPU, an explicit target
-  /// arch that is not the device's, a compile failure, collectives without a host
+  /// arch that is not the device's, a compile failure, collectives without a
   /// communicator) or RuntimeError (the driver). `comm`: the rank's communicator when the
-  /// plan has collectives; its buffers are host memory (an NCCL communicator, whose
-  /// buffers are device memory, is refused: the sums of its collectives would need device
-  /// kernels). `param_blocks`: the weights a rank reads only a block of
-  /// (dist::param_regions), held on the device as that block (param_blocks() says which
-  /// are; they are passed to run() in the block's shape).
+  /// plan has collectives, on host memory (MPI, local ranks) or device memory (NCCL:
+  /// Communicator::device_buffers; the collectives' local steps then run as device
+  /// kernels, gpu/device_collectives.hpp). `param_blocks`: the weights a rank reads only a
+  /// block of (dist::param_regions), held on the device as that block (param_blocks()
+  /// says which are; they are passed to run() in the block's shape).
   DeviceExecutable(const DeviceApi& api, std::shared_ptr<const compiler::KernelPlan> plan,
                    std::shared_ptr<const detail::GraphImpl> graph, const Target& target,
                    const DeviceBuildFn& build, std::shared_ptr<Communicator> comm = nullptr,

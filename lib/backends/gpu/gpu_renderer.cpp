@@ -1,5 +1,7 @@
 #include "backends/gpu/gpu_renderer.hpp"
 
+#include "backends/gpu/device_collectives.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -1254,6 +1256,7 @@ std::string emulation_source(const GpuSource& src, const Program& p, const GpuAr
     // How many parameters (8 bytes each) a launch passes: what a graph capture copies.
     s << "extern \"C\" const int " << l.name << "_nargs = " << a << ";\n";
   }
+  if (src.collective_kernels) s << collective_kernel_entries();
   return s.str();
 }
 

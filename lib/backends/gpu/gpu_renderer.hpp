@@ -44,6 +44,9 @@ struct GpuSource {
   std::string prelude;  ///< device prelude + common code (what the device compiler gets first)
   std::string kernels;  ///< the generated kernels: the same text for the device and the emulator
   std::vector<LaunchShape> launches;  ///< one per kernel of the program, in order
+  /// The collectives' device kernels follow (gpu/device_collectives.hpp): the emulation
+  /// source gives them host entries too.
+  bool collective_kernels = false;
   std::string device_source() const { return prelude + kernels; }
 };
 

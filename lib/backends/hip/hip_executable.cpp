@@ -1,5 +1,6 @@
 #include "backends/hip/hip_executable.hpp"
 
+#include "backends/gpu/device_collectives.hpp"
 #include "backends/gpu/gpu_arch.hpp"
 #include "backends/gpu/gpu_program.hpp"
 #include "backends/hip/hip_driver.hpp"
@@ -20,6 +21,7 @@ std::shared_ptr<const gpu::DeviceExecutable> make_executable(
     const gpu::GpuArch ga = gpu::arch_for(Target::hip(0).with_arch(device_arch));
     gpu::DeviceBuild out;
     out.src = gpu::render_gpu(prog, ga, gpu::plan_schedules(p));
+    if (gpu::has_collectives(p)) gpu::add_collective_kernels(out.src);  // for device-memory communicators
     HipModule mod = compile_module(out.src.device_source(), device_arch, cache_dir);
     out.image = std::move(mod.image);
     out.codegen = mod.codegen;
