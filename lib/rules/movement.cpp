@@ -77,7 +77,7 @@ void reduce_through_permute(ir::EGraph& g, const Match& m, Op op) {
     }
 }
 
-constexpr Op kViews[] = {Op::Reshape, Op::Permute, Op::Expand, Op::Slice, Op::Pad};
+constexpr Op kViewOps[] = {Op::Reshape, Op::Permute, Op::Expand, Op::Slice, Op::Pad};
 
 // u(view x) = view(u x): a view only moves elements, an elementwise op maps each one; a
 // pad's fill becomes u(fill).
@@ -88,7 +88,7 @@ void unary_through_view(ir::EGraph& g, const Match& m, Op op) {
     for (const ir::AttrNode& n : attr_nodes(g, m.root(), Op::Cast))
       if (g.find(n.kid) == x0) casts.push_back(attr(g, n.payload).dtype);
   if (op != Op::Cast) casts.push_back(DType::f32);  // unused
-  for (Op vop : kViews)
+  for (Op vop : kViewOps)
     for (const ir::AttrNode& vn : attr_nodes(g, x0, vop))
       for (DType to : casts) {
         const Id x = g.find(vn.kid);
@@ -108,7 +108,7 @@ void unary_through_view(ir::EGraph& g, const Match& m, Op op) {
 // b(view x, view y) = view(b(x, y)) for the same view (same attributes) of equally shaped
 // x and y; a pad's fill becomes b(fill, fill).
 void binary_through_view(ir::EGraph& g, const Match& m, Op op) {
-  for (Op vop : kViews)
+  for (Op vop : kViewOps)
     for (const ir::AttrNode& va : attr_nodes(g, m[a], vop))
       for (const ir::AttrNode& vb : attr_nodes(g, m[b], vop)) {
         if (va.payload != vb.payload) continue;
