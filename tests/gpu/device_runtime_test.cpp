@@ -92,6 +92,24 @@ ir::KernelSpec collective_spec(detail::PrimOp op, DType dt, const std::vector<in
   return spec;
 }
 
+// `g` compiled for `target`'s emulated form (with `comm`: this rank's program, one search
+// for every rank). Its plan is what the device runtime runs in these tests, so both run the
+// same kernels (a second search cut short by its time budget -- sanitizers, a loaded host
+// -- may extract another plan).
+Callable emulated_program(const Graph& g, const Target& target,
+                          std::shared_ptr<Communicator> comm = nullptr) {
+  CompileOptions o;
+  o.communicator = std::move(comm);
+  if (o.communicator) o.time_budget_seconds = 600;  // every rank must extract the same plan
+  return compile(g, target.emulated(), o);
+}
+
+std::shared_ptr<const compiler::KernelPlan> plan_of(const Callable& fn) {
+  const auto* cpu_exe = dynamic_cast<const cpu::CpuExecutable*>(fn.state()->exe.get());
+  if (!cpu_exe) throw std::runtime_error("the emulated target's program is not a CpuExecutable");
+  return cpu_exe->plan();
+}
+
 std::map<std::string, const HostTensor*> pointers(const std::map<std::string, HostTensor>& data) {
   std::map<std::string, const HostTensor*> p;
   for (const auto& [name, t] : data) p.emplace(name, &t);
@@ -109,13 +127,8 @@ TEST_CASE("the device runtime on the host: a decoder block, every kernel launche
   for (const char* t : {"cuda:sm_90", "hip:gfx90a"}) {
     INFO(t);
     const Target target = Target::parse(t);
-    // The emulated target's program: its plan runs on the device runtime below, so both
-    // run the same kernels (a search cut short by its time budget -- sanitizers, a loaded
-    // host -- may extract another plan each time it runs).
-    Callable emulated = compile(g, target.emulated());
-    const auto* cpu_exe = dynamic_cast<const cpu::CpuExecutable*>(emulated.state()->exe.get());
-    REQUIRE(cpu_exe);
-    const auto plan = cpu_exe->plan();
+    Callable emulated = emulated_program(g, target);
+    const auto plan = plan_of(emulated);
     gpu_test::HostDeviceApi api(gpu::arch_for(target).arch);
     const gpu::DeviceExecutable exe(api, plan, std::make_shared<const detail::GraphImpl>(*g.impl()), target,
                                     host_build(target));
@@ -193,18 +206,13 @@ TEST_CASE("the device runtime runs a rank's collectives on the host between kern
   std::vector<std::map<std::string, HostTensor>> outs(2);
   std::vector<int64_t> collectives(2);
   const auto errors = test::on_ranks(2, [&](int r, const std::shared_ptr<Communicator>& comm, std::string&) {
-    CompileOptions o;
-    o.communicator = comm;
-    o.time_budget_seconds = 600;
-    const Callable fn = compile(g, target.emulated(), o);
+    const Callable fn = emulated_program(g, target, comm);
     collectives[static_cast<size_t>(r)] = fn.report().collectives;
-    const auto* cpu_exe = dynamic_cast<const cpu::CpuExecutable*>(fn.state()->exe.get());
-    if (!cpu_exe) throw std::runtime_error("the emulated target's program is not a CpuExecutable");
+    const auto plan = plan_of(fn);
     // The rank holds only its block of each split weight, as the emulated target does.
     const auto& blocks = fn.state()->param_blocks;
     gpu_test::HostDeviceApi api("sm_90");
-    const gpu::DeviceExecutable exe(api, cpu_exe->plan(),
-                                    std::make_shared<const detail::GraphImpl>(*g.impl()), target,
+    const gpu::DeviceExecutable exe(api, plan, std::make_shared<const detail::GraphImpl>(*g.impl()), target,
                                     host_build(target), comm, blocks);
     if (exe.param_blocks().size() != blocks.size() || blocks.empty())
       throw std::runtime_error("the device runtime holds " + std::to_string(exe.param_blocks().size()) +
@@ -245,17 +253,13 @@ TEST_CASE("the device runtime refuses collectives without a communicator", "[gpu
   const Target target = Target::parse("cuda:sm_90");
   std::string error;
   const auto errors = test::on_ranks(2, [&](int r, const std::shared_ptr<Communicator>& comm, std::string&) {
-    CompileOptions o;
-    o.communicator = comm;
-    o.time_budget_seconds = 600;
-    const Callable fn = compile(g, target.emulated(), o);
-    const auto* cpu_exe = dynamic_cast<const cpu::CpuExecutable*>(fn.state()->exe.get());
-    if (!cpu_exe) throw std::runtime_error("the emulated target's program is not a CpuExecutable");
+    const Callable fn = emulated_program(g, target, comm);
+    const auto plan = plan_of(fn);
     if (r != 0) return;
     gpu_test::HostDeviceApi api("sm_90");
     try {
-      gpu::DeviceExecutable exe(api, cpu_exe->plan(), std::make_shared<const detail::GraphImpl>(*g.impl()),
-                                target, host_build(target));
+      gpu::DeviceExecutable exe(api, plan, std::make_shared<const detail::GraphImpl>(*g.impl()), target,
+                                host_build(target));
     } catch (const CompileError& e) {
       error = e.what();
     }
@@ -367,21 +371,17 @@ TEST_CASE("the device runtime with a device-memory communicator: collectives on 
   std::vector<std::map<std::string, HostTensor>> staged(2), on_device(2);
   std::vector<std::size_t> device_launches(2), kernels(2);
   const auto errors = test::on_ranks(2, [&](int r, const std::shared_ptr<Communicator>& comm, std::string&) {
-    CompileOptions o;
-    o.communicator = comm;
-    o.time_budget_seconds = 600;
-    const Callable fn = compile(g, target.emulated(), o);
-    const auto* cpu_exe = dynamic_cast<const cpu::CpuExecutable*>(fn.state()->exe.get());
-    if (!cpu_exe) throw std::runtime_error("the emulated target's program is not a CpuExecutable");
+    const Callable fn = emulated_program(g, target, comm);
+    const auto plan = plan_of(fn);
     const auto graph = std::make_shared<const detail::GraphImpl>(*g.impl());
     const auto i = static_cast<std::size_t>(r);
     {
       gpu_test::HostDeviceApi api("sm_90");
-      const gpu::DeviceExecutable exe(api, cpu_exe->plan(), graph, target, host_build(target), comm);
+      const gpu::DeviceExecutable exe(api, plan, graph, target, host_build(target), comm);
       staged[i] = exe.run({}, pointers(data));
     }
     gpu_test::HostDeviceApi api("sm_90");
-    const gpu::DeviceExecutable exe(api, cpu_exe->plan(), graph, target, host_build(target),
+    const gpu::DeviceExecutable exe(api, plan, graph, target, host_build(target),
                                     std::make_shared<DeviceBuffersComm>(comm));
     on_device[i] = exe.run({}, pointers(data));
     device_launches[i] = api.launches;
