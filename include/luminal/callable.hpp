@@ -86,6 +86,15 @@ struct ParamRegion {
   std::vector<int64_t> start, end;
 };
 
+/// A tensor in a GPU's memory, owned by the caller (Callable::run_device): its device
+/// address (a CUdeviceptr or hipDeviceptr_t; on an emulated target, host memory), dtype
+/// and shape, dense and row-major.
+struct DeviceTensor {
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  std::uint64_t address = 0;
+};
+
 class Callable {
  public:
   /// An empty Callable: calling it throws RuntimeError.
@@ -118,6 +127,21 @@ class Callable {
   /// DeadlineExceededError.
   std::map<std::string, HostTensor> operator()(const std::map<std::string, HostTensor>& inputs,
                                                const CallOptions& options) const;
+
+  /// Runs a GPU program on the caller's device memory, with no copies to or from the
+  /// host. Every input and every output is given, on the Callable's device, outputs with
+  /// the dtype and shape the inputs' dims imply; no output may overlap an input or another
+  /// output. The work is ordered on the caller's `stream` (a CUstream or hipStream_t;
+  /// null: the default stream) -- after what was queued there before, before what is
+  /// queued after -- and the call returns without waiting for it. Params stay on the
+  /// device: the first call after bind() uploads them. A bad call comes back as a Status
+  /// before anything is queued; a program that gathers rows by ids from an input (an
+  /// embedding) checks the ids on the host, so that call waits for the stream. On an
+  /// emulated target the addresses are host memory and the work is done on return; on
+  /// the CPU and reference targets the Status is an error.
+  Status run_device(const std::map<std::string, DeviceTensor>& inputs,
+                    const std::map<std::string, DeviceTensor>& outputs,
+                    void* stream = nullptr) const noexcept;
 
   /// Bytes of scratch memory this Callable holds for its calls (in use and idle).
   int64_t memory_held() const;

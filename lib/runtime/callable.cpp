@@ -165,7 +165,7 @@ std::map<std::string, HostTensor> call(const CallableState& st, const std::map<s
       return out;
     }
     ctl.check("before the call started");
-    return st.exe->run(dims, tensors);
+    return st.exe->run_with_params(dims, tensors, *params);
   } catch (const std::bad_alloc&) {
     // Sizes follow the caller's dims: running out of memory is a bad call, reported as one.
     throw RuntimeError("[call] out of memory running the program with " + dims_text(dims));
@@ -227,6 +227,98 @@ Status Callable::run(const std::map<std::string, HostTensor>& inputs,
     return failed(e);
   } catch (...) {
     return Status{false, "[call] unknown exception", StatusCode::error};
+  }
+}
+
+namespace {
+
+// A view of device memory, for validation (which reads shapes, never data) and for the
+// emulator, whose device memory is the host's. `what`: "input" / "output".
+HostTensor device_view(const std::string& name, const DeviceTensor& t, const char* what) {
+  for (int64_t d : t.shape)
+    if (d < 0) throw RuntimeError("[run_device] " + std::string(what) + " '" + name + "' has a negative dim");
+  try {
+    return HostTensor::view(t.dtype, t.shape, reinterpret_cast<void*>(t.address));
+  } catch (const RuntimeError&) {
+    throw RuntimeError("[run_device] " + std::string(what) + " '" + name + "' has a null address and " +
+                       std::to_string(t.shape.size()) + " dims with elements");
+  }
+}
+
+// The outputs a device call writes: exactly the program's, with the shapes the dims imply,
+// overlapping neither each other nor an input (kernels read inputs while they write).
+void check_device_outputs(const GraphImpl& g, const DimBindings& dims,
+                          const std::map<std::string, HostTensor>& inputs,
+                          const std::map<std::string, HostTensor>& outputs) {
+  for (const auto& [name, t] : outputs) {
+    bool known = false;
+    for (const auto& [out, id] : g.outputs) known = known || out == name;
+    if (!known) throw RuntimeError("[run_device] unknown output '" + name + "'");
+  }
+  for (const auto& [name, id] : g.outputs) {
+    const Node& n = g.nodes[id];
+    std::vector<int64_t> want;
+    for (const Dim& d : n.shape) want.push_back(d.evaluate(dims));
+    const std::string declared = std::string(dtype_name(n.dtype)) + " " + ints(want);
+    auto it = outputs.find(name);
+    if (it == outputs.end())
+      throw RuntimeError("[run_device] missing output '" + name +
+                         "': the call writes it into caller memory, " + declared);
+    if (it->second.dtype() != n.dtype || it->second.shape() != want)
+      throw RuntimeError("[run_device] output '" + name + "' is " +
+                         std::string(dtype_name(it->second.dtype())) + " " + ints(it->second.shape()) +
+                         ", the call makes " + declared);
+  }
+  for (auto a = outputs.begin(); a != outputs.end(); ++a) {
+    for (const auto& [name, in] : inputs)
+      if (overlap(a->second, in))
+        throw RuntimeError("[run_device] output '" + a->first + "' overlaps input '" + name +
+                           "': a device call needs separate buffers");
+    for (auto b = std::next(a); b != outputs.end(); ++b)
+      if (overlap(a->second, b->second))
+        throw RuntimeError("[run_device] outputs '" + a->first + "' and '" + b->first + "' share memory");
+  }
+}
+
+}  // namespace
+
+void detail::Executable::run_device(const DimBindings&, const std::map<std::string, DeviceTensor>&,
+                                    const ParamMap&, const std::map<std::string, DeviceTensor>&,
+                                    void*) const {
+  throw RuntimeError("[run_device] this program runs on the host: call run() or operator()");
+}
+
+Status Callable::run_device(const std::map<std::string, DeviceTensor>& inputs,
+                            const std::map<std::string, DeviceTensor>& outputs, void* stream) const noexcept {
+  try {
+    const CallableState& st = state_of(state_);
+    if (!st.exe || !st.not_runnable.empty()) throw RuntimeError("[run_device] " + st.not_runnable);
+    if (st.target.kind() != Target::Kind::cuda && st.target.kind() != Target::Kind::hip)
+      throw RuntimeError("[run_device] target " + st.target.to_string() +
+                         " has no device memory: call run() or operator()");
+    std::map<std::string, HostTensor> in, out;
+    for (const auto& [name, t] : inputs) in.emplace(name, device_view(name, t, "input"));
+    for (const auto& [name, t] : outputs) out.emplace(name, device_view(name, t, "output"));
+    const std::shared_ptr<const CallableState::ParamMap> params = st.params_for_call();
+    const DimBindings dims = validate_call(*st.graph, in, *params, st.param_blocks);
+    check_device_outputs(*st.graph, dims, in, out);
+    if (st.target.is_emulated()) {  // the emulator's device is the host
+      std::map<std::string, HostTensor> got = out;
+      if (Status s = run(in, got); !s) return s;
+      // Outputs the call wrote elsewhere (a second name for one value, a pass-through).
+      for (const auto& [name, t] : got) {
+        const DeviceTensor& dst = outputs.at(name);
+        if (reinterpret_cast<std::uint64_t>(t.data()) != dst.address && t.nbytes())
+          std::memcpy(reinterpret_cast<void*>(dst.address), t.data(), t.nbytes());
+      }
+      return {};
+    }
+    st.exe->run_device(dims, inputs, *params, outputs, stream);
+    return {};
+  } catch (const std::exception& e) {
+    return failed(e);
+  } catch (...) {
+    return Status{false, "[run_device] unknown exception", StatusCode::error};
   }
 }
 

@@ -18,6 +18,10 @@
 
 namespace luminal::detail {
 
+/// The params a call runs with, as the Callable holds them: each immutable until the next
+/// bind() replaces it.
+using ParamMap = std::map<std::string, std::shared_ptr<const HostTensor>>;
+
 class Executable {
  public:
   virtual ~Executable() = default;
@@ -26,6 +30,20 @@ class Executable {
   /// Must be safe to call from several threads at once.
   virtual std::map<std::string, HostTensor> run(
       const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors) const = 0;
+  /// run() given the params' handles too: a backend may keep its own copy of a param
+  /// while the handle is the same (a GPU holds them in device memory, uploaded once per
+  /// bind). `tensors` still holds every input and param.
+  virtual std::map<std::string, HostTensor> run_with_params(
+      const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors,
+      const ParamMap& params) const {
+    (void)params;
+    return run(dims, tensors);
+  }
+  /// Callable::run_device, validated: `inputs` and `outputs` are device memory with the
+  /// shapes `dims` imply. Only a device runtime has it; others throw RuntimeError.
+  virtual void run_device(const DimBindings& dims, const std::map<std::string, DeviceTensor>& inputs,
+                          const ParamMap& params, const std::map<std::string, DeviceTensor>& outputs,
+                          void* stream) const;
 };
 
 /// Executes the graph with the reference interpreter.
@@ -44,7 +62,7 @@ struct CallableState {
   /// the block's shape (bind() copies the block out of a whole weight).
   std::map<std::string, ParamRegion> param_blocks;
 
-  using ParamMap = std::map<std::string, std::shared_ptr<const HostTensor>>;
+  using ParamMap = detail::ParamMap;
   mutable std::mutex mu;  // guards params and published
   ParamMap params;        // the bound params (bind() and load() write it)
   /// What calls read: an immutable copy of `params`, replaced (never changed) by bind(),

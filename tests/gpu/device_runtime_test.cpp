@@ -41,19 +41,8 @@ using namespace luminal;
 
 namespace {
 
-// What cuda::make_executable hands the runtime, with the emulation source as the "image"
-// (HostDeviceApi::load_module compiles it).
-gpu::DeviceBuildFn host_build(const Target& target) {
-  return [target](const kernel::Program& prog, const compiler::KernelPlan& plan, const std::string&) {
-    const gpu::GpuArch arch = gpu::arch_for(target);
-    gpu::DeviceBuild b;
-    b.src = gpu::render_gpu(prog, arch, gpu::plan_schedules(plan));
-    if (gpu::has_collectives(plan)) gpu::add_collective_kernels(b.src);  // as the backends do
-    b.image = gpu::emulation_source(b.src, prog, arch);
-    b.codegen = "host emulator";
-    return b;
-  };
-}
+using gpu_test::host_build;
+using gpu_test::pointers;
 
 // A local rank whose buffers count as device memory. With HostDeviceApi the device is this
 // process, so the path a GPU runtime takes for NCCL -- the communicator on the arena, the
@@ -110,12 +99,6 @@ std::shared_ptr<const compiler::KernelPlan> plan_of(const Callable& fn) {
   return cpu_exe->plan();
 }
 
-std::map<std::string, const HostTensor*> pointers(const std::map<std::string, HostTensor>& data) {
-  std::map<std::string, const HostTensor*> p;
-  for (const auto& [name, t] : data) p.emplace(name, &t);
-  return p;
-}
-
 }  // namespace
 
 TEST_CASE("the device runtime on the host: a decoder block, every kernel launched, reference results",
@@ -147,11 +130,12 @@ TEST_CASE("the device runtime on the host: a decoder block, every kernel launche
     INFO("error ratio " << test::compare_outputs(got, want));
     CHECK(test::compare_outputs(got, want, 1e-5 * scale, 1e-4) <= 1.0);
     CHECK(api.launches == static_cast<size_t>(exe.kernels()));
-    CHECK(api.allocations == 1);  // one arena for the binding
+    const size_t params = g.impl()->params.size();
+    CHECK(api.allocations == 1 + params);  // one arena for the binding, one per param
     // A second call reuses the binding's memory and queues the same work.
     const auto again = exe.run({}, pointers(data));
     CHECK(api.launches == 2 * static_cast<size_t>(exe.kernels()));
-    CHECK(api.allocations == 1);
+    CHECK(api.allocations == 1 + params);
     CHECK(std::memcmp(again.at("y").data(), got.at("y").data(), got.at("y").nbytes()) == 0);
     // Captured as a graph once (what the CUDA runtime does), replayed by every call: the
     // same bits, with inputs changed between the calls (the staging is read at replay).
@@ -187,7 +171,7 @@ TEST_CASE("the device runtime on the host: one arena per binding of a dynamic di
     const auto want = detail::reference::run(*g.impl(), dims, pointers(data));
     CHECK(test::compare_outputs(exe.run(dims, pointers(data)), want) <= 1.0);
   }
-  CHECK(api.allocations == 3);  // n = 3, 17 and 0; the second n = 3 reuses the first
+  CHECK(api.allocations == 3 + 2);  // n = 3, 17 and 0 (the second n = 3 reuses the first); w, b
 }
 
 TEST_CASE("the device runtime runs a rank's collectives on the host between kernels",

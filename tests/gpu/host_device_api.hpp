@@ -19,11 +19,17 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "backends/gpu/device_api.hpp"
+#include "backends/gpu/device_executable.hpp"
+#include "backends/gpu/device_collectives.hpp"
+#include "backends/gpu/gpu_arch.hpp"
 #include "backends/gpu/gpu_backend.hpp"
+#include "backends/gpu/gpu_program.hpp"
+#include "backends/gpu/gpu_renderer.hpp"
 
 namespace gpu_test {
 
@@ -77,8 +83,15 @@ class HostDeviceApi final : public luminal::gpu::DeviceApi {
       std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
     });
   }
-  void launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void*,
+  void copy_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, void*) const override {
+    queue([this, dst, src, bytes] {
+      bytes_device += bytes;
+      std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+    });
+  }
+  void launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void* stream,
               const char*) const override {
+    launch_streams.insert(stream);
     const Kernel* k = static_cast<const Kernel*>(fn);
     // The parameter values now (the caller's argument storage may change before a replay).
     std::vector<std::uint64_t> values(static_cast<std::size_t>(k->nargs));
@@ -92,6 +105,12 @@ class HostDeviceApi final : public luminal::gpu::DeviceApi {
     });
   }
   void synchronize(void*, const char*) const override { ++synchronizations; }
+  // Everything runs when queued, so events only count: the tests check the runtime joins
+  // a caller's stream (recorded there, waited for on its own, and back).
+  void* create_event() const override { return new int(0); }
+  void destroy_event(void* event) const noexcept override { delete static_cast<int*>(event); }
+  void record_event(void*, void* stream) const override { recorded_on.push_back(stream); }
+  void wait_event(void* stream, void*) const override { waited_on.push_back(stream); }
 
   bool begin_capture(void*) const override {
     if (!capture_) return false;
@@ -103,14 +122,18 @@ class HostDeviceApi final : public luminal::gpu::DeviceApi {
     return recording_.release();
   }
   void abort_capture(void*) const noexcept override { recording_.reset(); }
-  void launch_graph(void* graph, void*) const override {
+  void launch_graph(void* graph, void* stream) const override {
     ++graph_launches;
+    launch_streams.insert(stream);
     for (const auto& op : static_cast<const Graph*>(graph)->ops) op();
   }
   void destroy_graph(void* graph) const noexcept override { delete static_cast<Graph*>(graph); }
 
   // What the runtime asked for (the tests check the work it queued).
   mutable std::size_t launches = 0, synchronizations = 0, allocations = 0, bytes_in = 0, bytes_out = 0;
+  mutable std::size_t bytes_device = 0;
+  mutable std::set<void*> launch_streams;             // streams kernels and graphs were queued on
+  mutable std::vector<void*> recorded_on, waited_on;  // events: the stream of each record, wait
   mutable std::size_t captures = 0, graph_launches = 0;
 
  private:
@@ -137,5 +160,28 @@ class HostDeviceApi final : public luminal::gpu::DeviceApi {
   mutable std::map<void*, std::shared_ptr<const luminal::cpu::JitLibrary>> modules_;
   mutable std::vector<std::unique_ptr<Kernel>> kernels_;
 };
+
+// What cuda::make_executable hands the runtime, with the emulation source as the "image"
+// (HostDeviceApi::load_module compiles it).
+inline luminal::gpu::DeviceBuildFn host_build(const luminal::Target& target) {
+  return [target](const luminal::kernel::Program& prog, const luminal::compiler::KernelPlan& plan,
+                  const std::string&) {
+    const luminal::gpu::GpuArch arch = luminal::gpu::arch_for(target);
+    luminal::gpu::DeviceBuild b;
+    b.src = luminal::gpu::render_gpu(prog, arch, luminal::gpu::plan_schedules(plan));
+    if (luminal::gpu::has_collectives(plan))
+      luminal::gpu::add_collective_kernels(b.src);  // as the backends do
+    b.image = luminal::gpu::emulation_source(b.src, prog, arch);
+    b.codegen = "host emulator";
+    return b;
+  };
+}
+
+inline std::map<std::string, const luminal::HostTensor*> pointers(
+    const std::map<std::string, luminal::HostTensor>& data) {
+  std::map<std::string, const luminal::HostTensor*> p;
+  for (const auto& [name, t] : data) p.emplace(name, &t);
+  return p;
+}
 
 }  // namespace gpu_test

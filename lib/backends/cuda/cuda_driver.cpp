@@ -13,6 +13,7 @@ namespace {
 constexpr int kAttrMajor = 75, kAttrMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_*
 constexpr int kCaptureThreadLocal = 1;           // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 constexpr unsigned kStreamNonBlocking = 1;       // CU_STREAM_NON_BLOCKING
+constexpr unsigned kEventDisableTiming = 2;      // CU_EVENT_DISABLE_TIMING
 
 using gpu::bind_symbol;
 }  // namespace
@@ -30,22 +31,35 @@ const Driver* Driver::get(std::string* why) {
     auto* d = new Driver();  // never destroyed, like the driver itself
     const bool ok =
         bind_symbol(h, "cuInit", d->cuInit) && bind_symbol(h, "cuDriverGetVersion", d->cuDriverGetVersion) &&
-        bind_symbol(h, "cuDeviceGet", d->cuDeviceGet) && bind_symbol(h, "cuDeviceGetAttribute", d->cuDeviceGetAttribute) &&
+        bind_symbol(h, "cuDeviceGet", d->cuDeviceGet) &&
+        bind_symbol(h, "cuDeviceGetAttribute", d->cuDeviceGetAttribute) &&
         bind_symbol(h, "cuDeviceGetName", d->cuDeviceGetName) &&
         bind_symbol(h, "cuDevicePrimaryCtxRetain", d->cuDevicePrimaryCtxRetain) &&
-        bind_symbol(h, "cuCtxSetCurrent", d->cuCtxSetCurrent) && bind_symbol(h, "cuModuleLoadData", d->cuModuleLoadData) &&
-        bind_symbol(h, "cuModuleUnload", d->cuModuleUnload) && bind_symbol(h, "cuModuleGetFunction", d->cuModuleGetFunction) &&
+        bind_symbol(h, "cuCtxSetCurrent", d->cuCtxSetCurrent) &&
+        bind_symbol(h, "cuModuleLoadData", d->cuModuleLoadData) &&
+        bind_symbol(h, "cuModuleUnload", d->cuModuleUnload) &&
+        bind_symbol(h, "cuModuleGetFunction", d->cuModuleGetFunction) &&
         bind_symbol(h, "cuMemAlloc_v2", d->cuMemAlloc) && bind_symbol(h, "cuMemFree_v2", d->cuMemFree) &&
-        bind_symbol(h, "cuMemAllocHost_v2", d->cuMemAllocHost) && bind_symbol(h, "cuMemFreeHost", d->cuMemFreeHost) &&
+        bind_symbol(h, "cuMemAllocHost_v2", d->cuMemAllocHost) &&
+        bind_symbol(h, "cuMemFreeHost", d->cuMemFreeHost) &&
         bind_symbol(h, "cuMemcpyHtoDAsync_v2", d->cuMemcpyHtoDAsync) &&
-        bind_symbol(h, "cuMemcpyDtoHAsync_v2", d->cuMemcpyDtoHAsync) && bind_symbol(h, "cuStreamCreate", d->cuStreamCreate) &&
+        bind_symbol(h, "cuMemcpyDtoHAsync_v2", d->cuMemcpyDtoHAsync) &&
+        bind_symbol(h, "cuMemcpyDtoDAsync_v2", d->cuMemcpyDtoDAsync) &&
+        bind_symbol(h, "cuEventCreate", d->cuEventCreate) &&
+        bind_symbol(h, "cuEventDestroy_v2", d->cuEventDestroy) &&
+        bind_symbol(h, "cuEventRecord", d->cuEventRecord) &&
+        bind_symbol(h, "cuStreamWaitEvent", d->cuStreamWaitEvent) &&
+        bind_symbol(h, "cuStreamCreate", d->cuStreamCreate) &&
         bind_symbol(h, "cuStreamSynchronize", d->cuStreamSynchronize) &&
-        bind_symbol(h, "cuStreamDestroy_v2", d->cuStreamDestroy) && bind_symbol(h, "cuLaunchKernel", d->cuLaunchKernel) &&
+        bind_symbol(h, "cuStreamDestroy_v2", d->cuStreamDestroy) &&
+        bind_symbol(h, "cuLaunchKernel", d->cuLaunchKernel) &&
         bind_symbol(h, "cuStreamBeginCapture_v2", d->cuStreamBeginCapture) &&
         bind_symbol(h, "cuStreamEndCapture", d->cuStreamEndCapture) &&
         bind_symbol(h, "cuGraphInstantiateWithFlags", d->cuGraphInstantiate) &&
-        bind_symbol(h, "cuGraphLaunch", d->cuGraphLaunch) && bind_symbol(h, "cuGraphExecDestroy", d->cuGraphExecDestroy) &&
-        bind_symbol(h, "cuGraphDestroy", d->cuGraphDestroy) && bind_symbol(h, "cuGetErrorString", d->cuGetErrorString);
+        bind_symbol(h, "cuGraphLaunch", d->cuGraphLaunch) &&
+        bind_symbol(h, "cuGraphExecDestroy", d->cuGraphExecDestroy) &&
+        bind_symbol(h, "cuGraphDestroy", d->cuGraphDestroy) &&
+        bind_symbol(h, "cuGetErrorString", d->cuGetErrorString);
     if (!ok) {
       failure = "libcuda.so.1 lacks entry points the runtime needs (a driver older than CUDA 11.4?)";
       delete d;
@@ -129,11 +143,26 @@ void Driver::copy_in(std::uint64_t dst, const void* src, std::size_t bytes, void
 void Driver::copy_out(void* dst, std::uint64_t src, std::size_t bytes, void* stream) const {
   check(cuMemcpyDtoHAsync(dst, src, bytes, stream), "output copy");
 }
+void Driver::copy_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, void* stream) const {
+  check(cuMemcpyDtoDAsync(dst, src, bytes, stream), "device copy");
+}
 void Driver::launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void* stream,
                     const char* what) const {
   check(cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream, args, nullptr), what);
 }
 void Driver::synchronize(void* stream, const char* what) const { check(cuStreamSynchronize(stream), what); }
+void* Driver::create_event() const {
+  void* e = nullptr;
+  check(cuEventCreate(&e, kEventDisableTiming), "cuEventCreate");
+  return e;
+}
+void Driver::destroy_event(void* event) const noexcept { cuEventDestroy(event); }
+void Driver::record_event(void* event, void* stream) const {
+  check(cuEventRecord(event, stream), "cuEventRecord");
+}
+void Driver::wait_event(void* stream, void* event) const {
+  check(cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
+}
 bool Driver::begin_capture(void* stream) const {
   check(cuStreamBeginCapture(stream, kCaptureThreadLocal), "cuStreamBeginCapture");
   return true;

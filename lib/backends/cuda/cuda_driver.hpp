@@ -33,6 +33,11 @@ struct Driver final : gpu::DeviceApi {
   CUresult (*cuMemFreeHost)(void*) = nullptr;
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, void*) = nullptr;  // _v2
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, void*) = nullptr;        // _v2
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, void*) = nullptr;  // _v2
+  CUresult (*cuEventCreate)(void**, unsigned) = nullptr;
+  CUresult (*cuEventDestroy)(void*) = nullptr;  // _v2
+  CUresult (*cuEventRecord)(void*, void*) = nullptr;
+  CUresult (*cuStreamWaitEvent)(void*, void*, unsigned) = nullptr;
   CUresult (*cuStreamCreate)(void**, unsigned) = nullptr;
   CUresult (*cuStreamSynchronize)(void*) = nullptr;
   CUresult (*cuStreamDestroy)(void*) = nullptr;  // _v2
@@ -66,9 +71,14 @@ struct Driver final : gpu::DeviceApi {
   void destroy_stream(void* stream) const noexcept override;
   void copy_in(std::uint64_t dst, const void* src, std::size_t bytes, void* stream) const override;
   void copy_out(void* dst, std::uint64_t src, std::size_t bytes, void* stream) const override;
+  void copy_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, void* stream) const override;
   void launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void* stream,
               const char* what) const override;
   void synchronize(void* stream, const char* what) const override;
+  void* create_event() const override;
+  void destroy_event(void* event) const noexcept override;
+  void record_event(void* event, void* stream) const override;
+  void wait_event(void* stream, void* event) const override;
   bool begin_capture(void* stream) const override;
   void* end_capture(void* stream) const override;
   void abort_capture(void* stream) const noexcept override;

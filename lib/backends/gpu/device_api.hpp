@@ -36,10 +36,21 @@ class DeviceApi {
   virtual void destroy_stream(void* stream) const noexcept = 0;
   virtual void copy_in(std::uint64_t dst, const void* src, std::size_t bytes, void* stream) const = 0;
   virtual void copy_out(void* dst, std::uint64_t src, std::size_t bytes, void* stream) const = 0;
+  /// Device to device (an input a program passes through to an output, in caller memory).
+  virtual void copy_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, void* stream) const = 0;
   /// `args`: one pointer per kernel parameter, in order. `what` names the kernel in errors.
   virtual void launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void* stream,
                       const char* what) const = 0;
   virtual void synchronize(void* stream, const char* what) const = 0;
+
+  /// Events order work across streams without the host waiting: a call queued on a
+  /// caller's stream and the next on another both use the executable's arena.
+  virtual void* create_event() const = 0;
+  virtual void destroy_event(void* event) const noexcept = 0;
+  /// The event completes when everything queued on `stream` so far has.
+  virtual void record_event(void* event, void* stream) const = 0;
+  /// What is queued on `stream` from now on waits for the event's last record.
+  virtual void wait_event(void* stream, void* event) const = 0;
 
   /// Records what is queued on `stream` until end_capture into a graph that replays it
   /// with one call. An API without capture returns false and the executable queues the

@@ -1,5 +1,6 @@
 #include "backends/gpu/device_executable.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -40,6 +41,27 @@ struct DeviceExecutable::Impl {
   std::vector<int> kernel_slot;  // per kernel
   int slots = 0;
 
+  // A param kept in device memory across calls, uploaded again only when the Callable's
+  // handle for it changes (a bind). A param whose size follows the dims has none (addr 0)
+  // and is staged on every call like an input.
+  struct Resident {
+    uint64_t addr = 0;
+    size_t bytes = 0;
+    std::weak_ptr<const HostTensor> uploaded;  // the bound value on the device now
+    bool current = false;                      // `uploaded` is on the device (false: upload on the next call)
+  };
+  mutable std::vector<Resident> resident;  // per buffer
+  // A call on a caller's stream joins the executable's stream and back (Callable::run_device).
+  void* join_in = nullptr;
+  void* join_out = nullptr;
+
+  // A device-to-device copy queued after the kernels: an output the program passes through
+  // from an input or param, or a second name for the same value (run_device).
+  struct Copy {
+    uint64_t dst, src;
+    size_t bytes;
+  };
+
   // Everything one binding of the dims needs; a captured graph refers to these
   // addresses, so a binding's memory never moves.
   struct Binding {
@@ -48,15 +70,22 @@ struct DeviceExecutable::Impl {
     std::vector<size_t> offset;  // per buffer, in the arena
     uint64_t arena = 0;
     size_t arena_bytes = 0;
-    char* pinned = nullptr;         // staging: leaves, then outputs
-    std::vector<size_t> pinned_at;  // per buffer (leaves and computed outputs)
+    std::vector<uint64_t> addr;     // per buffer: in the arena, or its resident param's
+    char* pinned = nullptr;         // staging: staged leaves, then outputs
+    std::vector<size_t> pinned_at;  // per buffer (staged leaves and outputs)
     size_t pinned_bytes = 0;
-    void* graph = nullptr;  // the captured program, when the API captures
+    void* graph = nullptr;       // the host call's program, when the API captures
+    bool host_captured = false;  // capture was tried
+    // Programs captured for run_device, keyed by the addresses they were captured with
+    // (a server's calls reuse a few buffers); most recently used last.
+    std::vector<std::pair<std::vector<uint64_t>, void*>> device_graphs;
   };
+  static constexpr size_t kDeviceGraphs = 4;
   mutable std::mutex mu;
   mutable std::map<std::vector<int64_t>, std::unique_ptr<Binding>> bindings;
 
   bool is_leaf(size_t b) const { return b < plan->leaf_name.size() && !plan->leaf_name[b].empty(); }
+  bool is_resident(size_t b) const { return resident[b].addr != 0; }
   bool is_output(size_t b) const {
     for (const auto& [name, v] : plan->outputs)
       if (v == b) return true;
@@ -75,7 +104,7 @@ struct DeviceExecutable::Impl {
     const int end = slots;
     for (size_t i = 0; i < nb; ++i) {
       b->bytes[i] = static_cast<size_t>(prog.buffers[i].elements.evaluate({}, syms)) * dtype_size(prog.buffers[i].dtype);
-      life[i].bytes = std::max<size_t>(b->bytes[i], 1);
+      life[i].bytes = is_resident(i) ? 1 : std::max<size_t>(b->bytes[i], 1);
       life[i].first_def = end;
       life[i].last_use = 0;
     }
@@ -108,83 +137,171 @@ struct DeviceExecutable::Impl {
     b->offset = mp.offsets;
     b->arena_bytes = std::max<size_t>(mp.arena_bytes, kAlign);
     b->arena = api->alloc(b->arena_bytes);
+    b->addr.resize(nb);
+    for (size_t i = 0; i < nb; ++i) b->addr[i] = is_resident(i) ? resident[i].addr : b->arena + b->offset[i];
     b->pinned_at.assign(nb, 0);
     for (size_t i = 0; i < nb; ++i)
-      if (is_leaf(i) || is_output(i)) {
+      if ((is_leaf(i) && !is_resident(i)) || is_output(i)) {
         b->pinned_at[i] = b->pinned_bytes;
         b->pinned_bytes += (b->bytes[i] + kAlign - 1) / kAlign * kAlign;
       }
     if (b->pinned_bytes > 0) b->pinned = static_cast<char*>(api->alloc_pinned(b->pinned_bytes));
     // The binding is kept (and freed by the destructor) before anything else can throw.
-    Binding& kept = *bindings.emplace(key, std::move(b)).first->second;
-    if (!collectives && api->begin_capture(stream)) {
-      try {
-        enqueue(kept, {});
-      } catch (...) {
-        api->abort_capture(stream);
-        throw;
-      }
-      kept.graph = api->end_capture(stream);
+    return *bindings.emplace(key, std::move(b)).first->second;
+  }
+
+  // The host call's program, captured by the first host call of the binding.
+  void capture_host_program(Binding& b) const {
+    if (b.host_captured) return;
+    b.host_captured = true;
+    if (collectives || !api->begin_capture(stream)) return;
+    try {
+      enqueue(b, b.addr, true, {}, {});
+    } catch (...) {
+      api->abort_capture(stream);
+      throw;
     }
-    return kept;
+    b.graph = api->end_capture(stream);
   }
 
   // A collective step. A device-memory communicator (NCCL) works on the arena, its local
   // steps device kernels on the stream. Otherwise on the host: the kernels before it
   // drained, its operand copied out, the communicator's collective, the result copied back.
-  void run_collective(const Binding& b, size_t step, const DimBindings& dims) const {
+  void run_collective(const Binding& b, const std::vector<uint64_t>& addr, size_t step,
+                      const DimBindings& dims) const {
     const auto& st = plan->steps[step];
     const size_t in = st.args.at(0), out = st.result;
     std::vector<int64_t> shape;
     for (const Dim& d : lowered.value_shape[in]) shape.push_back(d.evaluate(dims));
     if (device_ops) {
-      dist::run_collective(*comm, *st.spec, shape, reinterpret_cast<const void*>(b.arena + b.offset[in]),
-                           reinterpret_cast<void*>(b.arena + b.offset[out]), *device_ops);
+      dist::run_collective(*comm, *st.spec, shape, reinterpret_cast<const void*>(addr[in]),
+                           reinterpret_cast<void*>(addr[out]), *device_ops);
       return;
     }
     std::vector<std::byte> host_in(b.bytes[in]), host_out(b.bytes[out]);
-    if (!host_in.empty()) api->copy_out(host_in.data(), b.arena + b.offset[in], host_in.size(), stream);
+    if (!host_in.empty()) api->copy_out(host_in.data(), addr[in], host_in.size(), stream);
     api->synchronize(stream, "the kernels before a collective");
     dist::run_collective(*comm, *st.spec, shape, host_in.data(), host_out.data());
-    if (!host_out.empty()) api->copy_in(b.arena + b.offset[out], host_out.data(), host_out.size(), stream);
+    if (!host_out.empty()) api->copy_in(addr[out], host_out.data(), host_out.size(), stream);
     api->synchronize(stream, "a collective's result");  // host_out is freed next
   }
 
-  // The program on the stream: inputs in, kernels (and collectives), outputs out. `dims`
-  // are needed only by collectives (a program with them is never captured).
-  void enqueue(const Binding& b, const DimBindings& dims) const {
+  // The program on the stream, its buffers at `addr`: with `staged`, the staged leaves
+  // copied in from the pinned staging first and the outputs copied out to it last; then
+  // `copies`. `dims` are needed only by collectives (a program with them is never
+  // captured).
+  void enqueue(const Binding& b, const std::vector<uint64_t>& addr, bool staged,
+               const std::vector<Copy>& copies, const DimBindings& dims) const {
     const kernel::Program& prog = lowered.prog;
     std::map<std::string, int64_t> syms;
     for (size_t i = 0; i < prog.symbols.size(); ++i) syms[prog.symbols[i]] = b.syms[i];
-    for (size_t i = 0; i < prog.buffers.size(); ++i)
-      if (is_leaf(i) && b.bytes[i] > 0) api->copy_in(b.arena + b.offset[i], b.pinned + b.pinned_at[i], b.bytes[i], stream);
+    if (staged)
+      for (size_t i = 0; i < prog.buffers.size(); ++i)
+        if (is_leaf(i) && !is_resident(i) && b.bytes[i] > 0)
+          api->copy_in(addr[i], b.pinned + b.pinned_at[i], b.bytes[i], stream);
     std::vector<uint64_t> ptrs;
     std::vector<int64_t> symv;
     std::vector<void*> args;
     for (size_t step = 0; step < lowered.steps.size(); ++step) {
       const auto& es = lowered.steps[step];
       if (es.collective) {
-        run_collective(b, step, dims);
+        run_collective(b, addr, step, dims);
         continue;
       }
-      for (int k = es.k0; k < es.k1; ++k) launch_kernel(b, static_cast<size_t>(k), syms, ptrs, symv, args);
+      for (int k = es.k0; k < es.k1; ++k)
+        launch_kernel(b, addr, static_cast<size_t>(k), syms, ptrs, symv, args);
     }
-    for (size_t i = 0; i < prog.buffers.size(); ++i)
-      if (!is_leaf(i) && is_output(i) && b.bytes[i] > 0)
-        api->copy_out(b.pinned + b.pinned_at[i], b.arena + b.offset[i], b.bytes[i], stream);
+    if (staged)
+      for (size_t i = 0; i < prog.buffers.size(); ++i)
+        if (!is_leaf(i) && is_output(i) && b.bytes[i] > 0)
+          api->copy_out(b.pinned + b.pinned_at[i], addr[i], b.bytes[i], stream);
+    for (const Copy& c : copies) api->copy_device(c.dst, c.src, c.bytes, stream);
+  }
+
+  // run_device's program: replayed from a graph captured with the same addresses, else
+  // captured now (when the API captures and the program has no collectives), else queued.
+  void enqueue_device(Binding& b, const std::vector<uint64_t>& addr, const std::vector<Copy>& copies,
+                      const DimBindings& dims) const {
+    std::vector<uint64_t> key = addr;
+    for (const Copy& c : copies) key.insert(key.end(), {c.dst, c.src, c.bytes});
+    auto& cache = b.device_graphs;
+    for (size_t i = 0; i < cache.size(); ++i)
+      if (cache[i].first == key) {
+        std::rotate(cache.begin() + static_cast<std::ptrdiff_t>(i),
+                    cache.begin() + static_cast<std::ptrdiff_t>(i) + 1, cache.end());
+        api->launch_graph(cache.back().second, stream);
+        return;
+      }
+    if (collectives || !api->begin_capture(stream)) {
+      enqueue(b, addr, false, copies, dims);
+      return;
+    }
+    void* graph = nullptr;
+    try {
+      enqueue(b, addr, false, copies, dims);
+    } catch (...) {
+      api->abort_capture(stream);
+      throw;
+    }
+    graph = api->end_capture(stream);
+    if (!graph) {  // the API could not capture it after all (HIP): queue it
+      enqueue(b, addr, false, copies, dims);
+      return;
+    }
+    if (cache.size() == kDeviceGraphs) {
+      api->destroy_graph(cache.front().second);
+      cache.erase(cache.begin());
+    }
+    cache.emplace_back(std::move(key), graph);
+    api->launch_graph(graph, stream);
+  }
+
+  // The ids of kernel k's gather, when they come from the caller, in range (as on the CPU).
+  void check_gather_ids(const kernel::Kernel& k, const int32_t* ids,
+                        const std::map<std::string, int64_t>& syms) const {
+    const int64_t count = k.gather->count.evaluate({}, syms), rows = k.gather->rows.evaluate({}, syms);
+    for (int64_t i = 0; i < count; ++i)
+      if (ids[i] < 0 || ids[i] >= rows)
+        throw RuntimeError(kernel::gather_id_error(k.gather->op_name, ids[i], i, rows));
+  }
+
+  // The resident params on the device: uploaded (on the stream) when the call's handle is
+  // not the one uploaded last. Without handles (`params` null), every call uploads.
+  void upload_params(const std::map<std::string, const HostTensor*>& tensors, const detail::ParamMap* params,
+                     const std::map<std::string, int64_t>& syms) const {
+    for (size_t i = 0; i < resident.size(); ++i) {
+      Resident& r = resident[i];
+      if (!r.addr) continue;
+      const std::string& name = plan->leaf_name[i];
+      std::shared_ptr<const HostTensor> handle;
+      if (params) {
+        auto it = params->find(name);
+        if (it != params->end()) handle = it->second;
+      }
+      if (handle && r.current && r.uploaded.lock() == handle) continue;
+      auto t = tensors.find(name);
+      if (t == tensors.end() || !t->second) throw RuntimeError(tag + "no data for '" + name + "'");
+      for (const auto& k : lowered.prog.kernels)
+        if (k.gather && static_cast<size_t>(k.gather->ids) == i)
+          check_gather_ids(k, reinterpret_cast<const int32_t*>(t->second->data()), syms);
+      r.current = false;  // until the copy is queued
+      api->copy_in(r.addr, t->second->data(), std::min(r.bytes, t->second->nbytes()), stream);
+      r.uploaded = handle;
+      r.current = handle != nullptr;
+    }
   }
 
   // Kernel k on the stream (a grid with no blocks -- an empty dim -- launches nothing).
   // `ptrs`, `symv`, `args`: scratch reused across launches.
-  void launch_kernel(const Binding& b, size_t k, const std::map<std::string, int64_t>& syms,
-                     std::vector<uint64_t>& ptrs, std::vector<int64_t>& symv,
-                     std::vector<void*>& args) const {
+  void launch_kernel(const Binding& b, const std::vector<uint64_t>& addr, size_t k,
+                     const std::map<std::string, int64_t>& syms, std::vector<uint64_t>& ptrs,
+                     std::vector<int64_t>& symv, std::vector<void*>& args) const {
     const LaunchShape& l = src.launches[k];
     int64_t g[3];
     for (int a = 0; a < 3; ++a) g[a] = l.grid[a].evaluate({}, syms);
     if (g[0] <= 0 || g[1] <= 0 || g[2] <= 0) return;
     ptrs.clear();
-    for (int buf : l.buffers) ptrs.push_back(b.arena + b.offset[static_cast<size_t>(buf)]);
+    for (int buf : l.buffers) ptrs.push_back(addr[static_cast<size_t>(buf)]);
     symv.assign(b.syms.begin(), b.syms.end());
     args.clear();
     for (auto& p : ptrs) args.push_back(&p);
@@ -239,6 +356,18 @@ DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const c
   m.module = api.load_module(built.image);
   for (const auto& l : m.src.launches) m.fns.push_back(api.function(m.module, l.name));
   m.stream = api.create_stream();
+  m.join_in = api.create_event();
+  m.join_out = api.create_event();
+  // Params live on the device from the first call on (one allocation each, so their
+  // addresses -- which captured graphs hold -- never move).
+  m.resident.resize(m.lowered.prog.buffers.size());
+  for (size_t i = 0; i < m.resident.size(); ++i) {
+    const kernel::Buffer& buf = m.lowered.prog.buffers[i];
+    const auto elements = buf.elements.as_constant();
+    if (buf.role != kernel::BufferRole::Param || !m.is_leaf(i) || !elements || *elements <= 0) continue;
+    m.resident[i].bytes = static_cast<size_t>(*elements) * dtype_size(buf.dtype);
+    m.resident[i].addr = api.alloc(m.resident[i].bytes);
+  }
   if (m.collectives && m.comm->device_buffers())
     m.device_ops = std::make_unique<DeviceLocalOps>(api, m.module, m.stream);
 }
@@ -253,9 +382,14 @@ DeviceExecutable::~DeviceExecutable() {
   m.device_ops.reset();  // its scratch, while the device is current
   for (auto& [key, b] : m.bindings) {
     if (b->graph) m.api->destroy_graph(b->graph);
+    for (auto& [addr, g] : b->device_graphs) m.api->destroy_graph(g);
     if (b->arena) m.api->free(b->arena);
     if (b->pinned) m.api->free_pinned(b->pinned);
   }
+  for (const auto& r : m.resident)
+    if (r.addr) m.api->free(r.addr);
+  if (m.join_in) m.api->destroy_event(m.join_in);
+  if (m.join_out) m.api->destroy_event(m.join_out);
   if (m.stream) m.api->destroy_stream(m.stream);
   if (m.module) m.api->unload_module(m.module);
 }
@@ -267,42 +401,65 @@ const std::map<std::string, ParamRegion>& DeviceExecutable::param_blocks() const
   return impl_->param_blocks;
 }
 
+namespace {
+// The program's symbols' values, in its order (the key of a binding), and by name.
+std::vector<int64_t> symbol_values(const kernel::Program& prog, const DimBindings& dims,
+                                   const std::string& tag, std::map<std::string, int64_t>& syms) {
+  std::vector<int64_t> key;
+  for (const auto& s : prog.symbols) {
+    auto it = dims.find(s);
+    if (it == dims.end()) throw RuntimeError(tag + "dim '" + s + "' is not bound");
+    key.push_back(it->second);
+    syms[s] = it->second;
+  }
+  return key;
+}
+}  // namespace
+
 std::map<std::string, HostTensor> DeviceExecutable::run(const DimBindings& dims,
                                                         const std::map<std::string, const HostTensor*>& tensors) const {
+  return run_host(dims, tensors, nullptr);
+}
+
+std::map<std::string, HostTensor> DeviceExecutable::run_with_params(
+    const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors,
+    const detail::ParamMap& params) const {
+  return run_host(dims, tensors, &params);
+}
+
+std::map<std::string, HostTensor> DeviceExecutable::run_host(
+    const DimBindings& dims, const std::map<std::string, const HostTensor*>& tensors,
+    const detail::ParamMap* params) const {
   const Impl& m = *impl_;
   const DeviceApi& api = *m.api;
   const kernel::Program& prog = m.lowered.prog;
   const compiler::KernelPlan& p = *m.plan;
-  std::vector<int64_t> key;
   std::map<std::string, int64_t> syms;
-  for (const auto& s : prog.symbols) {
-    auto it = dims.find(s);
-    if (it == dims.end()) throw RuntimeError(m.tag + "dim '" + s + "' is not bound");
-    key.push_back(it->second);
-    syms[s] = it->second;
-  }
+  const std::vector<int64_t> key = symbol_values(prog, dims, m.tag, syms);
   std::lock_guard<std::mutex> lock(m.mu);
   api.make_current(m.device);
+  m.upload_params(tensors, params, syms);
   Impl::Binding& b = m.binding(key, syms);
-  // Inputs and params into the pinned staging; ids of gathers checked like on the CPU.
+  // Inputs (and params staged per call) into the pinned staging; ids of gathers checked
+  // like on the CPU.
   for (size_t v = 0; v < p.leaf_name.size(); ++v) {
-    if (p.leaf_name[v].empty()) continue;
+    if (p.leaf_name[v].empty() || m.is_resident(v)) continue;
     auto it = tensors.find(p.leaf_name[v]);
     if (it == tensors.end() || !it->second) throw RuntimeError(m.tag + "no data for '" + p.leaf_name[v] + "'");
     const size_t n = std::min(b.bytes[v], it->second->nbytes());
     if (n) std::memcpy(b.pinned + b.pinned_at[v], it->second->data(), n);
   }
   for (const auto& k : prog.kernels)
-    if (k.gather && m.is_leaf(static_cast<size_t>(k.gather->ids))) {
-      const auto* ids = reinterpret_cast<const int32_t*>(b.pinned + b.pinned_at[static_cast<size_t>(k.gather->ids)]);
-      const int64_t count = k.gather->count.evaluate({}, syms), rows = k.gather->rows.evaluate({}, syms);
-      for (int64_t i = 0; i < count; ++i)
-        if (ids[i] < 0 || ids[i] >= rows) throw RuntimeError(kernel::gather_id_error(k.gather->op_name, ids[i], i, rows));
-    }
+    if (k.gather && m.is_leaf(static_cast<size_t>(k.gather->ids)) &&
+        !m.is_resident(static_cast<size_t>(k.gather->ids)))
+      m.check_gather_ids(
+          k, reinterpret_cast<const int32_t*>(b.pinned + b.pinned_at[static_cast<size_t>(k.gather->ids)]),
+          syms);
+  m.capture_host_program(b);
   if (b.graph)
     api.launch_graph(b.graph, m.stream);
   else
-    m.enqueue(b, dims);
+    m.enqueue(b, b.addr, true, {}, dims);
   api.synchronize(m.stream, "the program");
   std::map<std::string, HostTensor> out;
   for (const auto& [name, v] : p.outputs) {
@@ -321,6 +478,62 @@ std::map<std::string, HostTensor> DeviceExecutable::run(const DimBindings& dims,
                                                                 b.bytes[v])));
   }
   return out;
+}
+
+void DeviceExecutable::run_device(const DimBindings& dims, const std::map<std::string, DeviceTensor>& inputs,
+                                  const detail::ParamMap& params,
+                                  const std::map<std::string, DeviceTensor>& outputs, void* stream) const {
+  const Impl& m = *impl_;
+  const DeviceApi& api = *m.api;
+  const kernel::Program& prog = m.lowered.prog;
+  const compiler::KernelPlan& p = *m.plan;
+  std::map<std::string, int64_t> syms;
+  const std::vector<int64_t> key = symbol_values(prog, dims, m.tag, syms);
+  std::map<std::string, const HostTensor*> param_tensors;
+  for (const auto& [name, t] : params) param_tensors[name] = t.get();
+  std::lock_guard<std::mutex> lock(m.mu);
+  api.make_current(m.device);
+  // The executable's stream starts after what the caller queued before...
+  api.record_event(m.join_in, stream);
+  api.wait_event(m.stream, m.join_in);
+  m.upload_params(param_tensors, &params, syms);
+  Impl::Binding& b = m.binding(key, syms);
+  // Inputs and outputs at the caller's addresses; a param staged per call into the arena.
+  std::vector<uint64_t> addr = b.addr;
+  for (size_t v = 0; v < p.leaf_name.size(); ++v) {
+    if (p.leaf_name[v].empty() || m.is_resident(v)) continue;
+    if (auto in = inputs.find(p.leaf_name[v]); in != inputs.end()) {
+      addr[v] = in->second.address;
+    } else if (b.bytes[v] > 0) {  // from pageable memory: the driver stages it before returning
+      const HostTensor* t = param_tensors.at(p.leaf_name[v]);
+      api.copy_in(addr[v], t->data(), std::min(b.bytes[v], t->nbytes()), m.stream);
+    }
+  }
+  std::vector<Impl::Copy> copies;
+  std::vector<bool> placed(addr.size(), false);
+  for (const auto& [name, v] : p.outputs) {
+    const uint64_t dst = outputs.at(name).address;
+    if (m.is_leaf(v) || placed[v]) {  // passed through, or a second name for one value
+      if (b.bytes[v] > 0) copies.push_back({dst, addr[v], b.bytes[v]});
+      continue;
+    }
+    addr[v] = dst;
+    placed[v] = true;
+  }
+  // Ids the program gathers by, from an input: checked on the host (the call waits).
+  for (const auto& k : prog.kernels) {
+    const auto ids = static_cast<size_t>(k.gather ? k.gather->ids : 0);
+    if (!k.gather || !m.is_leaf(ids) || m.is_resident(ids) || !inputs.count(p.leaf_name[ids]) ||
+        b.bytes[ids] == 0)
+      continue;
+    api.copy_out(b.pinned + b.pinned_at[ids], addr[ids], b.bytes[ids], m.stream);
+    api.synchronize(m.stream, "the gather ids' copy");
+    m.check_gather_ids(k, reinterpret_cast<const int32_t*>(b.pinned + b.pinned_at[ids]), syms);
+  }
+  m.enqueue_device(b, addr, copies, dims);
+  // ...and what the caller queues next starts after the program.
+  api.record_event(m.join_out, m.stream);
+  api.wait_event(stream, m.join_out);
 }
 
 }  // namespace luminal::gpu

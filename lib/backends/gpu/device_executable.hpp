@@ -3,8 +3,13 @@
 // stream through a DeviceApi (the driver, loaded with dlopen).
 //
 //  * Memory: per binding of the dynamic dims, one device arena laid out by the memory
-//    planner (kernel/memory_plan.hpp: intermediates share space by liveness; inputs,
-//    params and outputs live for the whole program) and one pinned host staging buffer.
+//    planner (kernel/memory_plan.hpp: intermediates share space by liveness; inputs and
+//    outputs live for the whole program) and one pinned host staging buffer. Params live
+//    on the device in their own allocations, uploaded by the first call after a bind
+//    (the Callable's handle of a param is immutable until bind() replaces it).
+//  * run_device: inputs and outputs in the caller's device memory, the program ordered
+//    on the caller's stream by two events (the executable's stream waits for the
+//    caller's, the caller's for the program) and captured per set of addresses.
 //  * The whole program -- host-to-device copies of the inputs from the pinned staging,
 //    every kernel, device-to-host copies of the outputs -- is queued in that order. Where
 //    the API can capture (CUDA Graphs) it is captured once per binding and replayed by
@@ -65,8 +70,18 @@ class DeviceExecutable final : public detail::Executable {
                    const std::map<std::string, ParamRegion>& param_blocks = {});
   ~DeviceExecutable() override;
 
+  /// Inputs and params from the host, outputs to it; every param uploaded again.
   std::map<std::string, HostTensor> run(const DimBindings& dims,
                                         const std::map<std::string, const HostTensor*>& tensors) const override;
+  /// The same with the params resident: uploaded only when a handle changed.
+  std::map<std::string, HostTensor> run_with_params(const DimBindings& dims,
+                                                    const std::map<std::string, const HostTensor*>& tensors,
+                                                    const detail::ParamMap& params) const override;
+  /// Inputs and outputs in device memory, ordered on the caller's stream (see
+  /// Callable::run_device).
+  void run_device(const DimBindings& dims, const std::map<std::string, DeviceTensor>& inputs,
+                  const detail::ParamMap& params, const std::map<std::string, DeviceTensor>& outputs,
+                  void* stream) const override;
 
   const std::string& codegen() const;
   const std::vector<KernelResources>& resources() const;
@@ -75,6 +90,9 @@ class DeviceExecutable final : public detail::Executable {
   const std::map<std::string, ParamRegion>& param_blocks() const;
 
  private:
+  std::map<std::string, HostTensor> run_host(const DimBindings& dims,
+                                             const std::map<std::string, const HostTensor*>& tensors,
+                                             const detail::ParamMap* params) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

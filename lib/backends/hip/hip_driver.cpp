@@ -15,6 +15,7 @@ namespace luminal::hip {
 
 namespace {
 constexpr unsigned kStreamNonBlocking = 1;  // hipStreamNonBlocking
+constexpr unsigned kEventDisableTiming = 2;  // hipEventDisableTiming
 constexpr unsigned kHostMallocDefault = 0;  // hipHostMallocDefault
 constexpr std::size_t kPropBytes = 4096;    // more than any hipDeviceProp_t layout (ROCm 5.2: 792)
 constexpr int kCaptureThreadLocal = 1;      // hipStreamCaptureModeThreadLocal
@@ -56,12 +57,20 @@ const Driver* Driver::get(std::string* why) {
     auto* d = new Driver();  // never destroyed, like the runtime itself
     const bool ok =
         bind_symbol(h, "hipInit", d->hipInit) && bind_symbol(h, "hipGetDeviceCount", d->hipGetDeviceCount) &&
-        bind_symbol(h, "hipGetDeviceProperties", d->hipGetDeviceProperties) && bind_symbol(h, "hipSetDevice", d->hipSetDevice) &&
-        bind_symbol(h, "hipModuleLoadData", d->hipModuleLoadData) && bind_symbol(h, "hipModuleUnload", d->hipModuleUnload) &&
-        bind_symbol(h, "hipModuleGetFunction", d->hipModuleGetFunction) && bind_symbol(h, "hipMalloc", d->hipMalloc) &&
-        bind_symbol(h, "hipFree", d->hipFree) && bind_symbol(h, "hipHostMalloc", d->hipHostMalloc) &&
-        bind_symbol(h, "hipHostFree", d->hipHostFree) && bind_symbol(h, "hipMemcpyHtoDAsync", d->hipMemcpyHtoDAsync) &&
+        bind_symbol(h, "hipGetDeviceProperties", d->hipGetDeviceProperties) &&
+        bind_symbol(h, "hipSetDevice", d->hipSetDevice) &&
+        bind_symbol(h, "hipModuleLoadData", d->hipModuleLoadData) &&
+        bind_symbol(h, "hipModuleUnload", d->hipModuleUnload) &&
+        bind_symbol(h, "hipModuleGetFunction", d->hipModuleGetFunction) &&
+        bind_symbol(h, "hipMalloc", d->hipMalloc) && bind_symbol(h, "hipFree", d->hipFree) &&
+        bind_symbol(h, "hipHostMalloc", d->hipHostMalloc) && bind_symbol(h, "hipHostFree", d->hipHostFree) &&
+        bind_symbol(h, "hipMemcpyHtoDAsync", d->hipMemcpyHtoDAsync) &&
         bind_symbol(h, "hipMemcpyDtoHAsync", d->hipMemcpyDtoHAsync) &&
+        bind_symbol(h, "hipMemcpyDtoDAsync", d->hipMemcpyDtoDAsync) &&
+        bind_symbol(h, "hipEventCreateWithFlags", d->hipEventCreateWithFlags) &&
+        bind_symbol(h, "hipEventDestroy", d->hipEventDestroy) &&
+        bind_symbol(h, "hipEventRecord", d->hipEventRecord) &&
+        bind_symbol(h, "hipStreamWaitEvent", d->hipStreamWaitEvent) &&
         bind_symbol(h, "hipStreamCreateWithFlags", d->hipStreamCreateWithFlags) &&
         bind_symbol(h, "hipStreamDestroy", d->hipStreamDestroy) &&
         bind_symbol(h, "hipStreamSynchronize", d->hipStreamSynchronize) &&
@@ -166,12 +175,28 @@ void Driver::copy_in(std::uint64_t dst, const void* src, std::size_t bytes, void
 void Driver::copy_out(void* dst, std::uint64_t src, std::size_t bytes, void* stream) const {
   check(hipMemcpyDtoHAsync(dst, reinterpret_cast<void*>(src), bytes, stream), "output copy");
 }
+void Driver::copy_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, void* stream) const {
+  check(hipMemcpyDtoDAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes, stream),
+        "device copy");
+}
 void Driver::launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void* stream,
                     const char* what) const {
   check(hipModuleLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream, args, nullptr),
         what);
 }
 void Driver::synchronize(void* stream, const char* what) const { check(hipStreamSynchronize(stream), what); }
+void* Driver::create_event() const {
+  void* e = nullptr;
+  check(hipEventCreateWithFlags(&e, kEventDisableTiming), "hipEventCreateWithFlags");
+  return e;
+}
+void Driver::destroy_event(void* event) const noexcept { hipEventDestroy(event); }
+void Driver::record_event(void* event, void* stream) const {
+  check(hipEventRecord(event, stream), "hipEventRecord");
+}
+void Driver::wait_event(void* stream, void* event) const {
+  check(hipStreamWaitEvent(stream, event, 0), "hipStreamWaitEvent");
+}
 // A capture that fails at any step leaves the binding without a graph: the executable
 // then enqueues the kernels directly on every call (device_executable.cpp).
 bool Driver::begin_capture(void* stream) const {

@@ -34,6 +34,11 @@ struct Driver final : gpu::DeviceApi {
   hipError (*hipHostFree)(void*) = nullptr;
   hipError (*hipMemcpyHtoDAsync)(void*, const void*, size_t, void*) = nullptr;
   hipError (*hipMemcpyDtoHAsync)(void*, void*, size_t, void*) = nullptr;
+  hipError (*hipMemcpyDtoDAsync)(void*, void*, size_t, void*) = nullptr;
+  hipError (*hipEventCreateWithFlags)(void**, unsigned) = nullptr;
+  hipError (*hipEventDestroy)(void*) = nullptr;
+  hipError (*hipEventRecord)(void*, void*) = nullptr;
+  hipError (*hipStreamWaitEvent)(void*, void*, unsigned) = nullptr;
   hipError (*hipStreamCreateWithFlags)(void**, unsigned) = nullptr;
   hipError (*hipStreamDestroy)(void*) = nullptr;
   hipError (*hipStreamSynchronize)(void*) = nullptr;
@@ -80,9 +85,14 @@ struct Driver final : gpu::DeviceApi {
   void destroy_stream(void* stream) const noexcept override;
   void copy_in(std::uint64_t dst, const void* src, std::size_t bytes, void* stream) const override;
   void copy_out(void* dst, std::uint64_t src, std::size_t bytes, void* stream) const override;
+  void copy_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, void* stream) const override;
   void launch(void* fn, const unsigned grid[3], const unsigned block[3], void** args, void* stream,
               const char* what) const override;
   void synchronize(void* stream, const char* what) const override;
+  void* create_event() const override;
+  void destroy_event(void* event) const noexcept override;
+  void record_event(void* event, void* stream) const override;
+  void wait_event(void* stream, void* event) const override;
   bool begin_capture(void* stream) const override;
   void* end_capture(void* stream) const override;
   void abort_capture(void* stream) const noexcept override;
