@@ -328,8 +328,14 @@ TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batc
           "[gpu][emu][attention]") {
   // out[b, i, d] = softmax_j(where(j <= i + n - m, q.k * scale, -inf)) V, over B batches.
   // m > n: the first rows see no key (NaN, as the body); n = 0: no keys at all (+0).
-  for (auto [m, n, dk, dv] :
-       {std::array<int64_t, 4>{5, 7, 4, 3}, {3, 600, 16, 300}, {1, 1, 2, 2}, {5, 3, 4, 3}, {2, 0, 4, 3}}) {
+  // dk = 1100: deeper than the renderer keeps q in shared memory (kMaxCachedDepth), so q
+  // is computed in the dot loop.
+  for (auto [m, n, dk, dv] : {std::array<int64_t, 4>{5, 7, 4, 3},
+                              {3, 600, 16, 300},
+                              {1, 1, 2, 2},
+                              {5, 3, 4, 3},
+                              {2, 0, 4, 3},
+                              {2, 5, 1100, 3}}) {
     // V transposed in memory; the epilogue adds 1.
     const k::Program p = causal_attention(DType::f32, {2, m, n, dk, dv}, true, 0.5,
                                           k::binary(k::BinaryOp::Add, k::acc(), k::constant(1.0)));

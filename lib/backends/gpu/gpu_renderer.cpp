@@ -24,6 +24,7 @@ using namespace luminal::kernel;
 namespace {
 
 constexpr int kThreads = 256;  // threads per block of every schedule (a multiple of 64)
+constexpr int64_t kMaxCachedDepth = 1024;  // attention: q rows up to this depth kept in shared memory
 
 // ---- how the GPU renderer spells each kernel-IR scalar op ("{0}", "{1}": operands).
 // i32 arithmetic goes through the wrapping helpers (gpu_prelude.hpp): no signed-overflow
@@ -637,10 +638,12 @@ class Writer {
   }
 
   // ---------------------------------------------------------------- attention
-  // One block per (batch point, query row), streaming the keys in chunks of one key per
-  // thread with the online softmax: the chunk's scores reduce to a running max m (NaN
-  // propagates), the chunk's weights go through shared memory to the threads that own
-  // the output columns. The partial output is kept normalised, a convex combination of
+  // One block per (batch point, query row), streaming the keys in chunks of kThreads with
+  // the online softmax. The row's q is computed once into shared memory; each chunk's
+  // q.k dots are a warp per key with the lanes across the depth (K read coalesced, a warp
+  // sum), then each thread owns one key: the chunk's scores reduce to a running max m
+  // (NaN propagates), the chunk's weights go through shared memory to the threads that
+  // own the output columns. The partial output is kept normalised, a convex combination of
   // values as the two-pass sum of P_j V_j is (ir/online_softmax.hpp): the old part is
   // scaled by l_old * alpha / l_new, the chunk's weights by 1 / l_new (alpha =
   // exp2((m_old - m_new) c)), so values near FLT_MAX overflow only where the definition
@@ -653,9 +656,13 @@ class Writer {
     const Index batches = product(k_.loops);
     shape.sync = true;
     shape.schedule = "attention, a block per query row, keys streamed " + std::to_string(kThreads) +
-                     " at a time (online softmax)";
+                     " at a time (a warp per key's dot, online softmax)";
     shape.grid[0] = capped(batches * a.m, int64_t{1} << 20);
-    shape.static_shared = (kThreads + kThreads / arch_.warp) * 4;
+    // q cached in shared memory when its depth is a known, modest size.
+    const std::optional<int64_t> dk_const = a.dk.as_constant();
+    const bool q_cached = dk_const && *dk_const > 0 && *dk_const <= kMaxCachedDepth;
+    shape.static_shared =
+        static_cast<int>((kThreads + kThreads / arch_.warp + (q_cached ? *dk_const : 0)) * 4);
     shape.min_blocks = 2;  // the score expression and the online-softmax state: up to 128 registers
     auto ld = [&](const MatrixView& v, const std::string& idx) {
       const DType dt = p_.buffers[static_cast<size_t>(v.buffer)].dtype;
@@ -666,6 +673,7 @@ class Writer {
     };
     s << "  __shared__ float lm_e[" << kThreads << "];\n";
     s << "  __shared__ float lm_part[" << kThreads / arch_.warp << "];\n";
+    if (q_cached) s << "  __shared__ float lm_qs[" << *dk_const << "];\n";
     s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ", lm_dk = " << ix(a.dk)
       << ", lm_dv = " << ix(a.dv) << ", lm_batches = " << ix(batches) << ";\n";
     s << "  const float lm_c = " << float_literal(a.exp2_scale) << ";\n";
@@ -687,35 +695,61 @@ class Writer {
         << ix(sg.v.row_stride) << ", lm_vs" << n << " = " << ix(sg.j0) << ";\n";
     }
     s << "    const int64_t lm_oo = " << ix(a.out.offset) << ", lm_ro = " << ix(a.out.row_stride) << ";\n";
+    if (q_cached) {
+      // The row's q (with its RoPE prologue) once per row, not once per key.
+      const std::string p = "v" + std::to_string(a.depth_var);
+      s << "    for (int64_t " << p << " = threadIdx.x; " << p << " < lm_dk; " << p << " += " << kThreads
+        << ") {\n";
+      std::map<const ExprNode*, std::string> memo;
+      const std::string qv = value(a.q, memo, s, "      ");
+      s << "      lm_qs[" << p << "] = " << qv << ";\n";
+      s << "    }\n";
+      s << "    lm_sync();\n";
+    }
     s << "    for (int64_t lm_d0 = 0; lm_d0 < lm_dv; lm_d0 += " << kThreads << ") {\n";
     s << "      const int64_t " << d << " = lm_d0 + threadIdx.x;\n";
     s << "      float lm_mx = lm_ninf, lm_l = 0.0f, lm_o = 0.0f;\n";
     s << "      for (int64_t lm_j0 = 0; lm_j0 < lm_n; lm_j0 += " << kThreads << ") {\n";
+    // The chunk's scores: a warp per key (each warp takes every W-th key of the chunk),
+    // its lanes across the depth, so a key's row of K is read by consecutive lanes
+    // (coalesced) and the lanes' partial dot products meet in a warp sum; lane 0 leaves
+    // the dot in lm_e. The loop runs the same keys for every lane of a warp, so the
+    // shuffles stay in warp-uniform control flow.
+    const int warp = arch_.warp, warps = kThreads / arch_.warp;
+    const std::string p = "v" + std::to_string(a.depth_var);
+    const std::vector<KeyExprSegment> ksegs = key_segments(a);
+    s << "        for (int64_t lm_kk = threadIdx.x / " << warp << "; lm_kk < " << kThreads
+      << "; lm_kk += " << warps << ") {\n";
+    s << "          const int64_t lm_jg = lm_j0 + lm_kk;\n";
+    s << "          float lm_dot = 0.0f;\n";
+    s << "          if (lm_jg < lm_n) {\n";
+    // q and k are expressions over the row / key and depth variables (a RoPE prologue
+    // is computed here, kernel_ir.hpp); q comes from lm_qs when it was cached. A
+    // segmented K: the key's own segment, the key variable counted from its first key.
+    for (size_t si = ksegs.size(); si-- > 0;) {
+      const std::string j0 = ix(ksegs[si].j0);
+      s << "            " << (si + 1 == ksegs.size() ? "" : "else ")
+        << (si > 0 ? "if (lm_jg >= " + j0 + ") " : "") << "{\n"
+        << "              const int64_t " << j << " = lm_jg - (" << j0 << "); (void)" << j << ";\n"
+        << "              for (int64_t " << p << " = threadIdx.x % " << warp << "; " << p << " < lm_dk; " << p
+        << " += " << warp << ") {\n";
+      std::map<const ExprNode*, std::string> memo;
+      const std::string qv = q_cached ? "lm_qs[" + p + "]" : value(a.q, memo, s, "                ");
+      const std::string kv = value(ksegs[si].k, memo, s, "                ");
+      s << "                lm_dot = LM_FMA(" << qv << ", " << kv << ", lm_dot);\n"
+        << "              }\n"
+        << "            }\n";
+    }
+    s << "          }\n";
+    s << "          lm_dot = lm_warp_sum_f32(lm_dot);\n";
+    s << "          if (threadIdx.x % " << warp << " == 0) lm_e[lm_kk] = lm_dot;\n";
+    s << "        }\n";
+    s << "        lm_sync();\n";
+    // Each thread then owns one key's score (and later its weight, in the same slot).
     s << "        const int64_t " << j << " = lm_j0 + threadIdx.x;\n";
     s << "        float lm_s = lm_ninf;\n";
     s << "        if (" << j << " < lm_n) {\n";
-    s << "          float lm_dot = 0.0f;\n";
-    // q and k are expressions over the row / key and depth variables (a RoPE prologue
-    // is computed here, kernel_ir.hpp).
-    // A segmented K: the key's own segment, the key variable counted from its first key
-    // (the branch depends on the thread's key only, no barrier inside).
-    const std::string p = "v" + std::to_string(a.depth_var);
-    const std::vector<KeyExprSegment> ksegs = key_segments(a);
-    s << "          const int64_t lm_jg = " << j << ";\n";
-    for (size_t si = ksegs.size(); si-- > 0;) {
-      const std::string j0 = ix(ksegs[si].j0);
-      s << "          " << (si + 1 == ksegs.size() ? "" : "else ") << (si > 0 ? "if (lm_jg >= " + j0 + ") " : "")
-        << "{\n"
-        << "            const int64_t " << j << " = lm_jg - (" << j0 << "); (void)" << j << ";\n"
-        << "            for (int64_t " << p << " = 0; " << p << " < lm_dk; ++" << p << ") {\n";
-      std::map<const ExprNode*, std::string> memo;
-      const std::string qv = value(a.q, memo, s, "              ");
-      const std::string kv = value(ksegs[si].k, memo, s, "              ");
-      s << "              lm_dot = LM_FMA(" << qv << ", " << kv << ", lm_dot);\n"
-        << "            }\n"
-        << "          }\n";
-    }
-    s << "          const float acc = lm_dot;\n";
+    s << "          const float acc = lm_e[threadIdx.x];\n";
     if (a.score.valid()) {
       std::map<const ExprNode*, std::string> memo;
       const std::string v = value(a.score, memo, s, "          ");
