@@ -1,7 +1,8 @@
 // The device runtime's calls (gpu::DeviceExecutable) through HostDeviceApi, whose device
 // is this process: params kept on the device across calls, and run_device -- inputs and
 // outputs in the caller's device memory, the program ordered on the caller's stream --
-// checked against the reference interpreter, with what the runtime queued counted.
+// checked against the reference interpreter, with what the runtime queued counted; and
+// run_device on a real CUDA device where there is one (tests/gpu/run.sh).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_driver.hpp"
 #include "backends/gpu/device_executable.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "compiler/compile_graph.hpp"
@@ -235,4 +237,55 @@ TEST_CASE("Callable::run_device on an emulated target, and its bad calls", "[gpu
   const Status on_cpu = cpu.run_device({{"ids", ids.tensor}}, tensors());
   CHECK(!on_cpu);
   CHECK(on_cpu.message.find("has no device memory") != std::string::npos);
+}
+
+TEST_CASE("run_device on the CUDA device, where there is one", "[gpu][device]") {
+  // tests/gpu/run.sh's: device buffers from the driver, a stream of the test's own, the
+  // program queued on it twice (the params uploaded by the first call), the outputs read
+  // back after the stream's work and compared with the host call's.
+  const Target t = Target::cuda();
+  if (!t.is_available()) {
+    WARN("no CUDA device here (" << t.unavailable_reason() << "); skipped");
+    return;
+  }
+  std::string why;
+  const cuda::Driver* d = cuda::Driver::get(&why);
+  REQUIRE(d);
+  Graph g = embed_program();
+  Callable fn = compile(g, t);
+  const DimBindings dims{{"n", 6}};
+  const auto data = test::random_inputs(*g.impl(), 21, dims);
+  for (const auto& name : fn.param_names()) fn.bind(name, data.at(name));
+  const auto want = fn({{"ids", data.at("ids")}});
+  d->make_current(0);
+  void* stream = d->create_stream();
+  std::map<std::string, std::uint64_t> buffers;
+  auto device = [&](const std::string& name, DType dt, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t x : shape) n *= x;
+    const std::uint64_t a = d->alloc(static_cast<size_t>(n) * dtype_size(dt));
+    buffers[name] = a;
+    return DeviceTensor{dt, std::move(shape), a};
+  };
+  const DeviceTensor ids = device("ids", i32, {6});
+  d->copy_in(ids.address, data.at("ids").data(), data.at("ids").nbytes(), stream);
+  std::map<std::string, DeviceTensor> outs;
+  for (const auto& [name, w] : want) outs.emplace(name, device(name, w.dtype(), w.shape()));
+  for (int call = 0; call < 2; ++call) {
+    const Status s = fn.run_device({{"ids", ids}}, outs, stream);
+    INFO(s.message);
+    REQUIRE(s);
+  }
+  std::map<std::string, std::vector<std::byte>> got;
+  for (const auto& [name, w] : want) {
+    got[name].resize(w.nbytes());
+    d->copy_out(got[name].data(), outs.at(name).address, w.nbytes(), stream);
+  }
+  d->synchronize(stream, "the test's stream");
+  for (const auto& [name, w] : want) {
+    INFO(name);
+    CHECK(std::memcmp(got.at(name).data(), w.data(), w.nbytes()) == 0);
+  }
+  for (const auto& [name, a] : buffers) d->free(a);
+  d->destroy_stream(stream);
 }

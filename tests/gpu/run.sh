@@ -17,7 +17,7 @@ echo "== golden cases on cuda (and the emulator)"
 "$build/tests/golden/golden_tests" "[gpu],[emu]"
 echo "== every op on every available target (Target::best() is the GPU here)"
 "$build/tests/cpu/cpu_e2e_tests" "[backend_ops]"
-echo "== translation validation on the device"
+echo "== translation validation and run_device (device memory, a caller's stream) on the device"
 "$build/tests/gpu/gpu_tests" "[device]" --success | tail -3
 echo "== GPU benchmark"
 "$build/bench/gpu/gpu_bench"
