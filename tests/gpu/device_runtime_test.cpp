@@ -280,6 +280,11 @@ TEST_CASE("collectives on device memory: the local steps as device kernels give 
       cases.push_back({PrimOp::AllGather, dt, {3, 2}, 1, false});
       cases.push_back({PrimOp::ReduceScatter, dt, {2, 2 * P, 3}, 1, false});
     }
+    // Rows of 2-byte elements, 6 bytes long along the inner axis: the bytewise copy (the
+    // 4-byte rows above take the word copy).
+    for (int axis : {0, 1}) {
+      cases.push_back({PrimOp::AllGather, DType::f16, {3, 3}, axis, false});
+    }
     const auto errors =
         test::on_ranks(P, [&](int r, const std::shared_ptr<Communicator>& comm, std::string& err) {
           gpu_test::HostDeviceApi api("sm_90");
@@ -296,7 +301,7 @@ TEST_CASE("collectives on device memory: the local steps as device kernels give 
               const ir::KernelSpec spec = collective_spec(k.op, k.dt, k.shape, k.axis, P, k.scatter_gather);
               int64_t numel = 1;
               for (int64_t d : k.shape) numel *= d;
-              const std::size_t bytes = static_cast<std::size_t>(numel) * 4;
+              const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(k.dt);
               const std::size_t out_bytes = k.op == PrimOp::AllGather ? bytes * static_cast<std::size_t>(P)
                                             : k.op == PrimOp::ReduceScatter
                                                 ? bytes / static_cast<std::size_t>(P)
@@ -414,6 +419,7 @@ TEST_CASE("the collectives' device kernels compile with NVRTC and hipRTC", "[gpu
       names.insert(r.name);
       CHECK(r.spill_bytes == 0);
     }
-    CHECK(names == std::set<std::string>{"lm_coll_copy", "lm_coll_sum_f32", "lm_coll_sum_i32"});
+    CHECK(names ==
+          std::set<std::string>{"lm_coll_copy", "lm_coll_copy4", "lm_coll_sum_f32", "lm_coll_sum_i32"});
   }
 }

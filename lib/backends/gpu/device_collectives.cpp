@@ -12,8 +12,9 @@ namespace {
 
 // Grid-stride loops of 256 threads. The sum adds block q to the running value in rank
 // order, one element per thread: the host's order (reference::sum_in_rank_order), so the
-// same bits; i32 wraps (unsigned). The copy moves bytes (rows of any type; a null source
-// writes zeros).
+// same bits; i32 wraps (unsigned). The copies move rows of any type (a null source writes
+// zeros): lm_coll_copy4 in 4-byte words when every address, length and stride allows,
+// lm_coll_copy bytewise otherwise.
 const char* kKernels = R"LMCOLL(
 /* ---- the local steps of collectives on device memory (gpu/device_collectives.hpp) ---- */
 extern "C" __global__ void __launch_bounds__(256) lm_coll_sum_f32(float* __restrict__ dst,
@@ -32,14 +33,18 @@ extern "C" __global__ void __launch_bounds__(256) lm_coll_sum_i32(uint32_t* __re
     dst[i] = acc;
   }
 }
-extern "C" __global__ void __launch_bounds__(256) lm_coll_copy(unsigned char* dst, const unsigned char* src,
-    int64_t row, int64_t outer, int64_t world, int64_t dq, int64_t dout, int64_t sq, int64_t so) {
-  const int64_t total = row * outer * world;
-  for (int64_t i = (int64_t)blockIdx.x * 256 + threadIdx.x; i < total; i += (int64_t)gridDim.x * 256) {
-    const int64_t b = i % row, o = (i / row) % outer, q = i / (row * outer);
-    dst[q * dq + o * dout + b] = src ? src[q * sq + o * so + b] : (unsigned char)0;
+#define LM_COLL_COPY(name, T)                                                                           \
+  extern "C" __global__ void __launch_bounds__(256) name(T* dst, const T* src, int64_t row, int64_t outer,  \
+                                                         int64_t world, int64_t dq, int64_t dout, int64_t sq, \
+                                                         int64_t so) {                                      \
+    const int64_t total = row * outer * world;                                                            \
+    for (int64_t i = (int64_t)blockIdx.x * 256 + threadIdx.x; i < total; i += (int64_t)gridDim.x * 256) { \
+      const int64_t b = i % row, o = (i / row) % outer, q = i / (row * outer);                            \
+      dst[q * dq + o * dout + b] = src ? src[q * sq + o * so + b] : (T)0;                                 \
+    }                                                                                                     \
   }
-}
+LM_COLL_COPY(lm_coll_copy, unsigned char)
+LM_COLL_COPY(lm_coll_copy4, uint32_t)
 )LMCOLL";
 
 const char* kEntries = R"LMCOLL(
@@ -60,15 +65,18 @@ extern "C" void lm_coll_sum_i32_launch(const unsigned* lm_gd, const unsigned* lm
   lm_emu::launch(lm_grid, lm_block, 0, "lm_coll_sum_i32", lm_body);
 }
 extern "C" const int lm_coll_sum_i32_nargs = 4;
-extern "C" void lm_coll_copy_launch(const unsigned* lm_gd, const unsigned* lm_bd, void** lm_args) {
-  const dim3 lm_grid = {lm_gd[0], lm_gd[1], lm_gd[2]}, lm_block = {lm_bd[0], lm_bd[1], lm_bd[2]};
-  auto lm_body = [&]() {
-    lm_coll_copy(LM_COLL_PTR(unsigned char, 0), LM_COLL_PTR(const unsigned char, 1), LM_COLL_I64(2), LM_COLL_I64(3),
-                 LM_COLL_I64(4), LM_COLL_I64(5), LM_COLL_I64(6), LM_COLL_I64(7), LM_COLL_I64(8));
-  };
-  lm_emu::launch(lm_grid, lm_block, 0, "lm_coll_copy", lm_body);
-}
-extern "C" const int lm_coll_copy_nargs = 9;
+#define LM_COLL_COPY_ENTRY(name, T)                                                                          \
+  extern "C" void name##_launch(const unsigned* lm_gd, const unsigned* lm_bd, void** lm_args) {              \
+    const dim3 lm_grid = {lm_gd[0], lm_gd[1], lm_gd[2]}, lm_block = {lm_bd[0], lm_bd[1], lm_bd[2]};          \
+    auto lm_body = [&]() {                                                                                     \
+      name(LM_COLL_PTR(T, 0), LM_COLL_PTR(const T, 1), LM_COLL_I64(2), LM_COLL_I64(3), LM_COLL_I64(4),       \
+           LM_COLL_I64(5), LM_COLL_I64(6), LM_COLL_I64(7), LM_COLL_I64(8));                                    \
+    };                                                                                                         \
+    lm_emu::launch(lm_grid, lm_block, 0, #name, lm_body);                                                      \
+  }                                                                                                            \
+  extern "C" const int name##_nargs = 9;
+LM_COLL_COPY_ENTRY(lm_coll_copy, unsigned char)
+LM_COLL_COPY_ENTRY(lm_coll_copy4, uint32_t)
 )LMCOLL";
 
 }  // namespace
@@ -92,7 +100,8 @@ DeviceLocalOps::DeviceLocalOps(const DeviceApi& api, void* module, void* stream)
       stream_(stream),
       sum_f32_(api.function(module, "lm_coll_sum_f32")),
       sum_i32_(api.function(module, "lm_coll_sum_i32")),
-      copy_(api.function(module, "lm_coll_copy")) {}
+      copy_(api.function(module, "lm_coll_copy")),
+      copy4_(api.function(module, "lm_coll_copy4")) {}
 
 DeviceLocalOps::~DeviceLocalOps() {
   if (scratch_) api_.free(scratch_);
@@ -133,9 +142,14 @@ void DeviceLocalOps::sum_in_rank_order(DType dt, const std::byte* blocks, std::s
 void DeviceLocalOps::copy_rows(std::byte* dst, const std::byte* src, std::size_t row, std::size_t outer,
                                std::size_t world, std::size_t dq, std::size_t dout, std::size_t sq,
                                std::size_t so) {
+  const auto d = reinterpret_cast<uint64_t>(dst), s = reinterpret_cast<uint64_t>(src);
+  if ((d | s | row | dq | dout | sq | so) % 4 == 0) {  // f32 and i32 rows: a word per thread
+    launch(copy4_, "lm_coll_copy4", static_cast<int64_t>(row / 4 * outer * world),
+           {d, s, row / 4, outer, world, dq / 4, dout / 4, sq / 4, so / 4});
+    return;
+  }
   launch(copy_, "lm_coll_copy", static_cast<int64_t>(row * outer * world),
-         {reinterpret_cast<uint64_t>(dst), reinterpret_cast<uint64_t>(src), row, outer, world, dq, dout, sq,
-          so});
+         {d, s, row, outer, world, dq, dout, sq, so});
 }
 
 void DeviceLocalOps::before_communicator() { api_.synchronize(stream_, "the steps before a collective"); }

@@ -49,6 +49,7 @@ class DeviceLocalOps final : public dist::LocalOps {
   void* sum_f32_;
   void* sum_i32_;
   void* copy_;
+  void* copy4_;
   uint64_t scratch_ = 0;
   std::size_t capacity_ = 0;
 };
