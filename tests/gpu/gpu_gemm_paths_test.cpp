@@ -174,6 +174,34 @@ TEST_CASE("FMA tiles: 128-bit loads of f32 operands, every layout, aligned or no
     }
 }
 
+namespace {
+
+// A 16x16x16 product for a matrix helper's lane-layout test: random f16 or bf16 A and B
+// (bits) and f32 C; check() holds D to A B + C computed in double precision.
+struct FragmentProduct {
+  bool bf16;
+  std::vector<uint16_t> A, B;
+  std::vector<float> C, D;
+  FragmentProduct(bool bf, std::mt19937& rng) : bf16(bf), A(256), B(256), C(256), D(256) {
+    std::uniform_real_distribution<float> d(-2.f, 2.f);
+    for (auto& x : A) x = bf ? k::f32_to_bf16_bits(d(rng)) : k::f32_to_f16_bits(d(rng));
+    for (auto& x : B) x = bf ? k::f32_to_bf16_bits(d(rng)) : k::f32_to_f16_bits(d(rng));
+    for (auto& x : C) x = d(rng);
+  }
+  double dec(uint16_t h) const { return bf16 ? k::bf16_bits_to_f32(h) : k::f16_bits_to_f32(h); }
+  void check() const {
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double s = C[i * 16 + j];
+        for (int q = 0; q < 16; ++q) s += dec(A[i * 16 + q]) * dec(B[q * 16 + j]);
+        INFO("bf16 " << bf16 << " D[" << i << "][" << j << "]");
+        CHECK(std::abs(D[i * 16 + j] - s) <= 1e-4 * (1 + std::abs(s)));
+      }
+  }
+};
+
+}  // namespace
+
 TEST_CASE("the emulated MFMA helper follows its documented lane layout (wave64)", "[gpu][emu][mfma]") {
   // One wavefront multiplies a 16x16 A by a 16x16 B plus C, fragments packed by the layout
   // in gpu_prelude.hpp (lane l: r = l % 16, g = l / 16; A[r][4g + q], B[4g + q][r]; D[4g + q][r]).
@@ -203,23 +231,10 @@ extern "C" void mfma_test_emu(const uint16_t* A, const uint16_t* B, const float*
   auto lib = gpu::emulator_jit().compile(tu);
   using Fn = void (*)(const uint16_t*, const uint16_t*, const float*, float*, int);
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> d(-2.f, 2.f);
   for (int bf : {0, 1}) {
-    std::vector<uint16_t> A(256), B(256);
-    std::vector<float> C(256), D(256);
-    auto enc = [&](float x) { return bf ? k::f32_to_bf16_bits(x) : k::f32_to_f16_bits(x); };
-    auto dec = [&](uint16_t h) { return bf ? k::bf16_bits_to_f32(h) : k::f16_bits_to_f32(h); };
-    for (auto& x : A) x = enc(d(rng));
-    for (auto& x : B) x = enc(d(rng));
-    for (auto& x : C) x = d(rng);
-    lib->function<Fn>("mfma_test_emu")(A.data(), B.data(), C.data(), D.data(), bf);
-    for (int i = 0; i < 16; ++i)
-      for (int j = 0; j < 16; ++j) {
-        double s = C[i * 16 + j];
-        for (int q = 0; q < 16; ++q) s += double(dec(A[i * 16 + q])) * dec(B[q * 16 + j]);
-        INFO("bf16 " << bf << " D[" << i << "][" << j << "]");
-        CHECK(std::abs(D[i * 16 + j] - s) <= 1e-4 * (1 + std::abs(s)));
-      }
+    FragmentProduct f(bf, rng);
+    lib->function<Fn>("mfma_test_emu")(f.A.data(), f.B.data(), f.C.data(), f.D.data(), bf);
+    f.check();
   }
 }
 
@@ -283,30 +298,17 @@ extern "C" void wmma_test_emu(const uint16_t* A, const uint16_t* B, const float*
   using Fn = void (*)(const uint16_t*, const uint16_t*, const float*, float*, int, int);
   const Fn fn = lib->function<Fn>("wmma_test_emu");
   std::mt19937 rng(6);
-  std::uniform_real_distribution<float> d(-2.f, 2.f);
   for (int bf : {0, 1}) {
-    std::vector<uint16_t> A(256), B(256);
-    std::vector<float> C(256), D(256);
-    auto enc = [&](float x) { return bf ? k::f32_to_bf16_bits(x) : k::f32_to_f16_bits(x); };
-    auto dec = [&](uint16_t h) { return bf ? k::bf16_bits_to_f32(h) : k::f16_bits_to_f32(h); };
-    for (auto& x : A) x = enc(d(rng));
-    for (auto& x : B) x = enc(d(rng));
-    for (auto& x : C) x = d(rng);
-    fn(A.data(), B.data(), C.data(), D.data(), bf, 0);
-    for (int i = 0; i < 16; ++i)
-      for (int j = 0; j < 16; ++j) {
-        double s = C[i * 16 + j];
-        for (int q = 0; q < 16; ++q) s += double(dec(A[i * 16 + q])) * dec(B[q * 16 + j]);
-        INFO("bf16 " << bf << " D[" << i << "][" << j << "]");
-        CHECK(std::abs(D[i * 16 + j] - s) <= 1e-4 * (1 + std::abs(s)));
-      }
+    FragmentProduct f(bf, rng);
+    fn(f.A.data(), f.B.data(), f.C.data(), f.D.data(), bf, 0);
+    f.check();
     // Half-waves holding different operands: the device would compute garbage, so the
     // emulator aborts (in a child process, so the abort is observed, not suffered).
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
       if (std::FILE* null = std::freopen("/dev/null", "w", stderr)) (void)null;
-      fn(A.data(), B.data(), C.data(), D.data(), bf, 1);
+      fn(f.A.data(), f.B.data(), f.C.data(), f.D.data(), bf, 1);
       std::_Exit(0);
     }
     int status = 0;
