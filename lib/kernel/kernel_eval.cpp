@@ -332,13 +332,54 @@ struct Evaluator {
       return static_cast<float>(x);
     };
     const float c = static_cast<float>(a.exp2_scale);
-    std::vector<float> s(static_cast<size_t>(std::max<int64_t>(n, 0)));
-    for (int64_t i = 0; i < m; ++i) {
+    // The batch point's row-major number (a split attention's partial states are laid
+    // out by it).
+    int64_t point = 0;
+    for (const Loop& l : k->loops) point = point * ix(l.extent) + vars[static_cast<size_t>(l.var)];
+    const int64_t width = dv + 2;
+    auto state_at = [&](int64_t i, int64_t r) { return ((point * m + i) * kAttentionMaxSplits + r) * width; };
+    auto store = [&](int64_t i, int64_t d, float value) {
+      acc = value;
       vars[static_cast<size_t>(a.row_var)] = i;
+      vars[static_cast<size_t>(a.col_var)] = d;
+      write(a.out.buffer, oo + i * ro + d, a.epilogue.valid() ? eval(a.epilogue) : acc);
+    };
+    if (a.split && a.split->combine) {
+      // Merge the ranges' states (Attention::Split).
+      const int64_t splits = ix(attention_splits(a.n));
+      for (int64_t i = 0; i < m; ++i) {
+        float big = -INFINITY;
+        for (int64_t r = 0; r < splits; ++r) {
+          const float mr = static_cast<float>(read(a.split->partial, state_at(i, r) + dv));
+          big = (mr > big || mr != mr) ? mr : big;
+        }
+        std::vector<float> w(static_cast<size_t>(splits));
+        float total = 0;
+        for (int64_t r = 0; r < splits; ++r) {
+          const float mr = static_cast<float>(read(a.split->partial, state_at(i, r) + dv));
+          const float lr = static_cast<float>(read(a.split->partial, state_at(i, r) + dv + 1));
+          w[static_cast<size_t>(r)] = lr * (mr == -INFINITY ? 0.0f : std::exp2((mr - big) * c));
+          total += w[static_cast<size_t>(r)];
+        }
+        const float f = total == 0.0f ? 0.0f : 1.0f / total;
+        for (int64_t d = 0; d < dv; ++d) {
+          float o = 0;
+          for (int64_t r = 0; r < splits; ++r)
+            o += (w[static_cast<size_t>(r)] * f) *
+                 static_cast<float>(read(a.split->partial, state_at(i, r) + d));
+          store(i, d, total != 0.0f ? o : n == 0 ? 0.0f : NAN);
+        }
+      }
+      return;
+    }
+    // The scores of keys [j0, j1) of row i into s; returns their max (NaN propagates).
+    std::vector<float> s(static_cast<size_t>(std::max<int64_t>(n, 0)));
+    auto scores = [&](int64_t i, int64_t j0, int64_t j1) {
       float mx = -INFINITY;
-      for (int64_t j = 0; j < n; ++j) {
+      for (int64_t j = j0; j < j1; ++j) {
         double dot = 0;
-        for (int64_t p = 0; p < dk; ++p) dot += static_cast<double>(q_at(i, p)) * static_cast<double>(k_at(j, p));
+        for (int64_t p = 0; p < dk; ++p)
+          dot += static_cast<double>(q_at(i, p)) * static_cast<double>(k_at(j, p));
         acc = static_cast<float>(dot);
         vars[static_cast<size_t>(a.row_var)] = i;
         vars[static_cast<size_t>(a.key_var)] = j;
@@ -350,6 +391,35 @@ struct Evaluator {
         s[static_cast<size_t>(j)] = sj;
         mx = (sj > mx || sj != sj) ? sj : mx;
       }
+      return mx;
+    };
+    if (a.split) {
+      // Each range's softmax state (Attention::Split).
+      const int64_t splits = ix(attention_splits(a.n)), chunk = ix(attention_chunk(a.n));
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t r = 0; r < splits; ++r) {
+          const int64_t j0 = std::min(n, r * chunk), j1 = std::min(n, (r + 1) * chunk);
+          const float mx = scores(i, j0, j1);
+          float l = 0;
+          for (int64_t j = j0; j < j1; ++j) {
+            float& e = s[static_cast<size_t>(j)];
+            e = mx == -INFINITY ? 0.0f : std::exp2((e - mx) * c);
+            l += e;
+          }
+          const float f = l == 0.0f ? 0.0f : 1.0f / l;
+          const int64_t at = state_at(i, r);
+          for (int64_t d = 0; d < dv; ++d) {
+            float o = 0;
+            for (int64_t j = j0; j < j1; ++j) o += (s[static_cast<size_t>(j)] * f) * v_at(j, d);
+            write(a.split->partial, at + d, o);
+          }
+          write(a.split->partial, at + dv, mx);
+          write(a.split->partial, at + dv + 1, l);
+        }
+      return;
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      const float mx = scores(i, 0, n);
       float l = 0;
       for (int64_t j = 0; j < n; ++j) {
         s[static_cast<size_t>(j)] = std::exp2((s[static_cast<size_t>(j)] - mx) * c);
@@ -362,9 +432,7 @@ struct Evaluator {
         float o = 0;
         for (int64_t j = 0; j < n; ++j)
           o += (s[static_cast<size_t>(j)] * r) * v_at(j, d);
-        acc = o;
-        vars[static_cast<size_t>(a.col_var)] = d;
-        write(a.out.buffer, oo + i * ro + d, a.epilogue.valid() ? eval(a.epilogue) : acc);
+        store(i, d, o);
       }
     }
   }

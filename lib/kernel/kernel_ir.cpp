@@ -470,6 +470,31 @@ struct Checker {
 
 }  // namespace
 
+Index attention_splits(const Index& n) {
+  return min(Index(kAttentionMaxSplits),
+             max(Index(1), floordiv(n + Index(kAttentionSplitKeys - 1), Index(kAttentionSplitKeys))));
+}
+
+Index attention_chunk(const Index& n) {
+  const Index s = attention_splits(n);
+  return floordiv(n + s - Index(1), s);
+}
+
+std::pair<Kernel, Kernel> make_split_attention(const Kernel& k, int partial) {
+  Kernel a = k, c = k;
+  a.attention->split = Attention::Split{partial, false};
+  c.attention->split = Attention::Split{partial, true};
+  a.name = k.name + "_split";
+  c.name = k.name + "_combine";
+  return {std::move(a), std::move(c)};
+}
+
+Index split_attention_partial_elements(const Kernel& k) {
+  Index rows = k.attention->m;
+  for (const Loop& l : k.loops) rows = rows * l.extent;
+  return rows * Index(kAttentionMaxSplits) * (k.attention->dv + Index(2));
+}
+
 std::vector<KeySegment> value_segments(const Attention& a) {
   std::vector<KeySegment> segs{{a.v, Index(0)}};
   segs.insert(segs.end(), a.v_more.begin(), a.v_more.end());
@@ -569,6 +594,11 @@ void validate(const Program& p) {
           c.index(v->col_stride);
         }
         if (a.out.col_stride.as_constant() != 1) c.fail("attention output must have column stride 1");
+        if (a.split) {
+          c.buffer(a.split->partial);
+          if (p.buffers[static_cast<size_t>(a.split->partial)].dtype != DType::f32)
+            c.fail("a split attention's partial states are f32");
+        }
         if (a.v_more.size() + 1 > kMaxKeySegments)
           c.fail("a segmented attention V has at most " + std::to_string(kMaxKeySegments) + " segments");
         for (size_t i = 1; i < a.v_more.size(); ++i) {
@@ -696,8 +726,17 @@ std::string to_string(const Program& p) {
     }
     if (k.kind == KernelKind::Attention) {
       const Attention& a = *k.attention;
-      s << ind << "b" << a.out.buffer << "[" << a.m.to_string() << " x " << a.dv.to_string()
-        << "] = attention(v b" << a.v.buffer;
+      if (a.split && a.split->combine) {
+        s << ind << "b" << a.out.buffer << "[" << a.m.to_string() << " x " << a.dv.to_string()
+          << "] = attention_combine(b" << a.split->partial << ", keys=" << a.n.to_string() << ") rows v"
+          << a.row_var << " cols v" << a.col_var << "\n"
+          << ind << "  epilogue " << (a.epilogue.valid() ? a.epilogue.to_string() : "acc") << "\n";
+        continue;
+      }
+      s << ind
+        << (a.split ? "b" + std::to_string(a.split->partial) + "[partial states of "
+                    : "b" + std::to_string(a.out.buffer) + "[")
+        << a.m.to_string() << " x " << a.dv.to_string() << "] = attention(v b" << a.v.buffer;
       for (const KeySegment& sg : a.v_more) s << " | b" << sg.v.buffer << " from key " << sg.j0.to_string();
       s << ", keys=" << a.n.to_string() << ", depth=" << a.dk.to_string()
         << ") rows v" << a.row_var << " keys v" << a.key_var << " cols v" << a.col_var << " depth v"

@@ -364,7 +364,34 @@ struct Attention {
   double exp2_scale = 1.4426950408889634;  // log2(e) for softmax; > 0
   std::optional<Index> key_end;
   Expr epilogue;       // over acc() (f32), stored as its own dtype; invalid Expr means acc() itself
+
+  /// Flash-decoding: few query rows over many keys, the keys cut into
+  /// attention_splits(n) ranges of attention_chunk(n) keys (the last may be shorter or
+  /// empty) so that each (row, range) is a block of its own. Two kernels carry the same
+  /// Attention (make_split_attention): the first (combine = false) stores each range's
+  /// softmax state into `partial` instead of writing `out` -- its running max m (NaN
+  /// propagates; -inf when every key of the range is masked or it has none), l = sum_j
+  /// e_j with e_j = exp2((s_j - m) exp2_scale) (0 when m = -inf), and the normalised
+  /// partial output o[d] = sum_j (e_j / l) V[j, d] (the 1 / l taken as 0 when l = 0, so
+  /// 0 * inf stays NaN as in the definition) -- as f32 at
+  /// partial[((batch point * m + row) * kAttentionMaxSplits + range) * (dv + 2) + {d, dv, dv + 1}].
+  /// The second (combine = true) merges the ranges row by row: M = max m_r, w_r =
+  /// exp2((m_r - M) exp2_scale) (0 for m_r = -inf), L = sum l_r w_r, acc = sum_r (l_r w_r /
+  /// L) o_r[d] (1 / L taken as 0 when L = 0); then as the unsplit kernel: L = 0 gives NaN
+  /// (every key masked) or +0 (no keys), and the epilogue stores acc into `out`.
+  struct Split {
+    int partial = -1;  ///< f32 buffer of rows x kAttentionMaxSplits x (dv + 2)
+    bool combine = false;
+  };
+  std::optional<Split> split;
 };
+
+inline constexpr int64_t kAttentionMaxSplits = 16;   ///< ranges of keys a split attention uses at most
+inline constexpr int64_t kAttentionSplitKeys = 256;  ///< keys per range at least (but one range)
+/// Ranges of a split attention over n keys: clamp(ceil(n / kAttentionSplitKeys), 1, kAttentionMaxSplits).
+Index attention_splits(const Index& n);
+/// Keys per range: ceil(n / attention_splits(n)) (0 when n = 0).
+Index attention_chunk(const Index& n);
 
 inline constexpr std::size_t kMaxKeySegments = 4;
 /// Every view of V with the key it starts at: (a.v, 0) and then a.v_more.
@@ -382,6 +409,12 @@ struct Kernel {
   std::optional<Gather> gather = std::nullopt;  // Gather (no loops)
   std::optional<Attention> attention = std::nullopt;  // Attention
 };
+
+/// The two kernels of attention kernel `k` split over key ranges (Attention::Split), their
+/// partial states in buffer `partial`, which needs split_attention_partial_elements(k)
+/// f32 elements.
+std::pair<Kernel, Kernel> make_split_attention(const Kernel& k, int partial);
+Index split_attention_partial_elements(const Kernel& k);
 
 /// The message of an out-of-range id, shared by every backend and the interpreter.
 std::string gather_id_error(const std::string& op_name, int64_t id, int64_t position, int64_t rows);

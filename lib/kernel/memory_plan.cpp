@@ -99,6 +99,11 @@ std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
       reads_of(a.score, reads);
       reads_of(a.epilogue, reads);
       writes = {a.out.buffer};
+      if (a.split && !a.split->combine) writes = {a.split->partial};  // the ranges' states
+      if (a.split && a.split->combine) {                              // merged into out
+        reads = {a.split->partial};
+        reads_of(a.epilogue, reads);
+      }
     } else if (k.kind == KernelKind::Gemm) {
       reads = {k.gemm->a.buffer, k.gemm->b.buffer};
       for (const kernel::GemmSegment& sg : k.gemm->b_segments) reads.push_back(sg.b.buffer);

@@ -68,6 +68,25 @@ inline void build_model(Graph& g, const BlockConfig& c, int layers) {
   g.output("y", x);
 }
 
+/// A decode step's attention: one query row per head over a KV cache of `past` rows (a
+/// dim in [0, 4096]) and the step's new row (grouped heads, concat(cache, new) read in
+/// place). Few rows over many keys: the GPU lowering's flash-decoding form.
+inline void build_decode_attention(Graph& g, int64_t heads, int64_t kv_heads, int64_t head_dim) {
+  const Dim past = Dim::variable("past", 0, 4096);
+  const int64_t group = heads / kv_heads;
+  Tensor q = g.input("q", {heads, 1, head_dim});
+  Tensor K =
+      concat({g.input("k_cache", {kv_heads, past, head_dim}), g.input("k_new", {kv_heads, 1, head_dim})}, 1);
+  Tensor V =
+      concat({g.input("v_cache", {kv_heads, past, head_dim}), g.input("v_new", {kv_heads, 1, head_dim})}, 1);
+  auto rep = [&](const Tensor& t) {
+    return reshape(expand(reshape(t, {Dim(kv_heads), Dim(1), past + 1, Dim(head_dim)}),
+                          {Dim(kv_heads), Dim(group), past + 1, Dim(head_dim)}),
+                   {Dim(heads), past + 1, Dim(head_dim)});
+  };
+  g.output("y", scaled_dot_product_attention(q, rep(K), rep(V)));
+}
+
 /// Random data for every Input and Param of `g` (floats in [-1, 1]; i32 in [0, n)).
 inline std::map<std::string, HostTensor> random_inputs(const detail::GraphImpl& g, uint64_t seed,
                                                        const DimBindings& dims = {}) {

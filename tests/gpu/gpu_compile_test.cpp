@@ -73,6 +73,11 @@ TEST_CASE("NVRTC compiles the Llama-3-8B-sized decoder block for sm_80 and sm_90
   Graph g;
   test::build_model(g, test::BlockConfig::llama_4096(), 1);
   for (const char* t : {"cuda:sm_80", "cuda:sm_90"}) check_compiled(g, t, "llama-4096 block");
+  // A decode step's attention at Llama-3-8B's heads: flash-decoding's range and combine
+  // kernels.
+  Graph d;
+  test::build_decode_attention(d, 32, 8, 128);
+  for (const char* t : {"cuda:sm_80", "cuda:sm_90"}) check_compiled(d, t, "decode attention");
 }
 
 TEST_CASE("NVRTC modules are cached in memory and on disk", "[gpu][nvrtc][cache]") {
@@ -164,6 +169,8 @@ TEST_CASE("hipRTC compiles every kernel of the translation graphs and the decode
   test::build_model(block, test::BlockConfig{}, 1);
   Graph big;
   test::build_model(big, test::BlockConfig::llama_4096(), 1);
+  Graph decode;
+  test::build_decode_attention(decode, 32, 8, 128);
   for (const char* t : {"hip:gfx90a", "hip:gfx908", "hip:gfx1030"}) {
     for (const auto& c : test::translation_cases()) {
       Graph g;
@@ -172,6 +179,7 @@ TEST_CASE("hipRTC compiles every kernel of the translation graphs and the decode
     }
     check_hip_compiled(block, t, "decoder block");
     check_hip_compiled(big, t, "llama-4096 block");
+    check_hip_compiled(decode, t, "decode attention");
   }
 }
 

@@ -6,7 +6,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -17,6 +21,7 @@
 #include "compiler/translation_models.hpp"
 #include "cpu/harness.hpp"
 #include "gpu/gpu_test_util.hpp"
+#include "support/scoped_env.hpp"
 
 namespace k = luminal::kernel;
 using namespace luminal;
@@ -459,6 +464,89 @@ TEST_CASE("emulated attention: values near FLT_MAX and large logits stay finite"
         CHECK(std::isfinite(cpu_test::element(p.buffers[3], ref.bytes[3], e)));
     }
   }
+}
+
+// `p`'s attention kernel as flash-decoding's two kernels (Attention::Split), their range
+// states in a new buffer.
+k::Program split_attention(k::Program p) {
+  const k::Kernel whole = p.kernels.at(0);
+  p.buffers.push_back(
+      buf("partial", DType::f32, k::split_attention_partial_elements(whole), k::BufferRole::Intermediate));
+  auto [partial, combine] = k::make_split_attention(whole, static_cast<int>(p.buffers.size() - 1));
+  p.kernels = {partial, combine};
+  return p;
+}
+
+TEST_CASE("emulated flash-decoding: key ranges and their merge against the evaluator",
+          "[gpu][emu][attention]") {
+  // Every buffer is compared, the ranges' states (max, sum, normalised output) included.
+  // 1000 keys: 4 ranges of 250; 600 keys, 300 value columns: 3 ranges, two column passes;
+  // 4100 keys: 16 ranges of 257; m > n: rows that see no key (NaN) and, at 520 keys in 3
+  // ranges, rows whose later ranges are all masked (max -inf, sum 0); 3 keys: 1 range;
+  // none: +0.
+  for (auto [B, m, n, dk, dv] : {std::array<int64_t, 5>{2, 1, 1000, 16, 40},
+                                 {2, 3, 600, 16, 300},
+                                 {1, 2, 4100, 8, 8},
+                                 {0, 600, 520, 4, 4},
+                                 {2, 5, 3, 4, 3},
+                                 {2, 2, 0, 4, 3}}) {
+    const k::Program p = split_attention(causal_attention(
+        DType::f32, {B, m, n, dk, dv}, true, 0.5, k::binary(k::BinaryOp::Add, k::acc(), k::constant(1.0))));
+    INFO("B " << B << " m " << m << " n " << n << " dk " << dk << " dv " << dv);
+    for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"})
+      check_emulated(p, {}, arch_of(t), {}, 1e-4, 1e-5);
+  }
+  // NaN in a query (its row is NaN) and inf in a value of a masked key (0 * inf: NaN in
+  // that column of the rows that do not see the key), f16 with the output's cast, V in
+  // segments.
+  {
+    const k::Program p =
+        split_attention(causal_attention(DType::f32, {0, 3, 700, 8, 6}, false, 0.5, std::nullopt));
+    auto fill = [](cpu_test::HostBuffers& hb) {
+      const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+      std::memcpy(hb.bytes[0].data() + 4 * (1 * 8 + 2), &nan, 4);    // q[row 1][2]
+      std::memcpy(hb.bytes[2].data() + 4 * (699 * 6 + 4), &inf, 4);  // v[key 699][4]: row 2 only sees it
+    };
+    for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"})
+      check_emulated(p, {}, arch_of(t), {}, 1e-4, 1e-5, fill);
+  }
+  for (DType dt : {DType::f16, DType::bf16}) {
+    const k::Program p =
+        split_attention(causal_attention(dt, {2, 1, 900, 16, 40}, false, 0.5, k::cast(k::acc(), dt), {899}));
+    INFO(dtype_name(dt));
+    const double rtol = dt == DType::f16 ? 2e-3 : 1.6e-2;
+    for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"})
+      check_emulated(p, {}, arch_of(t), {}, rtol, 1e-5);
+  }
+}
+
+TEST_CASE("a decode step's attention takes flash-decoding's key ranges, equal to the interpreter",
+          "[gpu][emu][attention][graph]") {
+  Graph g;
+  test::build_decode_attention(g, 8, 2, 16);
+  const std::string dump = (std::filesystem::temp_directory_path() / "luminal_decode_attention.cu").string();
+  for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+    INFO(t);
+    Callable f;
+    {
+      const testsupport::ScopedEnv env("LUMINAL_DUMP_GPU", dump.c_str());
+      f = compile(g, Target::parse(t));
+    }
+    std::ifstream in(dump);
+    const std::string src((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(src.find("flash-decoding") != std::string::npos);
+    CHECK(src.find("_combine") != std::string::npos);
+    // No cache, a short one (one range), several ranges, the most ranges.
+    for (int64_t past : {0, 5, 700, 4000}) {
+      INFO("past " << past);
+      const DimBindings dims{{"past", past}};
+      const auto inputs = test::random_inputs(*g.impl(), static_cast<uint64_t>(past) + 3, dims);
+      std::map<std::string, const HostTensor*> ptrs;
+      for (const auto& [name, x] : inputs) ptrs.emplace(name, &x);
+      CHECK(test::compare_outputs(f(inputs), detail::reference::run(*g.impl(), dims, ptrs)) <= 1.0);
+    }
+  }
+  std::filesystem::remove(dump);
 }
 
 TEST_CASE("emulated tensor-core GEMMs: f16 and bf16 operands, every tile, edges, batches", "[gpu][emu][mma]") {

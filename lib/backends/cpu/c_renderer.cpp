@@ -1146,6 +1146,8 @@ class KernelWriter {
   // lowering's condition), so the per-task arrays live on the stack.
   std::string attention() {
     const Attention& a = *k_.attention;
+    if (a.split)  // the GPU lowering's form (Attention::Split); the CPU lowering never makes it
+      throw InternalError("[cpu] kernel '" + k_.name + "': a split attention has no C rendering");
     constexpr int kQB = 64, kKB = 32;
     const int64_t dk = *a.dk.as_constant(), dv = *a.dv.as_constant();
     const int64_t dch = dv % 64 == 0 ? 64 : dv % 32 == 0 ? 32 : dv % 16 == 0 ? 16 : dv;  // value chunk

@@ -179,6 +179,7 @@ class Remap {
         c.attention->out.buffer = buf(k.attention->out.buffer);
         c.attention->score = expr(k.attention->score);
         c.attention->epilogue = expr(k.attention->epilogue);
+        if (c.attention->split) c.attention->split->partial = buf(k.attention->split->partial);
         break;
       default:  // a kind this copier does not know: lower the step afresh
         throw InternalError("[cpu] repeated step: unknown kernel kind");

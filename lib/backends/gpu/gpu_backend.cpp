@@ -85,6 +85,8 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
     bo.render = [arch, schedule, device_source](const kernel::Program& prog) {
       const GpuSource src = render_gpu(prog, arch, schedule);
       *device_source = src.device_source();
+      if (const char* dump = std::getenv("LUMINAL_DUMP_GPU"); dump && *dump)
+        std::ofstream(dump) << *device_source;
       cpu::CProgram cp;
       cp.source = emulation_source(src, prog, arch);
       for (const auto& l : src.launches) cp.kernels.push_back(l.name + "_emu");

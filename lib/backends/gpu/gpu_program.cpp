@@ -17,6 +17,7 @@ ScheduleOf plan_schedules(const compiler::KernelPlan& plan) {
 kernel::lower::Options gpu_lower_options() {
   kernel::lower::Options o;
   o.half_operands = true;
+  o.split_attention = true;
   return o;
 }
 

@@ -273,6 +273,12 @@ class Writer {
         writes_.insert(k_.gather->out);
         break;
       case KernelKind::Attention:
+        if (k_.attention->split && k_.attention->split->combine) {  // the ranges' states into out
+          reads_.insert(k_.attention->split->partial);
+          collect(k_.attention->epilogue);
+          writes_.insert(k_.attention->out.buffer);
+          break;
+        }
         reads_.insert(k_.attention->v.buffer);
         for (const KeySegment& sg : k_.attention->v_more) reads_.insert(sg.v.buffer);
         collect(k_.attention->q);
@@ -280,7 +286,7 @@ class Writer {
         for (const KeyExprSegment& sg : k_.attention->k_more) collect(sg.k);
         collect(k_.attention->score);
         collect(k_.attention->epilogue);
-        writes_.insert(k_.attention->out.buffer);
+        writes_.insert(k_.attention->split ? k_.attention->split->partial : k_.attention->out.buffer);
         break;
     }
     touched_ = reads_;
@@ -653,11 +659,16 @@ class Writer {
   // body does; no keys at all give +0 (the sum over nothing).
   void attention(std::ostringstream& s, LaunchShape& shape) {
     const Attention& a = *k_.attention;
+    if (a.split && a.split->combine) return attention_combine(s, shape);
+    // Split (flash-decoding, Attention::Split): a block per (row, range of keys), storing
+    // the range's softmax state; otherwise a block per row over every key.
+    const bool split = a.split.has_value();
     const Index batches = product(k_.loops);
     shape.sync = true;
     shape.schedule = "attention, a block per query row, keys streamed " + std::to_string(kThreads) +
                      " at a time (a warp per key's dot, online softmax)";
-    shape.grid[0] = capped(batches * a.m, int64_t{1} << 20);
+    shape.grid[0] = capped(batches * a.m * (split ? attention_splits(a.n) : Index(1)), int64_t{1} << 20);
+    if (split) shape.schedule += ", keys in ranges (flash-decoding)";
     // q cached in shared memory when its depth is a known, modest size.
     const std::optional<int64_t> dk_const = a.dk.as_constant();
     const bool q_cached = dk_const && *dk_const > 0 && *dk_const <= kMaxCachedDepth;
@@ -679,7 +690,18 @@ class Writer {
     s << "  const float lm_c = " << float_literal(a.exp2_scale) << ";\n";
     s << "  const float lm_ninf = lm_u2f(0xff800000u);\n";
     s << "  /* the row is the same for every thread of the block: barriers stay uniform */\n";
-    s << "  for (int64_t lm_t = blockIdx.x; lm_t < lm_batches * lm_m; lm_t += gridDim.x) {\n";
+    if (split) {
+      s << "  const int64_t lm_ranges = " << ix(attention_splits(a.n))
+        << ", lm_chunk = " << ix(attention_chunk(a.n)) << ";\n";
+      s << "  for (int64_t lm_bt = blockIdx.x; lm_bt < lm_batches * lm_m * lm_ranges; lm_bt += gridDim.x) "
+           "{\n";
+      s << "    const int64_t lm_t = lm_bt / lm_ranges, lm_rg = lm_bt % lm_ranges;\n";
+      s << "    const int64_t lm_jb = lm_rg * lm_chunk < lm_n ? lm_rg * lm_chunk : lm_n;\n";
+      s << "    const int64_t lm_je = (lm_rg + 1) * lm_chunk < lm_n ? (lm_rg + 1) * lm_chunk : lm_n;\n";
+    } else {
+      s << "  for (int64_t lm_t = blockIdx.x; lm_t < lm_batches * lm_m; lm_t += gridDim.x) {\n";
+      s << "    const int64_t lm_jb = 0, lm_je = lm_n;\n";
+    }
     s << "    const int64_t v" << a.row_var << " = lm_t % lm_m;\n";
     delinearize(s, "    ", k_.loops, "lm_t / lm_m");
     const std::string i = "v" + std::to_string(a.row_var), j = "v" + std::to_string(a.key_var),
@@ -709,7 +731,7 @@ class Writer {
     s << "    for (int64_t lm_d0 = 0; lm_d0 < lm_dv; lm_d0 += " << kThreads << ") {\n";
     s << "      const int64_t " << d << " = lm_d0 + threadIdx.x;\n";
     s << "      float lm_mx = lm_ninf, lm_l = 0.0f, lm_o = 0.0f;\n";
-    s << "      for (int64_t lm_j0 = 0; lm_j0 < lm_n; lm_j0 += " << kThreads << ") {\n";
+    s << "      for (int64_t lm_j0 = lm_jb; lm_j0 < lm_je; lm_j0 += " << kThreads << ") {\n";
     // The chunk's scores: a warp per key (each warp takes every W-th key of the chunk),
     // its lanes across the depth, so a key's row of K is read by consecutive lanes
     // (coalesced) and the lanes' partial dot products meet in a warp sum; lane 0 leaves
@@ -722,7 +744,7 @@ class Writer {
       << "; lm_kk += " << warps << ") {\n";
     s << "          const int64_t lm_jg = lm_j0 + lm_kk;\n";
     s << "          float lm_dot = 0.0f;\n";
-    s << "          if (lm_jg < lm_n) {\n";
+    s << "          if (lm_jg < lm_je) {\n";
     // q and k are expressions over the row / key and depth variables (a RoPE prologue
     // is computed here, kernel_ir.hpp); q comes from lm_qs when it was cached. A
     // segmented K: the key's own segment, the key variable counted from its first key.
@@ -748,7 +770,7 @@ class Writer {
     // Each thread then owns one key's score (and later its weight, in the same slot).
     s << "        const int64_t " << j << " = lm_j0 + threadIdx.x;\n";
     s << "        float lm_s = lm_ninf;\n";
-    s << "        if (" << j << " < lm_n) {\n";
+    s << "        if (" << j << " < lm_je) {\n";
     s << "          const float acc = lm_e[threadIdx.x];\n";
     if (a.score.valid()) {
       std::map<const ExprNode*, std::string> memo;
@@ -761,7 +783,8 @@ class Writer {
     s << "        const float lm_cmax = lm_block_max_f32(lm_s, lm_part);\n";
     s << "        const float lm_new = lm_max(lm_mx, lm_cmax);\n";
     s << "        const float lm_alpha = lm_mx == lm_new ? 1.0f : lm_exp2((lm_mx - lm_new) * lm_c);\n";
-    s << "        const float lm_ej = " << j << " < lm_n ? (lm_new == lm_ninf ? 0.0f : lm_exp2((lm_s - lm_new) * lm_c)) : 0.0f;\n";
+    s << "        const float lm_ej = " << j
+      << " < lm_je ? (lm_new == lm_ninf ? 0.0f : lm_exp2((lm_s - lm_new) * lm_c)) : 0.0f;\n";
     // l_new = 0: nothing visible yet (o and the weights stay 0); NaN propagates.
     s << "        const float lm_lo = lm_l * lm_alpha, lm_ln = lm_lo + lm_block_sum_f32(lm_ej, lm_part);\n";
     s << "        const float lm_f = lm_ln == 0.0f ? 0.0f : 1.0f / lm_ln;\n";
@@ -769,7 +792,8 @@ class Writer {
     s << "        lm_sync();\n";
     s << "        if (" << d << " < lm_dv) {\n";
     s << "          float lm_sum = 0.0f;\n";
-    s << "          const int64_t lm_nj = lm_n - lm_j0 < " << kThreads << " ? lm_n - lm_j0 : " << kThreads << ";\n";
+    s << "          const int64_t lm_nj = lm_je - lm_j0 < " << kThreads << " ? lm_je - lm_j0 : " << kThreads
+      << ";\n";
     // V at key lm_jq: segment s's load where lm_jq < the next segment's first key.
     std::vector<std::string> v_seg{ld(a.v, "lm_ov + lm_jq * lm_rv + " + d + " * lm_cv")};
     for (size_t i = 0; i < a.v_more.size(); ++i) {
@@ -789,6 +813,17 @@ class Writer {
     s << "        lm_mx = lm_new;\n";
     s << "        lm_l = lm_ln;\n";
     s << "      }\n";
+    if (split) {
+      // The range's state: o (normalised), then m and l (Attention::Split's layout).
+      s << "      float* lm_st = b" << a.split->partial << " + (lm_t * " << kAttentionMaxSplits
+        << " + lm_rg) * (lm_dv + 2);\n";
+      s << "      if (" << d << " < lm_dv) lm_st[" << d << "] = lm_o;\n";
+      s << "      if (lm_d0 == 0 && threadIdx.x == 0) {\n";
+      s << "        lm_st[lm_dv] = lm_mx;\n";
+      s << "        lm_st[lm_dv + 1] = lm_l;\n";
+      s << "      }\n    }\n  }\n";
+      return;
+    }
     s << "      if (" << d << " < lm_dv) {\n";
     // l = 0: every key masked (NaN, as the body's exp2(-inf + inf)) or no keys (+0).
     s << "        const float acc = lm_l != 0.0f ? lm_o : lm_n == 0 ? 0.0f : lm_u2f(0x7fc00000u);\n";
@@ -801,6 +836,55 @@ class Writer {
     }
     s << "        b" << a.out.buffer << "[lm_oo + " << i << " * lm_ro + " << d << "] = " << v << ";\n";
     s << "      }\n    }\n  }\n";
+  }
+
+  // A split attention's ranges merged (Attention::Split): a block per (batch point, row),
+  // its threads over the value columns; every thread walks the row's few range states
+  // (the same words: broadcast loads), so nothing is shared and there is no barrier.
+  void attention_combine(std::ostringstream& s, LaunchShape& shape) {
+    const Attention& a = *k_.attention;
+    const Index batches = product(k_.loops);
+    shape.schedule = "attention combine, a block per query row, threads over the value columns";
+    shape.grid[0] = capped(batches * a.m, int64_t{1} << 20);
+    const std::string i = "v" + std::to_string(a.row_var), d = "v" + std::to_string(a.col_var);
+    s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ", lm_dv = " << ix(a.dv)
+      << ", lm_batches = " << ix(batches) << ", lm_ranges = " << ix(attention_splits(a.n)) << ";\n";
+    s << "  const float lm_c = " << float_literal(a.exp2_scale) << ";\n";
+    s << "  const float lm_ninf = lm_u2f(0xff800000u);\n";
+    s << "  for (int64_t lm_t = blockIdx.x; lm_t < lm_batches * lm_m; lm_t += gridDim.x) {\n";
+    s << "    const int64_t " << i << " = lm_t % lm_m;\n";
+    delinearize(s, "    ", k_.loops, "lm_t / lm_m");
+    s << "    const int64_t lm_oo = " << ix(a.out.offset) << ", lm_ro = " << ix(a.out.row_stride) << ";\n";
+    s << "    const float* lm_st = b" << a.split->partial << " + lm_t * " << kAttentionMaxSplits
+      << " * (lm_dv + 2);\n";
+    s << "    float lm_big = lm_ninf;\n";
+    s << "    for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg) {\n";
+    s << "      const float lm_mr = lm_st[lm_rg * (lm_dv + 2) + lm_dv];\n";
+    s << "      lm_big = (lm_mr > lm_big || lm_mr != lm_mr) ? lm_mr : lm_big;\n";
+    s << "    }\n";
+    // A range's weight l_r exp2((m_r - M) c): 0 for a range with nothing visible.
+    const std::string w =
+        "(lm_st[lm_rg * (lm_dv + 2) + lm_dv + 1] * (lm_st[lm_rg * (lm_dv + 2) + lm_dv] == lm_ninf "
+        "? 0.0f : lm_exp2((lm_st[lm_rg * (lm_dv + 2) + lm_dv] - lm_big) * lm_c)))";
+    s << "    float lm_tot = 0.0f;\n";
+    s << "    for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg) lm_tot = lm_tot + " << w << ";\n";
+    s << "    const float lm_f = lm_tot == 0.0f ? 0.0f : 1.0f / lm_tot;\n";
+    s << "    for (int64_t " << d << " = threadIdx.x; " << d << " < lm_dv; " << d << " += " << kThreads
+      << ") {\n";
+    s << "      float lm_o = 0.0f;\n";
+    s << "      for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg)\n";
+    s << "        lm_o = lm_o + (" << w << " * lm_f) * lm_st[lm_rg * (lm_dv + 2) + " << d << "];\n";
+    // L = 0: every key masked (NaN, as the body) or no keys (+0).
+    s << "      const float acc = lm_tot != 0.0f ? lm_o : lm_n == 0 ? 0.0f : lm_u2f(0x7fc00000u);\n";
+    std::string v = "acc";
+    if (a.epilogue.valid()) {
+      std::map<const ExprNode*, std::string> memo;
+      v = value(a.epilogue, memo, s, "      ");
+      const DType od = p_.buffers[static_cast<size_t>(a.out.buffer)].dtype;
+      if (a.epilogue.dtype() != od) v = convert(v, a.epilogue.dtype(), od);
+    }
+    s << "      b" << a.out.buffer << "[lm_oo + " << i << " * lm_ro + " << d << "] = " << v << ";\n";
+    s << "    }\n  }\n";
   }
 
   // A GEMM operand element as f32 (half operands decoded).

@@ -9,6 +9,17 @@
 namespace luminal::kernel::lower {
 
 namespace {
+// Few rows (a decode step's heads) over many keys: worth the key ranges of flash-decoding.
+bool splits_keys(const kernel::Kernel& k) {
+  Index rows = k.attention->m;
+  for (const kernel::Loop& l : k.loops) rows = rows * l.extent;
+  const auto r = rows.as_constant();
+  const auto n = k.attention->n.as_constant();
+  return r && *r <= kSplitAttentionRows && (!n || *n > 2 * kernel::kAttentionSplitKeys);
+}
+}  // namespace
+
+namespace {
 
 // An index-valued scalar expression (iota arithmetic) as an Index, or nullopt.
 std::optional<Index> as_index(const Expr& e) {
@@ -399,6 +410,19 @@ bool Lowerer::try_attention(int result) {
   k.attention = std::move(a);
   group_query_heads(k, ctx_.extents, sym_min_, new_var());
   k.name = kernel_name();
+  if (opt_.split_attention && splits_keys(k)) {
+    kernel::Buffer b;
+    b.name = name_ + "_t" + std::to_string(prog_.buffers.size());
+    b.dtype = DType::f32;
+    b.elements = kernel::split_attention_partial_elements(k);
+    b.role = kernel::BufferRole::Intermediate;
+    prog_.buffers.push_back(b);
+    auto [partial, combine] = kernel::make_split_attention(k, static_cast<int>(prog_.buffers.size() - 1));
+    kernels.push_back(std::move(partial));
+    kernels.push_back(std::move(combine));
+    ctx_ = std::move(saved);
+    return true;
+  }
   kernels.push_back(std::move(k));
   ctx_ = std::move(saved);
   return true;

@@ -58,7 +58,15 @@ struct Options {
   /// same half type keeps both as halves -- read in place where they are strided views,
   /// copied as halves (exactly) otherwise -- instead of widening A to an f32 copy.
   bool half_operands = false;
+  /// Flash-decoding (the GPU renderers): an attention over few query rows (at most
+  /// kSplitAttentionRows, constant) and many keys (symbolic, or more than two ranges'
+  /// worth) becomes two kernels, the keys cut into ranges (kernel::Attention::Split), so
+  /// a decode step's handful of rows still fills the device.
+  bool split_attention = false;
 };
+
+/// The most query rows (batch points x rows) an attention has that split_attention splits.
+inline constexpr int64_t kSplitAttentionRows = 256;
 
 /// Why a spec could not be lowered (its kernel then runs on the interpreter).
 struct Failure {
