@@ -65,7 +65,8 @@ constexpr std::array<std::array<int64_t, 5>, 10> kMmaTiles{{
     {32, 32, 32, 1, 8},
 }};
 
-// {bm = 8, bn, bk (unused), engine 2 (Skinny), ks, vec}: bn x ks = 256 threads.
+// {bm = 8, bn, bk (unused), engine 2 (Skinny), ks, vec}: bn x ks = 256 threads (bm also
+// fewer for fewer rows: gpu_gemm_skinny).
 constexpr std::array<std::array<int64_t, 6>, 8> kSkinny{{
     {8, 8, 0, 2, 32, 1},
     {8, 16, 0, 2, 16, 1},
@@ -130,8 +131,29 @@ std::shared_ptr<detail::GraphImpl> half_gemm_example(std::mt19937_64& rng) {
   return g.impl();
 }
 
+// The skinny launches with bm = 8, and for a product of fewer rows also with bm = the
+// smallest power of two that holds them: at M = 1 a block of 8 rows issues 8 FMAs per B
+// element for one useful one (the renderer predicates the rows beyond M off, but they
+// still issue).
 std::size_t gpu_gemm_skinny(EGraph& g, const PassContext& ctx) {
-  return add_launches(g, ctx, ir::KernelKind::Gemm, kSkinny, kAny);
+  return add_kernel_twins(
+      g, ir::KernelKind::Gemm,
+      [&](const ir::KernelSpec& spec) {
+        std::vector<std::shared_ptr<ir::KernelSpec>> out;
+        const double m = ir::kernel_work(g, spec, {}, {}).gemm_m;
+        int64_t rows = 1;
+        while (rows < 8 && static_cast<double>(rows) < m) rows *= 2;
+        std::vector<int64_t> bms{8};
+        if (rows < 8) bms.push_back(rows);
+        for (int64_t bm : bms)
+          for (const auto& l : kSkinny) {
+            out.push_back(std::make_shared<ir::KernelSpec>(spec));
+            out.back()->launch.assign(l.begin(), l.end());
+            out.back()->launch[0] = bm;
+          }
+        return out;
+      },
+      ctx.node_limit);
 }
 
 std::size_t gpu_row_mapping(EGraph& g, const PassContext& ctx) {

@@ -375,6 +375,12 @@ TEST_CASE("skinny split-K GEMM: decode rows, odd K, both B layouts, scalar and 1
         CHECK(e.source.find("gemm, skinny") != std::string::npos);
         CHECK((e.vector_loads > 0) == (vec > 1));
       }
+    // Fewer rows per block (gpu_gemm_skinny offers the power of two that holds M): the
+    // products of 5, 8 and 11 rows take several row blocks.
+    for (int64_t bm : {1, 2, 4}) {
+      INFO(dtype_name(dt) << " bm " << bm);
+      run_and_compare(p, arch_of("cuda:sm_90+emu"), same_launch({bm, 16, 0, 2, 16, 8}), 2e-4, 2e-4);
+    }
     // wave64
     run_and_compare(p, arch_of("hip:gfx90a+emu"), same_launch({8, 16, 0, 2, 16, 8}), 2e-4, 2e-4);
   }
