@@ -142,7 +142,10 @@ double skinny_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGe
   const double threads_per_sm = std::min(static_cast<double>(resident), std::ceil(blocks / units)) * 256;
   const double active = std::min(1.0, blocks / units);
   const double elem = w.half_operands ? 2 : 4;
-  const double in_flight = threads_per_sm * 2 * (L.vec > 1 ? 16 : elem);
+  // Bytes a thread has in flight per operand row: one element (scalar loads), one 16-byte
+  // load, or two (the 128-bit pair loop of a block of few rows).
+  const double pair = L.vec > 1 && L.bm <= kSkinnyPairRows ? 2 : 1;
+  const double in_flight = threads_per_sm * 2 * (L.vec > 1 ? pair * 16 : elem);
   const double need = t.mem_bandwidth / units * std::max(t.mem_latency_s, 1e-9);
   const double mem_eff = std::min(1.0, in_flight / need) * active;
   const double bytes = w.bytes_read + w.bytes_written;
@@ -160,7 +163,7 @@ double skinny_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGe
   const double compute_s = fmas / (t.peak_flops_f32 * t.loop_efficiency * lsu * std::max(active, 1e-3));
   // Each thread's K loop waits for its loads once per step; resident warps overlap
   // those waits, blocks beyond one wave repeat them.
-  const double steps = std::ceil(w.gemm_k / (static_cast<double>(L.ks) * (L.vec > 1 ? 16 / elem : 1)));
+  const double steps = std::ceil(w.gemm_k / (static_cast<double>(L.ks) * (L.vec > 1 ? pair * 16 / elem : 1)));
   const double waves = std::ceil(blocks / (units * resident));
   const double latency_s = waves * steps * load_latency(t, bytes);
   // Every FMA reads its A element from L1 (B once per row block): the L1's 128 bytes a

@@ -22,6 +22,10 @@ namespace luminal::detail {
 
 enum class GpuGemmEngine : int64_t { Fma = 0, Mma = 1, Skinny = 2 };
 
+/// Skinny with 128-bit loads and at most this many rows: two K steps' loads in flight per
+/// thread (the renderer's pair loop; more rows' registers would spill).
+inline constexpr int64_t kSkinnyPairRows = 2;
+
 struct GpuGemmLaunch {
   int64_t bm = 64, bn = 64, bk = 16;
   GpuGemmEngine engine = GpuGemmEngine::Fma;

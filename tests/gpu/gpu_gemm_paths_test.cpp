@@ -675,13 +675,19 @@ TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills",
   add_gemm(p, "tc128", DType::f16, 4096, 4096, 4096, 1, Layout{false, true, 0, 0});
   add_gemm(p, "tc64", DType::bf16, 4096, 4096, 4096, 1, Layout{true, false, 0, 0});
   add_gemm(p, "skinny", DType::f16, 1, 14336, 4096, 1, Layout{false, true, 0, 0});
-  const std::map<std::string, std::vector<int64_t>> launch{
-      {"tc128", {128, 128, 32, 1, 8}}, {"tc64", {64, 64, 32, 1, 8}}, {"skinny", {8, 16, 0, 2, 16, 8}}};
+  // bm = 1 and 2: the pair loop (two K steps' loads in flight).
+  add_gemm(p, "skinny1", DType::f16, 1, 14336, 4096, 1, Layout{false, true, 0, 0});
+  add_gemm(p, "skinny2", DType::bf16, 2, 14336, 4096, 1, Layout{false, true, 0, 0});
+  const std::map<std::string, std::vector<int64_t>> launch{{"tc128", {128, 128, 32, 1, 8}},
+                                                           {"tc64", {64, 64, 32, 1, 8}},
+                                                           {"skinny", {8, 16, 0, 2, 16, 8}},
+                                                           {"skinny1", {1, 8, 0, 2, 32, 8}},
+                                                           {"skinny2", {2, 16, 0, 2, 16, 8}}};
   for (const char* arch : {"sm_80", "sm_90"}) {
     const gpu::GpuSource src = gpu::render_gpu(p, arch_of((std::string("cuda:") + arch).c_str()),
                                                [&](const k::Kernel& kk) { return launch.at(kk.name); });
     const cuda::CudaModule m = cuda::compile_module(src.device_source(), arch, true);
-    REQUIRE(m.resources.size() == 3);
+    REQUIRE(m.resources.size() == 5);
     for (const auto& r : m.resources) {
       std::printf("%s %s: %d registers, %d B shared, %d B spilled\n", arch, r.name.c_str(), r.registers,
                   r.shared_bytes, r.spill_bytes);

@@ -1204,7 +1204,42 @@ class Writer {
       s << "        const int lm_vok = lm_aligned16(b" << g.a.buffer << " + lm_oa) && lm_ra % " << ve
         << " == 0 && lm_aligned16(b" << g.b.buffer << " + lm_ob + lm_j * lm_cb);\n";
       s << "        if (lm_vok) {\n";
-      s << "          for (int64_t lm_k0 = (int64_t)lm_s * " << ve << "; lm_k0 < lm_k; lm_k0 += " << ks * ve << ") {\n";
+      // With at most kSkinnyPairRows rows, two steps a trip while both are whole: every
+      // load of the pair is issued before the first FMA waits on one (two 16-byte loads
+      // in flight per operand row), then the FMAs in the steps' order, so the sums are
+      // the one-step loop's. (With more rows the pair's registers would spill.)
+      const std::string next = std::to_string(ks * ve);
+      s << "          int64_t lm_k0 = (int64_t)lm_s * " << ve << ";\n";
+      if (bm <= detail::kSkinnyPairRows) {
+        s << "          for (; lm_k0 + " << next << " + " << ve << " <= lm_k; lm_k0 += " << 2 * ks * ve
+          << ") {\n";
+        s << "            const lm_u32x4 lm_vb0 = lm_ld128(b" << g.b.buffer
+          << " + lm_ob + lm_j * lm_cb + lm_k0);\n";
+        s << "            const lm_u32x4 lm_vb1 = lm_ld128(b" << g.b.buffer
+          << " + lm_ob + lm_j * lm_cb + lm_k0 + " << next << ");\n";
+        s << "            lm_u32x4 lm_va0[" << bm << "], lm_va1[" << bm << "];\n";
+        s << "#pragma unroll\n";
+        s << "            for (int i = 0; i < " << bm << "; ++i) {\n";
+        s << "              if (lm_i0 + i >= lm_m) continue;\n";
+        s << "              lm_va0[i] = lm_ld128(b" << g.a.buffer
+          << " + lm_oa + (lm_i0 + i) * lm_ra + lm_k0);\n";
+        s << "              lm_va1[i] = lm_ld128(b" << g.a.buffer
+          << " + lm_oa + (lm_i0 + i) * lm_ra + lm_k0 + " << next << ");\n";
+        s << "            }\n";
+        for (const char* half : {"0", "1"}) {
+          unpack("            ", std::string("lm_vb") + half, std::string("lm_fb") + half);
+          s << "#pragma unroll\n";
+          s << "            for (int i = 0; i < " << bm << "; ++i) {\n";
+          s << "              if (lm_i0 + i >= lm_m) continue;\n";
+          unpack("              ", std::string("lm_va") + half + "[i]", "lm_fa");
+          s << "#pragma unroll\n";
+          s << "              for (int e = 0; e < " << ve << "; ++e) lm_acc[i] = LM_FMA(lm_fa[e], lm_fb"
+            << half << "[e], lm_acc[i]);\n";
+          s << "            }\n";
+        }
+        s << "          }\n";
+      }
+      s << "          for (; lm_k0 < lm_k; lm_k0 += " << ks * ve << ") {\n";
       s << "            if (lm_k0 + " << ve << " <= lm_k) {\n";
       s << "              const lm_u32x4 lm_vb = lm_ld128(b" << g.b.buffer << " + lm_ob + lm_j * lm_cb + lm_k0);\n";
       unpack("              ", "lm_vb", "lm_fb");
