@@ -45,6 +45,7 @@ struct KernelWork {
   double gemm_m = 0, gemm_n = 0, gemm_k = 0;  // a GEMM's product (per batch point)
   double batches = 1;                         // batch points of a GEMM
   double rows = 0, row_length = 0;            // a reduction's rows and elements per row
+  double attention_rows = 0, attention_keys = 0;  // an attention's query rows (all heads) and keys
   std::vector<int64_t> launch;                // the kernel node's launch alternative
   bool half_operands = false;                 // a GEMM whose operands are f16/bf16 values
   bool bf16_operands = false;                 // ... and they are bf16

@@ -259,6 +259,27 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     efficiency = t.gemm_efficiency * w.engine_fraction * 0.5;  // no tile chosen yet
   }
 
+  // gpu_renderer's attention: a block of 256 threads per query row streaming its keys in
+  // chunks of 256 -- or, for few rows over many keys, per (row, range of keys) with a
+  // merge kernel after (flash-decoding, gpu_launch.hpp). A chunk's scores, block max and
+  // sum are a chain its loads head: each costs a load latency and about 200 cycles of
+  // reductions and barriers, which a block runs one after another.
+  if (w.engine == KernelWork::Engine::Attention && w.attention_rows > 0) {
+    const double rows = w.attention_rows, keys = std::max(1.0, w.attention_keys);
+    const bool split = rows <= kAttentionSplitRows && keys > 2.0 * kAttentionSplitKeys;
+    const double ranges = split ? static_cast<double>(attention_ranges(static_cast<int64_t>(keys))) : 1.0;
+    const double threads = rows * ranges * 256;
+    const double lanes = units * t.warp * 4;
+    const double occupancy = std::clamp(threads / lanes, 1.0 / lanes, 1.0);
+    const double compute_s = flops / (peak * std::max(efficiency, 0.01) * occupancy);
+    const double memory_s = bytes / (bw * std::min(1.0, std::max(occupancy * 4, 0.05)));
+    const double blocks = rows * ranges, resident = std::max(1, t.max_threads_per_unit / 256);
+    const double waves = std::ceil(blocks / (units * resident));
+    const double chunks = std::ceil(keys / ranges / 256);
+    const double serial_s = waves * chunks * (load_latency(t, bytes) + 200 / kClock);
+    return std::max({compute_s, memory_s, serial_s}) + t.launch_overhead_s * (split ? 2 : 1);
+  }
+
   // Loops (elementwise, gather, reductions): threads over the work.
   double threads = std::max(1.0, w.parallelism);
   double coalesce = 1;

@@ -22,6 +22,19 @@ namespace luminal::detail {
 
 enum class GpuGemmEngine : int64_t { Fma = 0, Mma = 1, Skinny = 2 };
 
+/// Flash-decoding on the GPU targets (kernel::Attention::Split, which the GPU lowering
+/// makes and the cost model prices): an attention over at most kAttentionSplitRows query
+/// rows and more than 2 x kAttentionSplitKeys keys (or a symbolic count) has its keys cut
+/// into attention_ranges(keys) ranges, a block per (row, range).
+inline constexpr int64_t kAttentionSplitRows = 256;
+inline constexpr int64_t kAttentionSplitKeys = 256;
+inline constexpr int64_t kAttentionMaxSplits = 16;
+/// clamp(ceil(keys / kAttentionSplitKeys), 1, kAttentionMaxSplits).
+inline int64_t attention_ranges(int64_t keys) {
+  const int64_t r = (keys + kAttentionSplitKeys - 1) / kAttentionSplitKeys;
+  return r < 1 ? 1 : r > kAttentionMaxSplits ? kAttentionMaxSplits : r;
+}
+
 /// Skinny with 128-bit loads and at most this many rows: two K steps' loads in flight per
 /// thread (the renderer's pair loop; more rows' registers would spill).
 inline constexpr int64_t kSkinnyPairRows = 2;

@@ -631,6 +631,12 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   }
   // Shape facts for GPU launch costing (cost/gpu_cost.hpp).
   w.launch = spec.launch;
+  if (att) {  // P V's reduction: its outputs are rows x dv, its length the keys
+    const detail::Node& pv = nodes[att->out_reduce];
+    const double out = std::max(1.0, numel[att->out_reduce]);
+    w.attention_keys = numel[pv.inputs[0]] / out;
+    w.attention_rows = out / std::max(1.0, pv.shape.empty() ? 1.0 : numel_of({pv.shape.back()}, dims));
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const detail::Node& n = nodes[i];
     if (n.op != PrimOp::SumReduce && n.op != PrimOp::MaxReduce) continue;

@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cost/gpu_launch.hpp"
 #include "graph/op_table.hpp"
 #include "luminal/dtype.hpp"
 
@@ -386,8 +387,10 @@ struct Attention {
   std::optional<Split> split;
 };
 
-inline constexpr int64_t kAttentionMaxSplits = 16;   ///< ranges of keys a split attention uses at most
-inline constexpr int64_t kAttentionSplitKeys = 256;  ///< keys per range at least (but one range)
+/// Ranges of keys a split attention uses at most, keys per range at least (but one
+/// range): the GPU targets' policy, cost/gpu_launch.hpp, which the cost model prices.
+inline constexpr int64_t kAttentionMaxSplits = detail::kAttentionMaxSplits;
+inline constexpr int64_t kAttentionSplitKeys = detail::kAttentionSplitKeys;
 /// Ranges of a split attention over n keys: clamp(ceil(n / kAttentionSplitKeys), 1, kAttentionMaxSplits).
 Index attention_splits(const Index& n);
 /// Keys per range: ceil(n / attention_splits(n)) (0 when n = 0).

@@ -66,7 +66,7 @@ struct Options {
 };
 
 /// The most query rows (batch points x rows) an attention has that split_attention splits.
-inline constexpr int64_t kSplitAttentionRows = 256;
+inline constexpr int64_t kSplitAttentionRows = detail::kAttentionSplitRows;
 
 /// Why a spec could not be lowered (its kernel then runs on the interpreter).
 struct Failure {
