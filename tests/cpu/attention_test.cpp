@@ -367,16 +367,23 @@ TEST_CASE("cpu: a decode step's attention reads the KV cache and the new row in 
     int att = 0;
     for (const auto& st : compiled.plan->steps) att += st.spec->kind == lm::ir::KernelKind::Attention ? 1 : 0;
     REQUIRE(att == 1);
-    // V in two segments for the CPU and for the GPU renderers (which take the same plan).
+    // V in two segments for the CPU and for the GPU renderers (which take the same plan;
+    // the GPU lowering splits this decode attention's keys into ranges, a second kernel
+    // merging them: flash-decoding).
     for (const auto& opt : {lm::cpu::cpu_lower_options(), lm::gpu::gpu_lower_options()}) {
       auto lowered = lm::cpu::lower_plan(*compiled.plan, opt);
-      int segmented = 0, k_segmented = 0;
+      int segmented = 0, k_segmented = 0, merges = 0;
       for (const auto& kern : lowered.prog.kernels)
         if (kern.attention) {
+          if (kern.attention->split && kern.attention->split->combine) {
+            ++merges;
+            continue;
+          }
           segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
           k_segmented += kern.attention->k_more.size() == 1 ? 1 : 0;
         }
       CHECK(k_segmented == 1);
+      CHECK(merges == (opt.split_attention ? 1 : 0));
       if (cache != lm::f32) continue;
       CHECK(segmented == 1);
       INFO(lm::kernel::to_string(lowered.prog));
