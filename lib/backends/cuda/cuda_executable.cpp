@@ -31,6 +31,7 @@ std::shared_ptr<const gpu::DeviceExecutable> make_executable(
     gpu::DeviceBuild out;
     out.src = gpu::render_gpu(prog, ga, gpu::plan_schedules(p));
     if (gpu::has_collectives(p)) gpu::add_collective_kernels(out.src);  // for device-memory communicators
+    gpu::dump_device_source(out.src.device_source());
     CudaModule mod = compile_module(out.src.device_source(), arch, cubin, cache_dir);
     out.image = std::move(mod.image);
     out.codegen = mod.codegen;

@@ -85,8 +85,7 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
     bo.render = [arch, schedule, device_source](const kernel::Program& prog) {
       const GpuSource src = render_gpu(prog, arch, schedule);
       *device_source = src.device_source();
-      if (const char* dump = std::getenv("LUMINAL_DUMP_GPU"); dump && *dump)
-        std::ofstream(dump) << *device_source;
+      dump_device_source(*device_source);
       cpu::CProgram cp;
       cp.source = emulation_source(src, prog, arch);
       for (const auto& l : src.launches) cp.kernels.push_back(l.name + "_emu");
@@ -122,7 +121,7 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
     out.generated_kernels = static_cast<int64_t>(plan->steps.size()) - lp.interpreted;
     const GpuSource src = render_gpu(lp.prog, arch, plan_schedules(*plan));
     out.source = src.device_source();
-    if (const char* dump = std::getenv("LUMINAL_DUMP_GPU"); dump && *dump) std::ofstream(dump) << out.source;
+    dump_device_source(out.source);
     if (arch.dialect == Dialect::Cuda) {
       if (!lp.prog.kernels.empty()) {
         cuda::CudaModule m = cuda::compile_module(out.source, arch.arch, /*cubin=*/true, options.cache_dir);

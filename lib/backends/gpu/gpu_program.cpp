@@ -1,6 +1,7 @@
 #include "backends/gpu/gpu_program.hpp"
 
 #include <cstdlib>
+#include <fstream>
 
 namespace luminal::gpu {
 
@@ -19,6 +20,10 @@ kernel::lower::Options gpu_lower_options() {
   o.half_operands = true;
   o.split_attention = true;
   return o;
+}
+
+void dump_device_source(const std::string& device_source) {
+  if (const char* path = std::getenv("LUMINAL_DUMP_GPU"); path && *path) std::ofstream(path) << device_source;
 }
 
 }  // namespace luminal::gpu

@@ -3,6 +3,8 @@
 // k<s>_<n>).
 #pragma once
 
+#include <string>
+
 #include "backends/gpu/gpu_renderer.hpp"
 #include "compiler/plan.hpp"
 #include "kernel/lower/lower_spec.hpp"
@@ -16,5 +18,9 @@ ScheduleOf plan_schedules(const compiler::KernelPlan& plan);
 /// How the GPU backends lower a plan: the kernel IR every backend takes, with f16/bf16
 /// GEMM operands kept as halves (tensor cores; the FMA tiles convert while staging).
 kernel::lower::Options gpu_lower_options();
+
+/// Writes `device_source` to the file LUMINAL_DUMP_GPU names, if it is set: every GPU
+/// compile (compile_only, emulated, the device backends) calls it with what it renders.
+void dump_device_source(const std::string& device_source);
 
 }  // namespace luminal::gpu
