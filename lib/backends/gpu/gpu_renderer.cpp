@@ -826,16 +826,25 @@ class Writer {
     }
     s << "      if (" << d << " < lm_dv) {\n";
     // l = 0: every key masked (NaN, as the body's exp2(-inf + inf)) or no keys (+0).
-    s << "        const float acc = lm_l != 0.0f ? lm_o : lm_n == 0 ? 0.0f : lm_u2f(0x7fc00000u);\n";
+    attention_store(s, "        ", "lm_l", i, d);
+    s << "      }\n    }\n  }\n";
+  }
+
+  // The attention's output element: acc = `lm_o` normalised by `total` (0: NaN, every key
+  // masked, or +0, no keys), then the epilogue, stored at row `i`, column `d` of out.
+  void attention_store(std::ostringstream& s, const std::string& ind, const std::string& total,
+                       const std::string& i, const std::string& d) {
+    const Attention& a = *k_.attention;
+    s << ind << "const float acc = " << total
+      << " != 0.0f ? lm_o : lm_n == 0 ? 0.0f : lm_u2f(0x7fc00000u);\n";
     std::string v = "acc";
     if (a.epilogue.valid()) {
       std::map<const ExprNode*, std::string> memo;
-      v = value(a.epilogue, memo, s, "        ");
+      v = value(a.epilogue, memo, s, ind);
       const DType od = p_.buffers[static_cast<size_t>(a.out.buffer)].dtype;
       if (a.epilogue.dtype() != od) v = convert(v, a.epilogue.dtype(), od);
     }
-    s << "        b" << a.out.buffer << "[lm_oo + " << i << " * lm_ro + " << d << "] = " << v << ";\n";
-    s << "      }\n    }\n  }\n";
+    s << ind << "b" << a.out.buffer << "[lm_oo + " << i << " * lm_ro + " << d << "] = " << v << ";\n";
   }
 
   // A split attention's ranges merged (Attention::Split): a block per (batch point, row),
@@ -875,15 +884,7 @@ class Writer {
     s << "      for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg)\n";
     s << "        lm_o = lm_o + (" << w << " * lm_f) * lm_st[lm_rg * (lm_dv + 2) + " << d << "];\n";
     // L = 0: every key masked (NaN, as the body) or no keys (+0).
-    s << "      const float acc = lm_tot != 0.0f ? lm_o : lm_n == 0 ? 0.0f : lm_u2f(0x7fc00000u);\n";
-    std::string v = "acc";
-    if (a.epilogue.valid()) {
-      std::map<const ExprNode*, std::string> memo;
-      v = value(a.epilogue, memo, s, "      ");
-      const DType od = p_.buffers[static_cast<size_t>(a.out.buffer)].dtype;
-      if (a.epilogue.dtype() != od) v = convert(v, a.epilogue.dtype(), od);
-    }
-    s << "      b" << a.out.buffer << "[lm_oo + " << i << " * lm_ro + " << d << "] = " << v << ";\n";
+    attention_store(s, "      ", "lm_tot", i, d);
     s << "    }\n  }\n";
   }
 
