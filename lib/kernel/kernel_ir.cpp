@@ -545,7 +545,9 @@ void validate(const Program& p) {
         const bool half_b = db == DType::f16 || db == DType::bf16;
         if (!((da == db && (da == DType::f32 || half_b)) || (da == DType::f32 && half_b)))
           c.fail("GEMM operands must both be f32, f16 or bf16 (or an f32 A with an f16/bf16 B)");
-        if (p.buffers[static_cast<size_t>(g.c.buffer)].dtype != DType::f32) c.fail("GEMM output must be f32");
+        // C f32, or f16/bf16 rounded by the epilogue (GPU renderers, lower::Options::half_results).
+        const DType dc = p.buffers[static_cast<size_t>(g.c.buffer)].dtype;
+        if (dc != DType::f32 && dc != DType::f16 && dc != DType::bf16) c.fail("GEMM output must be f32, f16 or bf16");
         for (const auto* v : {&g.a, &g.b, &g.c}) {
           c.index(v->offset);
           c.index(v->row_stride);

@@ -272,7 +272,7 @@ struct Gemm {
   // A and B are f32, or both f16 or both bf16 (products summed in f32: tensor cores on a
   // GPU; only the GPU renderer takes half A operands), or A f32 with B f16/bf16 (a
   // half-precision weight read through a cast: the CPU GEMM converts it as it packs).
-  // C is f32.
+  // C is f32, or f16/bf16 on the GPU (the epilogue rounds; lower::Options::half_results).
   MatrixView a;                  // m x k
   MatrixView b;                  // k x n
   MatrixView c;                  // m x n, col_stride must be 1

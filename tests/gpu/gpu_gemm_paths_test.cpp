@@ -20,11 +20,13 @@
 #include <random>
 #include <set>
 
+#include "backends/cpu/cpu_program.hpp"
 #include "backends/cuda/cuda_module.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "backends/gpu/gpu_backend.hpp"
 #include "backends/gpu/emu_header.hpp"
 #include "backends/gpu/gpu_prelude.hpp"
+#include "backends/gpu/gpu_program.hpp"
 #include "backends/gpu/gpu_renderer.hpp"
 #include "backends/hip/hip_module.hpp"
 #include "backends/hip/hiprtc.hpp"
@@ -398,6 +400,14 @@ std::vector<int64_t> chosen_launch(const Graph& g, const char* target) {
   return {};
 }
 
+// The kernel kinds of the program the GPU renderers get for `g` on `target`.
+std::vector<k::KernelKind> lowered_kinds(const Graph& g, const char* target) {
+  const auto plan = compiler::compile_graph(*g.impl(), Target::parse(target), {}).plan;
+  std::vector<k::KernelKind> kinds;
+  for (const auto& kn : cpu::lower_plan(*plan, gpu::gpu_lower_options()).prog.kernels) kinds.push_back(kn.kind);
+  return kinds;
+}
+
 detail::GpuGemmEngine engine_of(const std::vector<int64_t>& l) { return detail::GpuGemmLaunch::from(l).engine; }
 
 std::string launch_string(const std::vector<int64_t>& l) {
@@ -443,6 +453,9 @@ TEST_CASE("f16 matmuls reach tensor cores in compiled graphs, chosen by the cost
     const auto l = chosen_launch(g, "cuda:sm_90");
     std::printf("%s 512x256x512 on sm_90: launch %s\n", std::string(dtype_name(dt)).c_str(), launch_string(l).c_str());
     CHECK(engine_of(l) == detail::GpuGemmEngine::Mma);
+    // ... and the renderers get that GEMM: its f16/bf16 result rounded by the epilogue
+    // (lower::Options::half_results), not a row reduction per output element.
+    CHECK(lowered_kinds(g, "cuda:sm_90") == std::vector<k::KernelKind>{k::KernelKind::Gemm});
     check_graph(g, "512x256x512");
     // An A100 (sm_80) has mma.sync too, an MI210 (gfx90a) MFMA, an RDNA3 part (gfx1100)
     // WMMA; an RDNA2 part (gfx1030) none.

@@ -959,6 +959,8 @@ class KernelWriter {
     // The C GEMM drivers read f32 operands; half operands are the GPU renderer's.
     if (p_.buffers[static_cast<size_t>(g.a.buffer)].dtype != DType::f32)
       throw InternalError("[cpu] kernel " + k_.name + ": the C renderer takes f32 GEMM operands only");
+    if (p_.buffers[static_cast<size_t>(g.c.buffer)].dtype != DType::f32)  // (lower::Options::half_results)
+      throw InternalError("[cpu] kernel " + k_.name + ": the C renderer stores f32 GEMM results only");
     const GemmTile& t = g.tile;
     check_micro_tile(opt_.isa, t.mr, t.nr);
     // A half-precision B (an f16/bf16 weight) is converted by the generated GEMM as it packs.

@@ -18,6 +18,7 @@ ScheduleOf plan_schedules(const compiler::KernelPlan& plan) {
 kernel::lower::Options gpu_lower_options() {
   kernel::lower::Options o;
   o.half_operands = true;
+  o.half_results = true;
   o.split_attention = true;
   return o;
 }

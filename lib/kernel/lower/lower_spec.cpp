@@ -99,7 +99,7 @@ std::optional<Failure> Lowerer::lower(int result) {
 void Lowerer::lower_once(int result) {
   const bool gemm = spec_.kind == ir::KernelKind::Gemm || spec_.kind == ir::KernelKind::LibraryGemm;
   if (gemm)
-    if (auto m = recognize_gemm(body_, root_); m.plan && emit_gemm(*m.plan, result)) return;
+    if (auto m = recognize_gemm(body_, root_, opt_.half_results); m.plan && emit_gemm(*m.plan, result)) return;
   if (stopped()) return;
   if (spec_.kind == ir::KernelKind::Attention && try_attention(result)) return;
   if (stopped()) return;

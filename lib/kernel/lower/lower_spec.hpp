@@ -58,6 +58,10 @@ struct Options {
   /// same half type keeps both as halves -- read in place where they are strided views,
   /// copied as halves (exactly) otherwise -- instead of widening A to an f32 copy.
   bool half_operands = false;
+  /// The renderer stores a GEMM's C as f16/bf16 too (the GPU renderers: the epilogue
+  /// rounds the f32 sum before the only store): a product rounded to a half type is a
+  /// GEMM kernel, not loops. The CPU's GEMM stores f32.
+  bool half_results = false;
   /// Flash-decoding (the GPU renderers): an attention over few query rows (at most
   /// kSplitAttentionRows, constant) and many keys (symbolic, or more than two ranges'
   /// worth) becomes two kernels, the keys cut into ranges (kernel::Attention::Split), so

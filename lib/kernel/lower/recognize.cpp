@@ -17,8 +17,10 @@ bool passes_epilogue(const Node& n) { return ir::is_elementwise(ir::to_op(n.op))
 
 }  // namespace
 
-Recognized<GemmBody> recognize_gemm(const detail::GraphImpl& body, uint32_t root) {
-  if (body.nodes[root].dtype != DType::f32) return {std::nullopt, "the result is not f32"};
+Recognized<GemmBody> recognize_gemm(const detail::GraphImpl& body, uint32_t root, bool half_result) {
+  const DType out = body.nodes[root].dtype;
+  if (out != DType::f32 && !(half_result && (out == DType::f16 || out == DType::bf16)))
+    return {std::nullopt, "the result is not f32"};
   // The one sum_reduce the root reaches through elementwise ops and reshapes.
   int red = -1;
   std::function<bool(uint32_t)> walk = [&](uint32_t id) -> bool {

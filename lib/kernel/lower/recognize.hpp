@@ -28,12 +28,14 @@ struct Recognized {
 /// root -> (elementwise | reshape)* -> sum_reduce(mul(x, y)), all f32: a contraction with
 /// its elementwise tail (the epilogue). Every path from the root to the reduction passes
 /// elementwise ops and reshapes only, so the epilogue reads the accumulator at the output
-/// position; whether x and y are strided loads is for the emitter to find out.
+/// position; whether x and y are strided loads is for the emitter to find out. With
+/// `half_result` the root may also be f16/bf16 (the epilogue rounds to it: a GPU GEMM
+/// stores C in any float type; the CPU's stores f32).
 struct GemmBody {
   uint32_t reduce = 0;  ///< the sum_reduce node
   uint32_t mul = 0;     ///< its operand, mul(x, y)
 };
-Recognized<GemmBody> recognize_gemm(const detail::GraphImpl& body, uint32_t root);
+Recognized<GemmBody> recognize_gemm(const detail::GraphImpl& body, uint32_t root, bool half_result = false);
 
 /// The reduction `node` reaches through elementwise ops only: the kernel computing `node`
 /// accumulates it and applies the elementwise tail as its epilogue. (Where the node
