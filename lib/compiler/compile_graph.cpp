@@ -222,7 +222,10 @@ SearchSettings make_search_settings(const Target& target, const CompileOptions& 
   s.ctx.fast_math = options.fast_math;
   s.ctx.node_limit = static_cast<std::size_t>(std::max<int64_t>(options.node_limit, 1));
   s.ctx.target = target_desc(target);
-  s.ctx.library_gemm = target.kind() == Target::Kind::cpu;
+  // A vendor BLAS GEMM: OpenBLAS on the CPU, cuBLASLt on CUDA (emulated and compile-only
+  // targets too, so they plan what the device runs; a device without cuBLASLt generates
+  // those GEMMs instead). HIP has no BLAS candidate.
+  s.ctx.library_gemm = target.kind() == Target::Kind::cpu || target.kind() == Target::Kind::cuda;
   s.world = options.communicator ? options.communicator->size() : 1;
   s.pass_sets = {"lower_reference", "fusion"};
   if (target.kind() == Target::Kind::cpu) s.pass_sets.push_back("lower_cpu");

@@ -174,6 +174,30 @@ double skinny_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGe
   return std::max({compute_s, memory_s, latency_s, l1_s}) + t.launch_overhead_s;
 }
 
+// The vendor BLAS (cuBLASLt): as its kernels tile, 128 x 128 output tiles (64 x 64 when
+// fewer would leave SMs idle), one a SM at a time, K split across the SMs that few tiles
+// leave idle (a second pass sums the slices); f32 accumulation at the library's
+// efficiency of the tensor-core peak (half operands) or the f32 one.
+double library_gemm_seconds(const TargetDesc& t, const KernelWork& w, double bw) {
+  const double units = std::max(1, t.compute_units);
+  const double peak =
+      w.half_operands && t.peak_flops_f16 > t.peak_flops_f32 ? t.peak_flops_f16 : t.peak_flops_f32;
+  const double batches = std::max(1.0, w.batches), k = std::max(1.0, w.gemm_k);
+  auto tiles_of = [&](double side) {
+    return std::ceil(w.gemm_m / side) * std::ceil(w.gemm_n / side) * batches;
+  };
+  double side = 128, tiles = tiles_of(side);
+  if (tiles < units) tiles = tiles_of(side = 64);
+  const double split =
+      tiles < units ? std::clamp(std::floor(units / tiles), 1.0, std::max(1.0, std::floor(k / 256))) : 1;
+  const double blocks = tiles * split;
+  const double waves = std::ceil(blocks / units);
+  const double compute_s =
+      waves * 2 * side * side * (k / split) / (peak / units * std::max(t.library_gemm_efficiency, 0.01));
+  const double memory_s = (w.bytes_read + w.bytes_written) / (bw * std::clamp(blocks / units, 0.05, 1.0));
+  return std::max(compute_s, memory_s) + t.launch_overhead_s * (split > 1 ? 2 : 1);
+}
+
 }  // namespace
 
 double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
@@ -250,6 +274,7 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     return std::max(compute_s, memory_s) + t.launch_overhead_s;
   }
 
+  if (w.engine == KernelWork::Engine::LibraryGemm && w.gemm_m > 0) return library_gemm_seconds(t, w, bw);
   if (w.engine == KernelWork::Engine::LibraryGemm) {
     efficiency = t.library_gemm_efficiency;
     if (w.half_operands && t.peak_flops_f16 > t.peak_flops_f32) peak = t.peak_flops_f16;

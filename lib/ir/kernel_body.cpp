@@ -667,9 +667,14 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     case KernelKind::Gather:
       w.engine = detail::KernelWork::Engine::Loops;
       break;
-    case KernelKind::LibraryGemm:
+    case KernelKind::LibraryGemm: {
       w.engine = detail::KernelWork::Engine::LibraryGemm;
+      const auto& out = nodes[root].shape;
+      w.gemm_m = out.size() >= 2 ? numel_of({out[out.size() - 2]}, dims) : 1;
+      w.gemm_n = out.empty() ? 1 : numel_of({out.back()}, dims);
+      w.batches = std::max(1.0, numel[root] / std::max(1.0, w.gemm_m * w.gemm_n));
       break;
+    }
     case KernelKind::Attention:
       w.engine = detail::KernelWork::Engine::Attention;
       break;

@@ -48,7 +48,7 @@ using TensorRule = egraph::Rule<ir::TensorLang, ir::TensorAnalysis>;
 /// What a pass-style rule (lowering, fusion) may read.
 struct PassContext {
   detail::TargetDesc target;  ///< the cost model's target (GEMM tiles, library kernels)
-  bool library_gemm = false;  ///< the target offers a BLAS GEMM (CPU)
+  bool library_gemm = false;  ///< the target offers a BLAS GEMM (CPU: OpenBLAS, CUDA: cuBLASLt)
   bool fast_math = false;
   std::size_t node_limit = 200000;   ///< stop adding nodes beyond this many e-nodes
   std::size_t max_body_nodes = 160;  ///< largest fused kernel body

@@ -17,7 +17,13 @@
 //  * gpu-gemm-skinny: every generated GEMM as a skinny GEMM (8 rows x bn columns a block,
 //    K split ks ways inside it), scalar or 128-bit loads -- the decode shape, M = 1..8;
 //  * gpu-row-mapping: every reduction (row) kernel with a row per thread {1}, per block
-//    {2} or per warp {3} (gpu/gpu_renderer.hpp).
+//    {2} or per warp {3} (gpu/gpu_renderer.hpp);
+//  * gpu-library-gemm: every bare product -- a contraction of two operands of one float
+//    type (f16/bf16 cast to f32 right before it, or f32), its f32 sum stored or rounded
+//    to a float type -- as a call of the vendor BLAS (cuBLASLt), where the target has one
+//    (PassContext::library_gemm). A call runs no prologue or epilogue, so fused GEMMs stay
+//    generated; the lowering makes it generated again where the BLAS convention cannot
+//    express its views (gpu/blas_gemm.hpp).
 #include <array>
 #include <memory>
 #include <random>
@@ -161,6 +167,66 @@ std::size_t gpu_row_mapping(EGraph& g, const PassContext& ctx) {
   return add_launches(g, ctx, ir::KernelKind::Reduction, kMappings, kAny);
 }
 
+// A body the BLAS computes as it stands: views, one product summed once, casts of the
+// operands' inputs from one half type to f32 (or f32 inputs), and a cast of the sum.
+bool bare_product(const ir::KernelSpec& spec) {
+  const auto& nodes = spec.body->nodes;
+  auto through_views = [&](uint32_t x) {
+    while (ir::is_view(ir::to_op(nodes[x].op))) x = nodes[x].inputs[0];
+    return x;
+  };
+  int mul = 0, sum = 0;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const detail::Node& n = nodes[i];
+    if (n.op == detail::PrimOp::Input || ir::is_view(ir::to_op(n.op))) continue;
+    if (n.op == detail::PrimOp::Mul) {
+      ++mul;
+      // Both operands: inputs of one float type, or one half type cast to f32.
+      DType source[2];
+      for (int s = 0; s < 2; ++s) {
+        const detail::Node& x = nodes[through_views(n.inputs[static_cast<size_t>(s)])];
+        if (x.op == detail::PrimOp::Input && x.dtype == DType::f32) {
+          source[s] = DType::f32;
+        } else if (x.op == detail::PrimOp::Cast && x.dtype == DType::f32 &&
+                   nodes[x.inputs[0]].op == detail::PrimOp::Input &&
+                   (nodes[x.inputs[0]].dtype == DType::f16 || nodes[x.inputs[0]].dtype == DType::bf16)) {
+          source[s] = nodes[x.inputs[0]].dtype;
+        } else {
+          return false;
+        }
+      }
+      if (source[0] != source[1] || n.dtype != DType::f32) return false;
+    } else if (n.op == detail::PrimOp::SumReduce) {
+      ++sum;
+      if (nodes[through_views(n.inputs[0])].op != detail::PrimOp::Mul) return false;
+    } else if (n.op == detail::PrimOp::Cast) {
+      // an operand's widening (checked with the product) or the sum's rounding
+      const detail::Node& in = nodes[n.inputs[0]];
+      const bool widening = in.op == detail::PrimOp::Input;
+      const bool rounding = nodes[through_views(n.inputs[0])].op == detail::PrimOp::SumReduce &&
+                            (n.dtype == DType::f16 || n.dtype == DType::bf16 || n.dtype == DType::f32);
+      if (!widening && !rounding) return false;
+    } else {
+      return false;
+    }
+  }
+  return mul == 1 && sum == 1;
+}
+
+std::size_t gpu_library_gemm(EGraph& g, const PassContext& ctx) {
+  if (!ctx.library_gemm) return 0;
+  return add_kernel_twins(
+      g, ir::KernelKind::Gemm,
+      [&](const ir::KernelSpec& spec) {
+        std::vector<std::shared_ptr<ir::KernelSpec>> out;
+        if (!spec.launch.empty() || !bare_product(spec)) return out;
+        out.push_back(std::make_shared<ir::KernelSpec>(spec));
+        out.back()->kind = ir::KernelKind::LibraryGemm;
+        return out;
+      },
+      ctx.node_limit);
+}
+
 }  // namespace
 
 RuleSet schedule_gpu_rules() {
@@ -175,10 +241,19 @@ RuleSet schedule_gpu_rules() {
                 r.example = half_gemm_example;
                 return r;
               }(),
-              pass_rule("gpu-gemm-skinny", gpu_gemm_skinny, Exact,
-                        "gemm kernel = the same gemm as 8-row blocks with K split across the block's threads"),
+              pass_rule(
+                  "gpu-gemm-skinny", gpu_gemm_skinny, Exact,
+                  "gemm kernel = the same gemm as 8-row blocks with K split across the block's threads"),
               pass_rule("gpu-row-mapping", gpu_row_mapping, Exact,
                         "row kernel = the same kernel with a row per thread, per warp or per block"),
+              [] {
+                RuleInfo r =
+                    pass_rule("gpu-library-gemm", gpu_library_gemm, Exact,
+                              "bare gemm kernel = a call of the vendor BLAS (cuBLASLt) with the same "
+                              "operands, f32 accumulate");
+                r.example = half_gemm_example;
+                return r;
+              }(),
           }};
 }
 

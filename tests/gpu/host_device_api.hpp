@@ -9,9 +9,13 @@
 // addresses and reads their contents when replayed -- and launch_graph replays it; so
 // the captured path the CUDA runtime takes is checked too. Without, begin_capture answers
 // false and the executable queues the program on every call, as on APIs without graphs.
+// With `blas` (the default, as the CUDA driver with cuBLASLt), it has a BLAS: blas_gemm
+// computes each call on the host, straight from gpu::BlasCall's column-major description;
+// without, library GEMMs are generated.
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/gpu/blas_gemm.hpp"
 #include "backends/gpu/device_api.hpp"
 #include "backends/gpu/device_executable.hpp"
 #include "backends/gpu/device_collectives.hpp"
@@ -30,13 +35,14 @@
 #include "backends/gpu/gpu_backend.hpp"
 #include "backends/gpu/gpu_program.hpp"
 #include "backends/gpu/gpu_renderer.hpp"
+#include "runtime/half.hpp"
 
 namespace gpu_test {
 
 class HostDeviceApi final : public luminal::gpu::DeviceApi {
  public:
-  explicit HostDeviceApi(std::string arch, bool capture = false)
-      : arch_(std::move(arch)), capture_(capture) {}
+  explicit HostDeviceApi(std::string arch, bool capture = false, bool blas = true)
+      : arch_(std::move(arch)), capture_(capture), blas_(blas) {}
 
   const char* name() const override { return "host"; }
   std::string arch(int) const override { return arch_; }
@@ -129,12 +135,54 @@ class HostDeviceApi final : public luminal::gpu::DeviceApi {
   }
   void destroy_graph(void* graph) const noexcept override { delete static_cast<Graph*>(graph); }
 
+  std::string blas(std::string* why = nullptr) const override {
+    if (blas_) return "host BLAS";
+    return DeviceApi::blas(why);
+  }
+  std::size_t blas_workspace() const override { return blas_ ? 1024 : 0; }
+  void blas_gemm(int, const luminal::gpu::BlasCall& c, std::uint64_t a, std::uint64_t b, std::uint64_t d,
+                 std::uint64_t workspace, void*) const override {
+    if (!blas_) return DeviceApi::blas_gemm(0, c, a, b, d, workspace, nullptr);
+    blas_workspaces.insert(workspace);
+    queue([this, c, a, b, d] {
+      ++blas_calls;
+      auto get = [](std::uint64_t base, luminal::DType t, std::int64_t i) -> float {
+        if (t == luminal::DType::f32) return reinterpret_cast<const float*>(base)[i];
+        const std::uint16_t h = reinterpret_cast<const std::uint16_t*>(base)[i];
+        return t == luminal::DType::f16 ? luminal::detail::f16_to_f32(h) : luminal::detail::bf16_to_f32(h);
+      };
+      const std::size_t es = luminal::dtype_size(c.ab), ds = luminal::dtype_size(c.d);
+      for (std::int64_t q = 0; q < c.batch; ++q)
+        for (std::int64_t j = 0; j < c.n; ++j)
+          for (std::int64_t i = 0; i < c.m; ++i) {
+            // f32 FMAs in k order, as the emulator's BLAS: the emulated and the runtime's
+            // calls agree to the bit when they describe the same products.
+            float v = 0.0f;
+            for (std::int64_t l = 0; l < c.k; ++l)
+              v = std::fma(get(a + std::uint64_t(q * c.stride_a) * es, c.ab,
+                               c.trans_a ? l + i * c.lda : i + l * c.lda),
+                           get(b + std::uint64_t(q * c.stride_b) * es, c.ab,
+                               c.trans_b ? j + l * c.ldb : l + j * c.ldb),
+                           v);
+            const std::uint64_t at = d + std::uint64_t(q * c.stride_d + i + j * c.ldd) * ds;
+            if (c.d == luminal::DType::f32)
+              *reinterpret_cast<float*>(at) = v;
+            else
+              *reinterpret_cast<std::uint16_t*>(at) = c.d == luminal::DType::f16
+                                                          ? luminal::detail::f32_to_f16(v)
+                                                          : luminal::detail::f32_to_bf16(v);
+          }
+    });
+  }
+
   // What the runtime asked for (the tests check the work it queued).
   mutable std::size_t launches = 0, synchronizations = 0, allocations = 0, bytes_in = 0, bytes_out = 0;
   mutable std::size_t bytes_device = 0;
   mutable std::set<void*> launch_streams;             // streams kernels and graphs were queued on
   mutable std::vector<void*> recorded_on, waited_on;  // events: the stream of each record, wait
   mutable std::size_t captures = 0, graph_launches = 0;
+  mutable std::size_t blas_calls = 0;               // BLAS calls run (replays included)
+  mutable std::set<std::uint64_t> blas_workspaces;  // the workspaces they were given
 
  private:
   using LaunchFn = void (*)(const unsigned*, const unsigned*, void**);
@@ -155,6 +203,7 @@ class HostDeviceApi final : public luminal::gpu::DeviceApi {
   }
   std::string arch_;
   bool capture_ = false;
+  bool blas_ = false;
   mutable std::unique_ptr<Graph> recording_;
   mutable std::mutex mu_;
   mutable std::map<void*, std::shared_ptr<const luminal::cpu::JitLibrary>> modules_;

@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "backends/cuda/cublaslt.hpp"
 #include "backends/gpu/rtc.hpp"
 #include "luminal/error.hpp"
 
@@ -183,5 +184,20 @@ void Driver::abort_capture(void* stream) const noexcept {
 }
 void Driver::launch_graph(void* graph, void* stream) const { check(cuGraphLaunch(graph, stream), "cuGraphLaunch"); }
 void Driver::destroy_graph(void* graph) const noexcept { cuGraphExecDestroy(graph); }
+
+std::string Driver::blas(std::string* why) const {
+  const CublasLt* l = CublasLt::get(why);
+  return l ? l->version() : std::string();
+}
+
+std::size_t Driver::blas_workspace() const { return CublasLt::kWorkspace; }
+
+void Driver::blas_gemm(int device, const gpu::BlasCall& c, std::uint64_t a, std::uint64_t b, std::uint64_t d,
+                       std::uint64_t workspace, void* stream) const {
+  std::string why;
+  const CublasLt* l = CublasLt::get(&why);
+  if (!l) throw RuntimeError("[cuda] " + why);
+  l->gemm(device, c, a, b, d, workspace, stream);
+}
 
 }  // namespace luminal::cuda

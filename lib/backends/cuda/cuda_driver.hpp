@@ -84,6 +84,11 @@ struct Driver final : gpu::DeviceApi {
   void abort_capture(void* stream) const noexcept override;
   void launch_graph(void* graph, void* stream) const override;
   void destroy_graph(void* graph) const noexcept override;
+  // cuBLASLt (cuda/cublaslt.hpp), when it loads
+  std::string blas(std::string* why = nullptr) const override;
+  std::size_t blas_workspace() const override;
+  void blas_gemm(int device, const gpu::BlasCall& c, std::uint64_t a, std::uint64_t b, std::uint64_t d,
+                 std::uint64_t workspace, void* stream) const override;
 
  private:
   mutable std::mutex ctx_mu_;

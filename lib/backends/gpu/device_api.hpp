@@ -9,7 +9,11 @@
 #include <cstdint>
 #include <string>
 
+#include "luminal/error.hpp"
+
 namespace luminal::gpu {
+
+struct BlasCall;  // gpu/blas_gemm.hpp
 
 class DeviceApi {
  public:
@@ -62,6 +66,22 @@ class DeviceApi {
   virtual void abort_capture(void* stream) const noexcept = 0;
   virtual void launch_graph(void* graph, void* stream) const = 0;
   virtual void destroy_graph(void* graph) const noexcept = 0;
+
+  /// The vendor BLAS that runs library GEMM kernels (gpu/blas_gemm.hpp), e.g. "cuBLASLt
+  /// 13.1.0"; empty when the API has none (the runtime then generates those GEMMs), with
+  /// `why` set.
+  virtual std::string blas(std::string* why = nullptr) const {
+    if (why) *why = std::string(name()) + " has no BLAS";
+    return {};
+  }
+  /// Device bytes of workspace each stream's BLAS calls are given.
+  virtual std::size_t blas_workspace() const { return 0; }
+  /// `c` on `stream` (`device` current), A, B and D at these addresses (the call's
+  /// offsets applied), `workspace` of blas_workspace() bytes.
+  virtual void blas_gemm(int /*device*/, const BlasCall& /*c*/, std::uint64_t /*a*/, std::uint64_t /*b*/,
+                         std::uint64_t /*d*/, std::uint64_t /*workspace*/, void* /*stream*/) const {
+    throw InternalError(std::string("[") + name() + "] blas_gemm without a BLAS");
+  }
 };
 
 }  // namespace luminal::gpu

@@ -30,7 +30,8 @@ struct DeviceExecutable::Impl {
   std::vector<KernelResources> resources;
   void* module = nullptr;
   void* stream = nullptr;
-  std::vector<void*> fns;  // per kernel
+  std::vector<void*> fns;       // per kernel (null: a library GEMM)
+  uint64_t blas_workspace = 0;  // the BLAS calls' workspace (one stream: one workspace)
   std::shared_ptr<Communicator> comm;
   // A device-memory communicator's local steps (NCCL): device kernels; null: the host's.
   std::unique_ptr<DeviceLocalOps> device_ops;
@@ -297,6 +298,15 @@ struct DeviceExecutable::Impl {
                      const std::map<std::string, int64_t>& syms, std::vector<uint64_t>& ptrs,
                      std::vector<int64_t>& symv, std::vector<void*>& args) const {
     const LaunchShape& l = src.launches[k];
+    if (l.blas) {
+      const size_t ab = dtype_size(l.blas->ab), d = dtype_size(l.blas->d_type);
+      for (const BlasCall& c : blas_calls(*l.blas, syms))
+        api->blas_gemm(device, c, addr[static_cast<size_t>(l.blas->a)] + static_cast<uint64_t>(c.off_a) * ab,
+                       addr[static_cast<size_t>(l.blas->b)] + static_cast<uint64_t>(c.off_b) * ab,
+                       addr[static_cast<size_t>(l.blas->d)] + static_cast<uint64_t>(c.off_d) * d,
+                       blas_workspace, stream);
+      return;
+    }
     int64_t g[3];
     for (int a = 0; a < 3; ++a) g[a] = l.grid[a].evaluate({}, syms);
     if (g[0] <= 0 || g[1] <= 0 || g[2] <= 0) return;
@@ -325,7 +335,12 @@ DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const c
   m.device = target.device();
   m.plan = std::move(plan);
   m.graph = std::move(graph);
-  m.lowered = cpu::lower_plan(*m.plan, gpu_lower_options(), param_blocks);  // half GEMM operands kept
+  // Library GEMMs call the API's BLAS; without one they are generated like the rest.
+  std::string no_blas;
+  const std::string blas = api.blas(&no_blas);
+  kernel::lower::Options lower = gpu_lower_options();  // half GEMM operands kept
+  if (blas.empty()) lower.gemm = kernel::lower::GemmChoice::Generated;
+  m.lowered = cpu::lower_plan(*m.plan, lower, param_blocks);
   m.param_blocks = cpu::stored_blocks(m.lowered.prog);
   if (m.lowered.interpreted > 0)
     throw CompileError(m.tag + std::to_string(m.lowered.interpreted) +
@@ -352,9 +367,19 @@ DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const c
   m.src = std::move(built.src);
   m.codegen = std::move(built.codegen);
   m.resources = std::move(built.resources);
+  const bool library =
+      std::any_of(m.plan->steps.begin(), m.plan->steps.end(), [](const compiler::KernelPlan::Step& st) {
+        return st.spec && st.spec->kind == ir::KernelKind::LibraryGemm;
+      });
+  const bool calls = library_calls(m.src);
+  if (calls)
+    m.codegen += " + " + blas;
+  else if (library && blas.empty())
+    m.codegen += " (library GEMMs generated: " + no_blas + ")";
   api.make_current(m.device);
   m.module = api.load_module(built.image);
-  for (const auto& l : m.src.launches) m.fns.push_back(api.function(m.module, l.name));
+  for (const auto& l : m.src.launches) m.fns.push_back(l.blas ? nullptr : api.function(m.module, l.name));
+  if (calls && api.blas_workspace() > 0) m.blas_workspace = api.alloc(api.blas_workspace());
   m.stream = api.create_stream();
   m.join_in = api.create_event();
   m.join_out = api.create_event();
@@ -388,6 +413,7 @@ DeviceExecutable::~DeviceExecutable() {
   }
   for (const auto& r : m.resident)
     if (r.addr) m.api->free(r.addr);
+  if (m.blas_workspace) m.api->free(m.blas_workspace);
   if (m.join_in) m.api->destroy_event(m.join_in);
   if (m.join_out) m.api->destroy_event(m.join_out);
   if (m.stream) m.api->destroy_stream(m.stream);

@@ -82,9 +82,11 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
     bo.param_blocks = param_blocks;
     const ScheduleOf schedule = plan_schedules(*plan);
     std::string* device_source = &out.source;
-    bo.render = [arch, schedule, device_source](const kernel::Program& prog) {
+    bool* library = &out.library_calls;
+    bo.render = [arch, schedule, device_source, library](const kernel::Program& prog) {
       const GpuSource src = render_gpu(prog, arch, schedule);
       *device_source = src.device_source();
+      *library = *library || library_calls(src);
       dump_device_source(*device_source);
       cpu::CProgram cp;
       cp.source = emulation_source(src, prog, arch);
@@ -100,7 +102,7 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
     out.intermediate_bytes = info.intermediate_bytes;
     out.param_blocks = info.param_blocks;
     out.codegen = std::string("emulator ") + dialect_name(arch.dialect) + " " + arch.arch + " (" +
-                  jit.short_identity() + ")";
+                  jit.short_identity() + ")" + (out.library_calls ? " + emulated BLAS" : "");
     out.exe = std::move(exe);
     // Counted per plan kernel (as CompileReport::kernels): the steps whose code was generated.
     out.generated_kernels = static_cast<int64_t>(plan->steps.size()) - out.interpreted;
@@ -121,6 +123,7 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
     out.generated_kernels = static_cast<int64_t>(plan->steps.size()) - lp.interpreted;
     const GpuSource src = render_gpu(lp.prog, arch, plan_schedules(*plan));
     out.source = src.device_source();
+    out.library_calls = library_calls(src);
     dump_device_source(out.source);
     if (arch.dialect == Dialect::Cuda) {
       if (!lp.prog.kernels.empty()) {
@@ -137,6 +140,7 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
     } else {
       out.codegen = "hiprtc (no kernels) " + arch.arch;
     }
+    if (out.library_calls) out.codegen += " + cuBLASLt calls";
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

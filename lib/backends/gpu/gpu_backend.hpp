@@ -35,6 +35,7 @@ struct GpuBuild {
   std::string codegen;
   std::vector<KernelResources> resources;
   std::string source;  ///< the device source (what NVRTC / hipRTC compile)
+  bool library_calls = false;  ///< some kernels are vendor BLAS calls (named in codegen)
   /// Params the emulator stores as a block (a rank's weight shards): see CpuBuildInfo.
   std::map<std::string, ParamRegion> param_blocks;
 };

@@ -1318,6 +1318,80 @@ class Writer {
   int tmp_ = 0;
 };
 
+// The emulator's BLAS: the column-major strided GEMM of gpu/blas_gemm.hpp (one batch
+// point a call), products summed in f32 in k order, the sum rounded to D's type.
+std::string emulated_blas() {
+  return R"(/* ---- emulated BLAS (gpu/blas_gemm.hpp: BlasCall) ---- */
+static void lm_blas_out(float* d, float v, int) { *d = v; }
+static void lm_blas_out(uint16_t* d, float v, int bf16) { *d = bf16 ? lm_f32_to_bf16(v) : lm_f32_to_f16(v); }
+static float lm_blas_get(const float* p, int64_t i, int) { return p[i]; }
+static float lm_blas_get(const uint16_t* p, int64_t i, int bf16) {
+  return bf16 ? lm_bf16_to_f32(p[i]) : lm_f16_to_f32(p[i]);
+}
+/* The leading dimension a stored rows x cols matrix declares: any for one column (the
+   smallest the library accepts), else at least its rows. */
+static int64_t lm_blas_leading(int64_t ld, int64_t rows, int64_t cols, const char* what) {
+  const int64_t least = rows > 1 ? rows : 1;
+  if (cols <= 1) return least;
+  if (ld < least) {
+    fprintf(stderr, "[luminal emulator] BLAS %s: leading dimension %lld below its %lld rows\n", what,
+            (long long)ld, (long long)rows);
+    abort();
+  }
+  return ld;
+}
+template <class TA, class TD>
+static void lm_blas_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const TA* a, int64_t lda,
+                         const TA* b, int64_t ldb, TD* d, int64_t ldd, int bf16_ab, int bf16_d) {
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < m; ++i) {
+      float acc = 0.0f;
+      for (int64_t l = 0; l < k; ++l) {
+        const float x = lm_blas_get(a, ta ? l + i * lda : i + l * lda, bf16_ab);
+        const float y = lm_blas_get(b, tb ? j + l * ldb : l + j * ldb, bf16_ab);
+        acc = __builtin_fmaf(x, y, acc);
+      }
+      lm_blas_out(d + i + j * ldd, acc, bf16_d);
+    }
+}
+)";
+}
+
+// A library GEMM's host entry: the calls of blas_calls (gpu/blas_gemm.cpp), one per
+// point of every batch loop.
+std::string emulated_blas_entry(const LaunchShape& l, const Program& p) {
+  const BlasKernel& bk = *l.blas;
+  std::ostringstream s;
+  auto ix = [&](const Index& i) { return render_index(i, p); };
+  s << "extern \"C\" void " << l.name
+    << "_emu(void* const* lm_bufs, const int64_t* lm_syms, const void* lm_rt, void* lm_cx) {\n"
+    << "  (void)lm_rt; (void)lm_cx; (void)lm_syms;\n";
+  for (size_t i = 0; i < p.symbols.size(); ++i) s << "  const int64_t s" << i << " = lm_syms[" << i << "];\n";
+  for (const Loop& lp : bk.loops) s << "  int64_t v" << lp.var << " = 0;\n";
+  s << "  const int64_t lm_m = " << ix(bk.m) << ", lm_n = " << ix(bk.n) << ", lm_k = " << ix(bk.k) << ";\n"
+    << "  if (lm_m <= 0 || lm_n <= 0) return;\n";
+  const std::string ta = bk.trans_a ? "1" : "0", tb = bk.trans_b ? "1" : "0";
+  s << "  const int64_t lm_lda = lm_blas_leading(" << ix(bk.lda) << ", " << (bk.trans_a ? "lm_k" : "lm_m")
+    << ", " << (bk.trans_a ? "lm_m" : "lm_k") << ", \"A\");\n"
+    << "  const int64_t lm_ldb = lm_blas_leading(" << ix(bk.ldb) << ", " << (bk.trans_b ? "lm_n" : "lm_k")
+    << ", " << (bk.trans_b ? "lm_k" : "lm_n") << ", \"B\");\n"
+    << "  const int64_t lm_ldd = lm_blas_leading(" << ix(bk.ldd) << ", lm_m, lm_n, \"D\");\n";
+  std::string ind = "  ";
+  for (const Loop& lp : bk.loops) {
+    s << ind << "for (v" << lp.var << " = 0; v" << lp.var << " < " << ix(lp.extent) << "; ++v" << lp.var
+      << ")\n";
+    ind += "  ";
+  }
+  const std::string tab = c_type(bk.ab), td = c_type(bk.d_type);
+  s << ind << "lm_blas_gemm(" << ta << ", " << tb << ", lm_m, lm_n, lm_k, (const " << tab << "*)lm_bufs["
+    << bk.a << "] + (" << ix(bk.off_a) << "), lm_lda, (const " << tab << "*)lm_bufs[" << bk.b << "] + ("
+    << ix(bk.off_b) << "), lm_ldb, (" << td << "*)lm_bufs[" << bk.d << "] + (" << ix(bk.off_d)
+    << "), lm_ldd, " << (bk.ab == DType::bf16 ? 1 : 0) << ", " << (bk.d_type == DType::bf16 ? 1 : 0)
+    << ");\n";
+  s << "}\n";
+  return s.str();
+}
+
 }  // namespace
 
 std::string render_index(const Index& i, const Program& p) {
@@ -1345,6 +1419,19 @@ GpuSource render_gpu(const Program& p, const GpuArch& arch, const ScheduleOf& sc
     LaunchShape shape;
     shape.grid[1] = Index(1);
     shape.grid[2] = Index(1);
+    // A library GEMM the BLAS convention cannot express is rendered as a generated one.
+    if (auto bk = arch.dialect == Dialect::Cuda ? blas_kernel(p, k) : std::nullopt) {
+      shape.name = k.name;
+      shape.grid[0] = Index(1);
+      shape.buffers = {bk->a, bk->b, bk->d};
+      std::sort(shape.buffers.begin(), shape.buffers.end());
+      shape.buffers.erase(std::unique(shape.buffers.begin(), shape.buffers.end()), shape.buffers.end());
+      shape.schedule = "library gemm (cuBLASLt)";
+      shape.blas = std::make_shared<const BlasKernel>(std::move(*bk));
+      ks << "/* " << k.name << ": " << shape.schedule << " */\n\n";
+      out.launches.push_back(std::move(shape));
+      continue;
+    }
     Writer w(p, k, arch, schedule ? schedule(k) : std::vector<int64_t>{});
     ks << w.render(shape);
     out.launches.push_back(std::move(shape));
@@ -1360,8 +1447,13 @@ std::string emulation_source(const GpuSource& src, const Program& p, const GpuAr
   if (arch.mfma_f16) s << emulation_mfma_helpers();
   if (arch.wmma) s << emulation_wmma_helpers();
   s << src.kernels;
+  if (library_calls(src)) s << emulated_blas();
   s << "/* ---- host entries (CPU kernel ABI) ---- */\n";
   for (const LaunchShape& l : src.launches) {
+    if (l.blas) {
+      s << emulated_blas_entry(l, p);
+      continue;
+    }
     s << "extern \"C\" void " << l.name
       << "_emu(void* const* lm_bufs, const int64_t* lm_syms, const void* lm_rt, void* lm_cx) {\n";
     s << "  (void)lm_rt; (void)lm_cx;\n";
@@ -1391,6 +1483,7 @@ std::string emulation_source(const GpuSource& src, const Program& p, const GpuAr
   // (tests/gpu/host_device_api.hpp).
   s << "/* ---- host entries (the driver's launch ABI) ---- */\n";
   for (const LaunchShape& l : src.launches) {
+    if (l.blas) continue;  // the runtime calls the BLAS (DeviceApi::blas_gemm)
     s << "extern \"C\" void " << l.name
       << "_launch(const unsigned* lm_gd, const unsigned* lm_bd, void** lm_args) {\n";
     s << "  const dim3 lm_grid = {lm_gd[0], lm_gd[1], lm_gd[2]}, lm_block = {lm_bd[0], lm_bd[1], "

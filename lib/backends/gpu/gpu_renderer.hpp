@@ -10,16 +10,21 @@
 //  * GEMM: a thread block computes a BM x BN tile of C from BK-deep shared-memory tiles
 //    of A and B (each thread a (BM/16) x (BN/16) strided micro tile, FMA into f32
 //    registers), or, with f16/bf16 operands on sm_80+, warps of mma.sync m16n8k16;
-//    the epilogue runs on the registers before the only store of C.
+//    the epilogue runs on the registers before the only store of C;
+//  * library GEMM (a GemmImpl::Library kernel the BLAS convention expresses,
+//    gpu/blas_gemm.hpp): no device code -- the runtime calls the vendor BLAS (cuBLASLt),
+//    the emulator a host GEMM with the same arguments.
 // Kernel parameters: the buffers the kernel touches (pointers) then every program symbol
 // (int64): symbolic dims are arguments, the source never depends on their values.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "backends/gpu/blas_gemm.hpp"
 #include "backends/gpu/gpu_arch.hpp"
 #include "kernel/kernel_ir.hpp"
 #include "luminal/callable.hpp"
@@ -38,6 +43,8 @@ struct LaunchShape {
   /// register budget per thread is the schedule's decision (65536 / (threads x this)),
   /// not ptxas's guess -- a kernel that still spills is a cost-model error.
   int min_blocks = 4;
+  /// Set for a library GEMM: the BLAS calls that run it (no __global__ function).
+  std::shared_ptr<const BlasKernel> blas;
 };
 
 struct GpuSource {
@@ -49,6 +56,13 @@ struct GpuSource {
   bool collective_kernels = false;
   std::string device_source() const { return prelude + kernels; }
 };
+
+/// True when some launch of `src` is a library call (LaunchShape::blas).
+inline bool library_calls(const GpuSource& src) {
+  for (const auto& l : src.launches)
+    if (l.blas) return true;
+  return false;
+}
 
 /// The compiler's per-kernel resources in the program's launch order (ptxas and the code
 /// object list kernels in their own order); kernels it did not report are left out.
