@@ -1,6 +1,7 @@
 #include "cost/cost_model.hpp"
 
 #include "cost/gpu_cost.hpp"
+#include "cost/gpu_launch.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +10,10 @@ namespace luminal::detail {
 
 double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   if (t.warp > 1) {
-    if (w.bytes_concat == 0) return gpu_kernel_seconds(t, w);
+    // A concat B (matmul-siblings) is copied into one buffer first, but by the skinny
+    // GEMM, which reads each segment where it lies (gpu_renderer.cpp).
+    if (w.bytes_concat == 0 || GpuGemmLaunch::from(w.launch).engine == GpuGemmEngine::Skinny)
+      return gpu_kernel_seconds(t, w);
     KernelWork copied = w;
     copied.bytes_read += 2 * w.bytes_concat;
     return gpu_kernel_seconds(t, copied);

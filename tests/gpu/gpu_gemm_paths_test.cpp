@@ -388,6 +388,48 @@ TEST_CASE("skinny split-K GEMM: decode rows, odd K, both B layouts, scalar and 1
   }
 }
 
+TEST_CASE("skinny split-K GEMM: a segmented B, each column range read where it lies",
+          "[gpu][emu][skinny][vector]") {
+  // matmul-siblings' B = [Wq | Wk | Wv]: column ranges from three buffers (odd widths, so
+  // a block's columns straddle segments), each with its own offset and layout; 128-bit
+  // loads where a segment is k-contiguous and aligned, scalar where not.
+  for (DType dt : {DType::f32, DType::f16}) {
+    k::Program p;
+    int n = 0;
+    for (int64_t M : {1, 3, 8})
+      for (bool b_kc : {true, false}) {
+        const std::string name = std::string("s").append(std::to_string(n++));
+        const int64_t K = 256, widths[3] = {37, 19, 26}, N = 37 + 19 + 26;
+        add_gemm(p, name, dt, M, N, K, 1, Layout{false, b_kc, 0, 0});
+        k::Gemm& g = *p.kernels.back().gemm;
+        int64_t n0 = 0;
+        for (int s = 0; s < 3; ++s) {
+          const int64_t w = widths[s], off = s == 2 ? 3 : 0;  // the last misaligned
+          const int buf = static_cast<int>(p.buffers.size());
+          p.buffers.push_back({name + "_b" + std::to_string(s), dt, off + K * w, k::BufferRole::Input});
+          k::GemmSegment sg;
+          sg.b = b_kc ? k::MatrixView{buf, off, 1, K} : k::MatrixView{buf, off, w, 1};
+          sg.n0 = n0;
+          g.b_segments.push_back(sg);
+          n0 += w;
+        }
+        g.b = g.b_segments.front().b;
+      }
+    for (int64_t vec : {1, 8}) {
+      INFO(dtype_name(dt) << " vec " << vec);
+      const Emulated e =
+          run_and_compare(p, arch_of("cuda:sm_90+emu"), same_launch({8, 16, 0, 2, 16, vec}), 2e-4, 2e-4);
+      CHECK(e.source.find("lm_j >= ") != std::string::npos);
+      CHECK((e.vector_loads > 0) == (vec > 1));
+    }
+  }
+  // Only the skinny GEMM takes one: a tiled launch of a segmented B is an internal error.
+  k::Program p;
+  add_gemm(p, "t", DType::f16, 16, 8, 32, 1, Layout{});
+  p.kernels.back().gemm->b_segments.push_back({p.kernels.back().gemm->b, k::Index(0)});
+  CHECK_THROWS_AS(gpu::render_gpu(p, arch_of("cuda:sm_90"), same_launch({32, 32, 32, 1, 8})), InternalError);
+}
+
 // ---------------------------------------------------------------- whole graphs
 
 namespace {
@@ -699,16 +741,27 @@ TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills",
   // bm = 1 and 2: the pair loop (two K steps' loads in flight).
   add_gemm(p, "skinny1", DType::f16, 1, 14336, 4096, 1, Layout{false, true, 0, 0});
   add_gemm(p, "skinny2", DType::bf16, 2, 14336, 4096, 1, Layout{false, true, 0, 0});
-  const std::map<std::string, std::vector<int64_t>> launch{{"tc128", {128, 128, 32, 1, 8}},
-                                                           {"tc64", {64, 64, 32, 1, 8}},
-                                                           {"skinny", {8, 16, 0, 2, 16, 8}},
-                                                           {"skinny1", {1, 8, 0, 2, 32, 8}},
-                                                           {"skinny2", {2, 16, 0, 2, 16, 8}}};
+  // A decode step's Q|K|V product: B in three segments (Wq, Wk, Wv where they lie).
+  add_gemm(p, "qkv", DType::f16, 1, 6144, 4096, 1, Layout{false, true, 0, 0});
+  {
+    k::Gemm& g = *p.kernels.back().gemm;
+    int64_t n0 = 0;
+    for (int64_t w : {4096, 1024, 1024}) {
+      const int buf = static_cast<int>(p.buffers.size());
+      p.buffers.push_back({"qkv_w" + std::to_string(n0), DType::f16, w * 4096, k::BufferRole::Input});
+      g.b_segments.push_back({k::MatrixView{buf, 0, 1, 4096}, k::Index(n0)});
+      n0 += w;
+    }
+    g.b = g.b_segments.front().b;
+  }
+  const std::map<std::string, std::vector<int64_t>> launch{
+      {"tc128", {128, 128, 32, 1, 8}},  {"tc64", {64, 64, 32, 1, 8}},      {"skinny", {8, 16, 0, 2, 16, 8}},
+      {"skinny1", {1, 8, 0, 2, 32, 8}}, {"skinny2", {2, 16, 0, 2, 16, 8}}, {"qkv", {1, 8, 0, 2, 32, 8}}};
   for (const char* arch : {"sm_80", "sm_90"}) {
     const gpu::GpuSource src = gpu::render_gpu(p, arch_of((std::string("cuda:") + arch).c_str()),
                                                [&](const k::Kernel& kk) { return launch.at(kk.name); });
     const cuda::CudaModule m = cuda::compile_module(src.device_source(), arch, true);
-    REQUIRE(m.resources.size() == 5);
+    REQUIRE(m.resources.size() == 6);
     for (const auto& r : m.resources) {
       std::printf("%s %s: %d registers, %d B shared, %d B spilled\n", arch, r.name.c_str(), r.registers,
                   r.shared_bytes, r.spill_bytes);

@@ -19,6 +19,7 @@ kernel::lower::Options gpu_lower_options() {
   kernel::lower::Options o;
   o.half_operands = true;
   o.half_results = true;
+  o.segmented_b_skinny = true;
   o.split_attention = true;
   return o;
 }

@@ -264,6 +264,7 @@ class Writer {
       case KernelKind::Gemm:
         reads_.insert(k_.gemm->a.buffer);
         reads_.insert(k_.gemm->b.buffer);
+        for (const GemmSegment& sg : k_.gemm->b_segments) reads_.insert(sg.b.buffer);
         collect(k_.gemm->epilogue);
         writes_.insert(k_.gemm->c.buffer);
         break;
@@ -483,11 +484,12 @@ class Writer {
   // ---------------------------------------------------------------- GEMM
   void gemm(std::ostringstream& s, LaunchShape& shape) {
     const Gemm& g = *k_.gemm;
-    // The GPU lowering never asks for a segmented B (lower::Options::segmented_b).
-    if (!g.b_segments.empty())
-      throw InternalError("[gpu] kernel " + k_.name + ": a segmented GEMM B is not rendered for GPUs");
     // The search's alternative (cost/gpu_launch.hpp); without one the 64 x 64 x 16 FMA tile.
     const detail::GpuGemmLaunch L = detail::GpuGemmLaunch::from(launch_);
+    // Only the skinny GEMM reads a segmented B (the GPU lowering asks for one only there:
+    // lower::Options::segmented_b_skinny); the tiles would stage it from several buffers.
+    if (!g.b_segments.empty() && L.engine != detail::GpuGemmEngine::Skinny)
+      throw InternalError("[gpu] kernel " + k_.name + ": a segmented GEMM B outside the skinny GEMM");
     int64_t bm = L.bm, bn = L.bn, bk = L.bk;
     const DType dt = p_.buffers[static_cast<size_t>(g.a.buffer)].dtype;
     const DType dtb = p_.buffers[static_cast<size_t>(g.b.buffer)].dtype;
@@ -1143,7 +1145,10 @@ class Writer {
     const DType da = p_.buffers[static_cast<size_t>(g.a.buffer)].dtype;
     const DType db = p_.buffers[static_cast<size_t>(g.b.buffer)].dtype;
     const bool a_kc = g.a.col_stride.as_constant() == int64_t{1};
-    const bool b_kc = g.b.row_stride.as_constant() == int64_t{1};
+    // B's column j, from its segment where B is segmented (matmul-siblings: Wq | Wk | Wv
+    // read where each lies); every segment has B's dtype.
+    bool b_kc = g.b.row_stride.as_constant() == int64_t{1};
+    for (const GemmSegment& sg : g.b_segments) b_kc = b_kc && sg.b.row_stride.as_constant() == int64_t{1};
     const bool v128 = L.vec > 1 && a_kc && b_kc && da == db;
     const int64_t ve = da == DType::f32 ? 4 : 8;  // elements per 128-bit load
     const Index batches = product(k_.loops);
@@ -1158,7 +1163,11 @@ class Writer {
     auto A = [&](const std::string& r, const std::string& k) {
       return operand(g.a.buffer, "lm_oa + (" + r + ") * lm_ra + (" + k + ") * lm_ca");
     };
-    auto B = [&](const std::string& k) { return operand(g.b.buffer, "lm_ob + (" + k + ") * lm_rb + lm_j * lm_cb"); };
+    // (lm_bp, lm_ob, lm_rb, lm_cb, lm_jc: this thread's column's buffer, view and column
+    // in it; set per row tile below)
+    auto B = [&](const std::string& k) {
+      return convert("lm_bp[lm_ob + (" + k + ") * lm_rb + lm_jc * lm_cb]", db, DType::f32);
+    };
     auto unpack = [&](const std::string& ind, const std::string& v, const std::string& out) {
       s << ind << "float " << out << "[" << ve << "];\n";
       s << ind << "{\n" << ind << "  const uint32_t w[4] = {" << v << ".x, " << v << ".y, " << v << ".z, " << v
@@ -1183,12 +1192,21 @@ class Writer {
     delinearize(s, "    ", k_.loops, "lm_b");
     s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
       << ", lm_ca = " << ix(g.a.col_stride) << ";\n";
-    s << "    const int64_t lm_ob = " << ix(g.b.offset) << ", lm_rb = " << ix(g.b.row_stride)
-      << ", lm_cb = " << ix(g.b.col_stride) << ";\n";
     s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
     s << "    for (int64_t lm_ti = blockIdx.y; lm_ti * " << bm << " < lm_m; lm_ti += gridDim.y) {\n";
     s << "      const int64_t lm_i0 = lm_ti * " << bm << ", lm_j0 = (int64_t)blockIdx.x * " << bn
       << ", lm_j = lm_j0 + lm_c;\n";
+    // B's column lm_j: the buffer and view of the segment holding it (the last whose first
+    // column is at or before it), the column counted from the segment's first.
+    s << "      const " << c_type(db) << "* lm_bp = b" << g.b.buffer << ";\n";
+    s << "      int64_t lm_ob = " << ix(g.b.offset) << ", lm_rb = " << ix(g.b.row_stride)
+      << ", lm_cb = " << ix(g.b.col_stride) << ", lm_jc = lm_j;\n";
+    for (size_t i = 1; i < g.b_segments.size(); ++i) {
+      const GemmSegment& sg = g.b_segments[i];
+      s << "      if (lm_j >= " << ix(sg.n0) << ") { lm_bp = b" << sg.b.buffer
+        << "; lm_ob = " << ix(sg.b.offset) << "; lm_rb = " << ix(sg.b.row_stride)
+        << "; lm_cb = " << ix(sg.b.col_stride) << "; lm_jc = lm_j - " << ix(sg.n0) << "; }\n";
+    }
     s << "      float lm_acc[" << bm << "];\n";
     s << "#pragma unroll\n      for (int i = 0; i < " << bm << "; ++i) lm_acc[i] = 0.0f;\n";
     s << "      if (lm_j < lm_n) {\n";
@@ -1203,7 +1221,7 @@ class Writer {
     };
     if (v128) {
       s << "        const int lm_vok = lm_aligned16(b" << g.a.buffer << " + lm_oa) && lm_ra % " << ve
-        << " == 0 && lm_aligned16(b" << g.b.buffer << " + lm_ob + lm_j * lm_cb);\n";
+        << " == 0 && lm_aligned16(lm_bp + lm_ob + lm_jc * lm_cb);\n";
       s << "        if (lm_vok) {\n";
       // With at most kSkinnyPairRows rows, two steps a trip while both are whole: every
       // load of the pair is issued before the first FMA waits on one (two 16-byte loads
@@ -1214,10 +1232,9 @@ class Writer {
       if (bm <= detail::kSkinnyPairRows) {
         s << "          for (; lm_k0 + " << next << " + " << ve << " <= lm_k; lm_k0 += " << 2 * ks * ve
           << ") {\n";
-        s << "            const lm_u32x4 lm_vb0 = lm_ld128(b" << g.b.buffer
-          << " + lm_ob + lm_j * lm_cb + lm_k0);\n";
-        s << "            const lm_u32x4 lm_vb1 = lm_ld128(b" << g.b.buffer
-          << " + lm_ob + lm_j * lm_cb + lm_k0 + " << next << ");\n";
+        s << "            const lm_u32x4 lm_vb0 = lm_ld128(lm_bp + lm_ob + lm_jc * lm_cb + lm_k0);\n";
+        s << "            const lm_u32x4 lm_vb1 = lm_ld128(lm_bp + lm_ob + lm_jc * lm_cb + lm_k0 + " << next
+          << ");\n";
         s << "            lm_u32x4 lm_va0[" << bm << "], lm_va1[" << bm << "];\n";
         s << "#pragma unroll\n";
         s << "            for (int i = 0; i < " << bm << "; ++i) {\n";
@@ -1242,7 +1259,7 @@ class Writer {
       }
       s << "          for (; lm_k0 < lm_k; lm_k0 += " << ks * ve << ") {\n";
       s << "            if (lm_k0 + " << ve << " <= lm_k) {\n";
-      s << "              const lm_u32x4 lm_vb = lm_ld128(b" << g.b.buffer << " + lm_ob + lm_j * lm_cb + lm_k0);\n";
+      s << "              const lm_u32x4 lm_vb = lm_ld128(lm_bp + lm_ob + lm_jc * lm_cb + lm_k0);\n";
       unpack("              ", "lm_vb", "lm_fb");
       s << "#pragma unroll\n";
       s << "              for (int i = 0; i < " << bm << "; ++i) {\n";

@@ -1,5 +1,6 @@
 // The Gemm kind: recognize_gemm's plan -> a strided GEMM with its epilogue.
 #include "ir/kernel_body.hpp"
+#include "cost/gpu_launch.hpp"
 #include "kernel/lower/lowerer.hpp"
 
 namespace luminal::kernel::lower {
@@ -112,7 +113,8 @@ Affine Lowerer::gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmF
 // widened to f32; one type for all).
 std::optional<std::vector<kernel::GemmSegment>> Lowerer::gemm_b_segments(uint32_t node, int n_axis,
                                                                          const GemmFrame& f) {
-  if (!opt_.segmented_b || n_axis < 0) return std::nullopt;
+  const bool skinny = detail::GpuGemmLaunch::from(spec_.launch).engine == detail::GpuGemmEngine::Skinny;
+  if (!(opt_.segmented_b || (opt_.segmented_b_skinny && skinny)) || n_axis < 0) return std::nullopt;
   auto unit = [](const Dim& d) { return d.as_constant() == int64_t{1}; };
   std::vector<Index> idx = f.idx;
   uint32_t cur = node;

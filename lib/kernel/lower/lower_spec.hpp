@@ -53,6 +53,9 @@ struct Options {
   /// concat of stored tensors (ir::stored_concat) is read where it lies instead of being
   /// copied into one buffer first.
   bool segmented_b = false;
+  /// The same for a GEMM whose spec's launch is the GPU's skinny GEMM only (the GPU
+  /// renderers read a segmented B there; their tiled GEMMs get the concat copied).
+  bool segmented_b_skinny = false;
   /// The renderer takes f16/bf16 GEMM operands on both sides (the GPU renderers: tensor
   /// cores, or conversion while staging tiles): a product of two operands cast from the
   /// same half type keeps both as halves -- read in place where they are strided views,
