@@ -31,33 +31,6 @@ lm::CompileReport estimate(const lm::Graph& g, std::vector<std::string> skip_rul
   return lm::compile(g, lm::Target::parse("cuda:sm_90"), o).report();
 }
 
-// One decode step of a Llama-3-8B block in f16: weights and the KV cache read once.
-void build_decode_f16(lm::Graph& g, int64_t past) {
-  using namespace lm;
-  const int64_t d = 4096, H = 32, KV = 8, hd = 128, ffn = 14336, G = H / KV;
-  auto p = [&](const char* n, std::vector<Dim> s) { return g.param(n, s, f16); };
-  Tensor x = g.input("x", {1, d}, f16);
-  Tensor pos = g.input("pos", {1}, i32);
-  Tensor kc = g.input("k_cache", {KV, past, hd}, f16), vc = g.input("v_cache", {KV, past, hd}, f16);
-  Tensor h = rms_norm(x, p("attn_norm", {d}));
-  Tensor q = permute(reshape(linear(h, p("wq", {H * hd, d})), {1, H, hd}), {1, 0, 2});
-  Tensor k = permute(reshape(linear(h, p("wk", {KV * hd, d})), {1, KV, hd}), {1, 0, 2});
-  Tensor v = permute(reshape(linear(h, p("wv", {KV * hd, d})), {1, KV, hd}), {1, 0, 2});
-  q = rope(q, pos);
-  k = rope(k, pos);
-  Tensor K = concat({kc, k}, 1), V = concat({vc, v}, 1);
-  auto rep = [&](const Tensor& t) {
-    return reshape(expand(reshape(t, {KV, 1, past + 1, hd}), {KV, G, past + 1, hd}), {H, past + 1, hd});
-  };
-  Tensor a = scaled_dot_product_attention(q, rep(K), rep(V));
-  Tensor x2 = x + linear(reshape(permute(a, {1, 0, 2}), {1, H * hd}), p("wo", {d, H * hd}));
-  Tensor h2 = rms_norm(x2, p("ffn_norm", {d}));
-  Tensor f = linear(silu(linear(h2, p("w_gate", {ffn, d}))) * linear(h2, p("w_up", {ffn, d})), p("w_down", {d, ffn}));
-  g.output("y", x2 + f);
-  g.output("k", k);
-  g.output("v", v);
-}
-
 void print_estimates() {
   setenv("LUMINAL_GPU_MODEL", "H200", 1);
   const lm::detail::TargetDesc t = lm::detail::describe_gpu_model("H200");
@@ -100,7 +73,7 @@ void print_estimates() {
   {
     lm::Graph g;
     const int64_t past = 4096;
-    build_decode_f16(g, past);
+    lm::test::build_decode_block_f16(g, past);
     const lm::CompileReport r = estimate(g);
     const double weights = 2.0 * (4096.0 * 4096 * 2 + 2.0 * 1024 * 4096 + 3.0 * 14336 * 4096 + 2 * 4096);
     const double kv = 2.0 * 2 * 8 * past * 128;

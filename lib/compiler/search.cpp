@@ -210,25 +210,42 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, c
 }
 
 KernelCost::KernelCost(const ir::EGraph& g, const detail::GraphImpl& graph, const detail::TargetDesc& target)
-    : g_(&g), target_(target), dims_(guess_dims(graph)) {}
+    : g_(&g), target_(target), dims_(guess_dims(graph)) {
+  // Everything a call reads from outside the program: when it cannot stay in the
+  // last-level cache from one call to the next (a decode step's weights and KV cache on
+  // a GPU), every kernel reads its share from memory, however little that share is.
+  double leaf_bytes = 0;
+  for (const auto* ids : {&graph.inputs, &graph.params})
+    for (uint32_t id : *ids)
+      leaf_bytes += ir::guessed_numel(graph.nodes[id].shape, dims_) *
+                    static_cast<double>(dtype_size(graph.nodes[id].dtype));
+  leaves_from_memory_ = leaf_bytes > target.llc_bytes;
+}
+
+detail::KernelWork KernelCost::work_of(const ir::NodeView& v) const {
+  detail::KernelWork w = ir::kernel_work(*g_, *g_->analysis().attrs().get(v.payload).kernel,
+                                         std::vector<ir::Id>(v.kids.begin(), v.kids.end()), dims_);
+  w.leaves_from_memory = leaves_from_memory_;
+  return w;
+}
 
 double KernelCost::operator()(const ir::NodeView& v) const {
   if (v.op == ir::Op::Input || v.op == ir::Op::Param) return 0.0;
   if (v.op != ir::Op::Kernel) return egraph::kInfiniteCost;
-  auto it = memo_.find(v.payload);
+  std::pair<uint32_t, std::vector<bool>> key{v.payload, {}};
+  for (ir::Id k : v.kids) key.second.push_back(ir::is_leaf_class(*g_, k));
+  auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;
   const auto& spec = *g_->analysis().attrs().get(v.payload).kernel;
   // Attention as two passes is the math's definition, not a kernel a backend runs: the
   // online-softmax rule gives its class the streaming node.
   if (spec.kind == ir::KernelKind::AttentionTwoPass) return egraph::kInfiniteCost;
-  double c = detail::kernel_seconds(target_, ir::kernel_work(*g_, spec, {}, dims_));
-  memo_.emplace(v.payload, c);
+  double c = detail::kernel_seconds(target_, work_of(v));
+  memo_.emplace(std::move(key), c);
   return c;
 }
 
-detail::KernelWork KernelCost::work(const ir::NodeView& v) const {
-  return ir::kernel_work(*g_, *g_->analysis().attrs().get(v.payload).kernel, {}, dims_);
-}
+detail::KernelWork KernelCost::work(const ir::NodeView& v) const { return work_of(v); }
 
 namespace {
 

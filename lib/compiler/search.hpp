@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <string>
@@ -58,7 +59,8 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& g, const
 
 /// The extractor's node cost: the roofline seconds of a kernel node on the target (dims
 /// guessed from the graph's declared ranges), 0 for Input/Param leaves, +infinity for
-/// math nodes. Memoized per payload.
+/// math nodes. Memoized per payload and which of its slots are the program's leaves
+/// (read from memory when the program's leaves exceed the last-level cache).
 class KernelCost {
  public:
   KernelCost(const ir::EGraph& g, const detail::GraphImpl& graph, const detail::TargetDesc& target);
@@ -70,7 +72,9 @@ class KernelCost {
   const ir::EGraph* g_;
   detail::TargetDesc target_;
   ir::DimGuess dims_;
-  mutable std::unordered_map<uint32_t, double> memo_;
+  bool leaves_from_memory_ = false;
+  detail::KernelWork work_of(const ir::NodeView& v) const;
+  mutable std::map<std::pair<uint32_t, std::vector<bool>>, double> memo_;
 };
 
 /// The DAG extractor's settings the compiler uses.

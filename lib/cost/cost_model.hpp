@@ -15,6 +15,12 @@ struct KernelWork {
   double flops = 0;            // adds, multiplies, compares (an FMA counts 2)
   double transcendentals = 0;  // exp/log/sin/tanh... evaluations
   double bytes_read = 0;       // from buffers the kernel reads (each element once)
+  /// Of bytes_read: from the program's inputs and params (a call's weights, its KV cache).
+  double bytes_leaf = 0;
+  /// The program's leaves are too many to stay in the last-level cache from one call to
+  /// the next, so bytes_leaf streams from memory however little the kernel reads (set by
+  /// the search for the whole program; the GPU model prices it).
+  bool leaves_from_memory = false;
   double bytes_written = 0;
   /// Bytes of each buffer read (the slots; their sum is bytes_read). A buffer that fits
   /// in the last-level cache streams at cache speed even when the kernel's total traffic

@@ -206,6 +206,12 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   const double flops = w.flops + w.transcendentals * t.transcendental_flops;
   const double bytes = w.bytes_read + w.bytes_written;
   double bw = bytes <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth;
+  if (w.leaves_from_memory && w.bytes_leaf > 0) {
+    // The program's leaves come from memory; what else fits comes from the cache.
+    const double rest = std::max(0.0, bytes - w.bytes_leaf);
+    const double rest_bw = rest <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth;
+    bw = bytes / (w.bytes_leaf / t.mem_bandwidth + rest / rest_bw);
+  }
   double efficiency = t.loop_efficiency;
   double peak = t.peak_flops_f32;
   double blocks = 1;

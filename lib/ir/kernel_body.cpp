@@ -153,6 +153,14 @@ std::optional<StoredConcat> concat_tree(const detail::GraphImpl& body, uint32_t 
 }
 }  // namespace
 
+double guessed_numel(const std::vector<Dim>& shape, const DimGuess& dims) { return numel_of(shape, dims); }
+
+bool is_leaf_class(const EGraph& g, Id cls) {
+  for (const AttrNode& a : g.data(g.find(cls)).attributed)
+    if (a.op == Op::Input || a.op == Op::Param) return true;
+  return false;
+}
+
 std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_t id) {
   return concat_tree(body, id, true);
 }
@@ -483,8 +491,13 @@ static detail::KernelWork collective_work(const detail::Node& n, const detail::N
 
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
                                const DimGuess& dims) {
-  (void)g;
-  (void)kids;
+  // Slots whose class is an Input or Param of the program (its leaves).
+  auto leaf_slot = [&](const detail::Node& slot) {
+    if (kids.empty() || slot.name.size() < 2 || slot.name[0] != '%') return false;
+    const auto j = static_cast<size_t>(std::stoul(slot.name.substr(1)));
+    if (j >= kids.size()) return false;
+    return is_leaf_class(g, kids[j]);
+  };
   const auto& nodes = spec.body->nodes;
   const uint32_t root = spec.body->outputs.at(0).second;
   std::vector<double> numel(nodes.size()), dom(nodes.size(), 0);
@@ -589,6 +602,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
                          static_cast<double>(dtype_size(n.dtype));
         w.bytes_read += b;
         w.read_buffers.push_back(b);
+        if (leaf_slot(n)) w.bytes_leaf += b;
         break;
       }
       case PrimOp::Param:

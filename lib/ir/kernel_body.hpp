@@ -65,10 +65,17 @@ std::optional<Variant> lower_node(const EGraph& g, Id node);
 std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std::size_t slot,
                                   const Variant& producer, std::size_t max_nodes);
 
+/// True when class `cls` holds an Input or Param of the program (one of its leaves).
+bool is_leaf_class(const EGraph& g, Id cls);
+
 /// Typical values of the dim variables, for costing symbolic shapes.
 using DimGuess = DimBindings;
 
-/// FLOPs, bytes and parallelism of one execution of the kernel `spec` over `kids`.
+/// Elements of `shape` at the guessed dims (a dim they do not bind: its bound, at most 1024).
+double guessed_numel(const std::vector<Dim>& shape, const DimGuess& dims);
+
+/// FLOPs, bytes and parallelism of one execution of the kernel `spec` over `kids` (the
+/// slots' classes; empty: not known, and no bytes counted as the program's leaves).
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
                                const DimGuess& dims);
 

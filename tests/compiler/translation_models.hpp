@@ -87,6 +87,34 @@ inline void build_decode_attention(Graph& g, int64_t heads, int64_t kv_heads, in
   g.output("y", scaled_dot_product_attention(q, rep(K), rep(V)));
 }
 
+/// One decode step of a Llama-3-8B block in f16 (d_model 4096, 32 heads, 8 KV heads, FFN
+/// 14336): weights and the KV cache of `past` tokens read once; outputs y and the new k, v.
+inline void build_decode_block_f16(Graph& g, int64_t past) {
+  const int64_t d = 4096, H = 32, KV = 8, hd = 128, ffn = 14336, G = H / KV;
+  auto p = [&](const char* n, std::vector<Dim> s) { return g.param(n, s, f16); };
+  Tensor x = g.input("x", {1, d}, f16);
+  Tensor pos = g.input("pos", {1}, i32);
+  Tensor kc = g.input("k_cache", {KV, past, hd}, f16), vc = g.input("v_cache", {KV, past, hd}, f16);
+  Tensor h = rms_norm(x, p("attn_norm", {d}));
+  Tensor q = permute(reshape(linear(h, p("wq", {H * hd, d})), {1, H, hd}), {1, 0, 2});
+  Tensor k = permute(reshape(linear(h, p("wk", {KV * hd, d})), {1, KV, hd}), {1, 0, 2});
+  Tensor v = permute(reshape(linear(h, p("wv", {KV * hd, d})), {1, KV, hd}), {1, 0, 2});
+  q = rope(q, pos);
+  k = rope(k, pos);
+  Tensor K = concat({kc, k}, 1), V = concat({vc, v}, 1);
+  auto rep = [&](const Tensor& t) {
+    return reshape(expand(reshape(t, {KV, 1, past + 1, hd}), {KV, G, past + 1, hd}), {H, past + 1, hd});
+  };
+  Tensor a = scaled_dot_product_attention(q, rep(K), rep(V));
+  Tensor x2 = x + linear(reshape(permute(a, {1, 0, 2}), {1, H * hd}), p("wo", {d, H * hd}));
+  Tensor h2 = rms_norm(x2, p("ffn_norm", {d}));
+  Tensor f = linear(silu(linear(h2, p("w_gate", {ffn, d}))) * linear(h2, p("w_up", {ffn, d})),
+                    p("w_down", {d, ffn}));
+  g.output("y", x2 + f);
+  g.output("k", k);
+  g.output("v", v);
+}
+
 /// Random data for every Input and Param of `g` (floats in [-1, 1]; i32 in [0, n)).
 inline std::map<std::string, HostTensor> random_inputs(const detail::GraphImpl& g, uint64_t seed,
                                                        const DimBindings& dims = {}) {

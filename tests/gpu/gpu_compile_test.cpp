@@ -7,13 +7,18 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "backends/cuda/cuda_module.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "backends/gpu/gpu_renderer.hpp"
 #include "backends/hip/hip_module.hpp"
 #include "backends/hip/hiprtc.hpp"
+#include "compiler/compile_graph.hpp"
 #include "compiler/translation_models.hpp"
+#include "cost/target_desc.hpp"
+#include "support/scoped_env.hpp"
 #include "ir/tensor_lang.hpp"
 
 using namespace luminal;
@@ -293,4 +298,38 @@ TEST_CASE("tensor-core GEMM kernels compile with NVRTC for sm_80 and sm_90 witho
       CHECK(m.resources[0].spill_bytes == 0);
       CHECK(m.resources[0].shared_bytes == (tile[0] + tile[1]) * 64);
     }
+}
+
+TEST_CASE("a decode step's weights and cache are priced at memory bandwidth, though each fits the L2",
+          "[gpu][cost]") {
+  // The Llama-3-8B decode step on the H200 figures (50 MB of L2): 453 MB of weights and
+  // KV cache, read once per call, so from HBM -- however small one kernel's share (wo,
+  // 33.6 MB, was priced at L2 speed: 6.4 us, under the 7 us its bytes take at 4.8 TB/s).
+  // No step may be estimated below its program-leaf bytes at the memory bandwidth.
+  const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
+  const detail::TargetDesc t = detail::describe_gpu_model("H200");
+  Graph g;
+  test::build_decode_block_f16(g, 4096);
+  CompileOptions o;
+  o.compile_only = true;
+  const auto plan = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o).plan;
+  std::map<std::string, double> leaf_bytes;
+  for (const auto* ids : {&g.impl()->inputs, &g.impl()->params})
+    for (uint32_t id : *ids) {
+      const detail::Node& n = g.impl()->nodes[id];
+      double b = static_cast<double>(dtype_size(n.dtype));
+      for (const Dim& d : n.shape) b *= static_cast<double>(d.evaluate({}));
+      leaf_bytes[n.name] = b;
+    }
+  int big = 0;
+  for (const auto& st : plan->steps) {
+    double leaves = 0;
+    std::set<uint32_t> seen;
+    for (uint32_t a : st.args)
+      if (seen.insert(a).second && !plan->leaf_name[a].empty()) leaves += leaf_bytes.at(plan->leaf_name[a]);
+    INFO("step reading " << leaves / 1e6 << " MB of leaves, estimated " << st.est_seconds * 1e6 << " us");
+    CHECK(st.est_seconds >= leaves / t.mem_bandwidth);
+    big += leaves > 30e6 && leaves < t.llc_bytes;
+  }
+  CHECK(big > 0);  // (some step's leaves fit the L2 on their own: wo's 33.6 MB)
 }
