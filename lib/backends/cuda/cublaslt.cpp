@@ -45,7 +45,6 @@ const CublasLt* CublasLt::get(std::string* why) {
     auto* l = new CublasLt();  // never destroyed: the handles live as long as the process
     using gpu::bind_symbol;
     const bool ok = bind_symbol(h, "cublasLtCreate", l->create_) &&
-                    bind_symbol(h, "cublasLtDestroy", l->destroy_) &&
                     bind_symbol(h, "cublasLtGetVersion", l->get_version_) &&
                     bind_symbol(h, "cublasLtGetStatusString", l->status_string_) &&
                     bind_symbol(h, "cublasLtMatmulDescCreate", l->desc_create_) &&
@@ -145,8 +144,7 @@ void CublasLt::gemm(int device, const gpu::BlasCall& c, std::uint64_t a, std::ui
                 c.stride_d,
                 align_a,
                 align_b,
-                align_d,
-                0};
+                align_d};
   std::lock_guard<std::mutex> lock(mu_);
   void* h = handle(device);
   auto it = plans_.find(key);

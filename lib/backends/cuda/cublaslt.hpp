@@ -73,7 +73,6 @@ class CublasLt {
   void* handle(int device) const;
 
   int (*create_)(void**) = nullptr;
-  int (*destroy_)(void*) = nullptr;
   std::size_t (*get_version_)() = nullptr;
   const char* (*status_string_)(int) = nullptr;
   int (*desc_create_)(void**, int, int) = nullptr;
@@ -92,7 +91,7 @@ class CublasLt {
   std::string version_;
 
   // A call's descriptors and algorithm, by its shape, alignments and device.
-  using Key = std::array<std::int64_t, 19>;
+  using Key = std::array<std::int64_t, 18>;
   struct Plan {
     std::unique_ptr<Descriptors> desc;
     lt::HeuristicResult algo{};
