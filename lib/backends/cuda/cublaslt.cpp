@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "backends/gpu/rtc.hpp"
+#include "dist/dl.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::cuda {
@@ -36,10 +37,11 @@ const CublasLt* CublasLt::get(std::string* why) {
   static std::string failure;
   std::call_once(once, [] {
     void* h = nullptr;
-    for (const char* n : {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11"})
-      if ((h = dlopen(n, RTLD_NOW | RTLD_LOCAL))) break;
-    if (!h) {
-      failure = "cuBLASLt (libcublasLt.so.13, .12 or .11) is not installed";
+    try {
+      h = dist::open_library({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11"}, "cublasLt",
+                             RTLD_NOW | RTLD_LOCAL);
+    } catch (const RuntimeError& e) {  // (names every library tried, with dlerror's reason)
+      failure = e.what();
       return;
     }
     auto* l = new CublasLt();  // never destroyed: the handles live as long as the process
