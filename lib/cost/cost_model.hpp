@@ -34,6 +34,12 @@ struct KernelWork {
   /// matmul-siblings). The CPU GEMM reads it in place, segment by segment (free); the GPU
   /// renderers copy it into one buffer first (a round trip).
   double bytes_concat = 0;
+  /// Kernels the lowering runs before this one, each a launch of its own on a GPU: a
+  /// reduction the kernel's accumulator does not take (RMSNorm's sum of squares under a
+  /// projection), an operand computed into scratch, a hoisted broadcast value
+  /// (kernel/lower: materialize, materialize_operand). The split attention's combine is
+  /// the attention model's own.
+  double staged_kernels = 0;
   double parallelism = 1e9;  // independent output elements (limits core/SM usage)
   /// Which code runs it; the target states each engine's fraction of peak.
   enum class Engine { Loops, GeneratedGemm, LibraryGemm, Attention, Collective } engine = Engine::Loops;

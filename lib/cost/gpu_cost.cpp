@@ -198,9 +198,8 @@ double library_gemm_seconds(const TargetDesc& t, const KernelWork& w, double bw)
   return std::max(compute_s, memory_s) + t.launch_overhead_s * (split > 1 ? 2 : 1);
 }
 
-}  // namespace
-
-double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
+// The kernel itself, without the kernels staged before it.
+double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   const double inf = std::numeric_limits<double>::infinity();
   const double units = std::max(1, t.compute_units);
   const double flops = w.flops + w.transcendentals * t.transcendental_flops;
@@ -338,6 +337,14 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   const double compute_s = flops / (peak * std::max(efficiency, 0.01) * occupancy);
   const double memory_s = bytes / (bw * std::min(1.0, std::max(occupancy * 4, 0.05)));
   return std::max(compute_s, memory_s) + t.launch_overhead_s;
+}
+
+}  // namespace
+
+double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
+  // Each staged kernel (a materialized statistic, an operand copy, a hoisted table) is a
+  // launch of its own; its traffic is the main kernel's bytes_scratch.
+  return main_kernel_seconds(t, w) + w.staged_kernels * t.launch_overhead_s;
 }
 
 }  // namespace luminal::detail

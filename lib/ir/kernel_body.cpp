@@ -153,6 +153,123 @@ std::optional<StoredConcat> concat_tree(const detail::GraphImpl& body, uint32_t 
 }
 }  // namespace
 
+namespace {
+// The strides in elements of node `top` over the first node below it that is neither a
+// view nor a cast (a cast is elementwise: the layout passes through), as the lowering's
+// index arithmetic finds them: per axis its stride, or nullopt where a reshape merges
+// axes whose strides do not nest (the index then needs a division or a remainder, and
+// a GEMM reading the value copies it first). Size-1 axes have stride 0.
+std::vector<std::optional<Dim>> view_strides(const detail::GraphImpl& body, uint32_t top) {
+  std::vector<uint32_t> chain;
+  uint32_t x = top;
+  while (is_view(to_op(body.nodes[x].op)) || body.nodes[x].op == PrimOp::Cast) {
+    chain.push_back(x);
+    x = body.nodes[x].inputs[0];
+  }
+  auto unit = [](const Dim& d) { return d.as_constant() == int64_t{1}; };
+  const auto& base = body.nodes[x].shape;
+  std::vector<std::optional<Dim>> st(base.size());
+  Dim run(1);
+  for (size_t i = base.size(); i-- > 0;) {
+    st[i] = unit(base[i]) ? Dim(0) : run;
+    run = run * base[i];
+  }
+  for (size_t c = chain.size(); c-- > 0;) {
+    const detail::Node& n = body.nodes[chain[c]];
+    const auto& in = body.nodes[n.inputs[0]].shape;
+    std::vector<std::optional<Dim>> out(n.shape.size(), Dim(0));
+    switch (n.op) {
+      case PrimOp::Cast:
+        out = st;
+        break;
+      case PrimOp::Permute:
+        for (size_t i = 0; i < n.perm.size(); ++i) out[i] = st[static_cast<size_t>(n.perm[i])];
+        break;
+      case PrimOp::Expand:
+        for (size_t i = 0; i < n.shape.size(); ++i) out[i] = unit(in[i]) ? std::optional<Dim>(Dim(0)) : st[i];
+        break;
+      case PrimOp::Slice: {
+        out = st;
+        auto& a = out[static_cast<size_t>(n.axis)];
+        if (a) a = *a * Dim(n.step);
+        break;
+      }
+      case PrimOp::Reshape: {
+        // Groups of input and output axes with equal products (unit axes aside); a group
+        // of several input axes keeps strides only if they nest.
+        std::vector<size_t> ia, oa;
+        for (size_t i = 0; i < in.size(); ++i)
+          if (!unit(in[i])) ia.push_back(i);
+        for (size_t j = 0; j < n.shape.size(); ++j)
+          if (!unit(n.shape[j])) oa.push_back(j);
+        size_t i = 0, j = 0;
+        while (i < ia.size() && j < oa.size()) {
+          const size_t i0 = i, j0 = j;
+          Dim pi = in[ia[i++]], po = n.shape[oa[j++]];
+          bool met = true;
+          while (met && !pi.same_as(po)) {
+            const auto a = pi.as_constant(), b = po.as_constant();
+            if (a && b && *a < *b && i < ia.size()) {
+              pi = pi * in[ia[i++]];
+            } else if (a && b && *b < *a && j < oa.size()) {
+              po = po * n.shape[oa[j++]];
+            } else {
+              met = false;  // symbolic sizes that do not pair up: give up on the rest
+            }
+          }
+          if (!met) {
+            j = j0;
+            break;
+          }
+          bool nests = true;
+          for (size_t t = i0; nests && t + 1 < i; ++t) {
+            const auto &hi = st[ia[t]], &lo = st[ia[t + 1]];
+            nests = hi && lo && hi->same_as(*lo * in[ia[t + 1]]);
+          }
+          if (nests && i - i0 == 1 && !st[ia[i0]]) nests = false;
+          if (!nests) {
+            for (size_t t = j0; t < j; ++t) out[oa[t]] = std::nullopt;
+            continue;
+          }
+          Dim r = *st[ia[i - 1]];
+          for (size_t t = j; t-- > j0;) {
+            out[oa[t]] = r;
+            r = r * n.shape[oa[t]];
+          }
+        }
+        for (; j < oa.size(); ++j) out[oa[j]] = std::nullopt;
+        break;
+      }
+      default:  // Pad: a guarded load, which no GEMM reads in place
+        out.assign(n.shape.size(), std::nullopt);
+        break;
+    }
+    st = std::move(out);
+  }
+  return st;
+}
+}  // namespace
+
+bool strided_operand(const detail::GraphImpl& body, uint32_t contraction, int side) {
+  const detail::Node& red = body.nodes[contraction];
+  const detail::Node& mul = body.nodes[red.inputs[0]];
+  const uint32_t e = mul.inputs[static_cast<size_t>(side)], o = mul.inputs[static_cast<size_t>(1 - side)];
+  auto bcast = [&](uint32_t x, size_t t) {
+    const detail::Node& n = body.nodes[x];
+    if (n.op != PrimOp::Expand) return false;
+    const auto& in = body.nodes[n.inputs[0]].shape;
+    return in[t].as_constant() == int64_t{1} && n.shape[t].as_constant() != int64_t{1};
+  };
+  const auto st = view_strides(body, e);
+  for (size_t t = 0; t < st.size(); ++t) {
+    // The contraction's axis and this side's own axis (the other side broadcast along
+    // it) are the matrix's; the rest are batch points, which may index anyhow.
+    const bool matrix = static_cast<int>(t) == red.axis || (!bcast(e, t) && bcast(o, t));
+    if (matrix && !st[t]) return false;
+  }
+  return true;
+}
+
 double guessed_numel(const std::vector<Dim>& shape, const DimGuess& dims) { return numel_of(shape, dims); }
 
 bool is_leaf_class(const EGraph& g, Id cls) {
@@ -578,8 +695,16 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
           // takes f32 only, and a half A is staged as f32 unless both are halves.
           if (spec.kind == KernelKind::Gemm && !att && along_columns(nodes[ni], e))
             if (auto h = half_leaf_under_cast(below)) below = *h;
-          if (!is_leaf(to_op(nodes[below].op)) && !staged)
+          // A stored operand whose views a strided matrix cannot express (a reshape
+          // merging permuted axes: attention's heads into the output projection's K)
+          // is copied before the product, as one computed is.
+          const bool copied = !is_leaf(to_op(nodes[below].op)) ||
+                              !strided_operand(*spec.body, static_cast<uint32_t>(ni),
+                                               nodes[nodes[ni].inputs[0]].inputs[0] == e ? 0 : 1);
+          if (copied && !staged) {
             w.bytes_scratch += 2 * numel[src] * static_cast<double>(dtype_size(nodes[src].dtype));
+            w.staged_kernels += 1;
+          }
         }
   // Nodes inside a GEMM operand; there a hoisted broadcast's input is computed once too.
   std::vector<uint8_t> in_operand(nodes.size(), 0);
@@ -590,7 +715,11 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     if (in_operand[i] && !no_hoist[i] && hoists_broadcast(*spec.body, static_cast<uint32_t>(i))) {
       once = true;
       const uint32_t x = n.inputs[0];
-      if (dom[x] == 0) w.bytes_scratch += 2 * numel[x] * static_cast<double>(dtype_size(nodes[x].dtype));
+      if (dom[x] == 0) {
+        w.bytes_scratch += 2 * numel[x] * static_cast<double>(dtype_size(nodes[x].dtype));
+        // (a hoisted reduction is the staged reduction counted below)
+        if (nodes[x].op != PrimOp::SumReduce && nodes[x].op != PrimOp::MaxReduce) w.staged_kernels += 1;
+      }
     }
     for (uint32_t x : n.inputs) {
       dom[x] = std::max(dom[x], once ? numel[x] : dom[i]);
@@ -642,6 +771,28 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
       w.flops *= seen;
       w.transcendentals *= seen;
     }
+  }
+  // Every reduction but the kernel's accumulator is computed by a kernel of its own
+  // first (attention's four are all the streaming kernel's; a GEMM's or a row
+  // reduction's accumulator is the one its root reaches through elementwise ops).
+  {
+    const int reductions = count_reductions(spec);
+    // (A row reduction whose root reaches it only through a view -- RMSNorm's
+    // normalization broadcasts its statistic -- has none: the statistic is staged.)
+    bool reached = false;
+    std::vector<uint32_t> todo{root};
+    while (!todo.empty() && !reached) {
+      const detail::Node& n = nodes[todo.back()];
+      todo.pop_back();
+      if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce)
+        reached = true;
+      else if (is_elementwise(to_op(n.op)))
+        for (uint32_t k : n.inputs) todo.push_back(k);
+    }
+    // (A GEMM whose root reads its product through a view -- a vector times a matrix,
+    // reshaped -- lowers the same way: the product staged, the view a copy.)
+    const int accumulators = attention ? reductions : spec.kind != KernelKind::Elementwise && reached ? 1 : 0;
+    w.staged_kernels += reductions - accumulators;
   }
   // Shape facts for GPU launch costing (cost/gpu_cost.hpp).
   w.launch = spec.launch;

@@ -119,6 +119,13 @@ struct KeyConcat {
 };
 std::optional<KeyConcat> key_concat(const detail::GraphImpl& body, uint32_t operand);
 
+/// Whether a contraction's operand `side` (0 or 1: the input of its product) is, down
+/// its views to a stored or computed value, a strided matrix over the contraction's axis
+/// and its own output axis, as the lowering reads a GEMM operand in place (kernel/lower,
+/// affine). False when a reshape merges axes whose strides do not nest: the operand is
+/// then copied first. The cost model's predicate for that copy.
+bool strided_operand(const detail::GraphImpl& body, uint32_t contraction, int side);
+
 /// True when the score `score` of an attention body is masked by where(cond, s, -inf)
 /// with a condition computed from indices only (a causal mask).
 bool causal_mask(const detail::GraphImpl& body, uint32_t score);

@@ -10,8 +10,10 @@
 #include <map>
 #include <set>
 
+#include "backends/cpu/cpu_program.hpp"
 #include "backends/cuda/cuda_module.hpp"
 #include "backends/cuda/nvrtc.hpp"
+#include "backends/gpu/gpu_program.hpp"
 #include "backends/gpu/gpu_renderer.hpp"
 #include "backends/hip/hip_module.hpp"
 #include "backends/hip/hiprtc.hpp"
@@ -19,6 +21,7 @@
 #include "compiler/translation_models.hpp"
 #include "cost/target_desc.hpp"
 #include "support/scoped_env.hpp"
+#include "ir/kernel_body.hpp"
 #include "ir/tensor_lang.hpp"
 
 using namespace luminal;
@@ -332,4 +335,45 @@ TEST_CASE("a decode step's weights and cache are priced at memory bandwidth, tho
     big += leaves > 30e6 && leaves < t.llc_bytes;
   }
   CHECK(big > 0);  // (some step's leaves fit the L2 on their own: wo's 33.6 MB)
+}
+
+TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[gpu][cost]") {
+  // A step lowers to its kernel and the kernels staged before it (a materialized
+  // reduction, an operand computed into scratch, a hoisted broadcast value) -- each a
+  // launch of its own, which the model must charge (KernelWork::staged_kernels): the
+  // decode step's projections each ran three launches priced as one.
+  const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
+  auto check = [](const Graph& g, const std::string& what) {
+    CompileOptions o;
+    o.compile_only = true;
+    const auto plan = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o).plan;
+    const cpu::LoweredPlan lp = cpu::lower_plan(*plan, gpu::gpu_lower_options());
+    std::map<size_t, int> launches;
+    for (const kernel::Kernel& k : lp.prog.kernels) {
+      const size_t step = std::strtoul(k.name.c_str() + 1, nullptr, 10);
+      // The split attention's combine is priced by the attention model itself.
+      if (k.attention && k.attention->split && k.attention->split->combine) continue;
+      ++launches[step];
+    }
+    ir::EGraph none;
+    for (size_t s = 0; s < plan->steps.size(); ++s) {
+      const ir::KernelSpec& spec = *plan->steps[s].spec;
+      const detail::KernelWork w = ir::kernel_work(none, spec, {}, {});
+      INFO(what << " step " << s << " (" << ir::kind_name(spec.kind) << ")");
+      CHECK(launches[s] == 1 + static_cast<int>(w.staged_kernels));
+    }
+  };
+  Graph decode;
+  test::build_decode_block_f16(decode, 4096);
+  check(decode, "decode step");
+  Graph prefill;
+  test::BlockConfig c = test::BlockConfig::llama_4096();
+  c.weights = f16;
+  test::build_model(prefill, c, 1);
+  check(prefill, "prefill block");
+  for (const auto& c : test::translation_cases()) {
+    Graph g;
+    c.build(g);
+    check(g, c.name);
+  }
 }
