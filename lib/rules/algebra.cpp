@@ -4,8 +4,13 @@
 // why the fast-math ones are tagged. The rule checker (tests/compiler/rule_check_test.cpp)
 // verifies every one of them on random instances.
 #include <cmath>
+#include <memory>
+#include <random>
 #include <string>
 
+#include "graph/graph_impl.hpp"
+#include "luminal/graph.hpp"
+#include "luminal/ops.hpp"
 #include "rules/algebra_dsl.hpp"
 
 namespace luminal::rules {
@@ -49,6 +54,117 @@ Id plus_zero(ir::EGraph& g, Id x) {
   if (g.data(x).dtype != DType::f32) return x;
   const std::vector<Dim> shape = g.data(x).shape;
   return ir::add_plain(g, Op::Add, {x, broadcast_const(g, 0.0, DType::f32, shape)});
+}
+
+// Pads of one axis whose data ranges [lo, lo + n) do not overlap: summed, every element
+// is one piece's value or a fill, never two values.
+bool disjoint_pads(const ir::Attr& p, const Dim& n1, const ir::Attr& q, const Dim& n2) {
+  auto ends_before = [](const Dim& lo, const Dim& n, const Dim& other) {
+    const Dim end = lo + n;
+    if (end.same_as(other)) return true;
+    const auto e = end.as_constant(), o = other.as_constant();
+    return e && o && *e <= *o;
+  };
+  return p.axis == q.axis && (ends_before(p.a, n1, q.a) || ends_before(q.a, n2, p.a));
+}
+
+// Whether every element of the f32 class `x` is a value of the half type `h` (so
+// cast_f32(cast_h(x)) = x): a half widened, a view of such a value, or a pad of one whose
+// fill h holds (an integer up to 256 in magnitude: f16 and bf16 hold those). Proven by
+// any node of the class, to a bounded depth.
+bool holds_halves(const ir::EGraph& g, Id x, DType h, int depth) {
+  x = g.find(x);
+  if (depth > 8 || g.data(x).dtype != DType::f32) return false;
+  for (const ir::AttrNode& n : attr_nodes(g, x, Op::Cast))
+    if (g.data(n.kid).dtype == h) return true;
+  for (Op v : {Op::Reshape, Op::Permute, Op::Expand, Op::Slice})
+    for (const ir::AttrNode& n : attr_nodes(g, x, v))
+      if (holds_halves(g, n.kid, h, depth + 1)) return true;
+  for (const ir::AttrNode& n : attr_nodes(g, x, Op::Pad)) {
+    const double fill = attr(g, n.payload).value;
+    if (fill == std::trunc(fill) && std::fabs(fill) <= 256 && holds_halves(g, n.kid, h, depth + 1))
+      return true;
+  }
+  return false;
+}
+
+// Whether p + q holds h values only: both pads filled with +-0 over disjoint ranges of
+// one axis (a concat, as ops' concat builds one), their pieces holding h values: each
+// element is one piece's value plus a zero, which is exact.
+bool concat_holds_halves(const ir::EGraph& g, Id p, Id q, DType h) {
+  for (const ir::AttrNode& pn : attr_nodes(g, g.find(p), Op::Pad))
+    for (const ir::AttrNode& qn : attr_nodes(g, g.find(q), Op::Pad)) {
+      const ir::Attr pa = attr(g, pn.payload), qa = attr(g, qn.payload);
+      if (pa.value != 0 || qa.value != 0) continue;  // +0 or -0
+      const auto ax = static_cast<size_t>(pa.axis);
+      if (ax >= g.data(pn.kid).shape.size() || ax >= g.data(qn.kid).shape.size()) continue;
+      if (!disjoint_pads(pa, g.data(pn.kid).shape[ax], qa, g.data(qn.kid).shape[ax])) continue;
+      if (holds_halves(g, pn.kid, h, 1) && holds_halves(g, qn.kid, h, 1)) return true;
+    }
+  return false;
+}
+
+// cast_f32(cast_h(x)) = x where `holds(h)` proves x holds h values only.
+template <class Holds>
+void merge_half_round_trip(ir::EGraph& g, Id root, Id x, Holds holds) {
+  x = g.find(x);
+  if (x == egraph::kNoId || g.data(x).dtype != DType::f32) return;
+  for (const ir::AttrNode& outer : attr_nodes(g, root, Op::Cast)) {
+    if (attr(g, outer.payload).dtype != DType::f32) continue;
+    for (const ir::AttrNode& inner : attr_nodes(g, outer.kid, Op::Cast)) {
+      const DType h = attr(g, inner.payload).dtype;
+      if (inner.kid != x || (h != DType::f16 && h != DType::bf16) || !holds(h)) continue;
+      g.merge(root, x);
+      return;
+    }
+  }
+}
+
+void half_round_trip(ir::EGraph& g, const Match& m) {
+  merge_half_round_trip(g, m.root(), m[a], [&](DType h) { return holds_halves(g, m[a], h, 0); });
+}
+
+void half_concat_round_trip(ir::EGraph& g, const Match& m) {
+  const Id sum = g.lookup(Op::Add, 0u, std::vector<Id>{m[a], m[b]});
+  if (sum == egraph::kNoId) return;
+  merge_half_round_trip(g, m.root(), sum, [&](DType h) { return concat_holds_halves(g, m[a], m[b], h); });
+}
+
+// Half tensors concatenated (ops' concat widens them, pads with +0 and adds, then
+// rounds back), sometimes viewed or padded, sometimes with an f32 piece (no round trip
+// then), read back as f32: a decode step's concat(k_cache, k_new) under attention.
+std::shared_ptr<detail::GraphImpl> half_concat_example(std::mt19937_64& rng) {
+  Graph g;
+  const DType h = rng() % 2 == 0 ? DType::f16 : DType::bf16;
+  const int rank = 1 + static_cast<int>(rng() % 3),
+            axis = static_cast<int>(rng() % static_cast<uint64_t>(rank));
+  const Dim n = g.dim("n", 0, 6);
+  std::vector<Tensor> pieces;
+  const int count = 2 + static_cast<int>(rng() % 2);
+  for (int i = 0; i < count; ++i) {
+    std::vector<Dim> shape;
+    for (int d = 0; d < rank; ++d)
+      shape.push_back(d == axis ? (rng() % 3 == 0 ? n : Dim(static_cast<int64_t>(rng() % 3))) : Dim(2));
+    const DType dt = rng() % 6 == 0 ? DType::f32 : h;
+    std::string name = "x";
+    name.append(std::to_string(i));
+    pieces.push_back(g.input(name, shape, dt));
+  }
+  Tensor c = concat(pieces, axis);
+  if (c.dtype() != h) c = cast(c, h);  // an f32 piece: the round trip is not exact
+  if (rng() % 3 == 0) {
+    std::vector<std::pair<Dim, Dim>> lo_hi(static_cast<size_t>(rank), {Dim(0), Dim(0)});
+    lo_hi[0] = {Dim(0), Dim(1)};
+    c = pad(c, lo_hi, 0.0f);
+  }
+  Tensor y = cast(c, DType::f32);
+  if (rng() % 3 == 0) {
+    Dim total(1);
+    for (const Dim& d : y.shape()) total = total * d;
+    y = reshape(y, {total});
+  }
+  g.output("y", y);
+  return g.impl();
 }
 
 // x + (-x): zero for every finite x; inf - inf is NaN, so only fast-math for f32.
@@ -204,6 +320,14 @@ RuleSet algebra_rules() {
                     g.merge(m.root(), m[a]);
               },
               Exact, "cast(x, dtype of x) = x"),
+          with_example(math_rule("half-round-trip", cast_(cast_(a)), half_round_trip, Exact,
+                                 "cast_f32(cast_h(x)) = x for x of f16/bf16 values only: a half "
+                                 "widened, its views, its pads with a small integer fill"),
+                       half_concat_example),
+          with_example(math_rule("half-concat-round-trip", cast_(cast_(add_(a, b))), half_concat_round_trip, Exact,
+                                 "cast_f32(cast_h(p + q)) = p + q for pads p, q of +-0 over disjoint ranges "
+                                 "of one axis (a concat) whose pieces hold f16/bf16 values only"),
+                       half_concat_example),
           math_rule("sub-self", add_(a, neg_(a)), sub_self, FastMath,
                     "x - x = 0 (f32: inf - inf and NaN - NaN are NaN)"),
           math_rule(
