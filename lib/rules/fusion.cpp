@@ -18,7 +18,10 @@
 //                   is read as stored: its buffer is written anyway, in half the bytes (a
 //                   decode step's new K/V row, rounded to an f16 cache's dtype and
 //                   returned, is then a stored piece of the cache the attention kernel
-//                   reads in place, not a rounding recomputed inside it).
+//                   reads in place, not a rounding recomputed inside it);
+//   stored       -- as all-no-gemm-copy with views' rounded outputs read as stored, but
+//                   no slices of wider classes (the attention then reads the stored new
+//                   K/V rows whether or not the projections are merged).
 // Producers with no arithmetic (views, casts, constants) are absorbed under every policy
 // (but the rounded outputs above).
 #include <algorithm>
@@ -46,7 +49,17 @@ namespace {
 
 // kCheapOnly runs first: it is also every policy's fallback when the policy's own
 // producer variant cannot be absorbed (e.g. a view over a GEMM into another GEMM).
-enum Policy { kCheapOnly, kAll, kAllNoGemmCopy, kSingleUse, kNoBroadcast, kNoReduce, kViews, kNumPolicies };
+enum Policy {
+  kCheapOnly,
+  kAll,
+  kAllNoGemmCopy,
+  kSingleUse,
+  kNoBroadcast,
+  kNoReduce,
+  kViews,
+  kStored,
+  kNumPolicies
+};
 // Whether a kernel's result is a half type (f16/bf16: its body rounds to it last).
 bool rounds_to_half(const ir::KernelSpec& spec) {
   const auto& nodes = spec.body->nodes;
@@ -171,7 +184,9 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
               auto pos = std::find(v.kids.begin(), v.kids.end(), k);
               if (pos == v.kids.end()) break;
               const auto slot = static_cast<size_t>(pos - v.kids.begin());
-              if (p == kViews && is_root.count(k) && uses[k] != 1 && rounds_to_half(*prod->spec)) continue;
+              if ((p == kViews || p == kStored) && is_root.count(k) && uses[k] != 1 &&
+                  rounds_to_half(*prod->spec))
+                continue;
               if (!ir::is_cheap(*prod->spec)) {
                 if (p == kCheapOnly) continue;
                 // A GEMM with several consumers: only kAll absorbs it (right when every
