@@ -9,11 +9,13 @@
 //  - DagExtractor: a DAG cost that counts a shared class once,
 //    `double node_cost(NodeView<L> n)` summed over the distinct classes used. It starts
 //    from the greedy solution, improves it by local search (switch one class's node while
-//    that lowers the DAG cost and keeps it acyclic), and, when few classes are reachable,
-//    finds the exact optimum by branch and bound. Optionally (DagOptions::dag_greedy) a
-//    second start: the same bottom-up order with each node costed by the DAG cost of the
-//    classes below it (a set union, each class once) instead of the tree cost; the better
-//    of the two improved solutions is kept.
+//    that lowers the DAG cost and keeps it acyclic; then, per class X, every used class
+//    that can read X switched onto X at once: a shared producer, such as one merged
+//    product for three projections, that no single switch pays for), and, when few
+//    classes are reachable, finds the exact optimum by branch and bound. Optionally (DagOptions::dag_greedy)
+//    a second start: the same bottom-up order with each node costed by the DAG cost of the classes below it
+//    (a set union, each class once) instead of the tree cost; the better of the two improved solutions is
+//    kept.
 // A cost of +infinity means "never extract this node".
 #pragma once
 
@@ -218,6 +220,11 @@ struct DagOptions {
   /// Work budget of the local improvement, in class visits (each candidate switch costs
   /// one DAG-cost evaluation, proportional to the solution's size).
   std::size_t improve_budget = 20'000'000;
+  /// Also try moving every used class that can read one class X onto its cheapest node
+  /// reading X, at once, for each X: sharing a producer that no single switch makes
+  /// worthwhile (three projections' consumers moved onto one merged product, each switch
+  /// alone paying for the product while the old ones stay).
+  bool shared_moves = true;
   /// Also start from a greedy solution costed by DAG cost below each node (see the file
   /// comment), when the e-graph has at most dag_greedy_class_limit classes (each class
   /// holds the set of classes below its choice). Tree costs count a value once per use,
@@ -270,8 +277,10 @@ class DagExtractor {
       if (res.choice[r] == kNoId)
         throw Error("[egraph] extract: class " + std::to_string(r) + " has no finite-cost term");
     res.cost = dag_cost(res.choice, roots);
-    // 2. Local improvement.
+    // 2. Local improvement: single switches, then whole groups of consumers moved onto
+    // one producer at a time, single switches again after each group that helps.
     improve(res, roots, ix);
+    if (opt_.shared_moves) improve_shared(res, roots, ix);
     if (opt_.dag_greedy && g_.num_classes() <= opt_.dag_greedy_class_limit) {
       Result alt;
       alt.choice = dag_greedy(ix);
@@ -437,6 +446,60 @@ class DagExtractor {
             better = true;
           }
           res.choice[c] = keep;
+        }
+      }
+      if (!better) break;
+    }
+  }
+
+  // For each class X, the used classes that have a node reading X switch to their
+  // cheapest such node (by its own cost) together, X keeping its current choice; kept
+  // when the DAG cost drops (then single switches again). Bounded by improve_budget.
+  void improve_shared(Result& res, const std::vector<Id>& roots, const ClassIndex<L>& ix) {
+    const detail::ParentIndex pi = detail::parent_index(g_, ix);
+    std::size_t spent = 0, evals = 0;
+    for (std::size_t round = 0; round < opt_.improve_rounds; ++round) {
+      bool better = false;
+      std::vector<std::uint8_t> used(res.choice.size(), 0);
+      std::size_t in_use = 0;
+      auto mark_used = [&] {
+        std::fill(used.begin(), used.end(), 0);
+        const std::vector<Id> u = used_classes(res.choice, roots);
+        for (Id c : u) used[c] = 1;
+        in_use = u.size();
+      };
+      mark_used();
+      for (Id x : ix.classes()) {
+        if (res.choice[x] == kNoId || node_cost_[res.choice[x]] == kInfiniteCost) continue;
+        std::vector<Id> cand = res.choice;
+        bool moved = false;
+        for (std::uint32_t j = pi.off[x]; j < pi.off[x + 1]; ++j) {
+          const Id nd = pi.parents[j];
+          const Id c = g_.find(nd);
+          if (!used[c] || c == x || nd == cand[c] || node_cost_[nd] == kInfiniteCost) continue;
+          bool ok = true;
+          for (Id k : g_.node(nd).kids) ok = ok && res.choice[g_.find(k)] != kNoId;
+          if (!ok) continue;
+          // A class that reads x already stays; else its cheapest node reading x (the
+          // parents list c's nodes in any order).
+          const Id cur = cand[c];
+          bool reads_x = false;
+          for (Id k : g_.node(cur).kids) reads_x = reads_x || g_.find(k) == x;
+          if (reads_x && (cur == res.choice[c] || node_cost_[cur] <= node_cost_[nd])) continue;
+          cand[c] = nd;
+          moved = true;
+        }
+        if (!moved) continue;
+        spent += in_use;
+        if (spent > opt_.improve_budget) return;
+        if ((++evals & 15) == 0 && past_deadline()) return;
+        const double cst = dag_cost(cand, roots);
+        if (cst < res.cost * (1 - 1e-12)) {
+          res.choice = std::move(cand);
+          res.cost = cst;
+          improve(res, roots, ix);
+          better = true;
+          mark_used();
         }
       }
       if (!better) break;
