@@ -606,8 +606,27 @@ static detail::KernelWork collective_work(const detail::Node& n, const detail::N
   return w;
 }
 
+std::optional<uint32_t> attention_q_operand(const detail::GraphImpl& body, const AttentionMatch& att) {
+  const detail::Node& r1 = body.nodes[att.score_reduce];
+  const detail::Node& mul = body.nodes[r1.inputs[0]];
+  // The key axis of S, in R1's input (R1 removes its summed axis).
+  const size_t key = static_cast<size_t>(att.key_axis < r1.axis ? att.key_axis : att.key_axis + 1);
+  std::optional<uint32_t> q;
+  for (uint32_t e : mul.inputs) {
+    const detail::Node& n = body.nodes[e];
+    if (n.op != PrimOp::Expand || key >= n.shape.size()) continue;
+    const detail::Node& in = body.nodes[n.inputs[0]];
+    if (key < in.shape.size() && in.shape[key].as_constant() == int64_t{1} &&
+        n.shape[key].as_constant() != int64_t{1}) {
+      if (q) return std::nullopt;  // both broadcast along the keys: one key, no Q to tell
+      q = e;
+    }
+  }
+  return q;
+}
+
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
-                               const DimGuess& dims) {
+                               const DimGuess& dims, bool attention_q_inline) {
   // Slots whose class is an Input or Param of the program (its leaves).
   auto leaf_slot = [&](const detail::Node& slot) {
     if (kids.empty() || slot.name.size() < 2 || slot.name[0] != '%') return false;
@@ -661,6 +680,28 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   // Attention's K when it is a concat along the keys (a decode step's cache and new row):
   // each piece is read through its own expression, the views above it never hoisted.
   std::vector<uint8_t> no_hoist(nodes.size(), 0);
+  // Q evaluated while its rows are staged (attention_q_inline): nothing under it hoisted
+  // -- but what K reads too (a RoPE table both use), which K's side hoists.
+  if (att && attention_q_inline)
+    if (auto q = attention_q_operand(*spec.body, *att)) {
+      auto below = [&](uint32_t from) {
+        std::vector<uint8_t> seen(nodes.size(), 0);
+        std::vector<uint32_t> todo{from};
+        while (!todo.empty()) {
+          const uint32_t x = todo.back();
+          todo.pop_back();
+          if (seen[x]) continue;
+          seen[x] = 1;
+          for (uint32_t k : nodes[x].inputs) todo.push_back(k);
+        }
+        return seen;
+      };
+      const detail::Node& mul = nodes[nodes[att->score_reduce].inputs[0]];
+      const std::vector<uint8_t> under_q = below(*q),
+                                 under_k = below(mul.inputs[mul.inputs[0] == *q ? 1 : 0]);
+      for (size_t i = 0; i < nodes.size(); ++i)
+        no_hoist[i] |= static_cast<uint8_t>(under_q[i] && !under_k[i]);
+    }
   if (gemm)
     for (size_t ni = 0; ni < nodes.size(); ++ni)
       if (is_broadcast_contraction(*spec.body, nodes[ni]) ||
@@ -707,7 +748,12 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
           }
         }
   // Nodes inside a GEMM operand; there a hoisted broadcast's input is computed once too.
+  // Attention stages Q and K through their expressions, hoisting from the operand down:
+  // the operand itself (K repeated over the query rows) is computed once when it hoists.
   std::vector<uint8_t> in_operand(nodes.size(), 0);
+  if (att)
+    for (uint32_t e : nodes[nodes[att->score_reduce].inputs[0]].inputs) in_operand[e] = 1;
+  std::vector<uint8_t> hoisted(nodes.size(), 0);  // computed once into scratch (memoized by node)
   for (size_t i = root + 1; i-- > 0;) {
     const detail::Node& n = nodes[i];
     const bool red = n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce;
@@ -715,7 +761,8 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     if (in_operand[i] && !no_hoist[i] && hoists_broadcast(*spec.body, static_cast<uint32_t>(i))) {
       once = true;
       const uint32_t x = n.inputs[0];
-      if (dom[x] == 0) {
+      if (!hoisted[x]) {
+        hoisted[x] = 1;
         w.bytes_scratch += 2 * numel[x] * static_cast<double>(dtype_size(nodes[x].dtype));
         // (a hoisted reduction is the staged reduction counted below)
         if (nodes[x].op != PrimOp::SumReduce && nodes[x].op != PrimOp::MaxReduce) w.staged_kernels += 1;

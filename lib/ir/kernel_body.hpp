@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cost/cost_model.hpp"
+#include "ir/attention_match.hpp"
 #include "ir/tensor_lang.hpp"
 
 namespace luminal::ir {
@@ -76,8 +77,10 @@ double guessed_numel(const std::vector<Dim>& shape, const DimGuess& dims);
 
 /// FLOPs, bytes and parallelism of one execution of the kernel `spec` over `kids` (the
 /// slots' classes; empty: not known, and no bytes counted as the program's leaves).
+/// `attention_q_inline`: an attention's Q is evaluated as its rows are staged, nothing
+/// under it hoisted (the GPU lowering; see attention_q_operand).
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
-                               const DimGuess& dims);
+                               const DimGuess& dims, bool attention_q_inline = false);
 
 /// Inside a GEMM operand (below the broadcast feeding the product): true when body node
 /// `id` is an expand that repeats a value computed with transcendentals (a RoPE sin/cos
@@ -125,6 +128,12 @@ std::optional<KeyConcat> key_concat(const detail::GraphImpl& body, uint32_t oper
 /// affine). False when a reshape merges axes whose strides do not nest: the operand is
 /// then copied first. The cost model's predicate for that copy.
 bool strided_operand(const detail::GraphImpl& body, uint32_t contraction, int side);
+
+/// The input of an attention body's score product that is Q: the operand broadcast along
+/// the keys (K varies with them), or nullopt. A GPU attention evaluates Q while it stages
+/// a block's query rows, so nothing under it is hoisted there (lower::Options::
+/// attention_q_inline, kernel_work's `attention_q_inline`): one predicate for both.
+std::optional<uint32_t> attention_q_operand(const detail::GraphImpl& body, const AttentionMatch& att);
 
 /// True when the score `score` of an attention body is masked by where(cond, s, -inf)
 /// with a condition computed from indices only (a causal mask).

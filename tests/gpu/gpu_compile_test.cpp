@@ -358,7 +358,7 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
     ir::EGraph none;
     for (size_t s = 0; s < plan->steps.size(); ++s) {
       const ir::KernelSpec& spec = *plan->steps[s].spec;
-      const detail::KernelWork w = ir::kernel_work(none, spec, {}, {});
+      const detail::KernelWork w = ir::kernel_work(none, spec, {}, {}, /*attention_q_inline=*/true);
       INFO(what << " step " << s << " (" << ir::kind_name(spec.kind) << ")");
       CHECK(launches[s] == 1 + static_cast<int>(w.staged_kernels));
     }

@@ -21,6 +21,7 @@ kernel::lower::Options gpu_lower_options() {
   o.half_results = true;
   o.segmented_b_skinny = true;
   o.split_attention = true;
+  o.attention_q_inline = true;
   return o;
 }
 

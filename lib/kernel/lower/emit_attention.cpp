@@ -214,8 +214,23 @@ bool Lowerer::try_attention(int result) {
   for (int side = 0; side < 2 && k_side < 0; ++side)
     if ((ksegs = attention_k_segments(mul1.inputs[static_cast<size_t>(side)], idx1, jv))) k_side = side;
   if (speculation_failed()) return fail();
-  Expr x = k_side == 0 ? (*ksegs)[0].k : emit(mul1.inputs[0], idx1, std::nullopt);
-  Expr y = k_side == 1 ? (*ksegs)[0].k : emit(mul1.inputs[1], idx1, std::nullopt);
+  // Q evaluated while the rows are staged (Options::attention_q_inline): emitted last,
+  // without hoisting and without the K side's memo.
+  const std::optional<uint32_t> q_in =
+      opt_.attention_q_inline ? ir::attention_q_operand(body_, *mt) : std::nullopt;
+  auto side_expr = [&](int side) {
+    if (k_side == side) return (*ksegs)[0].k;
+    const uint32_t in = mul1.inputs[static_cast<size_t>(side)];
+    if (q_in && *q_in == in) return Expr{};
+    return emit(in, idx1, std::nullopt);
+  };
+  Expr x = side_expr(0), y = side_expr(1);
+  if (q_in) {
+    ctx_.memo.clear();
+    ctx_.hoist_broadcasts = false;
+    (*q_in == mul1.inputs[0] ? x : y) = emit(*q_in, idx1, std::nullopt);
+    ctx_.hoist_broadcasts = true;
+  }
   if (speculation_failed()) return fail();
   // K is the operand indexed by the key variable; Q the one with the query axis.
   uint32_t qin = mul1.inputs[0], kin = mul1.inputs[1];

@@ -70,6 +70,10 @@ struct Options {
   /// worth) becomes two kernels, the keys cut into ranges (kernel::Attention::Split), so
   /// a decode step's handful of rows still fills the device.
   bool split_attention = false;
+  /// An attention's Q (ir::attention_q_operand) is evaluated as the kernel stages its
+  /// query rows, nothing under it hoisted into a kernel of its own (the GPU renderers: a
+  /// RoPE table is a few hundred values, cheaper recomputed per block than launched).
+  bool attention_q_inline = false;
 };
 
 /// The most query rows (batch points x rows) an attention has that split_attention splits.
