@@ -223,10 +223,10 @@ KernelCost::KernelCost(const ir::EGraph& g, const detail::GraphImpl& graph, cons
 }
 
 detail::KernelWork KernelCost::work_of(const ir::NodeView& v) const {
-  // A GPU attention evaluates Q while staging its rows (lower::Options::attention_q_inline).
+  // What the GPU renderers' lowering does differently (gpu::gpu_lower_options).
   detail::KernelWork w = ir::kernel_work(*g_, *g_->analysis().attrs().get(v.payload).kernel,
                                          std::vector<ir::Id>(v.kids.begin(), v.kids.end()), dims_,
-                                         /*attention_q_inline=*/target_.warp > 1);
+                                         target_.warp > 1 ? ir::LoweringTraits::gpu() : ir::LoweringTraits{});
   w.leaves_from_memory = leaves_from_memory_;
   return w;
 }

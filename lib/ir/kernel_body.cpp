@@ -626,7 +626,7 @@ std::optional<uint32_t> attention_q_operand(const detail::GraphImpl& body, const
 }
 
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
-                               const DimGuess& dims, bool attention_q_inline) {
+                               const DimGuess& dims, const LoweringTraits& traits) {
   // Slots whose class is an Input or Param of the program (its leaves).
   auto leaf_slot = [&](const detail::Node& slot) {
     if (kids.empty() || slot.name.size() < 2 || slot.name[0] != '%') return false;
@@ -665,6 +665,26 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     if (is_leaf(to_op(nodes[x].op)) && (nodes[x].dtype == DType::f16 || nodes[x].dtype == DType::bf16)) return x;
     return std::nullopt;
   };
+  // For a product of two operands that are (through views) casts to f32 from one half
+  // type: operand e's half value (below its views), else nullopt.
+  auto half_pair_value = [&](const detail::Node& reduce, uint32_t e) -> std::optional<uint32_t> {
+    std::optional<uint32_t> mine;
+    DType from = DType::f32;
+    for (uint32_t x : nodes[reduce.inputs[0]].inputs) {
+      uint32_t c = nodes[x].op == PrimOp::Expand ? nodes[x].inputs[0] : x;
+      while (is_view(to_op(nodes[c].op))) c = nodes[c].inputs[0];
+      if (nodes[c].op != PrimOp::Cast || nodes[c].dtype != DType::f32) return std::nullopt;
+      const DType h = nodes[nodes[c].inputs[0]].dtype;
+      if ((h != DType::f16 && h != DType::bf16) || (from != DType::f32 && from != h)) return std::nullopt;
+      from = h;
+      if (x == e) {
+        uint32_t v = nodes[c].inputs[0];
+        while (is_view(to_op(nodes[v].op))) v = nodes[v].inputs[0];
+        mine = v;
+      }
+    }
+    return mine;
+  };
   // Whether a product's operand (an expand) varies along the reduction's last output
   // axis: the GEMM's B, whose columns the output's contiguous rows hold (emit_gemm.cpp).
   auto along_columns = [&](const detail::Node& reduce, uint32_t operand) {
@@ -680,9 +700,9 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   // Attention's K when it is a concat along the keys (a decode step's cache and new row):
   // each piece is read through its own expression, the views above it never hoisted.
   std::vector<uint8_t> no_hoist(nodes.size(), 0);
-  // Q evaluated while its rows are staged (attention_q_inline): nothing under it hoisted
+  // Q evaluated while its rows are staged (traits.attention_q_inline): nothing under it hoisted
   // -- but what K reads too (a RoPE table both use), which K's side hoists.
-  if (att && attention_q_inline)
+  if (att && traits.attention_q_inline)
     if (auto q = attention_q_operand(*spec.body, *att)) {
       auto below = [&](uint32_t from) {
         std::vector<uint8_t> seen(nodes.size(), 0);
@@ -736,6 +756,15 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
           // takes f32 only, and a half A is staged as f32 unless both are halves.
           if (spec.kind == KernelKind::Gemm && !att && along_columns(nodes[ni], e))
             if (auto h = half_leaf_under_cast(below)) below = *h;
+          // The GPU lowering keeps both operands of a product of casts from one half type
+          // as halves (traits.half_operands), the library GEMM's too: the half value is
+          // what is read in place, or copied (as halves).
+          DType copy_dt = nodes[src].dtype;
+          if (traits.half_operands && !att)
+            if (auto h = half_pair_value(nodes[ni], e)) {
+              below = *h;
+              copy_dt = nodes[*h].dtype;
+            }
           // A stored operand whose views a strided matrix cannot express (a reshape
           // merging permuted axes: attention's heads into the output projection's K)
           // is copied before the product, as one computed is.
@@ -743,7 +772,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
                               !strided_operand(*spec.body, static_cast<uint32_t>(ni),
                                                nodes[nodes[ni].inputs[0]].inputs[0] == e ? 0 : 1);
           if (copied && !staged) {
-            w.bytes_scratch += 2 * numel[src] * static_cast<double>(dtype_size(nodes[src].dtype));
+            w.bytes_scratch += 2 * numel[src] * static_cast<double>(dtype_size(copy_dt));
             w.staged_kernels += 1;
           }
         }

@@ -75,12 +75,23 @@ using DimGuess = DimBindings;
 /// Elements of `shape` at the guessed dims (a dim they do not bind: its bound, at most 1024).
 double guessed_numel(const std::vector<Dim>& shape, const DimGuess& dims);
 
+/// What a backend's lowering does differently that kernel_work mirrors (the GPU
+/// renderers' kernel::lower::Options of the same names; the CPU's are the defaults).
+struct LoweringTraits {
+  /// An attention's Q is evaluated as its rows are staged, nothing under it hoisted
+  /// (see attention_q_operand).
+  bool attention_q_inline = false;
+  /// A product of two casts from one half type keeps both operands as halves: read in
+  /// place where they are strided views of stored halves, copied as halves otherwise.
+  bool half_operands = false;
+  /// The GPU renderers' traits.
+  static LoweringTraits gpu() { return {true, true}; }
+};
+
 /// FLOPs, bytes and parallelism of one execution of the kernel `spec` over `kids` (the
 /// slots' classes; empty: not known, and no bytes counted as the program's leaves).
-/// `attention_q_inline`: an attention's Q is evaluated as its rows are staged, nothing
-/// under it hoisted (the GPU lowering; see attention_q_operand).
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
-                               const DimGuess& dims, bool attention_q_inline = false);
+                               const DimGuess& dims, const LoweringTraits& traits = {});
 
 /// Inside a GEMM operand (below the broadcast feeding the product): true when body node
 /// `id` is an expand that repeats a value computed with transcendentals (a RoPE sin/cos
@@ -132,7 +143,7 @@ bool strided_operand(const detail::GraphImpl& body, uint32_t contraction, int si
 /// The input of an attention body's score product that is Q: the operand broadcast along
 /// the keys (K varies with them), or nullopt. A GPU attention evaluates Q while it stages
 /// a block's query rows, so nothing under it is hoisted there (lower::Options::
-/// attention_q_inline, kernel_work's `attention_q_inline`): one predicate for both.
+/// attention_q_inline, LoweringTraits::attention_q_inline): one predicate for both.
 std::optional<uint32_t> attention_q_operand(const detail::GraphImpl& body, const AttentionMatch& att);
 
 /// True when the score `score` of an attention body is masked by where(cond, s, -inf)

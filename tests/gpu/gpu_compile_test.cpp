@@ -358,7 +358,7 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
     ir::EGraph none;
     for (size_t s = 0; s < plan->steps.size(); ++s) {
       const ir::KernelSpec& spec = *plan->steps[s].spec;
-      const detail::KernelWork w = ir::kernel_work(none, spec, {}, {}, /*attention_q_inline=*/true);
+      const detail::KernelWork w = ir::kernel_work(none, spec, {}, {}, ir::LoweringTraits::gpu());
       INFO(what << " step " << s << " (" << ir::kind_name(spec.kind) << ")");
       CHECK(launches[s] == 1 + static_cast<int>(w.staged_kernels));
     }
@@ -376,4 +376,15 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
     c.build(g);
     check(g, c.name);
   }
+  for (int64_t n : {64, 4096}) {  // half operands: a generated GEMM, then cuBLASLt's
+    Graph g;
+    Tensor a = g.input("a", {n, n}, f16);
+    g.output("c", matmul(a, g.param("b", {n, n}, f16)));
+    g.output("d", matmul(transpose(a, 0, 1), g.param("w", {n, 8}, f16)));
+    check(g, "f16 products " + std::to_string(n));
+  }
+  // The traits the model prices with are the GPU lowering's options.
+  const kernel::lower::Options o = gpu::gpu_lower_options();
+  CHECK(ir::LoweringTraits::gpu().attention_q_inline == o.attention_q_inline);
+  CHECK(ir::LoweringTraits::gpu().half_operands == o.half_operands);
 }
