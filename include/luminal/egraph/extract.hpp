@@ -8,14 +8,14 @@
 //    node costs), and acyclic for every cost function, by construction.
 //  - DagExtractor: a DAG cost that counts a shared class once,
 //    `double node_cost(NodeView<L> n)` summed over the distinct classes used. It starts
-//    from the greedy solution, improves it by local search (switch one class's node while
-//    that lowers the DAG cost and keeps it acyclic; then, per class X, every used class
-//    that can read X switched onto X at once: a shared producer, such as one merged
-//    product for three projections, that no single switch pays for), and, when few
-//    classes are reachable, finds the exact optimum by branch and bound. Optionally (DagOptions::dag_greedy)
-//    a second start: the same bottom-up order with each node costed by the DAG cost of the classes below it
-//    (a set union, each class once) instead of the tree cost; the better of the two improved solutions is
-//    kept.
+//    from the greedy solution and improves it by local search: switch one class's node
+//    while that lowers the DAG cost and keeps it acyclic; then, per class X, move every
+//    used class that can read X onto X at once (a shared producer, such as one merged
+//    product for three projections, that no single switch pays for). When few classes
+//    are reachable it finds the exact optimum by branch and bound. Optionally
+//    (DagOptions::dag_greedy) a second start: the same bottom-up order with each node
+//    costed by the DAG cost of the classes below it (a set union, each class once)
+//    instead of the tree cost; the better of the two improved solutions is kept.
 // A cost of +infinity means "never extract this node".
 #pragma once
 
@@ -469,38 +469,41 @@ class DagExtractor {
         in_use = u.size();
       };
       mark_used();
+      std::vector<std::pair<Id, Id>> moves;  // (class, its node before the move)
       for (Id x : ix.classes()) {
         if (res.choice[x] == kNoId || node_cost_[res.choice[x]] == kInfiniteCost) continue;
-        std::vector<Id> cand = res.choice;
-        bool moved = false;
+        moves.clear();
         for (std::uint32_t j = pi.off[x]; j < pi.off[x + 1]; ++j) {
           const Id nd = pi.parents[j];
           const Id c = g_.find(nd);
-          if (!used[c] || c == x || nd == cand[c] || node_cost_[nd] == kInfiniteCost) continue;
+          if (!used[c] || c == x || nd == res.choice[c] || node_cost_[nd] == kInfiniteCost) continue;
           bool ok = true;
           for (Id k : g_.node(nd).kids) ok = ok && res.choice[g_.find(k)] != kNoId;
           if (!ok) continue;
           // A class that reads x already stays; else its cheapest node reading x (the
           // parents list c's nodes in any order).
-          const Id cur = cand[c];
+          const Id cur = res.choice[c];
           bool reads_x = false;
           for (Id k : g_.node(cur).kids) reads_x = reads_x || g_.find(k) == x;
-          if (reads_x && (cur == res.choice[c] || node_cost_[cur] <= node_cost_[nd])) continue;
-          cand[c] = nd;
-          moved = true;
+          bool moved_before = false;
+          for (const auto& mv : moves) moved_before = moved_before || mv.first == c;
+          if (reads_x && (!moved_before || node_cost_[cur] <= node_cost_[nd])) continue;
+          if (!moved_before) moves.push_back({c, cur});
+          res.choice[c] = nd;
         }
-        if (!moved) continue;
+        if (moves.empty()) continue;
         spent += in_use;
-        if (spent > opt_.improve_budget) return;
-        if ((++evals & 15) == 0 && past_deadline()) return;
-        const double cst = dag_cost(cand, roots);
+        const double cst = dag_cost(res.choice, roots);
         if (cst < res.cost * (1 - 1e-12)) {
-          res.choice = std::move(cand);
           res.cost = cst;
           improve(res, roots, ix);
           better = true;
           mark_used();
+        } else {
+          for (const auto& [c, before] : moves) res.choice[c] = before;
         }
+        if (spent > opt_.improve_budget) return;
+        if ((++evals & 15) == 0 && past_deadline()) return;
       }
       if (!better) break;
     }
