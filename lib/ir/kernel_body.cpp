@@ -857,9 +857,13 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     // normalization broadcasts its statistic -- has none: the statistic is staged.)
     bool reached = false;
     std::vector<uint32_t> todo{root};
+    std::vector<uint8_t> seen(nodes.size(), 0);
     while (!todo.empty() && !reached) {
-      const detail::Node& n = nodes[todo.back()];
+      const uint32_t x = todo.back();
       todo.pop_back();
+      if (seen[x]) continue;
+      seen[x] = 1;
+      const detail::Node& n = nodes[x];
       if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce)
         reached = true;
       else if (is_elementwise(to_op(n.op)))

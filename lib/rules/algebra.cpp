@@ -3,6 +3,7 @@
 // primitives' semantics (graph/primitives.hpp); docs/rules.md says why each one holds and
 // why the fast-math ones are tagged. The rule checker (tests/compiler/rule_check_test.cpp)
 // verifies every one of them on random instances.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -72,20 +73,28 @@ bool disjoint_pads(const ir::Attr& p, const Dim& n1, const ir::Attr& q, const Di
 // cast_f32(cast_h(x)) = x): a half widened, a view of such a value, or a pad of one whose
 // fill h holds (an integer up to 256 in magnitude: f16 and bf16 hold those). Proven by
 // any node of the class, to a bounded depth.
-bool holds_halves(const ir::EGraph& g, Id x, DType h, int depth) {
+// (`seen`: the classes this query explored, each once: a class with several views of
+// several views would otherwise be walked exponentially often.)
+bool holds_halves(const ir::EGraph& g, Id x, DType h, int depth, std::vector<Id>& seen) {
   x = g.find(x);
   if (depth > 8 || g.data(x).dtype != DType::f32) return false;
+  if (std::find(seen.begin(), seen.end(), x) != seen.end()) return false;
+  seen.push_back(x);
   for (const ir::AttrNode& n : attr_nodes(g, x, Op::Cast))
     if (g.data(n.kid).dtype == h) return true;
   for (Op v : {Op::Reshape, Op::Permute, Op::Expand, Op::Slice})
     for (const ir::AttrNode& n : attr_nodes(g, x, v))
-      if (holds_halves(g, n.kid, h, depth + 1)) return true;
+      if (holds_halves(g, n.kid, h, depth + 1, seen)) return true;
   for (const ir::AttrNode& n : attr_nodes(g, x, Op::Pad)) {
     const double fill = attr(g, n.payload).value;
-    if (fill == std::trunc(fill) && std::fabs(fill) <= 256 && holds_halves(g, n.kid, h, depth + 1))
+    if (fill == std::trunc(fill) && std::fabs(fill) <= 256 && holds_halves(g, n.kid, h, depth + 1, seen))
       return true;
   }
   return false;
+}
+bool holds_halves(const ir::EGraph& g, Id x, DType h, int depth) {
+  std::vector<Id> seen;
+  return holds_halves(g, x, h, depth, seen);
 }
 
 // Whether p + q holds h values only: both pads filled with +-0 over disjoint ranges of
