@@ -240,4 +240,19 @@ std::optional<AttentionMatch> match_attention(const GraphImpl& b) {
   return m;
 }
 
+bool attention_output_contiguous(const GraphImpl& b, const AttentionMatch& m) {
+  const Node& r2 = b.nodes[m.out_reduce];
+  const std::vector<Dim>& in2 = b.nodes[r2.inputs[0]].shape;
+  auto unit = [](const Dim& d) { return d.as_constant() == int64_t{1}; };
+  int dv = -1;
+  for (size_t t = 0; t < in2.size(); ++t)
+    if (m.p_axis_of[t] < 0 && !unit(in2[t])) {
+      if (dv >= 0) return false;  // two value axes
+      dv = static_cast<int>(t);
+    }
+  for (size_t t = static_cast<size_t>(dv + 1); dv >= 0 && t < in2.size(); ++t)
+    if (static_cast<int64_t>(t) != r2.axis && !unit(in2[t])) return false;
+  return true;
+}
+
 }  // namespace luminal::ir

@@ -56,4 +56,11 @@ struct AttentionMatch {
 /// epilogues hold no reduction.
 std::optional<AttentionMatch> match_attention(const detail::GraphImpl& body);
 
+/// Whether the streaming kernel can store the output of match `m` of `body`: R2's output
+/// (its input's axes without the keys) row-major, with at most one value axis d and
+/// nothing but unit axes after it (the output's columns contiguous, as every renderer
+/// writes them). A body whose epilogue moved d outward -- the transposed product an
+/// absorbed view can give -- is an attention only in the two-pass form.
+bool attention_output_contiguous(const detail::GraphImpl& body, const AttentionMatch& m);
+
 }  // namespace luminal::ir

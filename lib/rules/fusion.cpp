@@ -331,7 +331,7 @@ std::shared_ptr<detail::GraphImpl> fusion_example(std::mt19937_64& rng) {
 bool streamable(const ir::KernelSpec& spec, bool rounded) {
   if (spec.kind != ir::KernelKind::AttentionTwoPass) return false;
   const auto m = ir::match_attention(*spec.body);
-  if (!m || (m->rounded >= 0) != rounded) return false;
+  if (!m || (m->rounded >= 0) != rounded || !ir::attention_output_contiguous(*spec.body, *m)) return false;
   const auto& nodes = spec.body->nodes;
   return nodes[m->score].dtype == DType::f32 && nodes[nodes[m->out_reduce].inputs[0]].dtype == DType::f32;
 }
