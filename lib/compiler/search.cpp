@@ -33,6 +33,85 @@ ir::DimGuess guess_dims(const detail::GraphImpl& g) {
   return d;
 }
 
+// The kernel rules (engine rules of the pass sets: online-softmax), applied by the runner
+// to every e-node like the math rules, up to `node_limit` nodes and `deadline`.
+egraph::Report run_kernel_rules(ir::EGraph& g, const SearchSettings& s, std::size_t node_limit,
+                                Clock::time_point deadline) {
+  const CompileOptions& o = s.options;
+  std::vector<std::string> sets(s.pass_sets.begin(), s.pass_sets.end());
+  auto rules = rules::Registry::global().engine_rules(sets, o.fast_math, o.skip_rules);
+  if (rules.empty()) return {};
+  egraph::Runner<ir::TensorLang, ir::TensorAnalysis> runner(g);
+  runner.iter_limit(4).node_limit(node_limit);
+  if (deadline != Clock::time_point::max())
+    runner.time_limit(std::max(std::chrono::duration<double>(deadline - Clock::now()).count(), 0.0));
+  egraph::Report rep = runner.run(rules);
+  if (s.trace)
+    for (const auto& r : rep.rules)
+      std::fprintf(stderr, "[luminal rules] %-32s matches=%zu applied=%zu time=%.5fs\n", r.name.c_str(),
+                   r.matches, r.applied, r.search_s + r.apply_s);
+  return rep;
+}
+
+// The guided passes (RuleInfo::guided) on the kernels of an extracted program (`choice`,
+// reachable from `roots`), then the passes after them on the nodes they added, then the
+// kernel rules. Returns the number of nodes added.
+std::size_t guided_round(ir::EGraph& g, const SearchSettings& s, const std::vector<ir::Id>& roots,
+                         const std::vector<ir::Id>& choice) {
+  const CompileOptions& o = s.options;
+  rules::PassContext ctx = s.ctx;
+  ctx.roots = roots;
+  ctx.deadline = s.deadline;
+  ctx.node_limit = g.num_nodes() + static_cast<std::size_t>(std::max<int64_t>(o.node_limit, 1));
+  std::vector<ir::Id> stack(roots.begin(), roots.end());
+  std::unordered_map<ir::Id, bool> seen;
+  while (!stack.empty()) {
+    const ir::Id c = g.find(stack.back());
+    stack.pop_back();
+    if (seen[c] || c >= choice.size() || choice[c] == egraph::kNoId) continue;
+    seen[c] = true;
+    const ir::NodeView v = g.node(choice[c]);
+    if (v.op != ir::Op::Kernel) continue;
+    ctx.focus.push_back(choice[c]);
+    for (ir::Id k : v.kids) stack.push_back(k);
+  }
+  ctx.first_node = g.num_node_ids();
+  const std::size_t before = g.num_nodes();
+  bool after_guided = false;
+  for (const std::string& set : s.pass_sets)
+    for (const rules::RuleInfo* r : rules::Registry::global().set(set, o.fast_math, o.skip_rules)) {
+      if (!r->pass || set == "lower_reference" || (!r->guided && !after_guided)) continue;
+      if (Clock::now() >= s.deadline || g.num_nodes() >= ctx.node_limit) break;
+      const std::size_t n = r->pass(g, ctx);
+      if (s.trace)
+        std::fprintf(stderr, "[luminal rules] %-32s added=%zu (guided round)\n", r->name.c_str(), n);
+      after_guided = after_guided || (r->guided && n > 0);
+    }
+  if (!after_guided) return 0;
+  run_kernel_rules(g, s, ctx.node_limit, s.deadline);
+  return g.num_nodes() - before;
+}
+
+// Whether an extraction's `choice` still describes a program on `g` after `g` grew: each
+// class the program reaches is canonical in it, its chosen node live and in that class.
+// (Merging the guided passes' nodes keeps existing class ids, but congruence can join two
+// classes that turn out equal, and dedupe a node.)
+bool choice_holds(ir::EGraph& g, const std::vector<ir::Id>& roots, const std::vector<ir::Id>& choice) {
+  std::vector<ir::Id> stack;
+  for (ir::Id r : roots) stack.push_back(g.find(r));
+  std::unordered_map<ir::Id, bool> seen;
+  while (!stack.empty()) {
+    const ir::Id c = stack.back();
+    stack.pop_back();
+    if (seen[c]) continue;
+    seen[c] = true;
+    if (g.find(c) != c || c >= choice.size() || choice[c] == egraph::kNoId) return false;
+    if (!g.is_live(choice[c]) || g.find(choice[c]) != c) return false;
+    for (ir::Id k : g.node(choice[c]).kids) stack.push_back(g.find(k));
+  }
+  return true;
+}
+
 }  // namespace
 
 std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, const SearchSettings& s) {
@@ -146,7 +225,7 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, c
     std::string skipped, lowering_cut;
     for (const std::string& set : s.pass_sets) {
       for (const rules::RuleInfo* r : rules::Registry::global().set(set, o.fast_math, o.skip_rules)) {
-        if (!r->pass) continue;
+        if (!r->pass || r->guided) continue;  // guided passes: search_graph, after extracting
         const bool required = set == "lower_reference";
         if (!required && !budget_set) {
           ctx.node_limit = g.num_nodes() + node_limit;
@@ -175,24 +254,12 @@ std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, c
     }
     // The kernel rules (engine rules of the pass sets: online-softmax), applied by the
     // runner to every e-node like the math rules, within fusion's budget.
-    {
-      std::vector<std::string> sets(s.pass_sets.begin(), s.pass_sets.end());
-      auto rules = rules::Registry::global().engine_rules(sets, o.fast_math, o.skip_rules);
-      if (!rules.empty() && Clock::now() < fuse_deadline) {
-        auto t1 = Clock::now();
-        egraph::Runner<ir::TensorLang, ir::TensorAnalysis> runner(g);
-        const double secs = std::chrono::duration<double>(fuse_deadline - t1).count();
-        runner.iter_limit(4).node_limit(std::max(ctx.node_limit, g.num_nodes() + node_limit));
-        if (fuse_deadline != Clock::time_point::max()) runner.time_limit(std::max(secs, 0.0));
-        egraph::Report rep = runner.run(rules);
-        res.iterations += static_cast<int64_t>(rep.iterations.size());
-        if (rep.stop == egraph::StopReason::TimeLimit || rep.stop == egraph::StopReason::NodeLimit)
-          skipped = egraph::to_string(rep.stop);
-        if (s.trace)
-          for (const auto& r : rep.rules)
-            std::fprintf(stderr, "[luminal rules] %-32s matches=%zu applied=%zu time=%.5fs\n", r.name.c_str(),
-                         r.matches, r.applied, r.search_s + r.apply_s);
-      }
+    if (Clock::now() < fuse_deadline) {
+      const egraph::Report rep =
+          run_kernel_rules(g, s, std::max(ctx.node_limit, g.num_nodes() + node_limit), fuse_deadline);
+      res.iterations += static_cast<int64_t>(rep.iterations.size());
+      if (rep.stop == egraph::StopReason::TimeLimit || rep.stop == egraph::StopReason::NodeLimit)
+        skipped = egraph::to_string(rep.stop);
     }
     if (!lowering_cut.empty()) stops.push_back(lowering_cut + " (lowering: the loaded program and part of the rest)");
     if (!skipped.empty()) stops.push_back(skipped + " (fusion)");
@@ -338,9 +405,27 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     // model prices at half (at its guessed 2048 keys) but which ran ~5% slower at 128-160
     // keys (docs/compiler.md, "Extraction"). The attention's price comes first.
     dopt.dag_greedy = s.world > 1;
-    egraph::DagExtractor<ir::TensorLang, ir::TensorAnalysis, KernelCost> ex(g, node_cost, dopt);
     const std::vector<ir::Id>& roots = sat->roots;
-    auto result = ex.extract(roots);
+    auto extract = [&] {
+      egraph::DagExtractor<ir::TensorLang, ir::TensorAnalysis, KernelCost> ex(g, node_cost, dopt);
+      return ex.extract(roots);
+    };
+    auto result = extract();
+    // The guided passes (absorb-views), applied to the kernels of the program just
+    // extracted; the passes after them extend what they added (tile configurations, GPU
+    // launches), the kernel rules run again (a streaming twin of an attention that
+    // absorbed a view), and the program is extracted again. The better program is kept:
+    // the e-graph only grew, so the new one is never worse unless the heuristic is.
+    if (Clock::now() < s.deadline) {
+      const std::size_t added = guided_round(g, s, roots, result.choice);
+      if (added > 0 && Clock::now() < s.deadline) {
+        auto again = extract();
+        if (s.trace)
+          std::fprintf(stderr, "[luminal compile] guided passes: %zu nodes, estimate %.4g -> %.4g s\n", added,
+                       result.cost, again.cost);
+        if (again.cost < result.cost || !choice_holds(g, roots, result.choice)) result = std::move(again);
+      }
+    }
     res.est_seconds = result.cost;
     // ---- the plan: one value per used class, producers first (post-order walk)
     KernelPlan& p = res.plan;

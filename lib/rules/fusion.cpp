@@ -249,6 +249,116 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   return g.num_nodes() - before;
 }
 
+// Views and casts between kernels, for absorb-views: a row of three slices (as Q, K and V
+// are of a merged product; one strided), read through casts, transposes, reshapes,
+// broadcasts and pads by a product, a row reduction and a rounded stored output.
+std::shared_ptr<detail::GraphImpl> views_example(std::mt19937_64& rng) {
+  auto dim = [&](int64_t lo) { return static_cast<int64_t>(rng() % 8 == 0 ? lo : 1 + rng() % 4); };
+  Graph g;
+  const int64_t s = dim(0), d = dim(1);
+  const std::array<DType, 3> types{DType::f32, DType::f16, DType::bf16};
+  const DType dt = types[rng() % 3];
+  Tensor x = g.input("x", {s, 3 * d}, dt);
+  Tensor a = cast(slice(x, 1, 0, d), DType::f32), b = cast(slice(x, 1, d, 2 * d), DType::f32);
+  Tensor c = slice(x, 1, 2 * d, 3 * d);
+  if (rng() % 2) c = slice(x, 1, 2, 3 * d, 3);  // every third column from the third
+  g.output("y_rounded", cast(cast(c, DType::f32), types[rng() % 3]));
+  switch (rng() % 3) {
+    case 0:
+      g.output("y", reshape(matmul(a, transpose(b, 0, 1)), {s * s}));
+      break;
+    case 1:
+      g.output("y",
+               transpose(sum(reshape(a, {s, 1, d}) * reshape(cast(c, DType::f32), {1, s, d}), {0}), 0, 1));
+      break;
+    default:
+      g.output("y", max(pad(expand(reshape(b, {1, s, d}), {2, s, d}), {{0, 0}, {1, 0}, {0, 1}}, -1.5f), {2}) +
+                        float(rng() % 3));
+      break;
+  }
+  return g.impl();
+}
+
+// Every kernel node absorbs every arithmetic-free kernel node (views, casts, index masks:
+// ir::is_cheap) of each of its slots' classes. This is fuse-producers' equality,
+//   kernel(.., slot P, ..) = kernel(.., P's body, ..),
+// for every pair of e-nodes instead of along one representative per class: a form the
+// algebra found anywhere -- V as a slice of the merged Q|K|V product, an attention output
+// as a reshape of the attention's -- reaches the kernels that read the class, whichever
+// variants they are. Absorbing such a producer recomputes no arithmetic (a cast is one
+// instruction per element read), so each pair is offered and the extractor decides.
+// Sweeps compose chains of views (a kernel absorbs P, then what P's own slot holds); a
+// sweep after the first tries only the producers the previous one added.
+//
+// Applied to every pair it grows a decoder block's e-graph about eight times over (each
+// fused variant times each view spelling of each operand), so the search applies it as a
+// guided pass (RuleInfo::guided): to the kernels of the program it extracted
+// (PassContext::focus), then extracts again. The checker applies it everywhere.
+std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
+  constexpr int kSweeps = 3;
+  const std::size_t before = g.num_nodes();
+  std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
+  const bool debug = std::getenv("LUMINAL_DEBUG_FUSION") != nullptr;
+  // Node ids at or above `fresh_from` were added by the previous sweep (ids only grow).
+  std::size_t fresh_from = 0;
+  for (int sweep = 0; sweep < kSweeps; ++sweep) {
+    if (!g.is_clean()) g.rebuild();
+    const auto& ix = g.index();
+    auto variant_of = [&](Id nd) {
+      auto kids = g.node(nd).kids;
+      return ir::Variant{g.analysis().attrs().get(g.node(nd).payload).kernel,
+                         std::vector<Id>(kids.begin(), kids.end())};
+    };
+    // The arithmetic-free kernels of each class, with whether each is fresh. Of those
+    // reading the same slots only the smallest body: they compute the same value from the
+    // same buffers (the movement rules make many spellings of one view).
+    std::unordered_map<Id, std::vector<std::pair<ir::Variant, bool>>> cheap;
+    for (Id c : ix.classes_with(ir::Op::Kernel))
+      for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
+        ir::Variant v = variant_of(nd);
+        if (v.spec->kind == ir::KernelKind::Gather || !ir::is_cheap(*v.spec)) continue;
+        auto& list = cheap[c];
+        auto same =
+            std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first.kids == v.kids; });
+        if (same == list.end())
+          list.emplace_back(std::move(v), nd >= fresh_from);
+        else if (v.spec->body->nodes.size() < same->first.spec->body->nodes.size())
+          *same = {std::move(v), nd >= fresh_from};
+      }
+    std::vector<std::pair<Id, ir::Variant>> todo;
+    bool out_of_budget = false;
+    for (Id c : ix.classes_with(ir::Op::Kernel)) {
+      if (before + todo.size() >= ctx.node_limit || std::chrono::steady_clock::now() > ctx.deadline) {
+        out_of_budget = true;
+        break;
+      }
+      for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
+        if (!focus.empty() && !focus.count(nd)) continue;
+        const ir::Variant k = variant_of(nd);
+        if (k.spec->kind == ir::KernelKind::Gather) continue;
+        const bool k_fresh = nd >= fresh_from;
+        for (std::size_t slot = 0; slot < k.kids.size(); ++slot) {
+          auto it = cheap.find(g.find(k.kids[slot]));
+          if (it == cheap.end()) continue;
+          for (const auto& [p, p_fresh] : it->second)
+            if (sweep == 0 || (p_fresh && !k_fresh))
+              if (auto nv = ir::substitute(g, k, slot, p, ctx.max_body_nodes))
+                todo.emplace_back(c, std::move(*nv));
+        }
+      }
+    }
+    fresh_from = g.num_node_ids();
+    const std::size_t n0 = g.num_nodes();
+    for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+    g.rebuild();
+    if (debug)
+      std::fprintf(stderr, "[fusion] absorb-views sweep %d: %zu substitutions, %zu new nodes\n", sweep,
+                   todo.size(), g.num_nodes() - n0);
+    if (g.num_nodes() == n0 || out_of_budget) break;  // nothing new (every pair was there)
+  }
+  return g.num_nodes() - before;
+}
+
 // Tile configurations of every generated GEMM, the target's own (register micro tiles on
 // a CPU, thread-block tiles on a GPU): alternatives the cost model ranks by how well the
 // tiles cover the output and how much each loaded value is reused.
@@ -259,6 +369,7 @@ std::size_t gemm_tiles(EGraph& g, const PassContext& ctx) {
   const auto& ix = g.index();
   for (Id cls : ix.classes_with(ir::Op::Kernel))
     for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
+      if (nd < ctx.first_node) continue;
       const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
       if (spec.kind != ir::KernelKind::Gemm || !spec.launch.empty()) continue;
       for (const auto& t : kTiles) {
@@ -428,6 +539,15 @@ RuleSet fusion_rules() {
                 RuleInfo r = pass_rule("fuse-producers", fuse_producers, Exact,
                                        "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..)");
                 r.example = fusion_example;
+                return r;
+              }(),
+              [] {
+                RuleInfo r =
+                    pass_rule("absorb-views", absorb_views, Exact,
+                              "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) for every kernel "
+                              "node of P's class without arithmetic (views, casts), every pair of e-nodes");
+                r.example = views_example;
+                r.guided = true;
                 return r;
               }(),
               pass_rule("gemm-tile-configs", gemm_tiles, Exact,

@@ -16,16 +16,19 @@ namespace luminal::rules {
 
 /// For every kernel node of `kind` that has no launch yet, the specs `twins(spec)` returns
 /// (copies of it, changed; finalized here), each merged into the node's class with the
-/// same kids. Stops adding once the e-graph holds `node_limit` nodes. Returns the number
-/// of nodes added.
+/// same kids. Stops adding once the e-graph holds `node_limit` nodes; kernel nodes with
+/// ids below `first_node` are left alone (PassContext::first_node). Returns the number of
+/// nodes added.
 template <class Twins>
 std::size_t add_kernel_twins(ir::EGraph& g, ir::KernelKind kind, Twins twins,
-                             std::size_t node_limit = std::numeric_limits<std::size_t>::max()) {
+                             std::size_t node_limit = std::numeric_limits<std::size_t>::max(),
+                             std::size_t first_node = 0) {
   if (!g.is_clean()) g.rebuild();
   std::vector<std::pair<egraph::Id, ir::Variant>> todo;
   const auto& ix = g.index();
   for (egraph::Id cls : ix.classes_with(ir::Op::Kernel))
     for (egraph::Id nd : ix.nodes(cls, ir::Op::Kernel)) {
+      if (nd < first_node) continue;
       const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
       if (spec.kind != kind || !spec.launch.empty()) continue;
       const auto k = g.node(nd).kids;

@@ -39,16 +39,19 @@ std::size_t lower_math_nodes(EGraph& g, const PassContext& ctx) {
 // call cannot run a prologue; an epilogue it cannot run either, so only plain GEMMs).
 std::size_t library_gemm(EGraph& g, const PassContext& ctx) {
   if (!ctx.library_gemm) return 0;
-  return add_kernel_twins(g, ir::KernelKind::Gemm, [](const ir::KernelSpec& spec) {
-    std::vector<std::shared_ptr<ir::KernelSpec>> out;
-    int arith = 0;
-    for (const auto& n : spec.body->nodes)
-      if (!(ir::is_view(ir::to_op(n.op)) || n.op == detail::PrimOp::Input)) ++arith;
-    if (arith != 2) return out;  // mul + sum only
-    out.push_back(std::make_shared<ir::KernelSpec>(spec));
-    out.back()->kind = ir::KernelKind::LibraryGemm;
-    return out;
-  });
+  return add_kernel_twins(
+      g, ir::KernelKind::Gemm,
+      [](const ir::KernelSpec& spec) {
+        std::vector<std::shared_ptr<ir::KernelSpec>> out;
+        int arith = 0;
+        for (const auto& n : spec.body->nodes)
+          if (!(ir::is_view(ir::to_op(n.op)) || n.op == detail::PrimOp::Input)) ++arith;
+        if (arith != 2) return out;  // mul + sum only
+        out.push_back(std::make_shared<ir::KernelSpec>(spec));
+        out.back()->kind = ir::KernelKind::LibraryGemm;
+        return out;
+      },
+      ctx.node_limit, ctx.first_node);
 }
 
 }  // namespace

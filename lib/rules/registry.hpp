@@ -57,6 +57,12 @@ struct PassContext {
   std::vector<egraph::Id> spine;
   /// Passes stop adding nodes after this (the time budget); lowering still covers `spine`.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// Passes act on kernel nodes from this id on: a later round extends what the round
+  /// before it added (node ids only grow).
+  std::size_t first_node = 0;
+  /// The kernel nodes a guided pass (RuleInfo::guided) acts on: the incumbent program's.
+  /// Empty: every kernel node (as the rule checker applies it).
+  std::vector<egraph::Id> focus;
 };
 
 /// Whether a rule holds on every input, or only on finite ones (fast-math).
@@ -73,6 +79,11 @@ struct RuleInfo {
   std::shared_ptr<const TensorRule> rule;
   /// Or a pass over the whole (rebuilt) e-graph; returns the number of nodes it added.
   std::function<std::size_t(EGraph&, const PassContext&)> pass;
+  /// A pass whose equality holds for every pair of e-nodes but whose every application
+  /// would grow the e-graph several times over: the search applies it to the kernels of
+  /// the program it extracted (PassContext::focus), runs the passes after it on what it
+  /// added, and extracts again (search.cpp). The checker applies it everywhere.
+  bool guided = false;
   /// Optional: a small graph (with outputs) containing an instance of the left side, on
   /// random shapes/dtypes drawn from `rng`. The checker gives its Inputs/Params random data.
   std::function<std::shared_ptr<detail::GraphImpl>(std::mt19937_64& rng)> example;

@@ -106,7 +106,7 @@ std::size_t add_launches(EGraph& g, const PassContext& ctx, ir::KernelKind kind,
         }
         return out;
       },
-      ctx.node_limit);
+      ctx.node_limit, ctx.first_node);
 }
 
 constexpr auto kAny = [](const EGraph&, const ir::KernelSpec&) { return true; };
@@ -159,7 +159,7 @@ std::size_t gpu_gemm_skinny(EGraph& g, const PassContext& ctx) {
           }
         return out;
       },
-      ctx.node_limit);
+      ctx.node_limit, ctx.first_node);
 }
 
 std::size_t gpu_row_mapping(EGraph& g, const PassContext& ctx) {
@@ -224,7 +224,7 @@ std::size_t gpu_library_gemm(EGraph& g, const PassContext& ctx) {
         out.back()->kind = ir::KernelKind::LibraryGemm;
         return out;
       },
-      ctx.node_limit);
+      ctx.node_limit, ctx.first_node);
 }
 
 }  // namespace

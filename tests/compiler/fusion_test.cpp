@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 #include "cost/target_desc.hpp"
@@ -39,7 +40,7 @@ TEST_CASE("Llama-style decoder block compiles to at most 5 kernels", "[compiler]
   CHECK(v.program.report.kernels <= 5);
 }
 
-TEST_CASE("the decoder block at d_model 4096: at most 5 kernels (7 at S = 1), attention one of them",
+TEST_CASE("the decoder block at d_model 4096: at most 5 kernels (6 at S = 1), attention one of them",
           "[compiler][fusion]") {
   // Llama-3-8B sizes (too large to interpret: counted on the search alone) over 1, 16
   // and 128 tokens. With several keys the attention is one Attention kernel; with one
@@ -58,7 +59,14 @@ TEST_CASE("the decoder block at d_model 4096: at most 5 kernels (7 at S = 1), at
     std::printf("decoder block d_model 4096, S %lld: %lld primitive ops -> %lld kernels\n", static_cast<long long>(s),
                 static_cast<long long>(p.report.primitive_ops), static_cast<long long>(p.report.kernels));
     INFO("S " << s << "\n" << p.report.to_string() << "\n" << p.dot);
-    CHECK(p.report.kernels <= (s == 1 ? 7 : 5));
+    CHECK(p.report.kernels <= (s == 1 ? 6 : 5));
+    // A kernel with no arithmetic (views, casts) is only ever worth a launch when it
+    // writes a program output: any other is a view its readers absorb (absorb-views)
+    // -- at S = 1 the V columns of the merged Q|K|V product were such a copy.
+    std::set<uint32_t> outputs;
+    for (const auto& o : p.plan->outputs) outputs.insert(o.second);
+    for (const auto& st : p.plan->steps)
+      if (ir::is_cheap(*st.spec)) CHECK(outputs.count(st.result) == 1);
     int attention = 0, whole = 0;
     std::vector<int> merged;  // per GEMM reading a concat of weights: how many
     for (const auto& st : p.plan->steps) {

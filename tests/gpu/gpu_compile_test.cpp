@@ -337,6 +337,28 @@ TEST_CASE("a decode step's weights and cache are priced at memory bandwidth, tho
   CHECK(big > 0);  // (some step's leaves fit the L2 on their own: wo's 33.6 MB)
 }
 
+TEST_CASE("a decode step launches no kernel without arithmetic but for its outputs", "[gpu][cost]") {
+  // A kernel of views and casts costs a launch (3 us of a 140 us step) and saves no work
+  // unless it writes a program output: its readers absorb it (absorb-views, a guided
+  // pass). The decode step had two: V copied out of the merged Q|K|V product before its
+  // rounding to the cache's f16, and the attention's output copied into wo's layout.
+  const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
+  Graph g;
+  test::build_decode_block_f16(g, 4096);
+  CompileOptions o;
+  o.compile_only = true;
+  const auto plan = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o).plan;
+  std::set<uint32_t> outputs;
+  for (const auto& out : plan->outputs) outputs.insert(out.second);
+  int cheap = 0;
+  for (const auto& st : plan->steps)
+    if (ir::is_cheap(*st.spec)) {
+      ++cheap;
+      CHECK(outputs.count(st.result) == 1);
+    }
+  CHECK(cheap >= 1);  // the new V row, rounded to f16: an output, computed by one kernel
+}
+
 TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[gpu][cost]") {
   // A step lowers to its kernel and the kernels staged before it (a materialized
   // reduction, an operand computed into scratch, a hoisted broadcast value) -- each a
