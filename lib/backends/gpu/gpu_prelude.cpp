@@ -40,6 +40,31 @@ LM_DEVICE int lm_aligned16(const void* p) { return ((uint64_t)p & 15u) == 0; }
 LM_DEVICE lm_u32x4 lm_ld128(const void* p) { return *(const lm_u32x4*)p; }
 )LMCU";
 
+// f16/bf16 storage conversions in one instruction each (every CUDA arch here is sm_80
+// or later: cvt.rn.bf16.f32 needs it). The C prelude's branch-free versions take 8 (f16
+// -> f32) and 15 (f32 -> f16) integer instructions: in an elementwise chain over halves,
+// where every op rounds its result as PyTorch does, they were half of the kernel's
+// instructions. Round to nearest even as those, so the same bits for every value but a
+// NaN: the hardware returns its canonical NaN where the C prelude (and the emulator, which
+// keeps it) returns the input's payload, quieted.
+const char* kCudaHalf = R"LMCU(
+LM_INLINE float lm_f16_to_f32(uint16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+LM_INLINE uint16_t lm_f32_to_f16(float f) {
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+LM_INLINE uint16_t lm_f32_to_bf16(float f) {
+  uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+)LMCU";
+
 const char* kCudaMma = R"LMCU(
 LM_DEVICE void lm_mma_m16n8k16_f16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
@@ -209,10 +234,20 @@ LM_BLOCK_REDUCE(lm_block_max_i32, int32_t, lm_warp_max_i32, (-2147483647 - 1))
 
 // The C prelude without its preprocessor lines (includes, the inline/FMA macros): each
 // dialect defines LM_INLINE and LM_FMA itself. Its constants (#define LM_MAGIC) stay.
-std::string c_math() {
+// `native_halves`: without its f16/bf16 roundings and f16 widening (kCudaHalf's instead).
+std::string c_math(bool native_halves) {
   std::istringstream in(cpu::c_prelude());
   std::string out;
+  bool skipping = false;
   for (std::string line; std::getline(in, line);) {
+    if (native_halves && (line.rfind("LM_INLINE float lm_f16_to_f32(", 0) == 0 ||
+                          line.rfind("LM_INLINE uint16_t lm_f32_to_f16(", 0) == 0 ||
+                          line.rfind("LM_INLINE uint16_t lm_f32_to_bf16(", 0) == 0))
+      skipping = true;
+    if (skipping) {
+      skipping = line != "}";
+      continue;
+    }
     const bool drop = line.rfind("#include", 0) == 0 || line.rfind("#if", 0) == 0 ||
                       line.rfind("#else", 0) == 0 || line.rfind("#endif", 0) == 0 ||
                       line.rfind("#define LM_INLINE", 0) == 0 || line.rfind("#define LM_RESTRICT", 0) == 0 ||
@@ -228,6 +263,7 @@ std::string device_prelude(const GpuArch& arch) {
   std::string s = "#define LM_WARP " + std::to_string(arch.warp) + "\n";
   if (arch.dialect == Dialect::Cuda) {
     s += kCudaPart;
+    s += kCudaHalf;
     if (arch.mma_m16n8k16) s += kCudaMma;
   } else {
     s += kHipPart;
@@ -238,9 +274,9 @@ std::string device_prelude(const GpuArch& arch) {
   return s;
 }
 
-std::string common_device_code() {
-  static const std::string s = c_math() + kCommon;
-  return s;
+std::string common_device_code(bool native_halves) {
+  static const std::string soft = c_math(false) + kCommon, native = c_math(true) + kCommon;
+  return native_halves ? native : soft;
 }
 
 }  // namespace luminal::gpu

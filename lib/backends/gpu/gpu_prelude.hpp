@@ -10,6 +10,8 @@
 //    branch-free polynomials, so host and device compute the same bits; with --fmad=false
 //    neither side contracts a*b+c), integer helpers whose i32 arithmetic wraps like
 //    PyTorch's (no signed-overflow UB), and warp/block reductions built on the helpers.
+//    One exception: on CUDA the f16/bf16 conversions are the hardware's cvt (the device
+//    part defines them), the same bits but for NaN payloads (canonical on the device).
 // Nothing is #included: any NVRTC from 11.8 on, and hipRTC, compile it as it is.
 //
 // Lane layouts (the one documented layout of each helper):
@@ -47,6 +49,8 @@
 namespace luminal::gpu {
 
 std::string device_prelude(const GpuArch& arch);
-std::string common_device_code();
+/// `native_halves` (CUDA devices): without the C prelude's f16/bf16 conversions, which
+/// device_prelude then defines as single instructions (the emulator keeps the C ones).
+std::string common_device_code(bool native_halves = false);
 
 }  // namespace luminal::gpu
