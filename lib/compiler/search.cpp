@@ -53,9 +53,28 @@ egraph::Report run_kernel_rules(ir::EGraph& g, const SearchSettings& s, std::siz
   return rep;
 }
 
-// The guided passes (RuleInfo::guided) on the kernels of an extracted program (`choice`,
-// reachable from `roots`), then the passes after them on the nodes they added, then the
-// kernel rules. Returns the number of nodes added.
+// Whether an extraction's `choice` still describes a program on `g` after `g` grew: each
+// class the program reaches is canonical in it, its chosen node live and in that class.
+// (Merging the guided passes' nodes keeps existing class ids, but congruence can join two
+// classes that turn out equal, and dedupe a node.)
+bool choice_holds(ir::EGraph& g, const std::vector<ir::Id>& roots, const std::vector<ir::Id>& choice) {
+  std::vector<ir::Id> stack;
+  for (ir::Id r : roots) stack.push_back(g.find(r));
+  std::unordered_map<ir::Id, bool> seen;
+  while (!stack.empty()) {
+    const ir::Id c = stack.back();
+    stack.pop_back();
+    if (seen[c]) continue;
+    seen[c] = true;
+    if (g.find(c) != c || c >= choice.size() || choice[c] == egraph::kNoId) return false;
+    if (!g.is_live(choice[c]) || g.find(choice[c]) != c) return false;
+    for (ir::Id k : g.node(choice[c]).kids) stack.push_back(g.find(k));
+  }
+  return true;
+}
+
+}  // namespace
+
 std::size_t guided_round(ir::EGraph& g, const SearchSettings& s, const std::vector<ir::Id>& roots,
                          const std::vector<ir::Id>& choice) {
   const CompileOptions& o = s.options;
@@ -91,28 +110,6 @@ std::size_t guided_round(ir::EGraph& g, const SearchSettings& s, const std::vect
   run_kernel_rules(g, s, ctx.node_limit, s.deadline);
   return g.num_nodes() - before;
 }
-
-// Whether an extraction's `choice` still describes a program on `g` after `g` grew: each
-// class the program reaches is canonical in it, its chosen node live and in that class.
-// (Merging the guided passes' nodes keeps existing class ids, but congruence can join two
-// classes that turn out equal, and dedupe a node.)
-bool choice_holds(ir::EGraph& g, const std::vector<ir::Id>& roots, const std::vector<ir::Id>& choice) {
-  std::vector<ir::Id> stack;
-  for (ir::Id r : roots) stack.push_back(g.find(r));
-  std::unordered_map<ir::Id, bool> seen;
-  while (!stack.empty()) {
-    const ir::Id c = stack.back();
-    stack.pop_back();
-    if (seen[c]) continue;
-    seen[c] = true;
-    if (g.find(c) != c || c >= choice.size() || choice[c] == egraph::kNoId) return false;
-    if (!g.is_live(choice[c]) || g.find(choice[c]) != c) return false;
-    for (ir::Id k : g.node(choice[c]).kids) stack.push_back(g.find(k));
-  }
-  return true;
-}
-
-}  // namespace
 
 std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& graph, const SearchSettings& s) {
   auto out = std::make_unique<SaturatedGraph>();

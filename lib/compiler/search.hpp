@@ -57,6 +57,13 @@ struct SaturatedGraph {
 };
 std::unique_ptr<SaturatedGraph> saturate_graph(const detail::GraphImpl& g, const SearchSettings& s);
 
+/// The guided passes (rules::RuleInfo::guided: absorb-views) applied to the kernels of an
+/// extracted program (`choice`, reachable from `roots`), then the passes after them on the
+/// nodes they added, then the kernel rules (search_graph extracts again after this).
+/// Returns the number of nodes added.
+std::size_t guided_round(ir::EGraph& g, const SearchSettings& s, const std::vector<ir::Id>& roots,
+                         const std::vector<ir::Id>& choice);
+
 /// The extractor's node cost: the roofline seconds of a kernel node on the target (dims
 /// guessed from the graph's declared ranges), 0 for Input/Param leaves, +infinity for
 /// math nodes. Memoized per payload and which of its slots are the program's leaves
