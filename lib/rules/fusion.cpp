@@ -23,7 +23,8 @@
 //                   no slices of wider classes (the attention then reads the stored new
 //                   K/V rows whether or not the projections are merged).
 // Producers with no arithmetic (views, casts, constants) are absorbed under every policy
-// (but the rounded outputs above).
+// (but the rounded outputs above), and absorb-views (below) offers them to every kernel
+// node, not only the representative's variants.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
