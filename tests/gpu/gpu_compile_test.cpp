@@ -337,13 +337,15 @@ TEST_CASE("a decode step's weights and cache are priced at memory bandwidth, tho
   CHECK(big > 0);  // (some step's leaves fit the L2 on their own: wo's 33.6 MB)
 }
 
-TEST_CASE("CUDA sources convert halves with the hardware's cvt; the emulator and HIP keep the C prelude's",
-          "[gpu][nvrtc]") {
+TEST_CASE(
+    "device sources convert halves with the hardware's instructions; the emulator keeps the C prelude's",
+    "[gpu][nvrtc][hiprtc]") {
   // The C prelude's branch-free f32 -> f16 rounding is 15 integer instructions (its
   // constant 0xc8000fff rebiases the exponent): an elementwise chain over 256M halves, each
   // op rounded as PyTorch rounds it, was 557 PTX instructions an element with them and 204
-  // with cvt (docs/cuda.md). The emulator keeps the C versions: the same bits but for
-  // NaN payloads, which the device makes canonical.
+  // with cvt (docs/cuda.md). HIP converts f16 through _Float16 (v_cvt_f16_f32 and back;
+  // bf16 rounding stays the C prelude's: CDNA2 has no instruction for it). The emulator
+  // keeps the C versions: the same bits but for NaN payloads.
   const kernel::Program none;
   const gpu::GpuArch cuda = gpu::arch_for(Target::parse("cuda:sm_80"));
   const gpu::GpuSource src = gpu::render_gpu(none, cuda);
@@ -357,13 +359,20 @@ TEST_CASE("CUDA sources convert halves with the hardware's cvt; the emulator and
   CHECK(emulated.find("0xc8000fffu") != std::string::npos);
   CHECK(emulated.find("cvt.rn.f16.f32") == std::string::npos);
   const std::string hip = gpu::render_gpu(none, gpu::arch_for(Target::parse("hip:gfx90a"))).device_source();
-  CHECK(hip.find("0xc8000fffu") != std::string::npos);
+  CHECK(hip.find("0xc8000fffu") == std::string::npos);
+  CHECK(hip.find("(_Float16)f") != std::string::npos);
+  CHECK(hip.find("LM_INLINE uint16_t lm_f32_to_bf16(") != std::string::npos);  // the C prelude's
   // A kernel that uses all three compiles (their PTX needs sm_80).
   const std::string probe = device +
                             "extern \"C\" __global__ void probe(const float* a, uint16_t* b) {\n"
                             "  b[threadIdx.x] = lm_f32_to_bf16(a[threadIdx.x]) ^ "
                             "lm_f32_to_f16(lm_f16_to_f32(b[threadIdx.x]));\n}\n";
   if (have_nvrtc()) CHECK_NOTHROW(cuda::compile_module(probe, "sm_80", true));
+  const std::string hip_probe = hip +
+                                "extern \"C\" __global__ void probe(const float* a, uint16_t* b) {\n"
+                                "  b[threadIdx.x] = lm_f32_to_bf16(a[threadIdx.x]) ^ "
+                                "lm_f32_to_f16(lm_f16_to_f32(b[threadIdx.x]));\n}\n";
+  if (have_hiprtc()) CHECK_NOTHROW(hip::compile_module(hip_probe, "gfx90a"));
 }
 
 TEST_CASE("a decode step launches no kernel without arithmetic but for its outputs", "[gpu][cost]") {

@@ -80,6 +80,15 @@ LM_DEVICE void lm_mma_m16n8k16_bf16(float* d, const uint32_t* a, const uint32_t*
 }
 )LMCU";
 
+// On AMD the f16 conversions through _Float16: v_cvt_f16_f32 / v_cvt_f32_f16, round to
+// nearest even with f16 denormals kept (hipRTC's kernels run with both denormal modes
+// "preserve" and IEEE mode on; checked in the code object's descriptor for gfx90a).
+// CDNA2 has no f32 -> bf16 instruction: bf16 keeps the C prelude's rounding.
+const char* kHipHalf = R"LMHIP(
+LM_INLINE float lm_f16_to_f32(uint16_t h) { return (float)__builtin_bit_cast(_Float16, h); }
+LM_INLINE uint16_t lm_f32_to_f16(float f) { return __builtin_bit_cast(uint16_t, (_Float16)f); }
+)LMHIP";
+
 // MFMA through the compiler's builtins (hipRTC 5.2 has them for gfx908/gfx90a): the
 // fragments are our 32-bit words reinterpreted as the builtins' vector types.
 const char* kHipMfma = R"LMHIP(
@@ -234,15 +243,16 @@ LM_BLOCK_REDUCE(lm_block_max_i32, int32_t, lm_warp_max_i32, (-2147483647 - 1))
 
 // The C prelude without its preprocessor lines (includes, the inline/FMA macros): each
 // dialect defines LM_INLINE and LM_FMA itself. Its constants (#define LM_MAGIC) stay.
-// `native_halves`: without its f16/bf16 roundings and f16 widening (kCudaHalf's instead).
-std::string c_math(bool native_halves) {
+// Without the conversions `halves` says the device part defines (kCudaHalf, kHipHalf).
+std::string c_math(HalfConversions halves) {
   std::istringstream in(cpu::c_prelude());
   std::string out;
   bool skipping = false;
+  const bool f16 = halves != HalfConversions::Software, bf16 = halves == HalfConversions::NativeF16Bf16;
   for (std::string line; std::getline(in, line);) {
-    if (native_halves && (line.rfind("LM_INLINE float lm_f16_to_f32(", 0) == 0 ||
-                          line.rfind("LM_INLINE uint16_t lm_f32_to_f16(", 0) == 0 ||
-                          line.rfind("LM_INLINE uint16_t lm_f32_to_bf16(", 0) == 0))
+    if ((f16 && (line.rfind("LM_INLINE float lm_f16_to_f32(", 0) == 0 ||
+                 line.rfind("LM_INLINE uint16_t lm_f32_to_f16(", 0) == 0)) ||
+        (bf16 && line.rfind("LM_INLINE uint16_t lm_f32_to_bf16(", 0) == 0))
       skipping = true;
     if (skipping) {
       skipping = line != "}";
@@ -267,6 +277,7 @@ std::string device_prelude(const GpuArch& arch) {
     if (arch.mma_m16n8k16) s += kCudaMma;
   } else {
     s += kHipPart;
+    s += kHipHalf;
     if (arch.mfma_f16) s += kHipMfma;
     if (arch.mfma_bf16) s += arch.mfma_bf16_1k ? kHipMfmaBf16 : kHipMfmaBf16Gfx908;
     if (arch.wmma) s += kHipWmma;
@@ -274,9 +285,15 @@ std::string device_prelude(const GpuArch& arch) {
   return s;
 }
 
-std::string common_device_code(bool native_halves) {
-  static const std::string soft = c_math(false) + kCommon, native = c_math(true) + kCommon;
-  return native_halves ? native : soft;
+HalfConversions native_half_conversions(const GpuArch& arch) {
+  return arch.dialect == Dialect::Cuda ? HalfConversions::NativeF16Bf16 : HalfConversions::NativeF16;
+}
+
+std::string common_device_code(HalfConversions halves) {
+  static const std::string soft = c_math(HalfConversions::Software) + kCommon,
+                           f16 = c_math(HalfConversions::NativeF16) + kCommon,
+                           both = c_math(HalfConversions::NativeF16Bf16) + kCommon;
+  return halves == HalfConversions::Software ? soft : halves == HalfConversions::NativeF16 ? f16 : both;
 }
 
 }  // namespace luminal::gpu

@@ -10,8 +10,8 @@
 //    branch-free polynomials, so host and device compute the same bits; with --fmad=false
 //    neither side contracts a*b+c), integer helpers whose i32 arithmetic wraps like
 //    PyTorch's (no signed-overflow UB), and warp/block reductions built on the helpers.
-//    One exception: on CUDA the f16/bf16 conversions are the hardware's cvt (the device
-//    part defines them), the same bits but for NaN payloads (canonical on the device).
+//    One exception: the f16 conversions (and bf16 rounding on CUDA) are the hardware's
+//    (the device part defines them), the same bits but for NaN payloads.
 // Nothing is #included: any NVRTC from 11.8 on, and hipRTC, compile it as it is.
 //
 // Lane layouts (the one documented layout of each helper):
@@ -49,8 +49,11 @@
 namespace luminal::gpu {
 
 std::string device_prelude(const GpuArch& arch);
-/// `native_halves` (CUDA devices): without the C prelude's f16/bf16 conversions, which
-/// device_prelude then defines as single instructions (the emulator keeps the C ones).
-std::string common_device_code(bool native_halves = false);
+/// Which f16/bf16 conversions the device part defines as the hardware's instructions
+/// (device_prelude: CUDA both, HIP f16 only); the common part then leaves out the C
+/// prelude's. The emulator keeps the C prelude's (Software).
+enum class HalfConversions { Software, NativeF16, NativeF16Bf16 };
+HalfConversions native_half_conversions(const GpuArch& arch);
+std::string common_device_code(HalfConversions halves = HalfConversions::Software);
 
 }  // namespace luminal::gpu

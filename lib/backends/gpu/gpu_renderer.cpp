@@ -1428,7 +1428,7 @@ std::vector<KernelResources> in_launch_order(const GpuSource& src, const std::ve
 GpuSource render_gpu(const Program& p, const GpuArch& arch, const ScheduleOf& schedule) {
   validate(p);
   GpuSource out;
-  out.prelude = device_prelude(arch) + common_device_code(arch.dialect == Dialect::Cuda);
+  out.prelude = device_prelude(arch) + common_device_code(native_half_conversions(arch));
   std::ostringstream ks;
   ks << "/* ---- generated kernels (" << dialect_name(arch.dialect) << ", " << arch.arch << ", warp "
      << arch.warp << ") ---- */\n";
