@@ -53,24 +53,42 @@ egraph::Report run_kernel_rules(ir::EGraph& g, const SearchSettings& s, std::siz
   return rep;
 }
 
-// Whether an extraction's `choice` still describes a program on `g` after `g` grew: each
-// class the program reaches is canonical in it, its chosen node live and in that class.
-// (Merging the guided passes' nodes keeps existing class ids, but congruence can join two
-// classes that turn out equal, and dedupe a node.)
-bool choice_holds(ir::EGraph& g, const std::vector<ir::Id>& roots, const std::vector<ir::Id>& choice) {
+enum class Walk { Descend, Skip, Stop };
+
+// Walks the classes an extraction's `choice` reaches from `roots`, each once, by canonical
+// id: `visit(cls)` says whether to walk on into the kids of the class's chosen node, to
+// skip them, or to stop the whole walk (then false is returned).
+template <class Visit>
+bool walk_choice(ir::EGraph& g, const std::vector<ir::Id>& roots, const std::vector<ir::Id>& choice,
+                 Visit visit) {
   std::vector<ir::Id> stack;
   for (ir::Id r : roots) stack.push_back(g.find(r));
-  std::unordered_map<ir::Id, bool> seen;
+  std::vector<uint8_t> seen(g.num_node_ids(), 0);
   while (!stack.empty()) {
     const ir::Id c = stack.back();
     stack.pop_back();
-    if (seen[c]) continue;
-    seen[c] = true;
-    if (g.find(c) != c || c >= choice.size() || choice[c] == egraph::kNoId) return false;
-    if (!g.is_live(choice[c]) || g.find(choice[c]) != c) return false;
+    if (c < seen.size()) {
+      if (seen[c]) continue;
+      seen[c] = 1;
+    }
+    const Walk w = visit(c);
+    if (w == Walk::Stop) return false;
+    if (w == Walk::Skip) continue;
     for (ir::Id k : g.node(choice[c]).kids) stack.push_back(g.find(k));
   }
   return true;
+}
+
+// Whether an extraction's `choice` still describes a program on `g` after `g` grew: each
+// class the program reaches has its chosen node, live and in that class. (Merging the
+// guided passes' nodes keeps existing class ids, but congruence can join two classes
+// that turn out equal, and dedupe a node.)
+bool choice_holds(ir::EGraph& g, const std::vector<ir::Id>& roots, const std::vector<ir::Id>& choice) {
+  return walk_choice(g, roots, choice, [&](ir::Id c) {
+    if (c >= choice.size() || choice[c] == egraph::kNoId) return Walk::Stop;
+    if (!g.is_live(choice[c]) || g.find(choice[c]) != c) return Walk::Stop;
+    return Walk::Descend;
+  });
 }
 
 }  // namespace
@@ -82,18 +100,13 @@ std::size_t guided_round(ir::EGraph& g, const SearchSettings& s, const std::vect
   ctx.roots = roots;
   ctx.deadline = s.deadline;
   ctx.node_limit = g.num_nodes() + static_cast<std::size_t>(std::max<int64_t>(o.node_limit, 1));
-  std::vector<ir::Id> stack(roots.begin(), roots.end());
-  std::unordered_map<ir::Id, bool> seen;
-  while (!stack.empty()) {
-    const ir::Id c = g.find(stack.back());
-    stack.pop_back();
-    if (seen[c] || c >= choice.size() || choice[c] == egraph::kNoId) continue;
-    seen[c] = true;
-    const ir::NodeView v = g.node(choice[c]);
-    if (v.op != ir::Op::Kernel) continue;
+  // The program's kernels (its leaves below them are not kernels).
+  walk_choice(g, roots, choice, [&](ir::Id c) {
+    if (c >= choice.size() || choice[c] == egraph::kNoId || g.node(choice[c]).op != ir::Op::Kernel)
+      return Walk::Skip;
     ctx.focus.push_back(choice[c]);
-    for (ir::Id k : v.kids) stack.push_back(k);
-  }
+    return Walk::Descend;
+  });
   ctx.first_node = g.num_node_ids();
   const std::size_t before = g.num_nodes();
   bool after_guided = false;
