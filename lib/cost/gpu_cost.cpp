@@ -56,6 +56,9 @@ namespace {
 // A100/H100/MI200 class; the tables state throughputs, not clocks).
 constexpr double kClock = 1.6e9;
 
+// Static shared memory a block may declare (the renderers' limit on CUDA).
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
+
 // One block's time per K step when `resident` blocks share an SM: the SM's pipes are
 // busy `work` seconds per block, and a block waits `latency` for its tile's loads (the
 // kernel stages a tile, synchronizes, computes: no double buffering), which the other
@@ -96,7 +99,7 @@ double mma_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmL
   const GpuBlock b = matrix_gemm_block(t, L.bm, L.bn);
   const int resident = resident_blocks(t, b);
   if (resident == 0) return inf;
-  const double rate = t.peak_flops_f16 * (w.bf16_operands ? t.bf16_matrix_ratio : 1.0);
+  const double rate = t.peak_flops_f16 * (w.bf16_operands ? t.bf16_matrix_ratio : 1.0) * t.matrix_sync_ratio;
   const double tensor_s = 2 * bm * bn * 32 / (rate / units);
   // NVIDIA: 8 warps x 2 k16 steps x (4 mt + 2 nt) words a lane at 32 words a cycle; CDNA
   // (4 wavefronts of 64, each mt x nt MFMA 16x16 tiles): 4 x 2 k16 steps x 2 (mt + nt)
@@ -115,6 +118,57 @@ double mma_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmL
   const double ksteps = std::ceil(w.gemm_k / 32);
   const double bytes = w.bytes_read + w.bytes_written;
   const double compute_s = rounds * ksteps * round_seconds(work, load_latency(t, bytes), used) * used;
+  const double reread = 2.0 * w.gemm_k * std::max(1.0, w.batches) *
+                        (w.gemm_m * std::ceil(w.gemm_n / bn) + w.gemm_n * std::ceil(w.gemm_m / bm));
+  const double memory_s = std::max(bytes / t.mem_bandwidth, reread / t.cache_bandwidth);
+  return std::max(compute_s, memory_s) + t.launch_overhead_s;
+}
+
+GpuBlock mma_async_block(const GpuGemmLaunch& L) {
+  GpuBlock b;
+  b.threads = static_cast<int>((L.bm / L.wm) * (L.bn / L.wn) * 32);
+  // ptxas (NVRTC 13, -Xptxas=-v; tests/gpu "[nvrtc][mma][skinny]") gives these kernels
+  // about twice their wm x wn / 32 accumulators plus 100, up to the 255 a thread may hold:
+  // sm_90 230 at 64x64 warps, 224-228 at 64x32, 162 at 32x32 (sm_80 a few less).
+  b.registers = static_cast<int>(std::min<int64_t>(255, 2 * (L.wm * L.wn / 32) + 100));
+  b.shared_bytes = static_cast<int>(mma_async_shared_bytes(L));
+  return b;
+}
+
+// Tensor-core GEMM fed by ldmatrix from a cp.async ring (gpu_renderer's gemm_mma_async,
+// CUDA sm_80+): per block and K step of 32 the SM spends the larger of the tensor pipe
+// (at the rate mma.sync reaches) and the fragment loads -- an ldmatrix.x4 moves 512 bytes
+// in 4 cycles of the shared memory's 128 bytes a cycle; a warp issues wm/16 of them for A
+// and wn/16 for B per k16 step -- plus the copies (a 16-byte cp.async a lane, about 2
+// issue slots each). The ring keeps `stages` - 1 tiles in flight: a step waits only for
+// the part of the load latency that the work of those steps does not cover, and other
+// resident blocks hide that too.
+double mma_async_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmLaunch& L) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (!w.half_operands || t.matrix_engine != 1 || L.wm <= 0 || L.wn <= 0 || L.wm % 16 != 0 ||
+      L.wn % 16 != 0 || L.bm % L.wm != 0 || L.bn % L.wn != 0 || L.bm % 32 != 0 || L.bn % 32 != 0 ||
+      (L.bm / L.wm) * (L.bn / L.wn) > 32 || mma_async_shared_bytes(L) > kStaticSharedBytes)
+    return inf;
+  const double units = std::max(1, t.compute_units);
+  const double bm = static_cast<double>(L.bm), bn = static_cast<double>(L.bn);
+  const double warps = (bm / static_cast<double>(L.wm)) * (bn / static_cast<double>(L.wn));
+  const GpuBlock b = mma_async_block(L);
+  const int resident = resident_blocks(t, b);
+  if (resident == 0) return inf;
+  const double rate = t.peak_flops_f16 * (w.bf16_operands ? t.bf16_matrix_ratio : 1.0) * t.matrix_sync_ratio;
+  const double tensor_s = 2 * bm * bn * 32 / (rate / units);
+  const double frag_s =
+      warps * 2 * (static_cast<double>(L.wm) / 16 + static_cast<double>(L.wn) / 16) * 4 / kClock;
+  const double stage_s = (bm + bn) * 4 / 32 * 2 / 4 / kClock;
+  const double work = std::max(tensor_s, frag_s) + stage_s;
+  const double blocks = std::ceil(w.gemm_m / bm) * std::ceil(w.gemm_n / bn) * std::max(1.0, w.batches);
+  double used = 1;
+  const double rounds = per_sm_rounds(blocks, units, resident, used);
+  const double ksteps = std::ceil(w.gemm_k / 32);
+  const double bytes = w.bytes_read + w.bytes_written;
+  const double stages = static_cast<double>(std::max<int64_t>(2, L.stages));
+  const double latency = std::max(0.0, load_latency(t, bytes) - (stages - 1) * work);
+  const double compute_s = rounds * ksteps * round_seconds(work, latency, used) * used;
   const double reread = 2.0 * w.gemm_k * std::max(1.0, w.batches) *
                         (w.gemm_m * std::ceil(w.gemm_n / bn) + w.gemm_n * std::ceil(w.gemm_m / bm));
   const double memory_s = std::max(bytes / t.mem_bandwidth, reread / t.cache_bandwidth);
@@ -224,6 +278,7 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   if (w.engine == KernelWork::Engine::GeneratedGemm && w.gemm_m > 0) {
     const GpuGemmLaunch L = GpuGemmLaunch::from(w.launch);
     if (L.engine == GpuGemmEngine::Mma) return mma_gemm_seconds(t, w, L);
+    if (L.engine == GpuGemmEngine::MmaAsync) return mma_async_gemm_seconds(t, w, L);
     if (L.engine == GpuGemmEngine::Skinny) return skinny_gemm_seconds(t, w, L);
     // Without a launch alternative the renderer uses its default tile, 64 x 64 x 16.
     const std::vector<int64_t> tile = w.launch.size() >= 3 ? std::vector<int64_t>(w.launch.begin(), w.launch.begin() + 3)

@@ -6,7 +6,8 @@
 //  * latency hiding: fewer than 8 resident warps per SM leave the pipelines waiting;
 //  * coalescing: a row per thread over long rows reads one element per memory sector;
 //  * tensor cores: f16/bf16 GEMM operands on an architecture with them run at the f16
-//    peak, everything else at the f32 peak;
+//    peak (times TargetDesc::matrix_sync_ratio: mma.sync on Hopper), everything else at
+//    the f32 peak; pipelined (cp.async ring) tiles hide the load latency they cover;
 //  * one launch overhead per kernel.
 #pragma once
 

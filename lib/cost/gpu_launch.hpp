@@ -13,6 +13,12 @@
 //   Fma and Mma take an optional 5th element vec too: 8 for f16/bf16, 4 for f32 = 128-bit
 //   global loads of the tiles' k-contiguous operands (guarded at run time by alignment,
 //   scalar loads otherwise); 1 or absent = scalar loads.
+//   {bm, bn, 32, 3, 8, stages, wm, wn}
+//                                MmaAsync (CUDA sm_80+): mma.sync m16n8k16 fed by ldmatrix
+//                                from a `stages`-deep ring of shared tiles that cp.async
+//                                fills (16-byte copies along each operand's contiguous
+//                                side, guarded at run time by alignment; scalar stores
+//                                otherwise); (bm/wm) x (bn/wn) warps, each a wm x wn tile.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +26,7 @@
 
 namespace luminal::detail {
 
-enum class GpuGemmEngine : int64_t { Fma = 0, Mma = 1, Skinny = 2 };
+enum class GpuGemmEngine : int64_t { Fma = 0, Mma = 1, Skinny = 2, MmaAsync = 3 };
 
 /// Flash-decoding on the GPU targets (kernel::Attention::Split, which the GPU lowering
 /// makes and the cost model prices): an attention over at most kAttentionSplitRows query
@@ -44,6 +50,8 @@ struct GpuGemmLaunch {
   GpuGemmEngine engine = GpuGemmEngine::Fma;
   int64_t ks = 1;   ///< Skinny: K slices per block
   int64_t vec = 1;  ///< elements per global load of a k-contiguous operand (1: scalar)
+  int64_t stages = 2;        ///< MmaAsync: shared tiles in flight
+  int64_t wm = 64, wn = 64;  ///< MmaAsync: a warp's tile
 
   static GpuGemmLaunch from(const std::vector<int64_t>& l) {
     GpuGemmLaunch g;
@@ -51,16 +59,30 @@ struct GpuGemmLaunch {
     g.bm = l[0];
     g.bn = l[1];
     g.bk = l[2];
-    if (l.size() > 3 && l[3] >= 0 && l[3] <= 2) g.engine = static_cast<GpuGemmEngine>(l[3]);
+    if (l.size() > 3 && l[3] >= 0 && l[3] <= 3) g.engine = static_cast<GpuGemmEngine>(l[3]);
     if (g.engine == GpuGemmEngine::Skinny) {
       g.ks = l.size() > 4 ? l[4] : 32;
       g.vec = l.size() > 5 ? l[5] : 1;
     } else if (l.size() > 4) {
       g.vec = l[4];
     }
+    if (g.engine == GpuGemmEngine::MmaAsync) {
+      if (l.size() > 5) g.stages = l[5];
+      if (l.size() > 7) {
+        g.wm = l[6];
+        g.wn = l[7];
+      }
+    }
     if (g.vec < 1) g.vec = 1;
     return g;
   }
 };
+
+/// MmaAsync's shared ring in bytes (gpu_renderer's gemm_mma_async): a k-tile of 32 halves
+/// of every row of both operands, `stages` times. The renderer falls back to plain Mma
+/// where it exceeds the static limit.
+inline int64_t mma_async_shared_bytes(const GpuGemmLaunch& L) {
+  return 64 * (L.bm + L.bn) * (L.stages < 2 ? 2 : L.stages);
+}
 
 }  // namespace luminal::detail

@@ -34,6 +34,11 @@ struct TargetDesc {
   /// one rate; 0.5 on gfx908 (MI100: 92.3 against 184.6 TFLOPS), whose bf16 MFMA
   /// (v_mfma_f32_16x16x8bf16) takes half the k per instruction.
   double bf16_matrix_ratio = 1.0;
+  /// The rate generated kernels' matrix instruction reaches, as a fraction of
+  /// peak_flops_f16 (the vendor library's instruction): 1 where they are one and the same;
+  /// 2/3 for mma.sync on Hopper, whose peak needs wgmma (FlashAttention-3, Shah et al.
+  /// 2024, section 2: "mma.sync can only achieve 2/3 of the peak throughput of the H100").
+  double matrix_sync_ratio = 1.0;
   double mem_bandwidth = 1e9;       // bytes/s from main memory (DRAM, HBM)
   double cache_bandwidth = 1e9;     // bytes/s from the last-level cache
   double llc_bytes = 0;             // last-level cache (CPU L3, GPU L2)

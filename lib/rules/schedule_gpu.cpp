@@ -13,7 +13,8 @@
 //  * gpu-gemm-tensor-cores: a GEMM whose operands are cast from f16/bf16 with each
 //    tensor-core tile of kMmaTiles (mma.sync on NVIDIA, MFMA on CDNA; priced +inf on
 //    targets without either),
-//    staged with scalar or 128-bit loads (cost/gpu_launch.hpp);
+//    staged with scalar or 128-bit loads (cost/gpu_launch.hpp), and on CUDA with each
+//    ldmatrix + cp.async ring of kMmaAsyncTiles;
 //  * gpu-gemm-skinny: every generated GEMM as a skinny GEMM (8 rows x bn columns a block,
 //    K split ks ways inside it), scalar or 128-bit loads -- the decode shape, M = 1..8;
 //  * gpu-row-mapping: every reduction (row) kernel with a row per thread {1}, per block
@@ -71,6 +72,17 @@ constexpr std::array<std::array<int64_t, 5>, 10> kMmaTiles{{
     {32, 32, 32, 1, 8},
 }};
 
+// {bm, bn, bk = 32, engine 3 (MmaAsync), vec 8, stages, wm, wn}: ldmatrix and a cp.async
+// ring (CUDA sm_80+; +inf elsewhere), each within 48 KB of static shared memory.
+constexpr std::array<std::array<int64_t, 8>, 6> kMmaAsyncTiles{{
+    {128, 256, 32, 3, 8, 2, 64, 64},
+    {128, 128, 32, 3, 8, 3, 64, 64},
+    {128, 128, 32, 3, 8, 3, 64, 32},
+    {128, 64, 32, 3, 8, 4, 64, 32},
+    {64, 128, 32, 3, 8, 4, 32, 64},
+    {64, 64, 32, 3, 8, 4, 32, 32},
+}};
+
 // {bm = 8, bn, bk (unused), engine 2 (Skinny), ks, vec}: bn x ks = 256 threads (bm also
 // fewer for fewer rows: gpu_gemm_skinny).
 constexpr std::array<std::array<int64_t, 6>, 8> kSkinny{{
@@ -120,7 +132,8 @@ std::size_t gpu_gemm_tiles(EGraph& g, const PassContext& ctx) {
 // Offered for every half-operand GEMM whatever the target: where the target has no
 // matrix instruction (TargetDesc::matrix_engine) the cost model prices them +inf.
 std::size_t gpu_gemm_tensor_cores(EGraph& g, const PassContext& ctx) {
-  return add_launches(g, ctx, ir::KernelKind::Gemm, kMmaTiles, half_operands);
+  const std::size_t n = add_launches(g, ctx, ir::KernelKind::Gemm, kMmaTiles, half_operands);
+  return n + add_launches(g, ctx, ir::KernelKind::Gemm, kMmaAsyncTiles, half_operands);
 }
 
 // The checker's example for the tensor-core rule (its random programs have no

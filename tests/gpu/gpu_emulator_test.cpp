@@ -229,6 +229,60 @@ extern "C" void mma_test_emu(const uint16_t* A, const uint16_t* B, const float* 
     }
 }
 
+TEST_CASE("the emulated ldmatrix and cp.async follow their documented layouts", "[gpu][emu][mma][async]") {
+  // One warp: cp.async fills four 8 x 8 matrices of distinct 16-bit values (rows 16 bytes
+  // each, the last chunk's src-size 6: 3 values then zeros), then ldmatrix reads them with
+  // and without .trans; the test states the layout of gpu_prelude.hpp once more.
+  const gpu::GpuArch arch = arch_of("cuda:sm_90+emu");
+  const std::string kernel = R"(
+extern "C" __global__ void ldm_test(const uint16_t* src, uint32_t* out, uint32_t* early) {
+  __shared__ lm_u32x4 sh4[32];
+  uint16_t* sh = (uint16_t*)sh4;
+  const unsigned int lane = threadIdx.x % 32;
+  /* 32 rows of 8: lane l copies row l (the last one short) */
+  lm_cp_async16(sh + 8 * lane, src + 8 * lane, lane == 31 ? 6 : 16);
+  lm_cp_async_commit();
+  early[lane] = sh[8 * lane];  /* before the wait: not yet written */
+  lm_cp_async_wait<0>();
+  lm_sync();
+  uint32_t r[4], t[4];
+  lm_ldmatrix_x4(r, sh + 8 * lane);       /* lane 8q + i: row i of matrix q = row lane */
+  lm_ldmatrix_x4_trans(t, sh + 8 * lane);
+  for (int q = 0; q < 4; ++q) {
+    out[lane * 8 + q] = r[q];
+    out[lane * 8 + 4 + q] = t[q];
+  }
+}
+extern "C" void ldm_test_emu(const uint16_t* src, uint32_t* out, uint32_t* early) {
+  const dim3 grid = {1, 1, 1}, block = {32, 1, 1};
+  auto body = [&]() { ldm_test(src, out, early); };
+  lm_emu::launch(grid, block, 1, "ldm_test", body);
+}
+)";
+  const std::string tu = gpu::emulation_header(arch) + gpu::common_device_code() +
+                         gpu::emulation_mma_helpers() + gpu::emulation_async_helpers() + kernel;
+  auto lib = gpu::emulator_jit().compile(tu);
+  std::vector<uint16_t> src(256);
+  for (int i = 0; i < 256; ++i) src[i] = static_cast<uint16_t>(1000 + i);
+  std::vector<uint32_t> out(256, 0xdeadbeefu), early(32, 0xdeadbeefu);
+  using Fn = void (*)(const uint16_t*, uint32_t*, uint32_t*);
+  lib->function<Fn>("ldm_test_emu")(src.data(), out.data(), early.data());
+  // Matrix q, row i, column c as copied: row 8q + i of src; the last row has 3 values.
+  auto m = [&](int q, int i, int c) -> uint32_t {
+    const int row = 8 * q + i;
+    return row == 31 && c >= 3 ? 0u : src[static_cast<size_t>(row * 8 + c)];
+  };
+  for (int l = 0; l < 32; ++l) {
+    INFO("lane " << l);
+    CHECK(early[l] == 0);  // the emulator zero-initializes shared memory; the copy is not in yet
+    for (int q = 0; q < 4; ++q) {
+      const int a = l / 4, b = 2 * (l % 4);
+      CHECK(out[l * 8 + q] == (m(q, a, b) | (m(q, a, b + 1) << 16)));
+      CHECK(out[l * 8 + 4 + q] == (m(q, b, a) | (m(q, b + 1, a) << 16)));
+    }
+  }
+}
+
 namespace {
 void check_translation(const Graph& g, const Target& t, const char* name) {
     auto inputs = test::random_inputs(*g.impl(), 1);

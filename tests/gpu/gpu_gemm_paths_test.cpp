@@ -51,6 +51,9 @@ struct Layout {
   bool b_kc = false;   // B stored [N][K] (k contiguous: x @ W^T) instead of [K][N]
   int64_t a_off = 0;   // first element of A inside its buffer (misaligns when not a multiple of 8)
   int64_t b_off = 0;
+  // The stride of each operand's non-contiguous side, when larger than the matrix (a
+  // slice of a wider one: rows aligned while K or M is not a multiple of 8); 0 = natural.
+  int64_t a_pitch = 0, b_pitch = 0;
 };
 
 // Appends C[b] = A[b] @ B (+ epilogue) over `batches` batch points as a GEMM kernel named
@@ -58,8 +61,15 @@ struct Layout {
 void add_gemm(k::Program& p, const std::string& name, DType dt, int64_t M, int64_t N, int64_t K, int64_t batches,
               const Layout& lay) {
   const int a = static_cast<int>(p.buffers.size());
-  p.buffers.push_back({name + "_a", dt, lay.a_off + batches * M * K, k::BufferRole::Input});
-  p.buffers.push_back({name + "_b", dt, lay.b_off + K * N, k::BufferRole::Input});
+  const int64_t pa = lay.a_pitch ? lay.a_pitch
+                     : lay.a_t   ? M
+                                 : K,
+                pb = lay.b_pitch ? lay.b_pitch
+                     : lay.b_kc  ? K
+                                 : N;
+  const int64_t a_batch = (lay.a_t ? K : M) * pa;
+  p.buffers.push_back({name + "_a", dt, lay.a_off + batches * a_batch, k::BufferRole::Input});
+  p.buffers.push_back({name + "_b", dt, lay.b_off + (lay.b_kc ? N : K) * pb, k::BufferRole::Input});
   p.buffers.push_back({name + "_c", DType::f32, batches * M * N, k::BufferRole::Output});
   k::Kernel kk;
   kk.name = name;
@@ -73,8 +83,9 @@ void add_gemm(k::Program& p, const std::string& name, DType dt, int64_t M, int64
   g.n = N;
   g.k = K;
   const k::Index b = k::Index::var(0);
-  g.a = lay.a_t ? k::MatrixView{a, b * (M * K) + lay.a_off, 1, M} : k::MatrixView{a, b * (M * K) + lay.a_off, K, 1};
-  g.b = lay.b_kc ? k::MatrixView{a + 1, lay.b_off, 1, K} : k::MatrixView{a + 1, lay.b_off, N, 1};
+  g.a = lay.a_t ? k::MatrixView{a, b * a_batch + lay.a_off, 1, pa}
+                : k::MatrixView{a, b * a_batch + lay.a_off, pa, 1};
+  g.b = lay.b_kc ? k::MatrixView{a + 1, lay.b_off, 1, pb} : k::MatrixView{a + 1, lay.b_off, pb, 1};
   g.c = {a + 2, b * (M * N), N, 1};
   g.row_var = 1;
   g.col_var = 2;
@@ -88,6 +99,7 @@ void add_gemm(k::Program& p, const std::string& name, DType dt, int64_t M, int64
 struct Emulated {
   std::string source;
   unsigned long long vector_loads = 0;  // lm_ld128 calls the emulator ran
+  unsigned long long async_copies = 0;  // lm_cp_async16 calls
 };
 
 // Renders `p` with each kernel's launch from `launch_of`, runs it on the emulator and
@@ -117,6 +129,7 @@ Emulated run_and_compare(const k::Program& p, const gpu::GpuArch& arch, const gp
   e.source = src.kernels;
   using Count = unsigned long long (*)();
   e.vector_loads = lib->function<Count>("lm_emu_ld128_count")();
+  if (arch.async_copy) e.async_copies = lib->function<Count>("lm_emu_cp_async_count")();
   return e;
 }
 
@@ -153,6 +166,47 @@ TEST_CASE("tensor-core GEMM: 128-bit staging for every operand layout, aligned o
       const Emulated sc = run_and_compare(aligned, sm90, same_launch({bm, 64, 32, 1, 1}));
       CHECK(sc.vector_loads == 0);
     }
+  }
+}
+
+TEST_CASE("tensor-core GEMM fed by ldmatrix from a cp.async ring: every layout, ring and warp tile",
+          "[gpu][emu][mma][async]") {
+  // Both orientations of each operand (ldmatrix and ldmatrix .trans), odd M and N, K
+  // ending inside a 16-byte chunk (rows aligned by a wider pitch) and inside a k-tile,
+  // batches, aligned and misaligned operands (the plain stores fill the ring), every ring
+  // depth and warp tile the rules offer.
+  for (DType dt : {DType::f16, DType::bf16}) {
+    k::Program aligned, misaligned;
+    int n = 0;
+    for (bool a_t : {false, true})
+      for (bool b_kc : {false, true}) {
+        const std::string id = std::to_string(n++);
+        add_gemm(aligned, std::string("al").append(id), dt, 37, 72, 45, 2,
+                 Layout{a_t, b_kc, a_t ? 0 : 8, b_kc ? 8 : 0, a_t ? 40 : 48, b_kc ? 48 : 72});
+        add_gemm(misaligned, std::string("mis").append(id), dt, 40, 40, 45, 1, Layout{a_t, b_kc, 3, 5});
+      }
+    const gpu::GpuArch sm90 = arch_of("cuda:sm_90+emu");
+    for (std::vector<int64_t> l : {std::vector<int64_t>{128, 256, 32, 3, 8, 2, 64, 64},
+                                   {128, 128, 32, 3, 8, 3, 64, 64},
+                                   {128, 128, 32, 3, 8, 3, 64, 32},
+                                   {128, 64, 32, 3, 8, 4, 64, 32},
+                                   {64, 128, 32, 3, 8, 4, 32, 64},
+                                   {64, 64, 32, 3, 8, 4, 32, 32},
+                                   {32, 32, 32, 3, 8, 2, 16, 16}}) {
+      INFO((dt == DType::f16 ? "f16" : "bf16")
+           << " tile " << l[0] << "x" << l[1] << ", " << l[5] << " stages, warps of " << l[6] << "x" << l[7]);
+      const Emulated al = run_and_compare(aligned, sm90, same_launch(l));
+      CHECK(al.source.find("ldmatrix, cp.async " + std::to_string(l[5]) + "-stage ring") !=
+            std::string::npos);
+      CHECK(al.source.find("lm_ldmatrix_x4_trans(") != std::string::npos);
+      CHECK(al.async_copies > 0);
+      const Emulated mis = run_and_compare(misaligned, sm90, same_launch(l));
+      CHECK(mis.async_copies == 0);
+    }
+    // Where the target has no cp.async the same alternative runs as its matrix tile.
+    const Emulated cdna =
+        run_and_compare(aligned, arch_of("hip:gfx90a+emu"), same_launch({64, 64, 32, 3, 8, 4, 32, 32}));
+    CHECK(cdna.source.find("mfma 16x16x16") != std::string::npos);
   }
 }
 
@@ -459,6 +513,11 @@ std::vector<k::KernelKind> lowered_kinds(const Graph& g, const char* target) {
 }
 
 detail::GpuGemmEngine engine_of(const std::vector<int64_t>& l) { return detail::GpuGemmLaunch::from(l).engine; }
+// mma.sync (plain or fed by the cp.async ring), MFMA or WMMA
+bool tensor_cores(const std::vector<int64_t>& l) {
+  const detail::GpuGemmEngine e = engine_of(l);
+  return e == detail::GpuGemmEngine::Mma || e == detail::GpuGemmEngine::MmaAsync;
+}
 
 std::string launch_string(const std::vector<int64_t>& l) {
   std::string s;
@@ -502,21 +561,21 @@ TEST_CASE("f16 matmuls reach tensor cores in compiled graphs, chosen by the cost
     g.output("y", matmul(g.input("a", {512, 256}, dt), g.input("b", {256, 512}, dt)));
     const auto l = chosen_launch(g, "cuda:sm_90");
     std::printf("%s 512x256x512 on sm_90: launch %s\n", std::string(dtype_name(dt)).c_str(), launch_string(l).c_str());
-    CHECK(engine_of(l) == detail::GpuGemmEngine::Mma);
+    CHECK(tensor_cores(l));
     // ... and the renderers get that GEMM: its f16/bf16 result rounded by the epilogue
     // (lower::Options::half_results), not a row reduction per output element.
     CHECK(lowered_kinds(g, "cuda:sm_90") == std::vector<k::KernelKind>{k::KernelKind::Gemm});
     check_graph(g, "512x256x512");
     // An A100 (sm_80) has mma.sync too, an MI210 (gfx90a) MFMA, an RDNA3 part (gfx1100)
     // WMMA; an RDNA2 part (gfx1030) none.
-    CHECK(engine_of(chosen_launch(g, "cuda:sm_80")) == detail::GpuGemmEngine::Mma);
-    CHECK(engine_of(chosen_launch(g, "hip:gfx90a")) == detail::GpuGemmEngine::Mma);
-    CHECK(engine_of(chosen_launch(g, "hip:gfx908")) == detail::GpuGemmEngine::Mma);
-    CHECK(engine_of(chosen_launch(g, "hip:gfx1030")) != detail::GpuGemmEngine::Mma);
+    CHECK(tensor_cores(chosen_launch(g, "cuda:sm_80")));
+    CHECK(tensor_cores(chosen_launch(g, "hip:gfx90a")));
+    CHECK(tensor_cores(chosen_launch(g, "hip:gfx908")));
+    CHECK(!tensor_cores(chosen_launch(g, "hip:gfx1030")));
     const auto rdna3 = chosen_launch(g, "hip:gfx1100");
     std::printf("%s 512x256x512 on gfx1100: launch %s\n", std::string(dtype_name(dt)).c_str(),
                 launch_string(rdna3).c_str());
-    CHECK(engine_of(rdna3) == detail::GpuGemmEngine::Mma);
+    CHECK(tensor_cores(rdna3));
     check_graph(g, "512x256x512", {}, "hip:gfx1100+emu");
   }
   {  // MI100 (gfx908) runs bf16 MFMA at half its f16 rate (92.3 against 184.6 TFLOPS); an
@@ -534,20 +593,21 @@ TEST_CASE("f16 matmuls reach tensor cores in compiled graphs, chosen by the cost
   {  // f32 operands never take tensor cores
     Graph g;
     g.output("y", matmul(g.input("a", {512, 256}), g.input("b", {256, 512})));
-    CHECK(engine_of(chosen_launch(g, "cuda:sm_90")) != detail::GpuGemmEngine::Mma);
+    CHECK(!tensor_cores(chosen_launch(g, "cuda:sm_90")));
   }
-  {  // 4096^3 (compile only): tensor cores with 128-bit staging
+  {  // 4096^3 (compile only): tensor cores fed by the cp.async ring (sm_80+)
     Graph g;
     g.output("y", matmul(g.input("a", {4096, 4096}, DType::f16), g.param("w", {4096, 4096}, DType::f16)));
-    const auto l = chosen_launch(g, "cuda:sm_90");
-    std::printf("f16 4096^3 on sm_90: launch %s\n", launch_string(l).c_str());
-    CHECK(engine_of(l) == detail::GpuGemmEngine::Mma);
-    CHECK(detail::GpuGemmLaunch::from(l).vec > 1);
+    for (const char* t : {"cuda:sm_90", "cuda:sm_80"}) {
+      const auto l = chosen_launch(g, t);
+      std::printf("f16 4096^3 on %s: launch %s\n", t, launch_string(l).c_str());
+      CHECK(engine_of(l) == detail::GpuGemmEngine::MmaAsync);
+    }
     // gfx1100: WMMA, in a tile within the 128 VGPRs a gfx11 thread gets (the larger ones
     // spill: "[clang][wmma]")
     const auto r = chosen_launch(g, "hip:gfx1100");
     std::printf("f16 4096^3 on gfx1100: launch %s\n", launch_string(r).c_str());
-    CHECK(engine_of(r) == detail::GpuGemmEngine::Mma);
+    CHECK(tensor_cores(r));
     CHECK(detail::GpuGemmLaunch::from(r).bm * detail::GpuGemmLaunch::from(r).bn <= 64 * 64);
   }
 }
@@ -597,12 +657,15 @@ TEST_CASE("decode-shaped f16 GEMMs take the skinny split-K path with 128-bit loa
     g.output("y", linear(g.input("x", {1, 1024}, DType::f16), g.param("w", {96, 1024}, DType::f16)));
     check_graph(g, "M = 1 linear");
   }
-  {  // Llama-3-8B projection sizes (compile only): the cost model still picks it
+  {  // Llama-3-8B projection sizes (compile only): streaming the 117 MB of W bounds both
+     // the skinny GEMM and the cp.async ring (112 blocks of 128 columns, the tensor pipe
+     // idle on 124 of 128 rows but fast enough), which the model prices alike; never the
+     // plain tiles, which wait for every k-tile's loads.
     Graph g;
     g.output("y", linear(g.input("x", {4, 4096}, DType::f16), g.param("w", {14336, 4096}, DType::f16)));
     const auto l = chosen_launch(g, "cuda:sm_90");
     std::printf("linear M=4 K=4096 N=14336 f16 on sm_90: launch %s\n", launch_string(l).c_str());
-    CHECK(engine_of(l) == detail::GpuGemmEngine::Skinny);
+    CHECK((engine_of(l) == detail::GpuGemmEngine::Skinny || engine_of(l) == detail::GpuGemmEngine::MmaAsync));
   }
 }
 
@@ -754,14 +817,24 @@ TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills",
     }
     g.b = g.b_segments.front().b;
   }
-  const std::map<std::string, std::vector<int64_t>> launch{
+  std::map<std::string, std::vector<int64_t>> launch{
       {"tc128", {128, 128, 32, 1, 8}},  {"tc64", {64, 64, 32, 1, 8}},      {"skinny", {8, 16, 0, 2, 16, 8}},
       {"skinny1", {1, 8, 0, 2, 32, 8}}, {"skinny2", {2, 16, 0, 2, 16, 8}}, {"qkv", {1, 8, 0, 2, 32, 8}}};
+  // Every ldmatrix + cp.async alternative the rules offer (schedule_gpu.cpp), x @ W^T
+  // ([k] contiguous operands) and A @ B (B's rows contiguous: ldmatrix .trans).
+  const std::vector<std::vector<int64_t>> rings{
+      {128, 256, 32, 3, 8, 2, 64, 64}, {128, 128, 32, 3, 8, 3, 64, 64}, {128, 128, 32, 3, 8, 3, 64, 32},
+      {128, 64, 32, 3, 8, 4, 64, 32},  {64, 128, 32, 3, 8, 4, 32, 64},  {64, 64, 32, 3, 8, 4, 32, 32}};
+  for (size_t i = 0; i < rings.size(); ++i) {
+    const std::string name = "ring" + std::to_string(i);
+    add_gemm(p, name, i % 2 ? DType::bf16 : DType::f16, 4096, 4096, 4096, 1, Layout{false, i % 2 == 0, 0, 0});
+    launch[name] = rings[i];
+  }
   for (const char* arch : {"sm_80", "sm_90"}) {
     const gpu::GpuSource src = gpu::render_gpu(p, arch_of((std::string("cuda:") + arch).c_str()),
                                                [&](const k::Kernel& kk) { return launch.at(kk.name); });
     const cuda::CudaModule m = cuda::compile_module(src.device_source(), arch, true);
-    REQUIRE(m.resources.size() == 6);
+    REQUIRE(m.resources.size() == 6 + rings.size());
     for (const auto& r : m.resources) {
       std::printf("%s %s: %d registers, %d B shared, %d B spilled\n", arch, r.name.c_str(), r.registers,
                   r.shared_bytes, r.spill_bytes);
@@ -770,5 +843,8 @@ TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills",
     // The 128-bit loads are vector loads in the PTX (not split into scalars by ptxas).
     const cuda::CudaModule ptx = cuda::compile_module(src.device_source(), arch, false);
     CHECK(ptx.image.find(".v4.u32") != std::string::npos);
+    CHECK(ptx.image.find("cp.async.cg.shared.global") != std::string::npos);
+    CHECK(ptx.image.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != std::string::npos);
+    CHECK(ptx.image.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
   }
 }

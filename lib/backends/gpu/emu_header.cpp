@@ -40,6 +40,15 @@ struct Fiber {
 #endif
 };
 
+/* One cp.async: its destination, the source bytes (read at issue: sources are the
+   kernel's inputs, which nothing writes while it runs), the bytes to write and its group. */
+struct AsyncCopy {
+  void* dst;
+  unsigned int group, bytes;
+  unsigned char data[16];
+};
+enum { kAsyncSlots = 64 };
+
 typedef void (*Body)(void*);
 
 struct Block {
@@ -54,6 +63,11 @@ struct Block {
   void* arg;
   uint32_t* xchg;     /* one word per thread: shuffles */
   uint32_t* frags;    /* LM_EMU_FRAG_WORDS a thread: matrix-instruction fragments */
+  /* cp.async copies a thread has issued and not yet written (kAsyncSlots a thread,
+     allocated at the first copy), their count, and the number of its open group */
+  struct AsyncCopy* async;
+  unsigned int* async_n;
+  unsigned int* async_group;
   char* stacks;
   size_t stack_bytes;
   const char* kernel;
@@ -110,6 +124,10 @@ static void wait(int kind) {
 
 static void run_block(Block* b) {
   const unsigned int n = b->n;
+  if (b->async) { /* copies a block left pending are dropped (undefined on the device) */
+    memset(b->async_n, 0, n * sizeof(unsigned int));
+    memset(b->async_group, 0, n * sizeof(unsigned int));
+  }
   if (!b->fibered) {
     Fiber f;
     f.state = kReady;
@@ -250,6 +268,9 @@ static void* worker(void* p) {
     free(b.xchg);
     free(b.frags);
   }
+  free(b.async);
+  free(b.async_n);
+  free(b.async_group);
   return 0;
 }
 
@@ -482,6 +503,90 @@ LM_DEVICE void lm_wmma_16x16x16_bf16(float* d, const uint32_t* a, const uint32_t
 }
 )LMEMU";
 
+// ldmatrix and cp.async, by the layouts in gpu_prelude.hpp. ldmatrix: every lane posts
+// its row address, then gathers its four words from the rows of lanes 8q + i. cp.async:
+// the copy is queued with its group and written when the issuing thread's wait completes
+// that group -- not at issue -- so a kernel that reads a tile before waiting for it (and
+// a barrier) reads stale bytes here, as it may on the device.
+const char* kAsync = R"LMEMU(
+LM_DEVICE void lm_emu_ldmatrix(uint32_t* r, const uint16_t* row, int trans) {
+  lm_emu::Block* bk = lm_emu::cur_block;
+  const unsigned int me = lm_emu::cur->linear, lane = me % 32, w0 = me - lane;
+  if (((uintptr_t)row & 15u) != 0) {
+    fprintf(stderr, "[luminal emulator] kernel %s: ldmatrix row address %p is not 16-byte aligned\n", bk->kernel,
+            (const void*)row);
+    abort();
+  }
+  memcpy(bk->frags + (size_t)me * LM_EMU_FRAG_WORDS, &row, sizeof row);
+  lm_emu::wait(lm_emu::kWarpWait);
+  uint32_t out[4];
+  for (unsigned int q = 0; q < 4; ++q) {
+    const uint16_t* rows[8];
+    for (unsigned int i = 0; i < 8; ++i) memcpy(&rows[i], bk->frags + (size_t)(w0 + 8 * q + i) * LM_EMU_FRAG_WORDS, sizeof rows[i]);
+    const unsigned int a = lane / 4, b = 2 * (lane % 4);
+    const uint16_t lo = trans ? rows[b][a] : rows[a][b], hi = trans ? rows[b + 1][a] : rows[a][b + 1];
+    out[q] = (uint32_t)lo | ((uint32_t)hi << 16);
+  }
+  lm_emu::wait(lm_emu::kWarpWait);
+  for (int q = 0; q < 4; ++q) r[q] = out[q];
+}
+LM_DEVICE void lm_ldmatrix_x4(uint32_t* r, const uint16_t* row) { lm_emu_ldmatrix(r, row, 0); }
+LM_DEVICE void lm_ldmatrix_x4_trans(uint32_t* r, const uint16_t* row) { lm_emu_ldmatrix(r, row, 1); }
+
+static unsigned long long lm_emu_cp_async_n; /* copies issued (tests ask lm_emu_cp_async_count) */
+extern "C" unsigned long long lm_emu_cp_async_count(void) { return __atomic_load_n(&lm_emu_cp_async_n, __ATOMIC_RELAXED); }
+LM_DEVICE void lm_cp_async16(uint16_t* dst, const uint16_t* src, int src_bytes) {
+  lm_emu::Block* bk = lm_emu::cur_block;
+  const unsigned int me = lm_emu::cur->linear;
+  __atomic_fetch_add(&lm_emu_cp_async_n, 1ull, __ATOMIC_RELAXED);
+  if (((uintptr_t)dst & 15u) != 0 || (src_bytes > 0 && ((uintptr_t)src & 15u) != 0) || src_bytes < 0 || src_bytes > 16) {
+    fprintf(stderr, "[luminal emulator] kernel %s: cp.async of %d bytes from %p to %p (both must be 16-byte aligned)\n",
+            bk->kernel, src_bytes, (const void*)src, (void*)dst);
+    abort();
+  }
+  if (!bk->async) {
+    bk->async = (lm_emu::AsyncCopy*)calloc((size_t)bk->n * lm_emu::kAsyncSlots, sizeof(lm_emu::AsyncCopy));
+    bk->async_n = (unsigned int*)calloc(bk->n, sizeof(unsigned int));
+    bk->async_group = (unsigned int*)calloc(bk->n, sizeof(unsigned int));
+    if (!bk->async || !bk->async_n || !bk->async_group) abort();
+  }
+  unsigned int* n = &bk->async_n[me];
+  if (*n == lm_emu::kAsyncSlots) {
+    fprintf(stderr, "[luminal emulator] kernel %s: more than %d cp.async copies pending in one thread\n", bk->kernel,
+            (int)lm_emu::kAsyncSlots);
+    abort();
+  }
+  lm_emu::AsyncCopy* c = &bk->async[(size_t)me * lm_emu::kAsyncSlots + (*n)++];
+  c->dst = dst;
+  c->group = bk->async_group[me];
+  c->bytes = (unsigned int)src_bytes;
+  memset(c->data, 0, 16);
+  if (src_bytes > 0) memcpy(c->data, src, (size_t)src_bytes);
+}
+LM_DEVICE void lm_cp_async_commit() {
+  lm_emu::Block* bk = lm_emu::cur_block;
+  if (bk->async_group) ++bk->async_group[lm_emu::cur->linear];
+}
+/* Writes the thread's copies of every group but its newest N closed ones (and the
+   open one, which no wait covers on the device either: it is committed later). */
+template <int N>
+LM_DEVICE void lm_cp_async_wait() {
+  lm_emu::Block* bk = lm_emu::cur_block;
+  if (!bk->async) return;
+  const unsigned int me = lm_emu::cur->linear, open = bk->async_group[me];
+  lm_emu::AsyncCopy* q = bk->async + (size_t)me * lm_emu::kAsyncSlots;
+  unsigned int kept = 0;
+  for (unsigned int i = 0; i < bk->async_n[me]; ++i) {
+    if (q[i].group + (unsigned int)N < open) {
+      memcpy(q[i].dst, q[i].data, 16);
+    } else {
+      q[kept++] = q[i];
+    }
+  }
+  bk->async_n[me] = kept;
+}
+)LMEMU";
+
 // lm_emu_mma_in (the operand decode) lives with the mma helpers.
 std::string mma_operand_decode() {
   return std::string(kMma).substr(0, std::string(kMma).find("LM_DEVICE void lm_emu_mma("));
@@ -494,6 +599,8 @@ std::string emulation_header(const GpuArch& arch) {
 }
 
 std::string emulation_mma_helpers() { return kMma; }
+
+std::string emulation_async_helpers() { return kAsync; }
 
 std::string emulation_mfma_helpers() { return mma_operand_decode() + kMfma; }
 

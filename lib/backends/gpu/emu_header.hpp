@@ -31,6 +31,8 @@ namespace luminal::gpu {
 /// Host definitions of the tensor-core helpers; they use the common prelude's f16/bf16
 /// conversions, so they follow common_device_code() in the emulation TU.
 std::string emulation_mma_helpers();
+/// Host definitions of lm_ldmatrix_x4(_trans) and lm_cp_async* (gpu_prelude.hpp).
+std::string emulation_async_helpers();
 /// Host definitions of lm_mfma_16x16x16_f16/_bf16 (CDNA targets, wave64).
 std::string emulation_mfma_helpers();
 /// Host definitions of lm_wmma_16x16x16_f16/_bf16 (RDNA3 targets, wave32).

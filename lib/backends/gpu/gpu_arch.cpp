@@ -17,6 +17,7 @@ GpuArch arch_for(const Target& t) {
     // "sm_90a" -> 90, "sm_100" -> 100
     a.sm_version = std::atoi(a.arch.c_str() + 3);
     a.mma_m16n8k16 = a.sm_version >= 80;
+    a.async_copy = a.sm_version >= 80;
     a.max_static_shared = 48 * 1024;
     return a;
   }
@@ -28,6 +29,7 @@ GpuArch arch_for(const Target& t) {
     // what hipRTC compiles for by default there.
     a.warp = a.arch.rfind("gfx9", 0) == 0 ? 64 : 32;
     a.mma_m16n8k16 = false;
+    a.async_copy = false;
     a.mfma_f16 = a.arch == "gfx908" || a.arch == "gfx90a" || a.arch.rfind("gfx94", 0) == 0;
     a.mfma_bf16 = a.mfma_f16;
     a.mfma_bf16_1k = a.mfma_f16 && a.arch != "gfx908";

@@ -20,6 +20,9 @@ struct GpuArch {
   int sm_version = 90;         ///< CUDA compute capability x 10; 0 on HIP
   /// mma.sync m16n8k16 (f16/bf16 in, f32 accumulate): sm_80 and later.
   bool mma_m16n8k16 = true;
+  /// cp.async (global -> shared copies that bypass the registers) and ldmatrix (a warp's
+  /// fragments from shared memory in one instruction): sm_80 and later.
+  bool async_copy = true;
   /// MFMA v_mfma_f32_16x16x16f16 (wave64, f16 in, f32 accumulate): CDNA gfx908 and later;
   /// bf16 too: v_mfma_f32_16x16x16bf16_1k from gfx90a, and on gfx908, which cannot select
   /// the _1k form (LLVM aborts the process), two v_mfma_f32_16x16x8bf16 (mfma_bf16_1k false).

@@ -80,6 +80,38 @@ LM_DEVICE void lm_mma_m16n8k16_bf16(float* d, const uint32_t* a, const uint32_t*
 }
 )LMCU";
 
+// ldmatrix and cp.async (sm_80+; layouts in gpu_prelude.hpp). Shared addresses are the
+// 32-bit offsets both instructions take, converted from the generic pointer with cvta
+// (no header declares __cvta_generic_to_shared here). The global source of cp.async is
+// the generic address, which is the global one on every CUDA GPU. wait_group takes its
+// count as an immediate: a template argument.
+const char* kCudaAsync = R"LMCU(
+LM_DEVICE uint32_t lm_smem_u32(const void* p) {
+  uint32_t a;
+  asm("{ .reg .u64 lm_t; cvta.to.shared.u64 lm_t, %1; cvt.u32.u64 %0, lm_t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+LM_DEVICE void lm_ldmatrix_x4(uint32_t* r, const uint16_t* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(lm_smem_u32(row)));
+}
+LM_DEVICE void lm_ldmatrix_x4_trans(uint32_t* r, const uint16_t* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(lm_smem_u32(row)));
+}
+LM_DEVICE void lm_cp_async16(uint16_t* dst, const uint16_t* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(lm_smem_u32(dst)), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+LM_DEVICE void lm_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+LM_DEVICE void lm_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+)LMCU";
+
 // On AMD the f16 conversions through _Float16: v_cvt_f16_f32 / v_cvt_f32_f16, round to
 // nearest even with f16 denormals kept (hipRTC's kernels run with both denormal modes
 // "preserve" and IEEE mode on; checked in the code object's descriptor for gfx90a).
@@ -275,6 +307,7 @@ std::string device_prelude(const GpuArch& arch) {
     s += kCudaPart;
     s += kCudaHalf;
     if (arch.mma_m16n8k16) s += kCudaMma;
+    if (arch.async_copy) s += kCudaAsync;
   } else {
     s += kHipPart;
     s += kHipHalf;

@@ -40,6 +40,21 @@
 //  * lm_ld128(p): the 16 bytes at p as four 32-bit words (x = lowest address; a word's low
 //    half is the lower-addressed f16/bf16); p must be 16-byte aligned (lm_aligned16(p)):
 //    the device faults and the emulator aborts otherwise, so callers guard it.
+//  * lm_ldmatrix_x4(r, row) (CUDA sm_80+, per warp of 32, shared memory): four 8 x 8
+//    matrices of 16-bit elements; lane 8q + i gives the address of row i of matrix q (16
+//    bytes, 16-byte aligned); lane l receives in r[q] the word holding elements
+//    2(l%4) and 2(l%4) + 1 of row l/4 of matrix q (low half the lower column).
+//    lm_ldmatrix_x4_trans: the same rows, each matrix transposed: r[q] holds row 2(l%4)
+//    (low half) and row 2(l%4) + 1 (high half), both at column l/4.
+//    (PTX ISA, "ldmatrix", .m8n8.x4.b16 with and without .trans.)
+//  * lm_cp_async16(dst, src, n) (CUDA sm_80+): copies the n <= 16 bytes at global src to
+//    shared dst (both 16-byte aligned) and zero-fills dst's other 16 - n bytes, some time
+//    before the thread's lm_cp_async_wait<N>() returns with its copy's group complete;
+//    lm_cp_async_commit() closes the thread's current group; lm_cp_async_wait<N>() waits
+//    until at most N of its newest groups are pending. Other threads see the bytes only
+//    after that wait and a barrier; the emulator writes them at the wait, so a kernel that
+//    reads a tile earlier reads stale data there as it might on the device.
+//    (PTX ISA, "cp.async", .cg with cp-size 16 and src-size; "cp.async.wait_group".)
 #pragma once
 
 #include <string>

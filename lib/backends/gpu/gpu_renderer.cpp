@@ -494,17 +494,26 @@ class Writer {
     const DType dt = p_.buffers[static_cast<size_t>(g.a.buffer)].dtype;
     const DType dtb = p_.buffers[static_cast<size_t>(g.b.buffer)].dtype;
     if (L.engine == detail::GpuGemmEngine::Skinny) return gemm_skinny(s, shape, L);
+    // ldmatrix + cp.async where the target has them and the warps tile the block (the rules
+    // make MmaAsync alternatives with such tiles); otherwise the same tile as plain Mma.
+    if (L.engine == detail::GpuGemmEngine::MmaAsync && dt != DType::f32 && dt == dtb &&
+        arch_.dialect == Dialect::Cuda && arch_.async_copy && L.wm % 16 == 0 && L.wn % 16 == 0 && L.wm > 0 &&
+        L.wn > 0 && bm % L.wm == 0 && bn % L.wn == 0 && (bm / L.wm) * (bn / L.wn) <= 32 && bm % 32 == 0 &&
+        bn % 32 == 0 && detail::mma_async_shared_bytes(L) <= arch_.max_static_shared)
+      return gemm_mma_async(s, shape, L, dt);
     // Tensor cores where the alternative asks for them and they can run it: both operands
     // the same half type, mma.sync on the target, tile sides multiples of 32; otherwise
     // the FMA tile of the same size (the rules make Mma alternatives only where it holds).
-    if (L.engine == detail::GpuGemmEngine::Mma && dt != DType::f32 && dt == dtb && arch_.dialect == Dialect::Cuda &&
-        arch_.mma_m16n8k16 && bm % 32 == 0 && bn % 32 == 0)
+    const bool mma = L.engine == detail::GpuGemmEngine::Mma || L.engine == detail::GpuGemmEngine::MmaAsync;
+    if (mma && dt != DType::f32 && dt == dtb && arch_.dialect == Dialect::Cuda && arch_.mma_m16n8k16 &&
+        bm % 32 == 0 && bn % 32 == 0)
       return gemm_matrix(s, shape, bm, bn, dt, L.vec > 1, MatrixIsa::MmaSync);
-    if (L.engine == detail::GpuGemmEngine::Mma && dt != DType::f32 && dt == dtb && arch_.dialect == Dialect::Hip &&
-        (dt == DType::f16 ? arch_.mfma_f16 : arch_.mfma_bf16) && arch_.warp == 64 && bm % 32 == 0 && bn % 32 == 0)
+    if (mma && dt != DType::f32 && dt == dtb && arch_.dialect == Dialect::Hip &&
+        (dt == DType::f16 ? arch_.mfma_f16 : arch_.mfma_bf16) && arch_.warp == 64 && bm % 32 == 0 &&
+        bn % 32 == 0)
       return gemm_matrix(s, shape, bm, bn, dt, L.vec > 1, MatrixIsa::Mfma);
-    if (L.engine == detail::GpuGemmEngine::Mma && dt != DType::f32 && dt == dtb &&
-        arch_.dialect == Dialect::Hip && arch_.wmma && arch_.warp == 32 && bm % 32 == 0 && bn % 32 == 0)
+    if (mma && dt != DType::f32 && dt == dtb && arch_.dialect == Dialect::Hip && arch_.wmma &&
+        arch_.warp == 32 && bm % 32 == 0 && bn % 32 == 0)
       return gemm_matrix(s, shape, bm, bn, dt, L.vec > 1, MatrixIsa::Wmma);
     // 16 x 16 threads, each a (bm/16) x (bn/16) micro tile.
     bm = std::max<int64_t>(16, bm / 16 * 16);
@@ -1016,6 +1025,218 @@ class Writer {
     s << "        }\n";
     s << "        lm_sync();\n";
     s << "      }\n";
+    matrix_epilogue(s, mt, nt, acc, isa);
+    s << "    }\n  }\n";
+  }
+
+  // f16/bf16 operands on CUDA sm_80+ (the MmaAsync alternative): (bm/wm) x (bn/wn) warps,
+  // each a wm x wn warp tile of m16n8k16 products whose fragments ldmatrix reads from
+  // shared memory; a ring of `stages` shared k-tiles (32 deep) that cp.async fills while
+  // the tensor cores work on an earlier one, so a K step waits for its loads only when the
+  // ring runs dry. Each operand is staged along its contiguous side -- [row][k] when k is
+  // (ldmatrix), [k][row] when its rows are (ldmatrix .trans) -- its 16-byte chunks
+  // swizzled (swizzled()) so every ldmatrix phase's eight rows hit distinct banks without
+  // padding: 128 x 128 tiles take 16 KB a stage, three stages in the 48 KB of static
+  // shared memory. The 16-byte copies need every tile row 16-byte aligned: a uniform
+  // run-time check per batch point; otherwise (and for operands with neither side
+  // contiguous) plain stores fill the same ring, zero-filled outside the matrix like the
+  // copies' src-size tails.
+  void gemm_mma_async(std::ostringstream& s, LaunchShape& shape, const detail::GpuGemmLaunch& L, DType dt) {
+    const Gemm& g = *k_.gemm;
+    const int64_t bm = L.bm, bn = L.bn, wm = L.wm, wn = L.wn, st = std::max<int64_t>(2, L.stages);
+    const int64_t warps_n = bn / wn, warps = (bm / wm) * warps_n, threads = warps * 32;
+    const int64_t mt = wm / 16, nt = wn / 8;
+    // 1: k contiguous ([row][k] tile), 2: rows contiguous ([k][row] tile), 0: neither
+    const int a_mode = contiguity(g.a.row_stride, g.a.col_stride),
+              b_mode = contiguity(g.b.col_stride, g.b.row_stride);
+    // Halves per tile row (32 k, or the operand's rows) and per stage of each operand.
+    const int64_t pa = a_mode == 2 ? bm : 32, pb = b_mode == 2 ? bn : 32;
+    const int64_t sa = 32 * bm, sb = 32 * bn;
+    const Index batches = product(k_.loops);
+    const std::string half = dt == DType::bf16 ? "bf16" : "f16";
+    shape.sync = true;
+    shape.block[0] = threads;
+    shape.static_shared = static_cast<int>((sa + sb) * st * 2);
+    shape.min_blocks = 1;
+    shape.schedule = "gemm, tensor cores (mma.sync m16n8k16 " + half + "), tiles " + std::to_string(bm) +
+                     "x" + std::to_string(bn) + "x32, " + std::to_string(warps) + " warps of " +
+                     std::to_string(wm) + "x" + std::to_string(wn) + ", ldmatrix, cp.async " +
+                     std::to_string(st) + "-stage ring";
+    shape.grid[0] = ceil_div(g.n, bn);
+    shape.grid[1] = capped(ceil_div(g.m, bm), 65535);
+    shape.grid[2] = capped(batches, 65535);
+    const std::string A = "b" + std::to_string(g.a.buffer), B = "b" + std::to_string(g.b.buffer);
+    s << "  __shared__ lm_u32x4 lm_sa4[" << st * sa / 8 << "];  /* " << st << " stages of A as "
+      << (a_mode == 2 ? "[k][m]" : "[m][k]") << ", rows of " << pa << " halves, 16-byte chunks swizzled */\n";
+    s << "  __shared__ lm_u32x4 lm_sb4[" << st * sb / 8 << "];  /* B as "
+      << (b_mode == 2 ? "[k][n]" : "[n][k]") << ", rows of " << pb << " halves */\n";
+    s << "  uint16_t* const lm_sa = (uint16_t*)lm_sa4;\n  uint16_t* const lm_sb = (uint16_t*)lm_sb4;\n";
+    s << "  const int64_t lm_m = " << ix(g.m) << ", lm_n = " << ix(g.n) << ", lm_k = " << ix(g.k)
+      << ", lm_batches = " << ix(batches) << ";\n";
+    s << "  const int64_t lm_nk = (lm_k + 31) / 32;\n";
+    s << "  const unsigned int lm_w = threadIdx.x / 32, lm_lane = threadIdx.x % 32, lm_g = lm_lane / 4, lm_t "
+         "= lm_lane % 4;\n";
+    s << "  const int lm_wm = (lm_w / " << warps_n << ") * " << wm << ", lm_wn = (lm_w % " << warps_n
+      << ") * " << wn << ";\n";
+    s << "  /* ldmatrix: lane 8q + i addresses row i of matrix q */\n";
+    s << "  const int lm_q = lm_lane / 8, lm_i = lm_lane % 8;\n";
+    s << "  /* loop bounds depend on block indices only: barriers, ldmatrix and mma stay uniform */\n";
+    s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
+    delinearize(s, "    ", k_.loops, "lm_b");
+    s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
+      << ", lm_ca = " << ix(g.a.col_stride) << ";\n";
+    s << "    const int64_t lm_ob = " << ix(g.b.offset) << ", lm_rb = " << ix(g.b.row_stride)
+      << ", lm_cb = " << ix(g.b.col_stride) << ";\n";
+    s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
+    // The 16-byte copies: the contiguous side's stride is 1 (static), the other a
+    // multiple of 8 halves, the operand's first element 16-byte aligned.
+    auto fast = [](int mode, const std::string& b, const std::string& off, const std::string& other) {
+      return mode == 0 ? std::string("false")
+                       : "lm_aligned16(" + b + " + " + off + ") && " + other + " % 8 == 0";
+    };
+    s << "    const bool lm_fa = " << fast(a_mode, A, "lm_oa", a_mode == 1 ? "lm_ra" : "lm_ca") << ";\n";
+    s << "    const bool lm_fb = " << fast(b_mode, B, "lm_ob", b_mode == 1 ? "lm_cb" : "lm_rb") << ";\n";
+    s << "    for (int64_t lm_ti = blockIdx.y; lm_ti * " << bm << " < lm_m; lm_ti += gridDim.y) {\n";
+    s << "      const int64_t lm_i0 = lm_ti * " << bm << ", lm_j0 = (int64_t)blockIdx.x * " << bn << ";\n";
+    s << "      float lm_c[" << mt << "][" << nt << "][4];\n";
+    s << "      for (int i = 0; i < " << mt << "; ++i)\n";
+    s << "        for (int j = 0; j < " << nt << "; ++j)\n";
+    s << "          for (int q = 0; q < 4; ++q) lm_c[i][j][q] = 0.0f;\n";
+    // Issues k-tile `kt` into ring slot `slot` (both expressions), both operands.
+    auto stage = [&](const std::string& ind, const std::string& kt, const std::string& slot) {
+      s << ind << "{\n";
+      s << ind << "  const int64_t lm_kb = (" << kt << ") * 32;\n";
+      stage_async(s, ind + "  ", "lm_sa + (" + slot + ") * " + std::to_string(sa), a_mode, bm, pa, A, "lm_oa",
+                  "lm_ra", "lm_ca", "lm_i0", "lm_m", "lm_fa", threads);
+      stage_async(s, ind + "  ", "lm_sb + (" + slot + ") * " + std::to_string(sb), b_mode, bn, pb, B, "lm_ob",
+                  "lm_cb", "lm_rb", "lm_j0", "lm_n", "lm_fb", threads);
+      s << ind << "}\n";
+    };
+    s << "      for (int lm_s = 0; lm_s < " << st - 1 << "; ++lm_s) {\n";
+    s << "        if (lm_s < lm_nk)\n";
+    stage("        ", "lm_s", "lm_s");
+    s << "        lm_cp_async_commit();\n";
+    s << "      }\n";
+    s << "      for (int64_t lm_kt = 0; lm_kt < lm_nk; ++lm_kt) {\n";
+    s << "        lm_cp_async_wait<" << st - 2 << ">();  /* this thread's copies of tile lm_kt landed */\n";
+    s << "        lm_sync();                            /* ... and every thread's; slot lm_kt - 1 is free "
+         "*/\n";
+    s << "        if (lm_kt + " << st - 1 << " < lm_nk)\n";
+    stage("        ", "lm_kt + " + std::to_string(st - 1),
+          "(lm_kt + " + std::to_string(st - 1) + ") % " + std::to_string(st));
+    s << "        lm_cp_async_commit();\n";
+    s << "        const uint16_t* const lm_ta = lm_sa + (lm_kt % " << st << ") * " << sa << ";\n";
+    s << "        const uint16_t* const lm_tb = lm_sb + (lm_kt % " << st << ") * " << sb << ";\n";
+    s << "#pragma unroll\n";
+    s << "        for (int kk = 0; kk < 2; ++kk) {\n";
+    s << "          uint32_t a[" << mt << "][4], b[" << nt << "][2];\n";
+    s << "#pragma unroll\n";
+    s << "          for (int i = 0; i < " << mt << "; ++i)\n";
+    // A: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), q = 2 (k half) + (row half) gives
+    // a[i][q] as the mma layout wants (gpu_prelude.hpp).
+    if (a_mode == 2)
+      s << "            lm_ldmatrix_x4_trans(a[i], lm_ta + "
+        << swizzled(pa, "kk * 16 + (lm_q / 2) * 8 + lm_i", "(lm_wm + i * 16 + (lm_q % 2) * 8) / 8") << ");\n";
+    else
+      s << "            lm_ldmatrix_x4(a[i], lm_ta + "
+        << swizzled(pa, "lm_wm + i * 16 + (lm_q % 2) * 8 + lm_i", "kk * 2 + lm_q / 2") << ");\n";
+    // B: two n8 tiles at once, matrices (k 0-7, tile j), (k 8-15, j), (k 0-7, j + 1), (k 8-15, j + 1).
+    s << "#pragma unroll\n";
+    s << "          for (int j = 0; j < " << nt << "; j += 2) {\n";
+    s << "            uint32_t r[4];\n";
+    if (b_mode == 2)
+      s << "            lm_ldmatrix_x4_trans(r, lm_tb + "
+        << swizzled(pb, "kk * 16 + (lm_q % 2) * 8 + lm_i", "(lm_wn + j * 8 + (lm_q / 2) * 8) / 8") << ");\n";
+    else
+      s << "            lm_ldmatrix_x4(r, lm_tb + "
+        << swizzled(pb, "lm_wn + j * 8 + (lm_q / 2) * 8 + lm_i", "kk * 2 + lm_q % 2") << ");\n";
+    s << "            b[j][0] = r[0];\n            b[j][1] = r[1];\n            b[j + 1][0] = r[2];\n"
+      << "            b[j + 1][1] = r[3];\n";
+    s << "          }\n";
+    s << "#pragma unroll\n";
+    s << "          for (int i = 0; i < " << mt << "; ++i)\n";
+    s << "#pragma unroll\n";
+    s << "            for (int j = 0; j < " << nt << "; ++j) lm_mma_m16n8k16_" << half
+      << "(lm_c[i][j], a[i], b[j], lm_c[i][j]);\n";
+    s << "        }\n";
+    s << "      }\n";
+    s << "      lm_cp_async_wait<0>();\n";
+    s << "      lm_sync();  /* the next output tile refills the ring */\n";
+    matrix_epilogue(s, mt, nt, 4, MatrixIsa::MmaSync);
+    s << "    }\n  }\n";
+  }
+
+  // Where 16-byte chunk `c` of tile row `r` lies (in halves) in a ring slot of rows of
+  // `pitch` halves: the chunk index XOR-swizzled by the row so that the 8 rows one
+  // ldmatrix phase reads (and the 8 chunks a phase of cp.async writes) fall in 8
+  // distinct 16-byte bank groups. Rows of 64 bytes (two to a 128-byte bank line): c ^
+  // ((r / 2) % 4); rows of 128 bytes or more: c ^ (r % 8).
+  static std::string swizzled(int64_t pitch, const std::string& r, const std::string& c) {
+    const std::string x = pitch >= 64 ? "((" + r + ") & 7)" : "(((" + r + ") >> 1) & 3)";
+    return "(" + r + ") * " + std::to_string(pitch) + " + 8 * ((" + c + ") ^ " + x + ")";
+  }
+
+  // One k-tile of a half operand into ring slot `dst`: element (r, k) of the operand is
+  // b[off + r * srow + k * sk], rows from r0 up to rlim, k from lm_kb up to lm_k. mode 1:
+  // dst is [row][k] (rows of `pitch` halves), a 16-byte cp.async per 8 k; mode 2: dst is
+  // [k][row], one per 8 rows; the copies' src-size zero-fills what lies outside the
+  // matrix. Chunks are placed by swizzled(). When `fast` is false at run time (or mode 0), plain stores of
+  // each half.
+  void stage_async(std::ostringstream& s, const std::string& ind, const std::string& dst, int mode,
+                   int64_t rows, int64_t pitch, const std::string& b, const std::string& off,
+                   const std::string& srow, const std::string& sk, const std::string& r0,
+                   const std::string& rlim, const std::string& fast, int64_t threads) {
+    s << ind << "{\n";
+    s << ind << "  uint16_t* const lm_d = " << dst << ";\n";
+    if (mode != 0) {
+      s << ind << "  if (" << fast << ") {\n";
+      if (mode == 1) {
+        s << ind << "    for (int lm_e = threadIdx.x; lm_e < " << rows * 4 << "; lm_e += " << threads
+          << ") {\n";
+        s << ind << "      const int64_t gr = " << r0 << " + lm_e / 4, gk = lm_kb + 8 * (lm_e % 4);\n";
+        s << ind << "      const int64_t lm_left = gr < " << rlim << " ? lm_k - gk : 0;\n";
+        s << ind << "      const int lm_nb = lm_left <= 0 ? 0 : lm_left >= 8 ? 16 : (int)(2 * lm_left);\n";
+        s << ind << "      lm_cp_async16(lm_d + " << swizzled(pitch, "lm_e / 4", "lm_e % 4") << ", " << b
+          << " + " << off << " + (lm_nb ? gr * " << srow << " + gk : 0), lm_nb);\n";
+      } else {
+        const int64_t groups = rows / 8;
+        s << ind << "    for (int lm_e = threadIdx.x; lm_e < " << 32 * groups << "; lm_e += " << threads
+          << ") {\n";
+        s << ind << "      const int64_t gr = " << r0 << " + 8 * (lm_e % " << groups
+          << "), gk = lm_kb + lm_e / " << groups << ";\n";
+        s << ind << "      const int64_t lm_left = gk < lm_k ? " << rlim << " - gr : 0;\n";
+        s << ind << "      const int lm_nb = lm_left <= 0 ? 0 : lm_left >= 8 ? 16 : (int)(2 * lm_left);\n";
+        s << ind << "      lm_cp_async16(lm_d + "
+          << swizzled(pitch, "lm_e / " + std::to_string(groups), "lm_e % " + std::to_string(groups)) << ", "
+          << b << " + " << off << " + (lm_nb ? gr + gk * " << sk << " : 0), lm_nb);\n";
+      }
+      s << ind << "    }\n";
+      s << ind << "  } else {\n";
+    }
+    const std::string in = mode != 0 ? ind + "    " : ind + "  ";
+    s << in << "for (int lm_e = threadIdx.x; lm_e < " << rows * 32 << "; lm_e += " << threads << ") {\n";
+    if (mode == 2) {
+      s << in << "  const int lm_r = lm_e % " << rows << ", lm_kq = lm_e / " << rows << ";\n";
+    } else {
+      s << in << "  const int lm_r = lm_e / 32, lm_kq = lm_e % 32;\n";
+    }
+    s << in << "  const int64_t gr = " << r0 << " + lm_r, gk = lm_kb + lm_kq;\n";
+    s << in << "  lm_d["
+      << (mode == 2 ? swizzled(pitch, "lm_kq", "lm_r / 8") + " + lm_r % 8"
+                    : swizzled(pitch, "lm_r", "lm_kq / 8") + " + lm_kq % 8")
+      << "] = gr < " << rlim << " && gk < lm_k ? " << b << "[" << off << " + gr * " << srow << " + gk * "
+      << sk << "] : (uint16_t)0;\n";
+    s << in << "}\n";
+    if (mode != 0) s << ind << "  }\n";
+    s << ind << "}\n";
+  }
+
+  // Every lane's accumulators lm_c[mt][nt][acc] of the (lm_i0 + lm_wm, lm_j0 + lm_wn) warp
+  // tile, by `isa`'s accumulator layout, through the epilogue into C (rows and columns
+  // beyond the matrix skipped).
+  void matrix_epilogue(std::ostringstream& s, int64_t mt, int64_t nt, int acc, MatrixIsa isa) {
+    const Gemm& g = *k_.gemm;
+    const bool mfma = isa == MatrixIsa::Mfma, wmma = isa == MatrixIsa::Wmma;
     s << "#pragma unroll\n";
     s << "      for (int i = 0; i < " << mt << "; ++i)\n";
     s << "#pragma unroll\n";
@@ -1042,7 +1263,7 @@ class Writer {
     }
     s << "            b" << g.c.buffer << "[lm_oc + v" << g.row_var << " * lm_rc + v" << g.col_var << "] = " << v
       << ";\n";
-    s << "          }\n    }\n  }\n";
+    s << "          }\n";
   }
 
   // How an operand's 128-bit loads can run: 1 when k is its contiguous side (8 k-consecutive
@@ -1461,6 +1682,7 @@ std::string emulation_source(const GpuSource& src, const Program& p, const GpuAr
   std::ostringstream s;
   s << emulation_header(arch) << common_device_code();
   if (arch.mma_m16n8k16) s << emulation_mma_helpers();
+  if (arch.async_copy) s << emulation_async_helpers();
   if (arch.mfma_f16) s << emulation_mfma_helpers();
   if (arch.wmma) s << emulation_wmma_helpers();
   s << src.kernels;
