@@ -50,6 +50,18 @@ GpuBlock gemm_block(int64_t bm, int64_t bn, int64_t bk) {
   return b;
 }
 
+GpuBlock mma_async_block(const GpuGemmLaunch& L) {
+  GpuBlock b;
+  b.threads = static_cast<int>((L.bm / L.wm) * (L.bn / L.wn) * 32);
+  // ptxas (NVRTC 13, -Xptxas=-v; tests/gpu "[nvrtc][mma][skinny]", which holds the
+  // resident blocks these give to those of the compiled kernels) gives these kernels about
+  // twice their wm x wn / 32 accumulators plus 100, up to the 255 a thread may hold: on
+  // sm_90 237-246 at 64x64 warps, 218-232 at 64x32 and 32x64, 169 at 32x32.
+  b.registers = static_cast<int>(std::min<int64_t>(255, 2 * (L.wm * L.wn / 32) + 100));
+  b.shared_bytes = static_cast<int>(mma_async_shared_bytes(L));
+  return b;
+}
+
 namespace {
 
 // Cycles of the SM clock the per-block estimates below count in (~1.6 GHz on the
@@ -122,17 +134,6 @@ double mma_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmL
                         (w.gemm_m * std::ceil(w.gemm_n / bn) + w.gemm_n * std::ceil(w.gemm_m / bm));
   const double memory_s = std::max(bytes / t.mem_bandwidth, reread / t.cache_bandwidth);
   return std::max(compute_s, memory_s) + t.launch_overhead_s;
-}
-
-GpuBlock mma_async_block(const GpuGemmLaunch& L) {
-  GpuBlock b;
-  b.threads = static_cast<int>((L.bm / L.wm) * (L.bn / L.wn) * 32);
-  // ptxas (NVRTC 13, -Xptxas=-v; tests/gpu "[nvrtc][mma][skinny]") gives these kernels
-  // about twice their wm x wn / 32 accumulators plus 100, up to the 255 a thread may hold:
-  // sm_90 230 at 64x64 warps, 224-228 at 64x32, 162 at 32x32 (sm_80 a few less).
-  b.registers = static_cast<int>(std::min<int64_t>(255, 2 * (L.wm * L.wn / 32) + 100));
-  b.shared_bytes = static_cast<int>(mma_async_shared_bytes(L));
-  return b;
 }
 
 // Tensor-core GEMM fed by ldmatrix from a cp.async ring (gpu_renderer's gemm_mma_async,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cost/cost_model.hpp"
+#include "cost/gpu_launch.hpp"
 #include "cost/target_desc.hpp"
 
 namespace luminal::detail {
@@ -36,6 +37,10 @@ GpuBlock gemm_block(int64_t bm, int64_t bn, int64_t bk);
 /// The block a matrix-engine GEMM tile {bm, bn} (bk = 32; mma.sync, MFMA or WMMA by
 /// TargetDesc::matrix_engine) needs on `t`: threads, registers a thread, shared tiles.
 GpuBlock matrix_gemm_block(const TargetDesc& t, int64_t bm, int64_t bn);
+
+/// The block of a ldmatrix + cp.async ring launch (GpuGemmEngine::MmaAsync): its warps'
+/// threads, the registers ptxas gives such kernels, its shared ring.
+GpuBlock mma_async_block(const GpuGemmLaunch& L);
 
 double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w);
 

@@ -835,10 +835,20 @@ TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills",
                                                [&](const k::Kernel& kk) { return launch.at(kk.name); });
     const cuda::CudaModule m = cuda::compile_module(src.device_source(), arch, true);
     REQUIRE(m.resources.size() == 6 + rings.size());
+    const detail::TargetDesc t = detail::describe_gpu(arch);
     for (const auto& r : m.resources) {
       std::printf("%s %s: %d registers, %d B shared, %d B spilled\n", arch, r.name.c_str(), r.registers,
                   r.shared_bytes, r.spill_bytes);
       CHECK(r.spill_bytes == 0);
+      if (r.name.rfind("ring", 0) != 0) continue;
+      // The cost model's block for the ring: its shared ring as compiled, and as many
+      // blocks resident on an SM as the compiled kernel's registers allow.
+      const detail::GpuBlock model = detail::mma_async_block(detail::GpuGemmLaunch::from(launch.at(r.name)));
+      detail::GpuBlock compiled = model;
+      compiled.registers = r.registers;
+      INFO(r.name << ": model " << model.registers << " registers");
+      CHECK(r.shared_bytes == model.shared_bytes);
+      CHECK(detail::resident_blocks(t, compiled) == detail::resident_blocks(t, model));
     }
     // The 128-bit loads are vector loads in the PTX (not split into scalars by ptxas).
     const cuda::CudaModule ptx = cuda::compile_module(src.device_source(), arch, false);
