@@ -92,6 +92,27 @@ double per_sm_rounds(double blocks, double units, double resident, double& used)
   return std::ceil(per_sm / used);
 }
 
+// What the tensor-core GEMMs share once their work per block and K step of 32 is known:
+// bm x bn tiles over the SMs at `resident` blocks each, every K step waiting for the
+// part of its loads' latency that `latency_left` (given the whole latency) leaves, and
+// the operands' bytes from memory and the tiles' re-reads from L2 (halves).
+template <class LatencyLeft>
+double matrix_tiles_seconds(const TargetDesc& t, const KernelWork& w, double bm, double bn, int resident,
+                            double work, LatencyLeft latency_left) {
+  const double units = std::max(1, t.compute_units);
+  const double blocks = std::ceil(w.gemm_m / bm) * std::ceil(w.gemm_n / bn) * std::max(1.0, w.batches);
+  double used = 1;
+  const double rounds = per_sm_rounds(blocks, units, resident, used);
+  const double ksteps = std::ceil(w.gemm_k / 32);
+  const double bytes = w.bytes_read + w.bytes_written;
+  const double compute_s =
+      rounds * ksteps * round_seconds(work, latency_left(load_latency(t, bytes)), used) * used;
+  const double reread = 2.0 * w.gemm_k * std::max(1.0, w.batches) *
+                        (w.gemm_m * std::ceil(w.gemm_n / bn) + w.gemm_n * std::ceil(w.gemm_m / bm));
+  const double memory_s = std::max(bytes / t.mem_bandwidth, reread / t.cache_bandwidth);
+  return std::max(compute_s, memory_s) + t.launch_overhead_s;
+}
+
 // Tensor-core GEMM (mma.sync m16n8k16, gpu_renderer's gemm_mma): 8 warps in 2 x 4, each
 // an (bm/2) x (bn/4) warp tile of mt x nt products; a K step of 32 stages (bm + bn) x 32
 // halves as 32-bit k-pairs. Per block and K step the SM spends the larger of
@@ -124,16 +145,7 @@ double mma_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGemmL
   const double stage_loads = (bm + bn) * 32 / 32 / (L.vec > 1 ? 8 : 1);  // warp load instructions
   const double stage_s = stage_loads * 4 / 4 / kClock;                    // 4 slots each, 4 schedulers
   const double work = std::max(tensor_s, frag_s) + stage_s;
-  const double blocks = std::ceil(w.gemm_m / bm) * std::ceil(w.gemm_n / bn) * std::max(1.0, w.batches);
-  double used = 1;
-  const double rounds = per_sm_rounds(blocks, units, resident, used);
-  const double ksteps = std::ceil(w.gemm_k / 32);
-  const double bytes = w.bytes_read + w.bytes_written;
-  const double compute_s = rounds * ksteps * round_seconds(work, load_latency(t, bytes), used) * used;
-  const double reread = 2.0 * w.gemm_k * std::max(1.0, w.batches) *
-                        (w.gemm_m * std::ceil(w.gemm_n / bn) + w.gemm_n * std::ceil(w.gemm_m / bm));
-  const double memory_s = std::max(bytes / t.mem_bandwidth, reread / t.cache_bandwidth);
-  return std::max(compute_s, memory_s) + t.launch_overhead_s;
+  return matrix_tiles_seconds(t, w, bm, bn, resident, work, [](double latency) { return latency; });
 }
 
 // Tensor-core GEMM fed by ldmatrix from a cp.async ring (gpu_renderer's gemm_mma_async,
@@ -162,18 +174,9 @@ double mma_async_gemm_seconds(const TargetDesc& t, const KernelWork& w, const Gp
       warps * 2 * (static_cast<double>(L.wm) / 16 + static_cast<double>(L.wn) / 16) * 4 / kClock;
   const double stage_s = (bm + bn) * 4 / 32 * 2 / 4 / kClock;
   const double work = std::max(tensor_s, frag_s) + stage_s;
-  const double blocks = std::ceil(w.gemm_m / bm) * std::ceil(w.gemm_n / bn) * std::max(1.0, w.batches);
-  double used = 1;
-  const double rounds = per_sm_rounds(blocks, units, resident, used);
-  const double ksteps = std::ceil(w.gemm_k / 32);
-  const double bytes = w.bytes_read + w.bytes_written;
   const double stages = static_cast<double>(std::max<int64_t>(2, L.stages));
-  const double latency = std::max(0.0, load_latency(t, bytes) - (stages - 1) * work);
-  const double compute_s = rounds * ksteps * round_seconds(work, latency, used) * used;
-  const double reread = 2.0 * w.gemm_k * std::max(1.0, w.batches) *
-                        (w.gemm_m * std::ceil(w.gemm_n / bn) + w.gemm_n * std::ceil(w.gemm_m / bm));
-  const double memory_s = std::max(bytes / t.mem_bandwidth, reread / t.cache_bandwidth);
-  return std::max(compute_s, memory_s) + t.launch_overhead_s;
+  return matrix_tiles_seconds(t, w, bm, bn, resident, work,
+                              [&](double latency) { return std::max(0.0, latency - (stages - 1) * work); });
 }
 
 // Skinny GEMM (decode, M = 1..8: gpu_renderer's gemm_skinny): a block computes bm rows

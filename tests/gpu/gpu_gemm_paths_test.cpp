@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <utility>
 #include <random>
 #include <set>
 
@@ -96,6 +97,22 @@ void add_gemm(k::Program& p, const std::string& name, DType dt, int64_t M, int64
   p.kernels.push_back(kk);
 }
 
+// Two programs of four GEMMs each, one per orientation of A (a_t) and of B (b_kc): the
+// aligned one, 37 x 72 x `k_aligned` over 2 batch points laid out by `aligned_layout`,
+// and the misaligned one, 40 x 40 x 45 with operands starting at elements 3 and 5.
+template <class AlignedLayout>
+std::pair<k::Program, k::Program> layout_programs(DType dt, int64_t k_aligned, AlignedLayout aligned_layout) {
+  k::Program aligned, misaligned;
+  int n = 0;
+  for (bool a_t : {false, true})
+    for (bool b_kc : {false, true}) {
+      const std::string id = std::to_string(n++);
+      add_gemm(aligned, std::string("al").append(id), dt, 37, 72, k_aligned, 2, aligned_layout(a_t, b_kc));
+      add_gemm(misaligned, std::string("mis").append(id), dt, 40, 40, 45, 1, Layout{a_t, b_kc, 3, 5});
+    }
+  return {std::move(aligned), std::move(misaligned)};
+}
+
 struct Emulated {
   std::string source;
   unsigned long long vector_loads = 0;  // lm_ld128 calls the emulator ran
@@ -143,14 +160,9 @@ TEST_CASE("tensor-core GEMM: 128-bit staging for every operand layout, aligned o
   // Odd M and N, K a multiple of 8 (rows aligned) or not, both operand orientations,
   // batches, operands starting at aligned (0, 8) and misaligned (3) elements.
   for (DType dt : {DType::f16, DType::bf16}) {
-    k::Program aligned, misaligned;
-    int n = 0;
-    for (bool a_t : {false, true})
-      for (bool b_kc : {false, true}) {
-        const std::string id = std::to_string(n++);
-        add_gemm(aligned, std::string("al").append(id), dt, 37, 72, 48, 2, Layout{a_t, b_kc, a_t ? 0 : 8, b_kc ? 8 : 0});
-        add_gemm(misaligned, std::string("mis").append(id), dt, 40, 40, 45, 1, Layout{a_t, b_kc, 3, 5});
-      }
+    const auto [aligned, misaligned] = layout_programs(dt, 48, [](bool a_t, bool b_kc) {
+      return Layout{a_t, b_kc, a_t ? 0 : 8, b_kc ? 8 : 0};
+    });
     const gpu::GpuArch sm90 = arch_of("cuda:sm_90+emu");
     for (int64_t bm : {64, 32}) {
       INFO((dt == DType::f16 ? "f16" : "bf16") << " tile " << bm);
@@ -176,15 +188,9 @@ TEST_CASE("tensor-core GEMM fed by ldmatrix from a cp.async ring: every layout, 
   // batches, aligned and misaligned operands (the plain stores fill the ring), every ring
   // depth and warp tile the rules offer.
   for (DType dt : {DType::f16, DType::bf16}) {
-    k::Program aligned, misaligned;
-    int n = 0;
-    for (bool a_t : {false, true})
-      for (bool b_kc : {false, true}) {
-        const std::string id = std::to_string(n++);
-        add_gemm(aligned, std::string("al").append(id), dt, 37, 72, 45, 2,
-                 Layout{a_t, b_kc, a_t ? 0 : 8, b_kc ? 8 : 0, a_t ? 40 : 48, b_kc ? 48 : 72});
-        add_gemm(misaligned, std::string("mis").append(id), dt, 40, 40, 45, 1, Layout{a_t, b_kc, 3, 5});
-      }
+    const auto [aligned, misaligned] = layout_programs(dt, 45, [](bool a_t, bool b_kc) {
+      return Layout{a_t, b_kc, a_t ? 0 : 8, b_kc ? 8 : 0, a_t ? 40 : 48, b_kc ? 48 : 72};
+    });
     const gpu::GpuArch sm90 = arch_of("cuda:sm_90+emu");
     for (std::vector<int64_t> l : {std::vector<int64_t>{128, 256, 32, 3, 8, 2, 64, 64},
                                    {128, 128, 32, 3, 8, 3, 64, 64},

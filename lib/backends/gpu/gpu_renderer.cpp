@@ -482,6 +482,21 @@ class Writer {
   }
 
   // ---------------------------------------------------------------- GEMM
+  // The head every GEMM form shares: the loop over batch points (blockIdx.z, uniform),
+  // the batch variables, and the views' offsets and strides at that point (lm_oa/lm_ra/
+  // lm_ca for A, lm_ob/... for B unless `with_b` is false -- the skinny form picks B's
+  // view per column segment -- and lm_oc/lm_rc for C). Leaves the batch loop open.
+  void gemm_batch_head(std::ostringstream& s, const Gemm& g, bool with_b) {
+    s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
+    delinearize(s, "    ", k_.loops, "lm_b");
+    s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
+      << ", lm_ca = " << ix(g.a.col_stride) << ";\n";
+    if (with_b)
+      s << "    const int64_t lm_ob = " << ix(g.b.offset) << ", lm_rb = " << ix(g.b.row_stride)
+        << ", lm_cb = " << ix(g.b.col_stride) << ";\n";
+    s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
+  }
+
   void gemm(std::ostringstream& s, LaunchShape& shape) {
     const Gemm& g = *k_.gemm;
     // The search's alternative (cost/gpu_launch.hpp); without one the 64 x 64 x 16 FMA tile.
@@ -541,13 +556,7 @@ class Writer {
       << ", lm_batches = " << ix(batches) << ";\n";
     s << "  const int lm_tx = threadIdx.x % 16, lm_ty = threadIdx.x / 16;\n";
     s << "  /* every loop bound below depends on block indices only: barriers stay uniform */\n";
-    s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
-    delinearize(s, "    ", k_.loops, "lm_b");
-    s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
-      << ", lm_ca = " << ix(g.a.col_stride) << ";\n";
-    s << "    const int64_t lm_ob = " << ix(g.b.offset) << ", lm_rb = " << ix(g.b.row_stride)
-      << ", lm_cb = " << ix(g.b.col_stride) << ";\n";
-    s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
+    gemm_batch_head(s, g, true);
     s << "    for (int64_t lm_ti = blockIdx.y; lm_ti * " << bm << " < lm_m; lm_ti += gridDim.y) {\n";
     s << "      const int64_t lm_i0 = lm_ti * " << bm << ", lm_j0 = (int64_t)blockIdx.x * " << bn << ";\n";
     s << "      float lm_c[" << tm << "][" << tn << "];\n";
@@ -965,13 +974,7 @@ class Writer {
       s << "  const int lm_wm = (lm_w / 4) * " << bm / 2 << ", lm_wn = (lm_w % 4) * " << bn / 4 << ";\n";
     }
     s << "  /* loop bounds depend on block indices only: barriers and " << isa_name << " stay uniform */\n";
-    s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
-    delinearize(s, "    ", k_.loops, "lm_b");
-    s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
-      << ", lm_ca = " << ix(g.a.col_stride) << ";\n";
-    s << "    const int64_t lm_ob = " << ix(g.b.offset) << ", lm_rb = " << ix(g.b.row_stride)
-      << ", lm_cb = " << ix(g.b.col_stride) << ";\n";
-    s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
+    gemm_batch_head(s, g, true);
     s << "    for (int64_t lm_ti = blockIdx.y; lm_ti * " << bm << " < lm_m; lm_ti += gridDim.y) {\n";
     s << "      const int64_t lm_i0 = lm_ti * " << bm << ", lm_j0 = (int64_t)blockIdx.x * " << bn << ";\n";
     s << "      float lm_c[" << mt << "][" << nt << "][" << acc << "];\n";
@@ -1081,13 +1084,7 @@ class Writer {
     s << "  /* ldmatrix: lane 8q + i addresses row i of matrix q */\n";
     s << "  const int lm_q = lm_lane / 8, lm_i = lm_lane % 8;\n";
     s << "  /* loop bounds depend on block indices only: barriers, ldmatrix and mma stay uniform */\n";
-    s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
-    delinearize(s, "    ", k_.loops, "lm_b");
-    s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
-      << ", lm_ca = " << ix(g.a.col_stride) << ";\n";
-    s << "    const int64_t lm_ob = " << ix(g.b.offset) << ", lm_rb = " << ix(g.b.row_stride)
-      << ", lm_cb = " << ix(g.b.col_stride) << ";\n";
-    s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
+    gemm_batch_head(s, g, true);
     // The 16-byte copies: the contiguous side's stride is 1 (static), the other a
     // multiple of 8 halves, the operand's first element 16-byte aligned.
     auto fast = [](int mode, const std::string& b, const std::string& off, const std::string& other) {
@@ -1409,11 +1406,7 @@ class Writer {
     else
       s << "  const int lm_c = threadIdx.x % " << bn << ", lm_s = threadIdx.x / " << bn << ";\n";
     s << "  /* loop bounds depend on block indices only: barriers stay uniform */\n";
-    s << "  for (int64_t lm_b = blockIdx.z; lm_b < lm_batches; lm_b += gridDim.z) {\n";
-    delinearize(s, "    ", k_.loops, "lm_b");
-    s << "    const int64_t lm_oa = " << ix(g.a.offset) << ", lm_ra = " << ix(g.a.row_stride)
-      << ", lm_ca = " << ix(g.a.col_stride) << ";\n";
-    s << "    const int64_t lm_oc = " << ix(g.c.offset) << ", lm_rc = " << ix(g.c.row_stride) << ";\n";
+    gemm_batch_head(s, g, false);
     s << "    for (int64_t lm_ti = blockIdx.y; lm_ti * " << bm << " < lm_m; lm_ti += gridDim.y) {\n";
     s << "      const int64_t lm_i0 = lm_ti * " << bm << ", lm_j0 = (int64_t)blockIdx.x * " << bn
       << ", lm_j = lm_j0 + lm_c;\n";
