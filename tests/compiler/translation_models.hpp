@@ -87,10 +87,15 @@ inline void build_decode_attention(Graph& g, int64_t heads, int64_t kv_heads, in
   g.output("y", scaled_dot_product_attention(q, rep(K), rep(V)));
 }
 
+/// The sizes of a decode step (build_decode_block_f16): Llama-3-8B's by default.
+struct DecodeSizes {
+  int64_t d = 4096, heads = 32, kv_heads = 8, head_dim = 128, ffn = 14336;
+};
+
 /// One decode step of a Llama-3-8B block in f16 (d_model 4096, 32 heads, 8 KV heads, FFN
 /// 14336): weights and the KV cache of `past` tokens read once; outputs y and the new k, v.
-inline void build_decode_block_f16(Graph& g, int64_t past) {
-  const int64_t d = 4096, H = 32, KV = 8, hd = 128, ffn = 14336, G = H / KV;
+inline void build_decode_block_f16(Graph& g, int64_t past, const DecodeSizes& z = {}) {
+  const int64_t d = z.d, H = z.heads, KV = z.kv_heads, hd = z.head_dim, ffn = z.ffn, G = H / KV;
   auto p = [&](const char* n, std::vector<Dim> s) { return g.param(n, s, f16); };
   Tensor x = g.input("x", {1, d}, f16);
   Tensor pos = g.input("pos", {1}, i32);
