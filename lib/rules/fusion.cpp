@@ -223,25 +223,34 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
       if (!is_rep) continue;
       // One producer at a time, each of its variants: the combinations the policies above
       // do not make (a GEMM absorbing its epilogue consumer while its own prologue stays
-      // materialized, say). These do not propagate to consumers.
+      // materialized, say). These do not propagate to consumers. Two consumers: the
+      // direct kernel, and the one that absorbed every producer without a reduction --
+      // so that of several reductions feeding an elementwise tail (a residual add of two
+      // projections) each may become the kernel's, the tail its epilogue, where the
+      // policies absorb the first they meet.
       if (direct->spec->kind == ir::KernelKind::Gather) continue;
-      for (std::size_t slot = 0; slot < direct->kids.size(); ++slot) {
-        const Id k = direct->kids[slot];
-        std::vector<const ir::Variant*> seen;
-        for (int p = 0; p < kNumPolicies; ++p) {
-          auto it = best[static_cast<size_t>(p)].find(k);
-          if (it == best[static_cast<size_t>(p)].end() || it->second.spec->kind == ir::KernelKind::Gather)
-            continue;
-          const ir::Variant* prod = &it->second;
-          bool dup = false;
-          for (const ir::Variant* q : seen) dup = dup || *q->spec == *prod->spec;
-          if (dup) continue;
-          seen.push_back(prod);
-          if (prod->spec->kind == ir::KernelKind::Gemm && uses[k] != 1) continue;
-          if (auto nv = ir::substitute(g, *direct, slot, *prod, ctx.max_body_nodes))
-            todo.emplace_back(c, std::move(*nv));
+      std::vector<const ir::Variant*> consumers{&*direct};
+      if (auto it = best[kNoReduce].find(c);
+          it != best[kNoReduce].end() && !(*it->second.spec == *direct->spec))
+        consumers.push_back(&it->second);
+      for (const ir::Variant* cons : consumers)
+        for (std::size_t slot = 0; slot < cons->kids.size(); ++slot) {
+          const Id k = cons->kids[slot];
+          std::vector<const ir::Variant*> seen;
+          for (int p = 0; p < kNumPolicies; ++p) {
+            auto it = best[static_cast<size_t>(p)].find(k);
+            if (it == best[static_cast<size_t>(p)].end() || it->second.spec->kind == ir::KernelKind::Gather)
+              continue;
+            const ir::Variant* prod = &it->second;
+            bool dup = false;
+            for (const ir::Variant* q : seen) dup = dup || *q->spec == *prod->spec;
+            if (dup) continue;
+            seen.push_back(prod);
+            if (prod->spec->kind == ir::KernelKind::Gemm && uses[k] != 1) continue;
+            if (auto nv = ir::substitute(g, *cons, slot, *prod, ctx.max_body_nodes))
+              todo.emplace_back(c, std::move(*nv));
+          }
         }
-      }
     }
   }
   const std::size_t before = g.num_nodes();
