@@ -190,10 +190,12 @@ double skinny_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGe
   if (L.bm < 1 || L.bm > 8 || L.bn < 1 || L.ks < 1 || L.bn * L.ks != 256) return inf;
   const double units = std::max(1, t.compute_units);
   const double bm = static_cast<double>(L.bm), bn = static_cast<double>(L.bn);
+  // A row prologue (KernelWork::prologue_*): the block's A rows in shared memory, f32.
+  const bool prologue = w.prologue_flops + w.prologue_transcendentals > 0;
   GpuBlock b;
   b.threads = 256;
   b.registers = static_cast<int>(bm + 48);
-  b.shared_bytes = static_cast<int>(256 * bm * 4);
+  b.shared_bytes = static_cast<int>(256 * bm * 4 + (prologue ? bm * w.gemm_k * 4 + 128 : 0));
   const int resident = resident_blocks(t, b);
   if (resident == 0) return inf;
   const double blocks = std::ceil(w.gemm_m / bm) * std::ceil(w.gemm_n / bn) * std::max(1.0, w.batches);
@@ -209,8 +211,13 @@ double skinny_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGe
   const double bytes = w.bytes_read + w.bytes_written;
   // A (bm x K per block) is re-read by every column block and B by every row block:
   // from cache.
-  const double reread = elem * w.gemm_k * std::max(1.0, w.batches) *
-                        (w.gemm_m * std::ceil(w.gemm_n / bn) + w.gemm_n * std::max(0.0, std::ceil(w.gemm_m / bm) - 1));
+  // With a row prologue every column block computes A's rows again, reading their inputs
+  // from cache (and A itself from shared memory, not the cache).
+  const double col_blocks = std::ceil(w.gemm_n / bn);
+  const double reread =
+      (prologue ? w.prologue_bytes * col_blocks
+                : elem * w.gemm_k * std::max(1.0, w.batches) * w.gemm_m * col_blocks) +
+      elem * w.gemm_k * std::max(1.0, w.batches) * w.gemm_n * std::max(0.0, std::ceil(w.gemm_m / bm) - 1);
   const double memory_s = std::max(bytes / (t.mem_bandwidth * std::max(mem_eff, 1e-3)), reread / t.cache_bandwidth);
   // Rows beyond M are predicated off but still issue: bm FMAs per B element. Each FMA
   // needs its A element and each bm of them a B element: a warp load per warp FMA
@@ -218,12 +225,18 @@ double skinny_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGe
   const double fmas = 2 * bm * std::ceil(w.gemm_m / bm) * w.gemm_n * w.gemm_k * std::max(1.0, w.batches);
   const double per_load = bm / (bm + 1) * (L.vec > 1 ? 16 / elem : 1);
   const double lsu = std::min(1.0, per_load / 4);
-  const double compute_s = fmas / (t.peak_flops_f32 * t.loop_efficiency * lsu * std::max(active, 1e-3));
+  const double prologue_s = (w.prologue_flops + w.prologue_transcendentals * t.transcendental_flops) *
+                            col_blocks / (t.peak_flops_f32 * t.loop_efficiency * std::max(active, 1e-3));
+  const double compute_s =
+      fmas / (t.peak_flops_f32 * t.loop_efficiency * lsu * std::max(active, 1e-3)) + prologue_s;
   // Each thread's K loop waits for its loads once per step; resident warps overlap
   // those waits, blocks beyond one wave repeat them.
   const double steps = std::ceil(w.gemm_k / (static_cast<double>(L.ks) * (L.vec > 1 ? pair * 16 / elem : 1)));
   const double waves = std::ceil(blocks / (units * resident));
-  const double latency_s = waves * steps * load_latency(t, bytes);
+  // (A prologue waits for its loads twice a block -- the statistic, then the row -- with
+  // two barriers: from cache.)
+  const double latency_s =
+      waves * (steps * load_latency(t, bytes) + (prologue ? 2 * 0.4 * t.mem_latency_s : 0));
   // Every FMA reads its A element from L1 (B once per row block): the L1's 128 bytes a
   // cycle per SM (64 per CU on AMD) bound the skinny GEMM well before the FMA lanes when
   // M is not small -- where the tiled GEMMs win.

@@ -45,6 +45,11 @@ inline int64_t attention_ranges(int64_t keys) {
 /// thread (the renderer's pair loop; more rows' registers would spill).
 inline constexpr int64_t kSkinnyPairRows = 2;
 
+/// Skinny with a row prologue (kernel::Gemm::a_prologue): the block's A rows, f32 in
+/// shared memory, take at most this many bytes (rows x K x 4); a larger K keeps the
+/// statistic and the operand as kernels of their own.
+inline constexpr int64_t kSkinnyPrologueBytes = 32 * 1024;
+
 struct GpuGemmLaunch {
   int64_t bm = 64, bn = 64, bk = 16;
   GpuGemmEngine engine = GpuGemmEngine::Fma;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "cost/gpu_launch.hpp"
 #include "ir/attention_match.hpp"
 #include "ir/build.hpp"
 #include "luminal/error.hpp"
@@ -54,6 +55,47 @@ bool is_broadcast_contraction(const detail::GraphImpl& b, const detail::Node& n)
 }
 
 }  // namespace
+
+std::optional<RowPrologue> row_prologue(const detail::GraphImpl& b, const std::vector<int64_t>& launch) {
+  const detail::GpuGemmLaunch L = detail::GpuGemmLaunch::from(launch);
+  if (L.engine != detail::GpuGemmEngine::Skinny) return std::nullopt;
+  const auto& nodes = b.nodes;
+  std::optional<uint32_t> top;
+  for (uint32_t i = 0; i < nodes.size(); ++i)
+    if (is_broadcast_contraction(b, nodes[i])) {
+      if (top) return std::nullopt;
+      top = i;
+    }
+  if (!top) return std::nullopt;
+  const detail::Node& sum = nodes[*top];
+  const detail::Node& mul = nodes[sum.inputs[0]];
+  const auto k = nodes[sum.inputs[0]].shape.at(static_cast<size_t>(sum.axis)).as_constant();
+  const int64_t rows = std::clamp<int64_t>(L.bm, 1, 8);
+  if (!k || *k < 1 || rows * *k * 4 > detail::kSkinnyPrologueBytes) return std::nullopt;
+  // The reductions under each operand, and whether one lies below another.
+  auto reductions_under = [&](uint32_t from) {
+    std::vector<uint32_t> found;
+    std::vector<uint8_t> seen(nodes.size(), 0);
+    std::vector<uint32_t> todo{from};
+    while (!todo.empty()) {
+      const uint32_t x = todo.back();
+      todo.pop_back();
+      if (seen[x]) continue;
+      seen[x] = 1;
+      if (nodes[x].op == PrimOp::SumReduce || nodes[x].op == PrimOp::MaxReduce) found.push_back(x);
+      for (uint32_t in : nodes[x].inputs) todo.push_back(in);
+    }
+    return found;
+  };
+  std::optional<RowPrologue> r;
+  for (uint32_t side : {0u, 1u}) {
+    const std::vector<uint32_t> red = reductions_under(mul.inputs[side]);
+    if (red.empty()) continue;
+    if (r || red.size() != 1 || is_broadcast_contraction(b, nodes[red[0]])) return std::nullopt;
+    r = RowPrologue{*top, mul.inputs[side], red[0]};
+  }
+  return r;
+}
 
 bool causal_mask(const detail::GraphImpl& b, uint32_t score) {
   // where(cond, s, -inf) in the score's epilogue with cond computed from indices only.
@@ -654,6 +696,12 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   std::optional<AttentionMatch> att = attention ? match_attention(*spec.body) : std::nullopt;
   uint32_t p_operand = UINT32_MAX;
   if (att) p_operand = nodes[nodes[att->out_reduce].inputs[0]].inputs[static_cast<size_t>(att->p_side)];
+  // A skinny GEMM computing an operand from its rows itself: no statistic kernel, no copy.
+  // (Its operand as a plain id: GCC 12 thinks an optional's member may be uninitialized.)
+  const std::optional<RowPrologue> rp = traits.gemm_row_prologue && spec.kind == KernelKind::Gemm
+                                            ? row_prologue(*spec.body, spec.launch)
+                                            : std::nullopt;
+  const uint32_t prologue_operand = rp ? rp->operand : UINT32_MAX;
   // A GEMM operand that is a concat of stored tensors is read in place, segment by
   // segment: no round trip, and its adds are never computed.
   std::vector<uint8_t> free_add(nodes.size(), 0);
@@ -771,7 +819,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
           const bool copied = !is_leaf(to_op(nodes[below].op)) ||
                               !strided_operand(*spec.body, static_cast<uint32_t>(ni),
                                                nodes[nodes[ni].inputs[0]].inputs[0] == e ? 0 : 1);
-          if (copied && !staged) {
+          if (copied && !staged && e != prologue_operand) {
             w.bytes_scratch += 2 * numel[src] * static_cast<double>(dtype_size(copy_dt));
             w.staged_kernels += 1;
           }
@@ -872,7 +920,28 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     // (A GEMM whose root reads its product through a view -- a vector times a matrix,
     // reshaped -- lowers the same way: the product staged, the view a copy.)
     const int accumulators = attention ? reductions : spec.kind != KernelKind::Elementwise && reached ? 1 : 0;
-    w.staged_kernels += reductions - accumulators;
+    w.staged_kernels += reductions - accumulators - (rp ? 1 : 0);
+  }
+  // What computing the prologue's operand once takes (each column block of the skinny GEMM
+  // computes it again for its rows): its arithmetic and the bytes it reads.
+  if (rp) {
+    std::vector<uint8_t> seen(nodes.size(), 0);
+    std::vector<uint32_t> todo{nodes[prologue_operand].inputs[0]};
+    while (!todo.empty()) {
+      const uint32_t x = todo.back();
+      todo.pop_back();
+      if (seen[x]) continue;
+      seen[x] = 1;
+      const detail::Node& n = nodes[x];
+      for (uint32_t in : n.inputs) todo.push_back(in);
+      if (n.op == PrimOp::Input) {
+        w.prologue_bytes += read_elements(*spec.body, x, numel) * static_cast<double>(dtype_size(n.dtype));
+      } else if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce) {
+        w.prologue_flops += numel[n.inputs[0]];
+      } else if (!is_leaf(to_op(n.op)) && !is_view(to_op(n.op)) && n.op != PrimOp::Cast) {
+        (detail::is_transcendental(n.op) ? w.prologue_transcendentals : w.prologue_flops) += numel[x];
+      }
+    }
   }
   // Shape facts for GPU launch costing (cost/gpu_cost.hpp).
   w.launch = spec.launch;

@@ -84,8 +84,10 @@ struct LoweringTraits {
   /// A product of two casts from one half type keeps both operands as halves: read in
   /// place where they are strided views of stored halves, copied as halves otherwise.
   bool half_operands = false;
+  /// A skinny GEMM computes an operand with a row prologue itself (ir::row_prologue).
+  bool gemm_row_prologue = false;
   /// The GPU renderers' traits.
-  static LoweringTraits gpu() { return {true, true}; }
+  static LoweringTraits gpu() { return {true, true, true}; }
 };
 
 /// FLOPs, bytes and parallelism of one execution of the kernel `spec` over `kids` (the
@@ -116,6 +118,21 @@ struct StoredConcat {
 /// computed: the cost model charges it nothing, the lowering emits segments. One
 /// predicate for both, so they cannot disagree.
 std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_t id);
+
+/// A skinny GEMM's row prologue (kernel::Gemm::a_prologue, lower::Options::gemm_row_prologue):
+/// a GEMM body whose launch is the GPU's few-rows engine (GpuGemmEngine::Skinny), one of
+/// whose contraction's operands is computed from one row statistic -- the body's only
+/// reduction besides the contraction, itself none, with none below it and none under the
+/// other operand (RMSNorm before a projection) -- with K static and the block's rows of A
+/// within kSkinnyPrologueBytes. The lowering computes that operand inside the GEMM, a
+/// statistic and a row per block, instead of a statistic kernel and an operand copy; the
+/// cost model charges neither launch but the blocks' recomputation. One predicate for both.
+struct RowPrologue {
+  uint32_t contraction = 0;  ///< the GEMM's sum
+  uint32_t operand = 0;      ///< the product's input (an expand) holding the prologue
+  uint32_t stat = 0;         ///< the statistic's reduction
+};
+std::optional<RowPrologue> row_prologue(const detail::GraphImpl& body, const std::vector<int64_t>& launch);
 
 /// Attention's K operand read as segments (kernel::Attention::k_more): `operand` (the
 /// score product's K side) is, through reshapes, permutes and expands (the repeat of a KV

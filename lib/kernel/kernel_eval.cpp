@@ -271,6 +271,29 @@ struct Evaluator {
     // A segmented B: column j is column j - n0 of the last segment starting at or before j.
     std::vector<int64_t> n0s;
     for (const GemmSegment& sg : g.b_segments) n0s.push_back(ix(sg.n0));
+    // A computed by the row prologue: each row's statistic, then the row (f32).
+    std::vector<double> a_rows;
+    if (g.a_prologue) {
+      const GemmRowPrologue& pr = *g.a_prologue;
+      for (int v : {g.row_var, pr.depth_var, pr.stat.loops.at(0).var})
+        if (v < 0 || v >= 64) fail("loop variable ids must be in [0, 64)");
+      a_rows.resize(static_cast<size_t>(m * kk));
+      for (int64_t i = 0; i < m; ++i) {
+        vars[static_cast<size_t>(g.row_var)] = i;
+        double st = pr.stat.op == ReduceOp::Sum ? 0.0 : -INFINITY;
+        nest(pr.stat.loops, 0, [&] {
+          const double v = eval(pr.stat.value);
+          st = pr.stat.op == ReduceOp::Sum
+                   ? static_cast<float>(static_cast<float>(st) + static_cast<float>(v))
+                   : ((v > st || v != v) ? v : st);
+        });
+        acc = static_cast<float>(st);
+        for (int64_t q = 0; q < kk; ++q) {
+          vars[static_cast<size_t>(pr.depth_var)] = q;
+          a_rows[static_cast<size_t>(i * kk + q)] = static_cast<float>(eval(pr.a));
+        }
+      }
+    }
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         int bbuf = g.b.buffer;
@@ -286,7 +309,9 @@ struct Evaluator {
           }
         double s = 0;
         for (int64_t q = 0; q < kk; ++q)
-          s += value(g.a.buffer, oa + i * ra + q * ca) * value(bbuf, obj + q * rbj + jj);
+          s += (g.a_prologue ? a_rows[static_cast<size_t>(i * kk + q)]
+                             : value(g.a.buffer, oa + i * ra + q * ca)) *
+               value(bbuf, obj + q * rbj + jj);
         acc = static_cast<float>(s);
         vars[static_cast<size_t>(g.row_var)] = i;
         vars[static_cast<size_t>(g.col_var)] = j;

@@ -537,10 +537,27 @@ void validate(const Program& p) {
       case KernelKind::Gemm: {
         if (!k.gemm) c.fail("gemm kernel without a Gemm");
         const Gemm& g = *k.gemm;
-        for (const auto* v : {&g.a, &g.b, &g.c}) c.buffer(v->buffer);
+        for (const auto* v : {&g.a, &g.b, &g.c})
+          if (v != &g.a || !g.a_prologue) c.buffer(v->buffer);
+        if (g.a_prologue) {
+          const GemmRowPrologue& pr = *g.a_prologue;
+          if (g.a.buffer != -1) c.fail("a GEMM with a row prologue reads no A buffer");
+          if (pr.stat.loops.size() != 1) c.fail("a GEMM row prologue's statistic has one loop");
+          if (pr.stat.acc_dtype != DType::f32 || pr.stat.value.dtype() != DType::f32 ||
+              pr.a.dtype() != DType::f32)
+            c.fail("a GEMM row prologue is f32");
+          Checker st = c;
+          st.scope.insert(g.row_var);
+          st.loops(pr.stat.loops);
+          st.expr(pr.stat.value, false);
+          Checker pa = c;
+          pa.scope.insert(g.row_var);
+          if (!pa.scope.insert(pr.depth_var).second) c.fail("a GEMM row prologue's depth variable is in use");
+          pa.expr(pr.a, true);
+        }
         // Both operands f32, f16 or bf16 (GPU tensor cores), or an f32 A with an f16/bf16
         // B (a half-precision weight the CPU GEMM converts as it packs).
-        const DType da = p.buffers[static_cast<size_t>(g.a.buffer)].dtype;
+        const DType da = g.a_prologue ? DType::f32 : p.buffers[static_cast<size_t>(g.a.buffer)].dtype;
         const DType db = p.buffers[static_cast<size_t>(g.b.buffer)].dtype;
         const bool half_b = db == DType::f16 || db == DType::bf16;
         if (!((da == db && (da == DType::f32 || half_b)) || (da == DType::f32 && half_b)))
@@ -761,6 +778,12 @@ std::string to_string(const Program& p) {
         s << " | b" << g.b_segments[i].b.buffer << " from column " << g.b_segments[i].n0.to_string();
       s << ", k=" << g.k.to_string() << ") epilogue "
         << (g.epilogue.valid() ? g.epilogue.to_string() : "acc") << "\n";
+      if (g.a_prologue) {
+        const GemmRowPrologue& pr = *g.a_prologue;
+        s << ind << "  A(v" << g.row_var << ", v" << pr.depth_var << ") = " << pr.a.to_string()
+          << ", acc = " << (pr.stat.op == ReduceOp::Sum ? "sum" : "max") << " over v" << pr.stat.loops[0].var
+          << " < " << pr.stat.loops[0].extent.to_string() << " of " << pr.stat.value.to_string() << "\n";
+      }
       continue;
     }
     if (k.reduce) {

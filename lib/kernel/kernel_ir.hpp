@@ -267,6 +267,19 @@ struct GemmSegment {
   Index n0;
 };
 
+/// A computed from its rows inside the GEMM (the few-rows GPU GEMM, GpuGemmEngine::Skinny):
+/// for every row i < m (and batch point), the row's statistic
+///   stat(i) = stat.op over stat.loops of stat.value   (row_var = i)
+/// and then A(i, p) = `a` at row_var = i, depth_var = p, acc() = stat(i), for p < k --
+/// RMSNorm's mean square and normalization computed by each block for its own rows,
+/// where a statistic kernel and an operand copy would each cost a launch. `stat.value`
+/// and `a` are f32 and may also use the batch variables.
+struct GemmRowPrologue {
+  Reduction stat;  // one loop; acc_dtype f32
+  Expr a;
+  int depth_var = -1;
+};
+
 struct Gemm {
   Index m, n, k;
   // A and B are f32, or both f16 or both bf16 (products summed in f32: tensor cores on a
@@ -285,6 +298,9 @@ struct Gemm {
   // B = [Wq | Wk | Wv] is never stored). Segment 0 starts at column 0 and is `b`;
   // the n0 increase. At most kMaxGemmSegments.
   std::vector<GemmSegment> b_segments;
+  // A computed by the kernel itself (`a` then unused: buffer -1). Only the GPU renderer's
+  // few-rows GEMM takes one (lower::Options::gemm_row_prologue).
+  std::optional<GemmRowPrologue> a_prologue;
 };
 inline constexpr std::size_t kMaxGemmSegments = 4;
 

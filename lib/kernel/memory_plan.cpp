@@ -105,7 +105,13 @@ std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
         reads_of(a.epilogue, reads);
       }
     } else if (k.kind == KernelKind::Gemm) {
-      reads = {k.gemm->a.buffer, k.gemm->b.buffer};
+      reads = {k.gemm->b.buffer};
+      if (k.gemm->a_prologue) {
+        reads_of(k.gemm->a_prologue->stat.value, reads);
+        reads_of(k.gemm->a_prologue->a, reads);
+      } else {
+        reads.push_back(k.gemm->a.buffer);
+      }
       for (const kernel::GemmSegment& sg : k.gemm->b_segments) reads.push_back(sg.b.buffer);
       reads_of(k.gemm->epilogue, reads);
       writes = {k.gemm->c.buffer};

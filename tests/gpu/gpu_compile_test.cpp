@@ -447,4 +447,5 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
   const kernel::lower::Options o = gpu::gpu_lower_options();
   CHECK(ir::LoweringTraits::gpu().attention_q_inline == o.attention_q_inline);
   CHECK(ir::LoweringTraits::gpu().half_operands == o.half_operands);
+  CHECK(ir::LoweringTraits::gpu().gemm_row_prologue == o.gemm_row_prologue);
 }

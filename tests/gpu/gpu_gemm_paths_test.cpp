@@ -490,6 +490,96 @@ TEST_CASE("skinny split-K GEMM: a segmented B, each column range read where it l
   CHECK_THROWS_AS(gpu::render_gpu(p, arch_of("cuda:sm_90"), same_launch({32, 32, 32, 1, 8})), InternalError);
 }
 
+namespace {
+// Turns the last GEMM of `p` (from add_gemm: A [M x K] row-major at offset 0, one batch
+// point) into one whose A is computed by a row prologue from that buffer, x: with `sum`,
+// RMSNorm's A(i, p) = x[i, p] / sqrt(mean_q x[i, q]^2 + 1e-6) * (1 + p / K); else
+// A(i, p) = x[i, p] - max_q x[i, q]. x stays a program input; B and C are add_gemm's.
+void make_row_prologue(k::Program& p, bool sum) {
+  k::Gemm& g = *p.kernels.back().gemm;
+  const int x = g.a.buffer;
+  const k::Index K = g.k;
+  const DType xt = p.buffers[static_cast<size_t>(x)].dtype;
+  auto xv = [&](int row_var, int col_var) {
+    k::Expr e = k::load(x, xt, k::Index::var(row_var) * K + k::Index::var(col_var));
+    return xt == DType::f32 ? e : k::cast(e, DType::f32);
+  };
+  k::GemmRowPrologue pr;
+  pr.depth_var = 3;
+  k::Loop l;
+  l.var = 4;
+  l.extent = K;
+  pr.stat.loops = {l};
+  pr.stat.op = sum ? k::ReduceOp::Sum : k::ReduceOp::Max;
+  pr.stat.value = sum ? k::binary(k::BinaryOp::Mul, xv(g.row_var, 4), xv(g.row_var, 4)) : xv(g.row_var, 4);
+  const k::Expr scale =
+      k::binary(k::BinaryOp::Add, k::constant(1.0),
+                k::binary(k::BinaryOp::Mul, k::cast(k::index_value(k::Index::var(3)), DType::f32),
+                          k::constant(1.0 / static_cast<double>(*K.as_constant()))));
+  pr.a =
+      sum ? k::binary(
+                k::BinaryOp::Mul,
+                k::binary(k::BinaryOp::Mul, xv(g.row_var, 3),
+                          k::unary(k::UnaryOp::Recip,
+                                   k::unary(k::UnaryOp::Sqrt,
+                                            k::binary(k::BinaryOp::Add,
+                                                      k::binary(k::BinaryOp::Mul, k::acc(),
+                                                                k::constant(1.0 / double(*K.as_constant()))),
+                                                      k::constant(1e-6))))),
+                scale)
+          : k::binary(k::BinaryOp::Sub, xv(g.row_var, 3), k::acc());
+  g.a = k::MatrixView{-1, k::Index(0), k::Index(0), k::Index(0)};
+  g.a_prologue = pr;
+}
+}  // namespace
+
+TEST_CASE("skinny GEMM with a row prologue: each block computes its rows' statistic and A itself",
+          "[gpu][emu][skinny][prologue]") {
+  // RMSNorm (a sum statistic) and a max statistic; one to three rows, K a multiple of the
+  // 128-bit step or not (the scalar tail), B f32 or f16 in both layouts and segmented,
+  // against the evaluator, on wave32 and wave64.
+  for (DType dt : {DType::f32, DType::f16}) {
+    k::Program p;
+    int n = 0;
+    for (int64_t M : {1, 3})
+      for (int64_t K : {256, 301})
+        for (bool b_kc : {true, false})
+          for (bool sum : {true, false}) {
+            add_gemm(p, std::string("r").append(std::to_string(n++)), dt, M, 45, K, 1,
+                     Layout{false, b_kc, 0, 0});
+            make_row_prologue(p, sum);
+          }
+    add_gemm(p, "seg", dt, 2, 82, 256, 1, Layout{false, true, 0, 0});
+    {
+      k::Gemm& g = *p.kernels.back().gemm;
+      int64_t n0 = 0;
+      for (int64_t w : {37, 45}) {
+        const int buf = static_cast<int>(p.buffers.size());
+        p.buffers.push_back({"seg_b" + std::to_string(n0), dt, 256 * w, k::BufferRole::Input});
+        g.b_segments.push_back({k::MatrixView{buf, 0, 1, 256}, k::Index(n0)});
+        n0 += w;
+      }
+      g.b = g.b_segments.front().b;
+    }
+    make_row_prologue(p, true);
+    k::validate(p);
+    for (int64_t bm : {1, 2})
+      for (int64_t vec : {1, 8}) {
+        INFO(dtype_name(dt) << " bm " << bm << " vec " << vec);
+        const Emulated e =
+            run_and_compare(p, arch_of("cuda:sm_90+emu"), same_launch({bm, 8, 0, 2, 32, vec}), 2e-4, 2e-4);
+        CHECK(e.source.find("A computed from its rows in shared memory") != std::string::npos);
+        CHECK((e.vector_loads > 0) == (vec > 1));
+      }
+    run_and_compare(p, arch_of("hip:gfx90a+emu"), same_launch({2, 16, 0, 2, 16, 8}), 2e-4, 2e-4);
+  }
+  // Only the skinny GEMM takes one.
+  k::Program p;
+  add_gemm(p, "t", DType::f16, 16, 8, 32, 1, Layout{});
+  make_row_prologue(p, true);
+  CHECK_THROWS_AS(gpu::render_gpu(p, arch_of("cuda:sm_90"), same_launch({32, 32, 32, 1, 8})), InternalError);
+}
+
 // ---------------------------------------------------------------- whole graphs
 
 namespace {
@@ -823,9 +913,13 @@ TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills",
     }
     g.b = g.b_segments.front().b;
   }
+  // The same with RMSNorm computed by the blocks (Gemm::a_prologue): 16 KB of A in shared memory.
+  add_gemm(p, "qkv_norm", DType::f16, 1, 6144, 4096, 1, Layout{false, true, 0, 0});
+  make_row_prologue(p, true);
   std::map<std::string, std::vector<int64_t>> launch{
-      {"tc128", {128, 128, 32, 1, 8}},  {"tc64", {64, 64, 32, 1, 8}},      {"skinny", {8, 16, 0, 2, 16, 8}},
-      {"skinny1", {1, 8, 0, 2, 32, 8}}, {"skinny2", {2, 16, 0, 2, 16, 8}}, {"qkv", {1, 8, 0, 2, 32, 8}}};
+      {"qkv_norm", {1, 8, 0, 2, 32, 8}}, {"tc128", {128, 128, 32, 1, 8}},  {"tc64", {64, 64, 32, 1, 8}},
+      {"skinny", {8, 16, 0, 2, 16, 8}},  {"skinny1", {1, 8, 0, 2, 32, 8}}, {"skinny2", {2, 16, 0, 2, 16, 8}},
+      {"qkv", {1, 8, 0, 2, 32, 8}}};
   // Every ldmatrix + cp.async alternative the rules offer (schedule_gpu.cpp), x @ W^T
   // ([k] contiguous operands) and A @ B (B's rows contiguous: ldmatrix .trans).
   const std::vector<std::vector<int64_t>> rings{
@@ -840,7 +934,7 @@ TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills",
     const gpu::GpuSource src = gpu::render_gpu(p, arch_of((std::string("cuda:") + arch).c_str()),
                                                [&](const k::Kernel& kk) { return launch.at(kk.name); });
     const cuda::CudaModule m = cuda::compile_module(src.device_source(), arch, true);
-    REQUIRE(m.resources.size() == 6 + rings.size());
+    REQUIRE(m.resources.size() == 7 + rings.size());
     const detail::TargetDesc t = detail::describe_gpu(arch);
     for (const auto& r : m.resources) {
       std::printf("%s %s: %d registers, %d B shared, %d B spilled\n", arch, r.name.c_str(), r.registers,

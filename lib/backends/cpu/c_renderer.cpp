@@ -956,6 +956,8 @@ class KernelWriter {
 
   std::string gemm() {
     const Gemm& g = *k_.gemm;
+    if (g.a_prologue)  // (lower::Options::gemm_row_prologue)
+      throw InternalError("[cpu] kernel " + k_.name + ": a GEMM row prologue is the GPU skinny GEMM's");
     // The C GEMM drivers read f32 operands; half operands are the GPU renderer's.
     if (p_.buffers[static_cast<size_t>(g.a.buffer)].dtype != DType::f32)
       throw InternalError("[cpu] kernel " + k_.name + ": the C renderer takes f32 GEMM operands only");

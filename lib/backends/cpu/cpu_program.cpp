@@ -159,7 +159,12 @@ class Remap {
         if (c.reduce) c.reduce->value = expr(k.reduce->value);
         break;
       case kernel::KernelKind::Gemm:
-        c.gemm->a.buffer = buf(k.gemm->a.buffer);
+        if (k.gemm->a_prologue) {
+          c.gemm->a_prologue->stat.value = expr(k.gemm->a_prologue->stat.value);
+          c.gemm->a_prologue->a = expr(k.gemm->a_prologue->a);
+        } else {
+          c.gemm->a.buffer = buf(k.gemm->a.buffer);
+        }
         c.gemm->b.buffer = buf(k.gemm->b.buffer);
         for (kernel::GemmSegment& sg : c.gemm->b_segments) sg.b.buffer = buf(sg.b.buffer);
         c.gemm->c.buffer = buf(k.gemm->c.buffer);

@@ -24,7 +24,13 @@ std::vector<KernelAccess> kernel_accesses(const kernel::Program& prog) {
   for (const auto& k : prog.kernels) {
     KernelAccess a;
     if (k.gemm) {
-      a.reads = {k.gemm->a.buffer, k.gemm->b.buffer};
+      a.reads = {k.gemm->b.buffer};
+      if (k.gemm->a_prologue) {
+        loads(k.gemm->a_prologue->stat.value, a.reads);
+        loads(k.gemm->a_prologue->a, a.reads);
+      } else {
+        a.reads.push_back(k.gemm->a.buffer);
+      }
       for (const kernel::GemmSegment& sg : k.gemm->b_segments) a.reads.push_back(sg.b.buffer);
       loads(k.gemm->epilogue, a.reads);
       a.writes = {k.gemm->c.buffer};

@@ -76,6 +76,7 @@ std::optional<BlasKernel> blas_kernel(const kernel::Program& p, const kernel::Ke
   const kernel::Gemm& g = *k.gemm;
   if (g.impl != kernel::GemmImpl::Library) return no("a generated GEMM");
   if (!g.b_segments.empty()) return no("B is read in segments");
+  if (g.a_prologue) return no("A is computed by a row prologue");
   const DType ta = p.buffers.at(static_cast<size_t>(g.a.buffer)).dtype;
   const DType tb = p.buffers.at(static_cast<size_t>(g.b.buffer)).dtype;
   const DType tc = p.buffers.at(static_cast<size_t>(g.c.buffer)).dtype;

@@ -22,6 +22,7 @@ kernel::lower::Options gpu_lower_options() {
   o.segmented_b_skinny = true;
   o.split_attention = true;
   o.attention_q_inline = true;
+  o.gemm_row_prologue = true;
   return o;
 }
 

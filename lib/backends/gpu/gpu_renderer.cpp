@@ -262,7 +262,12 @@ class Writer {
         writes_.insert(k_.store.buffer);
         break;
       case KernelKind::Gemm:
-        reads_.insert(k_.gemm->a.buffer);
+        if (k_.gemm->a_prologue) {
+          collect(k_.gemm->a_prologue->stat.value);
+          collect(k_.gemm->a_prologue->a);
+        } else {
+          reads_.insert(k_.gemm->a.buffer);
+        }
         reads_.insert(k_.gemm->b.buffer);
         for (const GemmSegment& sg : k_.gemm->b_segments) reads_.insert(sg.b.buffer);
         collect(k_.gemm->epilogue);
@@ -506,9 +511,12 @@ class Writer {
     if (!g.b_segments.empty() && L.engine != detail::GpuGemmEngine::Skinny)
       throw InternalError("[gpu] kernel " + k_.name + ": a segmented GEMM B outside the skinny GEMM");
     int64_t bm = L.bm, bn = L.bn, bk = L.bk;
+    if (L.engine == detail::GpuGemmEngine::Skinny) return gemm_skinny(s, shape, L);
+    // Likewise the row prologue (lower::Options::gemm_row_prologue).
+    if (g.a_prologue)
+      throw InternalError("[gpu] kernel " + k_.name + ": a GEMM row prologue outside the skinny GEMM");
     const DType dt = p_.buffers[static_cast<size_t>(g.a.buffer)].dtype;
     const DType dtb = p_.buffers[static_cast<size_t>(g.b.buffer)].dtype;
-    if (L.engine == detail::GpuGemmEngine::Skinny) return gemm_skinny(s, shape, L);
     // ldmatrix + cp.async where the target has them and the warps tile the block (the rules
     // make MmaAsync alternatives with such tiles); otherwise the same tile as plain Mma.
     if (L.engine == detail::GpuGemmEngine::MmaAsync && dt != DType::f32 && dt == dtb &&
@@ -1353,6 +1361,40 @@ class Writer {
   // With 128-bit loads (vec > 1; A and B both K-contiguous and of one type) each thread
   // reads 16 bytes of B and of each A row per step, guarded per thread by alignment and
   // by the end of K (scalar loads there).
+  // The skinny GEMM's row prologue (Gemm::a_prologue) for the block's rows lm_i0.. (bm of
+  // them, those below lm_m): each row's statistic by the whole block (a block reduction:
+  // the loop bounds depend on the block only, so its barriers are uniform), then its A
+  // row into lm_ap; a barrier before the K loop reads them.
+  void gemm_row_prologue(std::ostringstream& s, const GemmRowPrologue& pr, int64_t bm, int64_t kst) {
+    const Gemm& g = *k_.gemm;
+    const bool sum = pr.stat.op == ReduceOp::Sum;
+    s << "      /* A's rows: each row's statistic, then the row, into shared memory */\n";
+    s << "      for (int lm_r = 0; lm_r < " << bm << " && lm_i0 + lm_r < lm_m; ++lm_r) {\n";
+    s << "        const int64_t v" << g.row_var << " = lm_i0 + lm_r;\n";
+    s << "        float lm_st = " << (sum ? "0.0f" : "lm_u2f(0xff800000u)") << ";\n";
+    s << "        for (int64_t lm_q = threadIdx.x; lm_q < " << ix(pr.stat.loops[0].extent)
+      << "; lm_q += " << kThreads << ") {\n";
+    s << "          const int64_t v" << pr.stat.loops[0].var << " = lm_q;\n";
+    {
+      std::map<const ExprNode*, std::string> memo;
+      const std::string v = value(pr.stat.value, memo, s, "          ");
+      s << "          lm_st = " << (sum ? "lm_st + " + v : "lm_max(lm_st, " + v + ")") << ";\n";
+    }
+    s << "        }\n";
+    s << "        lm_st = lm_block_" << (sum ? "sum" : "max") << "_f32(lm_st, lm_red);\n";
+    s << "        for (int64_t lm_q = threadIdx.x; lm_q < " << kst << "; lm_q += " << kThreads << ") {\n";
+    s << "          const int64_t v" << pr.depth_var << " = lm_q;\n";
+    s << "          const float acc = lm_st;\n";
+    {
+      std::map<const ExprNode*, std::string> memo;
+      const std::string v = value(pr.a, memo, s, "          ");
+      s << "          lm_ap[lm_r * " << kst << " + lm_q] = " << v << ";\n";
+    }
+    s << "        }\n";
+    s << "      }\n";
+    s << "      lm_sync();\n";
+  }
+
   void gemm_skinny(std::ostringstream& s, LaunchShape& shape, const detail::GpuGemmLaunch& L) {
     const Gemm& g = *k_.gemm;
     int64_t bm = std::clamp<int64_t>(L.bm, 1, 8), bn = L.bn, ks = L.ks;
@@ -1360,25 +1402,36 @@ class Writer {
       bn = 32;
       ks = 8;
     }
-    const DType da = p_.buffers[static_cast<size_t>(g.a.buffer)].dtype;
+    // A computed by the block from its rows (Gemm::a_prologue) is f32 in shared memory:
+    // lm_ap[row of the block][k], K static.
+    const GemmRowPrologue* pro = g.a_prologue ? &*g.a_prologue : nullptr;
+    const int64_t kst = pro ? g.k.as_constant().value_or(-1) : 0;
+    if (pro && (kst < 0 || bm * kst * 4 > detail::kSkinnyPrologueBytes))
+      throw InternalError(
+          "[gpu] kernel " + k_.name + ": a skinny GEMM's row prologue needs a static K of at most " +
+          std::to_string(detail::kSkinnyPrologueBytes / 4 / bm) + " for " + std::to_string(bm) + " rows");
+    const DType da = pro ? DType::f32 : p_.buffers[static_cast<size_t>(g.a.buffer)].dtype;
     const DType db = p_.buffers[static_cast<size_t>(g.b.buffer)].dtype;
-    const bool a_kc = g.a.col_stride.as_constant() == int64_t{1};
+    const bool a_kc = pro || g.a.col_stride.as_constant() == int64_t{1};
     // B's column j, from its segment where B is segmented (matmul-siblings: Wq | Wk | Wv
     // read where each lies); every segment has B's dtype.
     bool b_kc = g.b.row_stride.as_constant() == int64_t{1};
     for (const GemmSegment& sg : g.b_segments) b_kc = b_kc && sg.b.row_stride.as_constant() == int64_t{1};
-    const bool v128 = L.vec > 1 && a_kc && b_kc && da == db;
-    const int64_t ve = da == DType::f32 ? 4 : 8;  // elements per 128-bit load
+    const bool v128 = L.vec > 1 && a_kc && b_kc && (pro || da == db);
+    const int64_t ve = db == DType::f32 ? 4 : 8;  // elements per 128-bit load
     const Index batches = product(k_.loops);
     shape.sync = true;
-    shape.static_shared = static_cast<int>(bm * bn * ks * 4);
+    shape.static_shared = static_cast<int>(bm * bn * ks * 4 + (pro ? bm * kst * 4 + 32 * 4 : 0));
     shape.min_blocks = 4;
-    shape.schedule = "gemm, skinny: " + std::to_string(bm) + " rows x " + std::to_string(bn) + " columns a block, K split " +
-                     std::to_string(ks) + " ways across its threads" + (v128 ? ", 128-bit loads" : "");
+    shape.schedule = "gemm, skinny: " + std::to_string(bm) + " rows x " + std::to_string(bn) +
+                     " columns a block, K split " + std::to_string(ks) + " ways across its threads" +
+                     (v128 ? ", 128-bit loads" : "") +
+                     (pro ? ", A computed from its rows in shared memory" : "");
     shape.grid[0] = ceil_div(g.n, bn);
     shape.grid[1] = capped(ceil_div(g.m, bm), 65535);
     shape.grid[2] = capped(batches, 65535);
     auto A = [&](const std::string& r, const std::string& k) {
+      if (pro) return "lm_ap[(" + r + " - lm_i0) * " + std::to_string(kst) + " + (" + k + ")]";
       return operand(g.a.buffer, "lm_oa + (" + r + ") * lm_ra + (" + k + ") * lm_ca");
     };
     // (lm_bp, lm_ob, lm_rb, lm_cb, lm_jc: this thread's column's buffer, view and column
@@ -1392,13 +1445,28 @@ class Writer {
         << ".w};\n";
       s << "#pragma unroll\n";
       s << ind << "  for (int e = 0; e < " << ve << "; ++e) " << out << "[e] = ";
-      if (da == DType::f32)
+      // (B's type: the 128-bit path loads A's rows as vectors only when A has it too)
+      if (db == DType::f32)
         s << "lm_u2f(w[e]);\n";
       else
-        s << convert("(uint16_t)(w[e / 2] >> (16 * (e % 2)))", da, DType::f32) << ";\n";
+        s << convert("(uint16_t)(w[e / 2] >> (16 * (e % 2)))", db, DType::f32) << ";\n";
       s << ind << "}\n";
     };
+    // Row i's A elements [k0, k0 + ve) as floats in `out` (the 128-bit path): unpacked
+    // from the vector `v` loaded from A, or read from the prologue's shared rows.
+    auto a_vector = [&](const std::string& ind, const std::string& v, const std::string& k0,
+                        const std::string& out) {
+      if (!pro) return unpack(ind, v, out);
+      s << ind << "float " << out << "[" << ve << "];\n";
+      s << "#pragma unroll\n";
+      s << ind << "for (int e = 0; e < " << ve << "; ++e) " << out << "[e] = lm_ap[i * " << kst << " + " << k0
+        << " + e];\n";
+    };
     s << "  __shared__ float lm_part[" << bm * bn * ks << "];  /* [row][column][slice] */\n";
+    if (pro) {
+      s << "  __shared__ float lm_ap[" << bm * kst << "];  /* A: [row of the block][k] */\n";
+      s << "  __shared__ float lm_red[32];\n";
+    }
     s << "  const int64_t lm_m = " << ix(g.m) << ", lm_n = " << ix(g.n) << ", lm_k = " << ix(g.k)
       << ", lm_batches = " << ix(batches) << ";\n";
     if (b_kc)
@@ -1421,6 +1489,7 @@ class Writer {
         << "; lm_ob = " << ix(sg.b.offset) << "; lm_rb = " << ix(sg.b.row_stride)
         << "; lm_cb = " << ix(sg.b.col_stride) << "; lm_jc = lm_j - " << ix(sg.n0) << "; }\n";
     }
+    if (pro) gemm_row_prologue(s, *pro, bm, kst);
     s << "      float lm_acc[" << bm << "];\n";
     s << "#pragma unroll\n      for (int i = 0; i < " << bm << "; ++i) lm_acc[i] = 0.0f;\n";
     s << "      if (lm_j < lm_n) {\n";
@@ -1434,8 +1503,11 @@ class Writer {
       s << ind << "}\n";
     };
     if (v128) {
-      s << "        const int lm_vok = lm_aligned16(b" << g.a.buffer << " + lm_oa) && lm_ra % " << ve
-        << " == 0 && lm_aligned16(lm_bp + lm_ob + lm_jc * lm_cb);\n";
+      if (pro)
+        s << "        const int lm_vok = lm_aligned16(lm_bp + lm_ob + lm_jc * lm_cb);\n";
+      else
+        s << "        const int lm_vok = lm_aligned16(b" << g.a.buffer << " + lm_oa) && lm_ra % " << ve
+          << " == 0 && lm_aligned16(lm_bp + lm_ob + lm_jc * lm_cb);\n";
       s << "        if (lm_vok) {\n";
       // With at most kSkinnyPairRows rows, two steps a trip while both are whole: every
       // load of the pair is issued before the first FMA waits on one (two 16-byte loads
@@ -1449,21 +1521,24 @@ class Writer {
         s << "            const lm_u32x4 lm_vb0 = lm_ld128(lm_bp + lm_ob + lm_jc * lm_cb + lm_k0);\n";
         s << "            const lm_u32x4 lm_vb1 = lm_ld128(lm_bp + lm_ob + lm_jc * lm_cb + lm_k0 + " << next
           << ");\n";
-        s << "            lm_u32x4 lm_va0[" << bm << "], lm_va1[" << bm << "];\n";
-        s << "#pragma unroll\n";
-        s << "            for (int i = 0; i < " << bm << "; ++i) {\n";
-        s << "              if (lm_i0 + i >= lm_m) continue;\n";
-        s << "              lm_va0[i] = lm_ld128(b" << g.a.buffer
-          << " + lm_oa + (lm_i0 + i) * lm_ra + lm_k0);\n";
-        s << "              lm_va1[i] = lm_ld128(b" << g.a.buffer
-          << " + lm_oa + (lm_i0 + i) * lm_ra + lm_k0 + " << next << ");\n";
-        s << "            }\n";
+        if (!pro) {
+          s << "            lm_u32x4 lm_va0[" << bm << "], lm_va1[" << bm << "];\n";
+          s << "#pragma unroll\n";
+          s << "            for (int i = 0; i < " << bm << "; ++i) {\n";
+          s << "              if (lm_i0 + i >= lm_m) continue;\n";
+          s << "              lm_va0[i] = lm_ld128(b" << g.a.buffer
+            << " + lm_oa + (lm_i0 + i) * lm_ra + lm_k0);\n";
+          s << "              lm_va1[i] = lm_ld128(b" << g.a.buffer
+            << " + lm_oa + (lm_i0 + i) * lm_ra + lm_k0 + " << next << ");\n";
+          s << "            }\n";
+        }
         for (const char* half : {"0", "1"}) {
           unpack("            ", std::string("lm_vb") + half, std::string("lm_fb") + half);
           s << "#pragma unroll\n";
           s << "            for (int i = 0; i < " << bm << "; ++i) {\n";
           s << "              if (lm_i0 + i >= lm_m) continue;\n";
-          unpack("              ", std::string("lm_va") + half + "[i]", "lm_fa");
+          a_vector("              ", std::string("lm_va") + half + "[i]",
+                   *half == '0' ? std::string("lm_k0") : "lm_k0 + " + next, "lm_fa");
           s << "#pragma unroll\n";
           s << "              for (int e = 0; e < " << ve << "; ++e) lm_acc[i] = LM_FMA(lm_fa[e], lm_fb"
             << half << "[e], lm_acc[i]);\n";
@@ -1478,8 +1553,10 @@ class Writer {
       s << "#pragma unroll\n";
       s << "              for (int i = 0; i < " << bm << "; ++i) {\n";
       s << "                if (lm_i0 + i >= lm_m) continue;\n";
-      s << "                const lm_u32x4 lm_va = lm_ld128(b" << g.a.buffer << " + lm_oa + (lm_i0 + i) * lm_ra + lm_k0);\n";
-      unpack("                ", "lm_va", "lm_fa");
+      if (!pro)
+        s << "                const lm_u32x4 lm_va = lm_ld128(b" << g.a.buffer
+          << " + lm_oa + (lm_i0 + i) * lm_ra + lm_k0);\n";
+      a_vector("                ", "lm_va", "lm_k0", "lm_fa");
       s << "#pragma unroll\n";
       s << "                for (int e = 0; e < " << ve << "; ++e) lm_acc[i] = LM_FMA(lm_fa[e], lm_fb[e], lm_acc[i]);\n";
       s << "              }\n";

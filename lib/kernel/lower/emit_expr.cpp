@@ -268,8 +268,10 @@ Expr Lowerer::emit_raw(uint32_t id, const std::vector<Index>& idx, const std::op
     case PrimOp::SumReduce:
     case PrimOp::MaxReduce: {
       if (static_cast<int>(id) == ctx_.acc_node && !valid &&
-          (ctx_.acc_key.empty() || ctx_.acc_key == key(id, idx, std::nullopt)))
+          (ctx_.acc_key.empty() || ctx_.acc_key == key(id, idx, std::nullopt))) {
+        ctx_.acc_seen.push_back(idx);
         return kernel::acc(ctx_.acc_dtype);
+      }
       return load_node(materialize(id), id, idx, valid);
     }
     case PrimOp::Gather:

@@ -200,8 +200,26 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
     if (!unit) ctx_.extents[static_cast<int>(i)] = in_dims[i];
   }
   ctx_.next_var = static_cast<int>(rank) + 2;
-  Expr x = emit(mul.inputs[0], f.idx, std::nullopt);
-  Expr y = emit(mul.inputs[1], f.idx, std::nullopt);
+  // A row prologue (ir::row_prologue): its operand is emitted with the statistic as acc(),
+  // the indices acc() stood for kept to check below that it is one value per row of A.
+  std::optional<ir::RowPrologue> rp;
+  if (opt_.gemm_row_prologue && !no_row_prologue_)
+    if (auto r = ir::row_prologue(body_, spec_.launch); r && r->contraction == plan.reduce) rp = r;
+  std::vector<std::vector<Index>> stat_at;
+  auto emit_operand = [&](uint32_t in) {
+    if (!rp || in != rp->operand) return emit(in, f.idx, std::nullopt);
+    ctx_.acc_node = static_cast<int>(rp->stat);
+    ctx_.acc_key.clear();
+    ctx_.acc_seen.clear();
+    Expr e = emit(in, f.idx, std::nullopt);
+    stat_at = std::move(ctx_.acc_seen);
+    ctx_.acc_node = -1;
+    ctx_.acc_seen.clear();
+    ctx_.memo.clear();  // (its expressions hold acc(): nothing else may reuse them)
+    return e;
+  };
+  Expr x = emit_operand(mul.inputs[0]);
+  Expr y = emit_operand(mul.inputs[1]);
   if (speculation_failed()) {
     restore();
     return false;
@@ -280,7 +298,43 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   // stay halves, so the product reads half the bytes and can run on tensor cores.
   const DType xh = half_source(X), yh = half_source(Y);
   const bool half = opt_.half_operands && !segments && xh != DType::f32 && xh == yh;
-  Affine ax_ = gemm_operand(X, xin, n_axis, f, false, half);
+  // The prologue is A's, its statistic one value per row of A: the same index wherever A
+  // reads it, free of the K and N variables, never computed into a buffer of its own.
+  std::optional<kernel::GemmRowPrologue> prologue;
+  if (rp) {
+    bool ok = xin == rp->operand && !stat_at.empty() && !materialized_.count(rp->stat);
+    for (const auto& idx : stat_at) {
+      ok = ok && key(rp->stat, idx, std::nullopt) == key(rp->stat, stat_at[0], std::nullopt);
+      for (const Index& i : idx)
+        ok = ok && !uses_var(i, static_cast<int>(ax)) && !(n_axis >= 0 && uses_var(i, n_axis));
+    }
+    if (!ok) {
+      retry_without_prologue_ = true;
+      restore();
+      return true;
+    }
+    const Node& st = body_.nodes[rp->stat];
+    const int sv = new_var();
+    std::vector<Index> in_idx = stat_at[0];
+    in_idx.insert(in_idx.begin() + st.axis, Index::var(sv));
+    kernel::Loop l;
+    l.var = sv;
+    l.extent = shapes_[st.inputs[0]][static_cast<size_t>(st.axis)];
+    ctx_.extents[sv] = l.extent;
+    prologue.emplace();
+    prologue->stat.op = st.op == PrimOp::SumReduce ? kernel::ReduceOp::Sum : kernel::ReduceOp::Max;
+    prologue->stat.loops = {l};
+    prologue->stat.value = emit(st.inputs[0], in_idx, std::nullopt);
+    prologue->a = X;
+    prologue->depth_var = static_cast<int>(ax);
+    if (prologue->stat.value.dtype() != DType::f32 || X.dtype() != DType::f32 || speculation_failed()) {
+      retry_without_prologue_ = true;
+      restore();
+      return true;
+    }
+    ctx_.memo.clear();
+  }
+  Affine ax_ = prologue ? Affine{} : gemm_operand(X, xin, n_axis, f, false, half);
   Affine ay = segments ? Affine{} : gemm_operand(Y, yin, m_axis, f, true, half);
 
   kernel::Gemm g;
@@ -299,7 +353,12 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
     mv.row_stride = row >= 0 ? coef_of(a, row) : mv.col_stride * (col == kv ? g.k : g.n);
     return mv;
   };
-  g.a = view(X, ax_, m_axis, kv);
+  if (prologue) {
+    g.a = kernel::MatrixView{-1, Index(0), Index(0), Index(0)};
+    g.a_prologue = std::move(prologue);
+  } else {
+    g.a = view(X, ax_, m_axis, kv);
+  }
   if (segments) {
     g.b = segments->front().b;
     g.b_segments = std::move(*segments);

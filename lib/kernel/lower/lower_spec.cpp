@@ -80,11 +80,17 @@ std::optional<Failure> Lowerer::lower(int result) {
   for (;;) {
     lower_once(result);
     if (failure_) return Failure{*failure_};
-    if (!remat_) return std::nullopt;
-    // Start over with node *remat_ computed into its own buffer (see kMaxInlineCopies).
-    const uint32_t node = *remat_;
-    remat_.reset();
-    if (!shared_.insert(node).second) return Failure{"internal: node rematerialized twice"};
+    if (retry_without_prologue_) {
+      if (no_row_prologue_) return Failure{"internal: a GEMM row prologue retried twice"};
+      retry_without_prologue_ = false;
+      no_row_prologue_ = true;
+    } else {
+      if (!remat_) return std::nullopt;
+      // Start over with node *remat_ computed into its own buffer (see kMaxInlineCopies).
+      const uint32_t node = *remat_;
+      remat_.reset();
+      if (!shared_.insert(node).second) return Failure{"internal: node rematerialized twice"};
+    }
     kernels.clear();
     materialized_.clear();
     prog_.buffers.resize(buffers0);

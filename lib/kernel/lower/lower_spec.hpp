@@ -74,6 +74,11 @@ struct Options {
   /// query rows, nothing under it hoisted into a kernel of its own (the GPU renderers: a
   /// RoPE table is a few hundred values, cheaper recomputed per block than launched).
   bool attention_q_inline = false;
+  /// A GEMM whose launch is the GPU's skinny engine computes an operand with a row
+  /// prologue (ir::row_prologue: RMSNorm's statistic and normalization) itself, each block
+  /// for its rows (kernel::Gemm::a_prologue), where a statistic kernel and an operand copy
+  /// would each cost a launch (the GPU renderers).
+  bool gemm_row_prologue = false;
 };
 
 /// The most query rows (batch points x rows) an attention has that split_attention splits.

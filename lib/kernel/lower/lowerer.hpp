@@ -76,7 +76,10 @@ class Lowerer {
   // A computed node inlined too often asks for a fresh start instead (remat_).
   std::optional<std::string> failure_;
   std::optional<uint32_t> remat_;
-  bool stopped() const { return failure_.has_value() || remat_.has_value(); }
+  // A GEMM's row prologue (ir::row_prologue) that the emission could not express (the
+  // statistic not a per-row value of A): the lowering starts over without trying one.
+  bool retry_without_prologue_ = false, no_row_prologue_ = false;
+  bool stopped() const { return failure_.has_value() || remat_.has_value() || retry_without_prologue_; }
   Expr unsupported(const std::string& why, DType dt) {
     if (!failure_) failure_ = why;
     return kernel::constant(0, dt);
@@ -85,7 +88,7 @@ class Lowerer {
   // failure is forgotten -- the caller falls back to another form. A pending fresh start
   // stays pending: the whole lowering starts over anyway.
   bool speculation_failed() {
-    if (remat_) return true;
+    if (remat_ || retry_without_prologue_) return true;
     if (!failure_) return false;
     failure_.reset();
     return true;
@@ -96,6 +99,7 @@ class Lowerer {
     int acc_node = -1;
     DType acc_dtype = DType::f32;
     std::string acc_key;  // index at which acc() is the reduce node's value ("": any)
+    std::vector<std::vector<Index>> acc_seen;  // the indices acc() stood for, in emission order
     std::map<std::string, Expr> memo;
     int next_var = 0;
     bool hoist_broadcasts = false;   // preparing a GEMM operand (see ir::hoists_broadcast)
