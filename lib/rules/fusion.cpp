@@ -231,13 +231,23 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
       if (direct->spec->kind == ir::KernelKind::Gather) continue;
       std::vector<const ir::Variant*> consumers{&*direct};
       if (auto it = best[kNoReduce].find(c);
-          it != best[kNoReduce].end() && !(*it->second.spec == *direct->spec))
-        consumers.push_back(&it->second);
+          it != best[kNoReduce].end() && !(*it->second.spec == *direct->spec)) {
+        // (only where it reads two or more reductions: one the policies fuse already)
+        int reducing = 0;
+        for (Id k : it->second.kids)
+          if (auto pk = best[kAll].find(k);
+              pk != best[kAll].end() && ir::count_reductions(*pk->second.spec) > 0)
+            ++reducing;
+        if (reducing >= 2) consumers.push_back(&it->second);
+      }
       for (const ir::Variant* cons : consumers)
         for (std::size_t slot = 0; slot < cons->kids.size(); ++slot) {
           const Id k = cons->kids[slot];
           std::vector<const ir::Variant*> seen;
-          for (int p = 0; p < kNumPolicies; ++p) {
+          // (the no-reduce consumer takes each producer's variants that recompute nothing
+          // under a broadcast or absorb no reduction: a projection over stored operands)
+          const bool tail = cons != &*direct;
+          for (int p = tail ? kNoBroadcast : 0; p < (tail ? kNoReduce + 1 : kNumPolicies); ++p) {
             auto it = best[static_cast<size_t>(p)].find(k);
             if (it == best[static_cast<size_t>(p)].end() || it->second.spec->kind == ir::KernelKind::Gather)
               continue;
