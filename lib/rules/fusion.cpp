@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <optional>
 #include <random>
+#include <span>
 #include <array>
 #include <unordered_map>
 #include <unordered_set>
@@ -246,8 +247,12 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
           std::vector<const ir::Variant*> seen;
           // (the no-reduce consumer takes each producer's variants that recompute nothing
           // under a broadcast or absorb no reduction: a projection over stored operands)
-          const bool tail = cons != &*direct;
-          for (int p = tail ? kNoBroadcast : 0; p < (tail ? kNoReduce + 1 : kNumPolicies); ++p) {
+          static constexpr std::array<int, kNumPolicies> kEvery{
+              kCheapOnly, kAll, kAllNoGemmCopy, kSingleUse, kNoBroadcast, kNoReduce, kViews, kStored};
+          static constexpr std::array<int, 2> kStoredOperands{kNoBroadcast, kNoReduce};
+          const std::span<const int> policies =
+              cons == &*direct ? std::span<const int>(kEvery) : std::span<const int>(kStoredOperands);
+          for (int p : policies) {
             auto it = best[static_cast<size_t>(p)].find(k);
             if (it == best[static_cast<size_t>(p)].end() || it->second.spec->kind == ir::KernelKind::Gather)
               continue;

@@ -1352,15 +1352,6 @@ class Writer {
     s << "        }\n";
   }
 
-  // Decode-shaped GEMMs (M = 1..8, large K; the search's Skinny alternative): a block
-  // computes bm (<= 8) rows x bn columns; its 256 threads are bn columns x ks slices of K
-  // (split-K inside the block: consecutive threads take consecutive K positions when B is
-  // K-contiguous, consecutive columns otherwise, so loads coalesce), each accumulating
-  // its rows' partial dot products in f32 registers; the partials meet in shared memory
-  // and are summed in slice order (deterministic), then the epilogue and the only store.
-  // With 128-bit loads (vec > 1; A and B both K-contiguous and of one type) each thread
-  // reads 16 bytes of B and of each A row per step, guarded per thread by alignment and
-  // by the end of K (scalar loads there).
   // The skinny GEMM's row prologue (Gemm::a_prologue) for the block's rows lm_i0.. (bm of
   // them, those below lm_m): each row's statistic by the whole block (a block reduction:
   // the loop bounds depend on the block only, so its barriers are uniform), then its A
@@ -1395,6 +1386,16 @@ class Writer {
     s << "      lm_sync();\n";
   }
 
+  // Decode-shaped GEMMs (M = 1..8, large K; the search's Skinny alternative): a block
+  // computes bm (<= 8) rows x bn columns; its 256 threads are bn columns x ks slices of K
+  // (split-K inside the block: consecutive threads take consecutive K positions when B is
+  // K-contiguous, consecutive columns otherwise, so loads coalesce), each accumulating
+  // its rows' partial dot products in f32 registers; the partials meet in shared memory
+  // and are summed in slice order (deterministic), then the epilogue and the only store.
+  // With 128-bit loads (vec > 1; A and B both K-contiguous and of one type) each thread
+  // reads 16 bytes of B and of each A row per step, guarded per thread by alignment and
+  // by the end of K (scalar loads there). A computed by a row prologue is read from the
+  // block's shared rows instead (gemm_row_prologue), B's type setting the step.
   void gemm_skinny(std::ostringstream& s, LaunchShape& shape, const detail::GpuGemmLaunch& L) {
     const Gemm& g = *k_.gemm;
     int64_t bm = std::clamp<int64_t>(L.bm, 1, 8), bn = L.bn, ks = L.ks;
