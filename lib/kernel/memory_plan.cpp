@@ -1,5 +1,7 @@
 #include "kernel/memory_plan.hpp"
 
+#include "kernel/buffer_access.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -70,14 +72,6 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, size_t alignm
   return plan;
 }
 
-namespace {
-void reads_of(const Expr& e, std::vector<int>& out) {
-  if (!e.valid()) return;
-  if (e.op() == ExprOp::Load) out.push_back(e.node().buffer);
-  for (const auto& a : e.node().args) reads_of(a, out);
-}
-}  // namespace
-
 std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
                                                    const std::map<std::string, int64_t>& bindings,
                                                    std::vector<int>* ids) {
@@ -85,41 +79,7 @@ std::vector<BufferLifetime> intermediate_lifetimes(const Program& p,
   std::vector<int> first(static_cast<size_t>(n), -1), last(static_cast<size_t>(n), -1);
   for (int step = 0; step < static_cast<int>(p.kernels.size()); ++step) {
     const Kernel& k = p.kernels[static_cast<size_t>(step)];
-    std::vector<int> reads, writes;
-    if (k.kind == KernelKind::Gather) {
-      reads = {k.gather->table, k.gather->ids};
-      writes = {k.gather->out};
-    } else if (k.kind == KernelKind::Attention) {
-      const Attention& a = *k.attention;
-      reads = {a.v.buffer};
-      for (const kernel::KeySegment& sg : a.v_more) reads.push_back(sg.v.buffer);
-      reads_of(a.q, reads);
-      reads_of(a.k, reads);
-      for (const kernel::KeyExprSegment& sg : a.k_more) reads_of(sg.k, reads);
-      reads_of(a.score, reads);
-      reads_of(a.epilogue, reads);
-      writes = {a.out.buffer};
-      if (a.split && !a.split->combine) writes = {a.split->partial};  // the ranges' states
-      if (a.split && a.split->combine) {                              // merged into out
-        reads = {a.split->partial};
-        reads_of(a.epilogue, reads);
-      }
-    } else if (k.kind == KernelKind::Gemm) {
-      reads = {k.gemm->b.buffer};
-      if (k.gemm->a_prologue) {
-        reads_of(k.gemm->a_prologue->stat.value, reads);
-        reads_of(k.gemm->a_prologue->a, reads);
-      } else {
-        reads.push_back(k.gemm->a.buffer);
-      }
-      for (const kernel::GemmSegment& sg : k.gemm->b_segments) reads.push_back(sg.b.buffer);
-      reads_of(k.gemm->epilogue, reads);
-      writes = {k.gemm->c.buffer};
-    } else {
-      reads_of(k.store.value, reads);
-      if (k.reduce) reads_of(k.reduce->value, reads);
-      writes = {k.store.buffer};
-    }
+    const auto [reads, writes] = buffer_access(k);
     for (int w : writes)
       if (first[static_cast<size_t>(w)] < 0) first[static_cast<size_t>(w)] = step;
     for (int r : reads) last[static_cast<size_t>(r)] = step;

@@ -3,15 +3,11 @@
 
 #include <algorithm>
 
+#include "kernel/buffer_access.hpp"
+
 namespace luminal::cpu {
 
 namespace {
-
-void loads(const kernel::Expr& e, std::vector<int>& out) {
-  if (!e.valid()) return;
-  if (e.op() == kernel::ExprOp::Load) out.push_back(e.node().buffer);
-  for (const auto& a : e.node().args) loads(a, out);
-}
 
 bool overlap(const BufferSpan& a, const BufferSpan& b) {
   return a.arena == b.arena && a.lo < b.hi && b.lo < a.hi;
@@ -23,37 +19,9 @@ std::vector<KernelAccess> kernel_accesses(const kernel::Program& prog) {
   std::vector<KernelAccess> out;
   for (const auto& k : prog.kernels) {
     KernelAccess a;
-    if (k.gemm) {
-      a.reads = {k.gemm->b.buffer};
-      if (k.gemm->a_prologue) {
-        loads(k.gemm->a_prologue->stat.value, a.reads);
-        loads(k.gemm->a_prologue->a, a.reads);
-      } else {
-        a.reads.push_back(k.gemm->a.buffer);
-      }
-      for (const kernel::GemmSegment& sg : k.gemm->b_segments) a.reads.push_back(sg.b.buffer);
-      loads(k.gemm->epilogue, a.reads);
-      a.writes = {k.gemm->c.buffer};
-    } else if (k.attention) {
-      const kernel::Attention& at = *k.attention;
-      a.reads = {at.v.buffer};
-      for (const kernel::KeySegment& sg : at.v_more) a.reads.push_back(sg.v.buffer);
-      loads(at.q, a.reads);
-      loads(at.k, a.reads);
-      for (const kernel::KeyExprSegment& sg : at.k_more) loads(sg.k, a.reads);
-      loads(at.score, a.reads);
-      loads(at.epilogue, a.reads);
-      a.writes = {at.out.buffer};
-    } else if (k.gather) {
-      a.reads = {k.gather->table, k.gather->ids};
-      a.writes = {k.gather->out};
-    } else if (k.kind == kernel::KernelKind::Elementwise || k.kind == kernel::KernelKind::Reduction) {
-      loads(k.store.value, a.reads);
-      if (k.reduce) loads(k.reduce->value, a.reads);
-      a.writes = {k.store.buffer};
-    } else {
-      a.opaque = true;  // a kind this file does not know: waits before and after
-    }
+    auto [reads, writes] = kernel::buffer_access(k);
+    a.reads = std::move(reads);
+    a.writes = std::move(writes);
     std::sort(a.reads.begin(), a.reads.end());
     a.reads.erase(std::unique(a.reads.begin(), a.reads.end()), a.reads.end());
     out.push_back(std::move(a));
@@ -73,7 +41,7 @@ std::vector<uint8_t> wait_before(const std::vector<KernelAccess>& access,
     return false;
   };
   for (size_t k = 0; k < access.size(); ++k) {
-    bool w = access[k].opaque || (k > 0 && access[k - 1].opaque);
+    bool w = false;
     for (int b : access[k].reads) w = w || hits(b, written);
     for (int b : access[k].writes) w = w || hits(b, written) || hits(b, read);
     if (w) {

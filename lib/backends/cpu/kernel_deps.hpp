@@ -18,7 +18,6 @@ namespace luminal::cpu {
 /// The buffers one kernel reads and writes.
 struct KernelAccess {
   std::vector<int> reads, writes;
-  bool opaque = false;  ///< unknown accesses: wait before and after it
 };
 
 std::vector<KernelAccess> kernel_accesses(const kernel::Program& prog);

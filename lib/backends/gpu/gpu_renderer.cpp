@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "backends/gpu/emu_header.hpp"
+#include "kernel/buffer_access.hpp"
 #include "backends/gpu/gpu_prelude.hpp"
 #include "cost/gpu_launch.hpp"
 #include "kernel/kernel_eval.hpp"
@@ -248,53 +249,10 @@ class Writer {
  private:
   std::string ix(const Index& i) const { return index_expr(i, sym_ids_); }
 
-  void collect(const Expr& e) {
-    if (!e.valid()) return;
-    if (e.op() == ExprOp::Load) reads_.insert(e.node().buffer);
-    for (const auto& a : e.node().args) collect(a);
-  }
   void collect_buffers() {
-    switch (k_.kind) {
-      case KernelKind::Elementwise:
-      case KernelKind::Reduction:
-        collect(k_.store.value);
-        if (k_.reduce) collect(k_.reduce->value);
-        writes_.insert(k_.store.buffer);
-        break;
-      case KernelKind::Gemm:
-        if (k_.gemm->a_prologue) {
-          collect(k_.gemm->a_prologue->stat.value);
-          collect(k_.gemm->a_prologue->a);
-        } else {
-          reads_.insert(k_.gemm->a.buffer);
-        }
-        reads_.insert(k_.gemm->b.buffer);
-        for (const GemmSegment& sg : k_.gemm->b_segments) reads_.insert(sg.b.buffer);
-        collect(k_.gemm->epilogue);
-        writes_.insert(k_.gemm->c.buffer);
-        break;
-      case KernelKind::Gather:
-        reads_.insert(k_.gather->table);
-        reads_.insert(k_.gather->ids);
-        writes_.insert(k_.gather->out);
-        break;
-      case KernelKind::Attention:
-        if (k_.attention->split && k_.attention->split->combine) {  // the ranges' states into out
-          reads_.insert(k_.attention->split->partial);
-          collect(k_.attention->epilogue);
-          writes_.insert(k_.attention->out.buffer);
-          break;
-        }
-        reads_.insert(k_.attention->v.buffer);
-        for (const KeySegment& sg : k_.attention->v_more) reads_.insert(sg.v.buffer);
-        collect(k_.attention->q);
-        collect(k_.attention->k);
-        for (const KeyExprSegment& sg : k_.attention->k_more) collect(sg.k);
-        collect(k_.attention->score);
-        collect(k_.attention->epilogue);
-        writes_.insert(k_.attention->split ? k_.attention->split->partial : k_.attention->out.buffer);
-        break;
-    }
+    const kernel::BufferAccess a = kernel::buffer_access(k_);
+    reads_.insert(a.reads.begin(), a.reads.end());
+    writes_.insert(a.writes.begin(), a.writes.end());
     touched_ = reads_;
     touched_.insert(writes_.begin(), writes_.end());
   }

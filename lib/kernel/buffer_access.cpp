@@ -1,0 +1,64 @@
+#include "kernel/buffer_access.hpp"
+
+namespace luminal::kernel {
+
+namespace {
+
+void loads(const Expr& e, std::vector<int>& out) {
+  if (!e.valid()) return;
+  if (e.op() == ExprOp::Load) out.push_back(e.node().buffer);
+  for (const auto& a : e.node().args) loads(a, out);
+}
+
+}  // namespace
+
+BufferAccess buffer_access(const Kernel& k) {
+  BufferAccess a;
+  switch (k.kind) {
+    case KernelKind::Elementwise:
+    case KernelKind::Reduction:
+      loads(k.store.value, a.reads);
+      if (k.reduce) loads(k.reduce->value, a.reads);
+      a.writes = {k.store.buffer};
+      break;
+    case KernelKind::Gemm: {
+      const Gemm& g = *k.gemm;
+      if (g.a_prologue) {
+        loads(g.a_prologue->stat.value, a.reads);
+        loads(g.a_prologue->a, a.reads);
+      } else {
+        a.reads.push_back(g.a.buffer);
+      }
+      a.reads.push_back(g.b.buffer);
+      for (const GemmSegment& sg : g.b_segments) a.reads.push_back(sg.b.buffer);
+      loads(g.epilogue, a.reads);
+      a.writes = {g.c.buffer};
+      break;
+    }
+    case KernelKind::Gather:
+      a.reads = {k.gather->table, k.gather->ids};
+      a.writes = {k.gather->out};
+      break;
+    case KernelKind::Attention: {
+      const Attention& at = *k.attention;
+      if (at.split && at.split->combine) {  // the ranges' states merged into out
+        a.reads = {at.split->partial};
+        loads(at.epilogue, a.reads);
+        a.writes = {at.out.buffer};
+        break;
+      }
+      a.reads = {at.v.buffer};
+      for (const KeySegment& sg : at.v_more) a.reads.push_back(sg.v.buffer);
+      loads(at.q, a.reads);
+      loads(at.k, a.reads);
+      for (const KeyExprSegment& sg : at.k_more) loads(sg.k, a.reads);
+      loads(at.score, a.reads);
+      loads(at.epilogue, a.reads);
+      a.writes = {at.split ? at.split->partial : at.out.buffer};  // the split's first kernel: the states
+      break;
+    }
+  }
+  return a;
+}
+
+}  // namespace luminal::kernel
