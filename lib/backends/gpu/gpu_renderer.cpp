@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "backends/gpu/emu_header.hpp"
-#include "kernel/buffer_access.hpp"
 #include "backends/gpu/gpu_prelude.hpp"
 #include "cost/gpu_launch.hpp"
+#include "kernel/buffer_access.hpp"
 #include "kernel/kernel_eval.hpp"
 #include "kernel/op_spelling.hpp"
 #include "luminal/error.hpp"
