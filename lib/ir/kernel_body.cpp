@@ -46,6 +46,20 @@ bool broadcasts(const detail::Node& expand, const detail::Node& input) {
   return false;
 }
 
+// Every body node `from` reaches through its inputs, `from` included: a byte per node.
+std::vector<uint8_t> nodes_below(const detail::GraphImpl& b, uint32_t from) {
+  std::vector<uint8_t> seen(b.nodes.size(), 0);
+  std::vector<uint32_t> todo{from};
+  while (!todo.empty()) {
+    const uint32_t x = todo.back();
+    todo.pop_back();
+    if (seen[x]) continue;
+    seen[x] = 1;
+    for (uint32_t in : b.nodes[x].inputs) todo.push_back(in);
+  }
+  return seen;
+}
+
 // A GEMM as the graph spells it: a sum over the product of two broadcasts.
 bool is_broadcast_contraction(const detail::GraphImpl& b, const detail::Node& n) {
   if (n.op != PrimOp::SumReduce) return false;
@@ -72,19 +86,13 @@ std::optional<RowPrologue> row_prologue(const detail::GraphImpl& b, const std::v
   const auto k = nodes[sum.inputs[0]].shape.at(static_cast<size_t>(sum.axis)).as_constant();
   const int64_t rows = std::clamp<int64_t>(L.bm, 1, 8);
   if (!k || *k < 1 || rows * *k * 4 > detail::kSkinnyPrologueBytes) return std::nullopt;
-  // The reductions under each operand, and whether one lies below another.
+  // The reductions under each operand (all of them: one below another counts too).
   auto reductions_under = [&](uint32_t from) {
     std::vector<uint32_t> found;
-    std::vector<uint8_t> seen(nodes.size(), 0);
-    std::vector<uint32_t> todo{from};
-    while (!todo.empty()) {
-      const uint32_t x = todo.back();
-      todo.pop_back();
-      if (seen[x]) continue;
-      seen[x] = 1;
-      if (nodes[x].op == PrimOp::SumReduce || nodes[x].op == PrimOp::MaxReduce) found.push_back(x);
-      for (uint32_t in : nodes[x].inputs) todo.push_back(in);
-    }
+    const std::vector<uint8_t> under = nodes_below(b, from);
+    for (uint32_t x = 0; x < nodes.size(); ++x)
+      if (under[x] && (nodes[x].op == PrimOp::SumReduce || nodes[x].op == PrimOp::MaxReduce))
+        found.push_back(x);
     return found;
   };
   std::optional<RowPrologue> r;
@@ -752,21 +760,9 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   // -- but what K reads too (a RoPE table both use), which K's side hoists.
   if (att && traits.attention_q_inline)
     if (auto q = attention_q_operand(*spec.body, *att)) {
-      auto below = [&](uint32_t from) {
-        std::vector<uint8_t> seen(nodes.size(), 0);
-        std::vector<uint32_t> todo{from};
-        while (!todo.empty()) {
-          const uint32_t x = todo.back();
-          todo.pop_back();
-          if (seen[x]) continue;
-          seen[x] = 1;
-          for (uint32_t k : nodes[x].inputs) todo.push_back(k);
-        }
-        return seen;
-      };
       const detail::Node& mul = nodes[nodes[att->score_reduce].inputs[0]];
-      const std::vector<uint8_t> under_q = below(*q),
-                                 under_k = below(mul.inputs[mul.inputs[0] == *q ? 1 : 0]);
+      const std::vector<uint8_t> under_q = nodes_below(*spec.body, *q),
+                                 under_k = nodes_below(*spec.body, mul.inputs[mul.inputs[0] == *q ? 1 : 0]);
       for (size_t i = 0; i < nodes.size(); ++i)
         no_hoist[i] |= static_cast<uint8_t>(under_q[i] && !under_k[i]);
     }
@@ -925,15 +921,10 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
   // What computing the prologue's operand once takes (each column block of the skinny GEMM
   // computes it again for its rows): its arithmetic and the bytes it reads.
   if (rp) {
-    std::vector<uint8_t> seen(nodes.size(), 0);
-    std::vector<uint32_t> todo{nodes[prologue_operand].inputs[0]};
-    while (!todo.empty()) {
-      const uint32_t x = todo.back();
-      todo.pop_back();
-      if (seen[x]) continue;
-      seen[x] = 1;
+    const std::vector<uint8_t> under = nodes_below(*spec.body, nodes[prologue_operand].inputs[0]);
+    for (uint32_t x = 0; x < nodes.size(); ++x) {
+      if (!under[x]) continue;
       const detail::Node& n = nodes[x];
-      for (uint32_t in : n.inputs) todo.push_back(in);
       if (n.op == PrimOp::Input) {
         w.prologue_bytes += read_elements(*spec.body, x, numel) * static_cast<double>(dtype_size(n.dtype));
       } else if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce) {
