@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include "cost/gpu_launch.hpp"
@@ -69,6 +70,43 @@ bool is_broadcast_contraction(const detail::GraphImpl& b, const detail::Node& n)
 }
 
 }  // namespace
+
+std::vector<uint32_t> row_accumulators(const detail::GraphImpl& b, uint32_t root) {
+  // Depth first, inputs in order, each node once: the order the lowering's row-reduction
+  // recogniser meets reductions in (kernel/lower/recognize.cpp), so the first is its pick.
+  std::vector<uint32_t> found;
+  std::vector<uint8_t> seen(b.nodes.size(), 0);
+  std::function<void(uint32_t)> walk = [&](uint32_t id) {
+    if (seen[id]) return;
+    seen[id] = 1;
+    const detail::Node& n = b.nodes[id];
+    if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce) {
+      found.push_back(id);
+      return;
+    }
+    if (is_elementwise(to_op(n.op)))
+      for (uint32_t k : n.inputs) walk(k);
+  };
+  walk(root);
+  if (found.size() <= 1) return found;
+  // One walk of the row computes them all, so none may need another's total first (a
+  // reduction over a value normalized by another): each joins only if it lies under none
+  // of those taken and none of them under it.
+  const detail::Node& first = b.nodes[found[0]];
+  std::vector<uint32_t> accs{found[0]};
+  std::vector<uint8_t> under = nodes_below(b, first.inputs[0]);
+  for (size_t i = 1; i < found.size() && accs.size() < kMaxRowAccumulators; ++i) {
+    const detail::Node& n = b.nodes[found[i]];
+    if (n.axis != first.axis || !same_dims(b.nodes[n.inputs[0]].shape, b.nodes[first.inputs[0]].shape) ||
+        under[found[i]])
+      continue;
+    const std::vector<uint8_t> below = nodes_below(b, n.inputs[0]);
+    if (std::any_of(accs.begin(), accs.end(), [&](uint32_t r) { return below[r] != 0; })) continue;
+    accs.push_back(found[i]);
+    for (size_t x = 0; x < below.size(); ++x) under[x] |= below[x];
+  }
+  return accs;
+}
 
 std::optional<RowPrologue> row_prologue(const detail::GraphImpl& b, const std::vector<int64_t>& launch) {
   const detail::GpuGemmLaunch L = detail::GpuGemmLaunch::from(launch);
@@ -915,7 +953,9 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     }
     // (A GEMM whose root reads its product through a view -- a vector times a matrix,
     // reshaped -- lowers the same way: the product staged, the view a copy.)
-    const int accumulators = attention ? reductions : spec.kind != KernelKind::Elementwise && reached ? 1 : 0;
+    int accumulators = attention ? reductions : spec.kind != KernelKind::Elementwise && reached ? 1 : 0;
+    if (accumulators == 1 && traits.row_accumulators && spec.kind == KernelKind::Reduction)
+      accumulators = static_cast<int>(row_accumulators(*spec.body, root).size());
     w.staged_kernels += reductions - accumulators - (rp ? 1 : 0);
   }
   // What computing the prologue's operand once takes (each column block of the skinny GEMM

@@ -86,8 +86,10 @@ struct LoweringTraits {
   bool half_operands = false;
   /// A skinny GEMM computes an operand with a row prologue itself (ir::row_prologue).
   bool gemm_row_prologue = false;
+  /// A row-reduction kernel keeps several accumulators in one pass (ir::row_accumulators).
+  bool row_accumulators = false;
   /// The GPU renderers' traits.
-  static LoweringTraits gpu() { return {true, true, true}; }
+  static LoweringTraits gpu() { return {true, true, true, true}; }
 };
 
 /// FLOPs, bytes and parallelism of one execution of the kernel `spec` over `kids` (the
@@ -133,6 +135,17 @@ struct RowPrologue {
   uint32_t stat = 0;         ///< the statistic's reduction
 };
 std::optional<RowPrologue> row_prologue(const detail::GraphImpl& body, const std::vector<int64_t>& launch);
+
+/// The accumulators of a row-reduction kernel (KernelKind::Reduction) whose renderer keeps
+/// several over one walk of the row (kernel::Reduction::more, lower::Options::
+/// row_accumulators): the reductions the root reaches through elementwise ops, in the order
+/// the lowering meets them (the first is the kernel's accumulator), with the first one's
+/// input shape and axis, none under another, at most kMaxRowAccumulators -- SwiGLU's gate
+/// and up products over one normalized x, one launch instead of one per product. Empty when
+/// the root reaches no reduction. The lowering emits them, the cost model charges no kernel
+/// of their own: one predicate for both.
+inline constexpr std::size_t kMaxRowAccumulators = 4;  // kernel::kMaxAccumulators
+std::vector<uint32_t> row_accumulators(const detail::GraphImpl& body, uint32_t root);
 
 /// Attention's K operand read as segments (kernel::Attention::k_more): `operand` (the
 /// score product's K side) is, through reshapes, permutes and expands (the repeat of a KV

@@ -18,7 +18,10 @@ BufferAccess buffer_access(const Kernel& k) {
     case KernelKind::Elementwise:
     case KernelKind::Reduction:
       loads(k.store.value, a.reads);
-      if (k.reduce) loads(k.reduce->value, a.reads);
+      if (k.reduce) {
+        loads(k.reduce->value, a.reads);
+        for (const Accumulator& m : k.reduce->more) loads(m.value, a.reads);
+      }
       a.writes = {k.store.buffer};
       break;
     case KernelKind::Gemm: {

@@ -107,6 +107,7 @@ struct Evaluator {
   std::vector<int64_t> vars = std::vector<int64_t>(64, 0);
   double acc = 0;
   const Kernel* k = nullptr;
+  std::vector<double> more_acc = {};  // a reduction kernel's accumulators 1, 2, ...
 
   [[noreturn]] void fail(const std::string& m) const {
     throw InternalError("[kernel eval] kernel '" + (k ? k->name : std::string("?")) + "': " + m);
@@ -203,7 +204,9 @@ struct Evaluator {
         if (n.valid && ix(*n.valid) == 0) return convert(n.fill, DType::f32, n.dtype);
         return read(n.buffer, ix(n.index));
       case ExprOp::Acc:
-        return acc;
+        if (n.slot == 0) return acc;
+        if (n.slot < 0 || static_cast<size_t>(n.slot) > more_acc.size()) fail("acc slot out of range");
+        return more_acc[static_cast<size_t>(n.slot - 1)];
       case ExprOp::IndexValue:
         return static_cast<double>(ix(n.index));
       case ExprOp::Cast:
@@ -248,17 +251,28 @@ struct Evaluator {
 
   void reduction() {
     const Reduction& r = *k->reduce;
-    double a = r.op == ReduceOp::Sum ? 0.0 : -INFINITY;
+    // Accumulator 0 is r itself, 1.. its `more`: every one over the same points, in order.
+    std::vector<Accumulator> all{{r.op, r.value, r.acc_dtype}};
+    all.insert(all.end(), r.more.begin(), r.more.end());
+    std::vector<double> a;
+    for (const Accumulator& x : all) a.push_back(x.op == ReduceOp::Sum ? 0.0 : -INFINITY);
     nest(r.loops, 0, [&] {
-      double v = eval(r.value);
-      if (r.op == ReduceOp::Sum) {
-        a = r.acc_dtype == DType::f32 ? static_cast<float>(static_cast<float>(a) + static_cast<float>(v))
-                                      : a + v;
-      } else {
-        a = (v > a || v != v) ? v : a;
+      for (size_t i = 0; i < all.size(); ++i) {
+        const double v = eval(all[i].value);
+        if (all[i].op == ReduceOp::Sum) {
+          // (i32 sums wrap, as every add of the generated code does)
+          a[i] = all[i].acc_dtype == DType::f32
+                     ? static_cast<float>(static_cast<float>(a[i]) + static_cast<float>(v))
+                     : binary_op(BinaryOp::Add, all[i].acc_dtype, a[i], v);
+        } else {
+          a[i] = (v > a[i] || v != v) ? v : a[i];
+        }
       }
     });
-    acc = r.acc_dtype == DType::i32 ? a : static_cast<float>(a);
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].acc_dtype != DType::i32) a[i] = static_cast<float>(a[i]);
+    acc = a[0];
+    more_acc.assign(a.begin() + 1, a.end());
     write(k->store.buffer, ix(k->store.index), eval(k->store.value));
   }
 

@@ -298,6 +298,7 @@ std::string Expr::to_string() const {
       break;
     case ExprOp::Acc:
       s << "acc";
+      if (n.slot) s << n.slot;
       break;
     case ExprOp::IndexValue:
       s << "idx(" << n.index.to_string() << ")";
@@ -347,10 +348,11 @@ Expr load_padded(int buffer, DType dt, Index index, Index valid, double fill) {
   return make_expr(std::move(n));
 }
 
-Expr acc(DType dt) {
+Expr acc(DType dt, int slot) {
   ExprNode n;
   n.op = ExprOp::Acc;
   n.dtype = dt;
+  n.slot = slot;
   return make_expr(std::move(n));
 }
 
@@ -437,7 +439,8 @@ struct Checker {
     if (b < 0 || static_cast<size_t>(b) >= p.buffers.size())
       fail("buffer id " + std::to_string(b) + " out of range");
   }
-  void expr(const Expr& e, bool acc_ok) const {
+  // `accs`: the accumulators the expression may read (acc slots 0 .. accs - 1).
+  void expr(const Expr& e, int accs) const {
     if (!e.valid()) fail("empty expression");
     const auto& n = e.node();
     if (n.op == ExprOp::Load) {
@@ -449,8 +452,11 @@ struct Checker {
       if (n.valid) index(*n.valid);
     }
     if (n.op == ExprOp::IndexValue) index(n.index);
-    if (n.op == ExprOp::Acc && !acc_ok) fail("acc() used outside a reduction/GEMM epilogue");
-    for (const auto& a : n.args) expr(a, acc_ok);
+    if (n.op == ExprOp::Acc && accs == 0) fail("acc() used outside a reduction/GEMM epilogue");
+    if (n.op == ExprOp::Acc && (n.slot < 0 || n.slot >= accs))
+      fail("acc" + std::to_string(n.slot) + " read where the kernel has " + std::to_string(accs) +
+           " accumulator(s)");
+    for (const auto& a : n.args) expr(a, accs);
   }
   static bool uses_var(const Index& i) {
     if (i.op() == IndexOp::Var) return true;
@@ -522,16 +528,18 @@ void validate(const Program& p) {
       case KernelKind::Elementwise:
         c.buffer(k.store.buffer);
         c.index(k.store.index);
-        c.expr(k.store.value, false);
+        c.expr(k.store.value, 0);
         break;
       case KernelKind::Reduction: {
         if (!k.reduce) c.fail("reduction kernel without a Reduction");
         Checker inner = c;
         inner.loops(k.reduce->loops);
-        inner.expr(k.reduce->value, false);
+        inner.expr(k.reduce->value, 0);
+        if (k.reduce->more.size() >= kMaxAccumulators) c.fail("more than kMaxAccumulators accumulators");
+        for (const Accumulator& m : k.reduce->more) inner.expr(m.value, 0);
         c.buffer(k.store.buffer);
         c.index(k.store.index);
-        c.expr(k.store.value, true);
+        c.expr(k.store.value, 1 + static_cast<int>(k.reduce->more.size()));
         break;
       }
       case KernelKind::Gemm: {
@@ -542,18 +550,19 @@ void validate(const Program& p) {
         if (g.a_prologue) {
           const GemmRowPrologue& pr = *g.a_prologue;
           if (g.a.buffer != -1) c.fail("a GEMM with a row prologue reads no A buffer");
-          if (pr.stat.loops.size() != 1) c.fail("a GEMM row prologue's statistic has one loop");
+          if (pr.stat.loops.size() != 1 || !pr.stat.more.empty())
+            c.fail("a GEMM row prologue's statistic has one loop and one accumulator");
           if (pr.stat.acc_dtype != DType::f32 || pr.stat.value.dtype() != DType::f32 ||
               pr.a.dtype() != DType::f32)
             c.fail("a GEMM row prologue is f32");
           Checker st = c;
           st.scope.insert(g.row_var);
           st.loops(pr.stat.loops);
-          st.expr(pr.stat.value, false);
+          st.expr(pr.stat.value, 0);
           Checker pa = c;
           pa.scope.insert(g.row_var);
           if (!pa.scope.insert(pr.depth_var).second) c.fail("a GEMM row prologue's depth variable is in use");
-          pa.expr(pr.a, true);
+          pa.expr(pr.a, 1);
         }
         // Both operands f32, f16 or bf16 (GPU tensor cores), or an f32 A with an f16/bf16
         // B (a half-precision weight the CPU GEMM converts as it packs).
@@ -593,7 +602,7 @@ void validate(const Program& p) {
           Checker epi = c;
           epi.scope.insert(g.row_var);
           epi.scope.insert(g.col_var);
-          epi.expr(g.epilogue, true);
+          epi.expr(g.epilogue, 1);
         }
         const GemmTile& t = g.tile;
         if (t.mr <= 0 || t.nr <= 0 || t.mc % t.mr != 0 || t.nc % t.nr != 0 || t.kc <= 0)
@@ -651,17 +660,17 @@ void validate(const Program& p) {
           Checker qc = c;
           qc.scope.insert(a.row_var);
           qc.scope.insert(a.depth_var);
-          qc.expr(a.q, false);
+          qc.expr(a.q, 0);
           Checker kc = c;
           kc.scope.insert(a.key_var);
           kc.scope.insert(a.depth_var);
-          kc.expr(a.k, false);
+          kc.expr(a.k, 0);
           if (a.q.dtype() != DType::f32 || a.k.dtype() != DType::f32) c.fail("attention q and k must be f32");
           if (a.k_more.size() + 1 > kMaxKeySegments)
             c.fail("a segmented attention K has at most " + std::to_string(kMaxKeySegments) + " segments");
           for (size_t i = 0; i < a.k_more.size(); ++i) {
             const KeyExprSegment& sg = a.k_more[i];
-            kc.expr(sg.k, false);
+            kc.expr(sg.k, 0);
             if (sg.k.dtype() != DType::f32) c.fail("attention K segments must be f32");
             c.index(sg.j0);
             if (Checker::uses_var(sg.j0)) c.fail("an attention K segment's first key must not use loop variables");
@@ -676,7 +685,7 @@ void validate(const Program& p) {
           Checker sc = c;
           sc.scope.insert(a.row_var);
           sc.scope.insert(a.key_var);
-          sc.expr(a.score, true);
+          sc.expr(a.score, 1);
           if (a.score.dtype() != DType::f32) c.fail("attention score must be f32");
         }
         if (a.key_end) {
@@ -688,7 +697,7 @@ void validate(const Program& p) {
           Checker epi = c;
           epi.scope.insert(a.row_var);
           epi.scope.insert(a.col_var);
-          epi.expr(a.epilogue, true);
+          epi.expr(a.epilogue, 1);
         }
         // The output is stored as the epilogue computes it (acc itself: f32).
         if ((a.epilogue.valid() ? a.epilogue.dtype() : DType::f32) != p.buffers[static_cast<size_t>(a.out.buffer)].dtype)
@@ -792,6 +801,9 @@ std::string to_string(const Program& p) {
       for (const auto& l : k.reduce->loops) loop(l);
       s << ind << "acc " << (k.reduce->op == ReduceOp::Sum ? "+=" : "max=") << " "
         << k.reduce->value.to_string() << "\n";
+      for (size_t i = 0; i < k.reduce->more.size(); ++i)
+        s << ind << "acc" << i + 1 << " " << (k.reduce->more[i].op == ReduceOp::Sum ? "+=" : "max=") << " "
+          << k.reduce->more[i].value.to_string() << "\n";
       ind = save;
     }
     s << ind << "b" << k.store.buffer << "[" << k.store.index.to_string()

@@ -14,7 +14,8 @@
 //   Index    = int64 expression over loop variables and symbols: + - * floordiv mod min
 //              max, comparisons, && and select (pad validity). Views fold into these.
 //   Expr     = scalar expression: const, load (with an optional validity predicate and
-//              fill value, for pad), acc (the reduction/GEMM accumulator), index value
+//              fill value, for pad), acc (the reduction/GEMM accumulator; a reduction
+//              kernel may keep several over one loop, acc 0, 1, ...), index value
 //              (iota), unary, binary, where, cast.
 //
 // Values are typed by DType; in C, f16/bf16 values are their uint16_t bit patterns (only
@@ -205,14 +206,16 @@ struct ExprNode {
   double fill = 0;             // ... else this value (pad)
   UnaryOp unary = UnaryOp::Neg;
   BinaryOp binary = BinaryOp::Add;
+  int slot = 0;  // Acc: which accumulator (0: the kernel's; i > 0: Reduction::more[i - 1])
   std::vector<Expr> args;
 };
 
 Expr constant(double v, DType dt = DType::f32);
 Expr load(int buffer, DType dt, Index index);
 Expr load_padded(int buffer, DType dt, Index index, Index valid, double fill);
-/// The accumulator of a Reduction (after the reduce loops) or of a Gemm (the dot product).
-Expr acc(DType dt = DType::f32);
+/// The accumulator of a Reduction (after the reduce loops) or of a Gemm (the dot product);
+/// slot i > 0: a reduction kernel's further accumulator Reduction::more[i - 1].
+Expr acc(DType dt = DType::f32, int slot = 0);
 /// An index expression as an i32 value (iota, positions).
 Expr index_value(Index i);
 Expr unary(UnaryOp op, Expr a);
@@ -231,12 +234,26 @@ struct Loop {
 enum class KernelKind : uint8_t { Elementwise, Reduction, Gemm, Gather, Attention };
 enum class ReduceOp : uint8_t { Sum, Max };
 
+/// One more accumulator of a reduction kernel, over the same loops as the first.
+struct Accumulator {
+  ReduceOp op = ReduceOp::Sum;
+  Expr value;
+  DType acc_dtype = DType::f32;
+};
+
 struct Reduction {
   ReduceOp op = ReduceOp::Sum;
   std::vector<Loop> loops;  // inside the kernel's loops
   Expr value;               // accumulated at each point of loops
   DType acc_dtype = DType::f32;
+  // A reduction kernel's further accumulators over the same loops, read by the store as
+  // acc(dtype, 1 + i): sibling reductions of one row computed in one pass -- SwiGLU's gate
+  // and up products over the same x -- instead of a kernel per reduction
+  // (lower::Options::row_accumulators; only the GPU renderers take them). At most
+  // kMaxAccumulators - 1; none in a GEMM row prologue's statistic.
+  std::vector<Accumulator> more;
 };
+inline constexpr std::size_t kMaxAccumulators = 4;
 
 struct Store {
   int buffer = -1;

@@ -3,9 +3,12 @@
 // from, and the reason a body that cannot be lowered reports (the program left as it was).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "ir/kernel_body.hpp"
 #include "ir/tensor_lang.hpp"
 #include "kernel/kernel_eval.hpp"
 #include "kernel/lower/lower_spec.hpp"
@@ -180,4 +183,65 @@ TEST_CASE("lowering: unit axes get no loop, so the contiguous axis is the innerm
         want += ps[static_cast<size_t>(h * K + k)] * vs[static_cast<size_t>((k * H + h) * D + d)];
       CHECK(out[static_cast<size_t>(h * D + d)] == Approx(want).epsilon(1e-6));
     }
+}
+
+TEST_CASE("row_accumulators: a row's sibling reductions in one walk, none needing another's total",
+          "[cpu][lower]") {
+  // out = sum(x w1) * max(x w2) + sum(x * a): a (the first sum) lies under the third, which
+  // needs a's total before its walk, so it stays a kernel of its own; the max joins.
+  const int64_t R = 3, L = 8;
+  lm::Graph g;
+  lm::Tensor x = g.input("%0", {R, L}), w1 = g.input("%1", {R, L}), w2 = g.input("%2", {R, L});
+  lm::Tensor a = lm::sum(x * w1, {1}), b = lm::max(x * w2, {1});
+  lm::Tensor c = lm::sum(x * lm::expand(lm::unsqueeze(a, 1), {R, L}), {1});
+  g.output("out", a * b + c);
+  const auto& body = *g.impl();
+  const std::vector<uint32_t> accs = lm::ir::row_accumulators(body, root_of(g));
+  REQUIRE(accs.size() == 2);
+  CHECK(accs[0] == kl::recognize_row_reduction(body, root_of(g)).plan->reduce);
+  CHECK(body.nodes[accs[0]].op == lm::detail::PrimOp::SumReduce);
+  CHECK(body.nodes[accs[1]].op == lm::detail::PrimOp::MaxReduce);
+
+  // Lowered with several accumulators (the GPU renderers' option) and without (the CPU's):
+  // the same values; the root's kernel holds the max as its second accumulator.
+  std::vector<float> xs(R * L), w1s(R * L), w2s(R * L);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    xs[i] = 0.25f * static_cast<float>(i % 9) - 1.f;
+    w1s[i] = 0.5f * static_cast<float>(i % 5) - 1.f;
+    w2s[i] = 0.125f * static_cast<float>(i % 11) - 0.5f;
+  }
+  auto run = [&](bool several, size_t& launches, size_t& more) {
+    kl::Options opt;
+    opt.row_accumulators = several;
+    kn::Program prog = buffers_for(g, 3);
+    REQUIRE_FALSE(kl::lower_spec(spec_of(g, lm::ir::KernelKind::Reduction, 3), {0, 1, 2}, 3, "k", prog, opt));
+    kn::validate(prog);
+    launches = prog.kernels.size();
+    more = prog.kernels.back().reduce ? prog.kernels.back().reduce->more.size() : 0;
+    std::vector<float> out(R, -1.f);
+    std::vector<std::vector<float>> scratch(prog.buffers.size());
+    std::vector<void*> ptrs{xs.data(), w1s.data(), w2s.data(), out.data()};
+    for (size_t i = 4; i < prog.buffers.size(); ++i) {
+      scratch[i].resize(static_cast<size_t>(prog.buffers[i].elements.evaluate({}, {})));
+      ptrs.push_back(scratch[i].data());
+    }
+    kn::evaluate(prog, ptrs, {});
+    return out;
+  };
+  size_t n1 = 0, m1 = 0, n2 = 0, m2 = 0;
+  const std::vector<float> one = run(true, n1, m1), separate = run(false, n2, m2);
+  CHECK(m1 == 1);
+  CHECK(m2 == 0);
+  CHECK(n1 + 1 == n2);  // the max's own kernel is gone
+  for (int64_t r = 0; r < R; ++r) {
+    float sa = 0, mb = -INFINITY, sc = 0;
+    for (int64_t j = 0; j < L; ++j) {
+      const size_t i = static_cast<size_t>(r * L + j);
+      sa += xs[i] * w1s[i];
+      mb = std::max(mb, xs[i] * w2s[i]);
+    }
+    for (int64_t j = 0; j < L; ++j) sc += xs[static_cast<size_t>(r * L + j)] * sa;
+    CHECK(one[static_cast<size_t>(r)] == separate[static_cast<size_t>(r)]);
+    CHECK(one[static_cast<size_t>(r)] == Approx(sa * mb + sc).epsilon(1e-5));
+  }
 }

@@ -4,6 +4,7 @@
 // cache; the report. (The golden groups: tests/golden, "[nvrtc]".)
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -403,11 +404,15 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
   // launch of its own, which the model must charge (KernelWork::staged_kernels): the
   // decode step's projections each ran three launches priced as one.
   const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
+  // Returns the kernels' accumulator counts (a reduction's 1 + more), the others' 0.
   auto check = [](const Graph& g, const std::string& what) {
     CompileOptions o;
     o.compile_only = true;
     const auto plan = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o).plan;
     const cpu::LoweredPlan lp = cpu::lower_plan(*plan, gpu::gpu_lower_options());
+    std::vector<size_t> accumulators;
+    for (const kernel::Kernel& k : lp.prog.kernels)
+      accumulators.push_back(k.reduce ? 1 + k.reduce->more.size() : 0);
     std::map<size_t, int> launches;
     for (const kernel::Kernel& k : lp.prog.kernels) {
       const size_t step = std::strtoul(k.name.c_str() + 1, nullptr, 10);
@@ -422,10 +427,13 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
       INFO(what << " step " << s << " (" << ir::kind_name(spec.kind) << ")");
       CHECK(launches[s] == 1 + static_cast<int>(w.staged_kernels));
     }
+    return accumulators;
   };
   Graph decode;
   test::build_decode_block_f16(decode, 4096);
-  check(decode, "decode step");
+  // SwiGLU's gate and up products over the normalized x: one launch, two accumulators.
+  const std::vector<size_t> decode_accs = check(decode, "decode step");
+  CHECK(std::count(decode_accs.begin(), decode_accs.end(), 2) == 1);
   Graph prefill;
   test::BlockConfig c = test::BlockConfig::llama_4096();
   c.weights = f16;
@@ -448,4 +456,5 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
   CHECK(ir::LoweringTraits::gpu().attention_q_inline == o.attention_q_inline);
   CHECK(ir::LoweringTraits::gpu().half_operands == o.half_operands);
   CHECK(ir::LoweringTraits::gpu().gemm_row_prologue == o.gemm_row_prologue);
+  CHECK(ir::LoweringTraits::gpu().row_accumulators == o.row_accumulators);
 }

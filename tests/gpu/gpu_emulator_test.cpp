@@ -115,6 +115,69 @@ TEST_CASE("emulated reductions: a row per thread, warp and block, wave32 and wav
   check_emulated(p, {{"R", 77}, {"L", 129}}, arch_of("cuda:sm_80+emu"), {}, 1e-4, 1e-4);
 }
 
+namespace {
+
+// Three accumulators over one walk of each row (kernel::Reduction::more): sum of sin(x)
+// (f32), max of x (f32, NaN propagating), sum of n (i32, wrapping), the store reading all
+// three: y[r] = acc * 0.5 + acc1 + f32(acc2).
+k::Program row_accumulators_program(k::Index rows, k::Index len) {
+  k::Program p;
+  p.buffers.push_back(buf("x", DType::f32, rows * len, k::BufferRole::Input));
+  p.buffers.push_back(buf("n", DType::i32, rows * len, k::BufferRole::Input));
+  p.buffers.push_back(buf("y", DType::f32, rows, k::BufferRole::Output));
+  k::Kernel kk;
+  kk.name = "red3";
+  kk.kind = k::KernelKind::Reduction;
+  kk.loops.push_back(loop(0, rows));
+  const k::Index at = k::Index::var(0) * len + k::Index::var(1);
+  const k::Expr x = k::load(0, DType::f32, at);
+  k::Reduction r;
+  r.op = k::ReduceOp::Sum;
+  r.loops.push_back(loop(1, len));
+  r.value = k::unary(k::UnaryOp::Sin, x);
+  r.more.push_back({k::ReduceOp::Max, x, DType::f32});
+  r.more.push_back({k::ReduceOp::Sum, k::load(1, DType::i32, at), DType::i32});
+  kk.reduce = r;
+  kk.store.buffer = 2;
+  kk.store.index = k::Index::var(0);
+  kk.store.value =
+      k::binary(k::BinaryOp::Add,
+                k::binary(k::BinaryOp::Add, k::binary(k::BinaryOp::Mul, k::acc(), k::constant(0.5)),
+                          k::acc(DType::f32, 1)),
+                k::cast(k::acc(DType::i32, 2), DType::f32));
+  p.kernels.push_back(kk);
+  k::validate(p);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("emulated row reductions with several accumulators: each its op and type", "[gpu][emu]") {
+  // A NaN in row 1 (the max propagates it; the sum of sines too), i32 values that wrap.
+  auto fill = [](cpu_test::HostBuffers& b) {
+    auto* x = reinterpret_cast<float*>(b.bytes[0].data());
+    auto* n = reinterpret_cast<int32_t*>(b.bytes[1].data());
+    const size_t xs = (b.bytes[0].size() - 64) / 4;
+    for (size_t i = 0; i < xs; ++i) n[i] = i % 3 == 0 ? 2147483647 : static_cast<int32_t>(i % 7) - 3;
+    if (xs > 40) x[37] = std::numeric_limits<float>::quiet_NaN();
+  };
+  for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+    const gpu::GpuArch arch = arch_of(t);
+    INFO(t);
+    for (int64_t per : {1, 3, 2})  // thread, warp, block
+      for (auto [rows, len] : {std::pair<int64_t, int64_t>{300, 30}, {5, 5000}, {3, 0}, {0, 4}}) {
+        INFO("per " << per << " rows " << rows << " len " << len);
+        const std::string src =
+            check_emulated(row_accumulators_program(rows, len), {}, arch, {per}, 1e-4, 1e-4, fill);
+        CHECK(src.find("lm_acc2") != std::string::npos);
+      }
+  }
+  // The checker counts them: a store reading acc3 of three accumulators is an error.
+  k::Program bad = row_accumulators_program(4, 4);
+  bad.kernels[0].store.value = k::acc(DType::f32, 3);
+  CHECK_THROWS_WITH(k::validate(bad), Catch::Contains("acc3 read where the kernel has 3 accumulator(s)"));
+}
+
 TEST_CASE("emulated i32 sums wrap around like PyTorch", "[gpu][emu]") {
   k::Program p = row_reduction(2, 4, k::ReduceOp::Sum, DType::i32);
   const gpu::GpuSource src = gpu::render_gpu(p, arch_of("cuda:sm_90"));

@@ -917,6 +917,8 @@ class KernelWriter {
 
   std::string reduction() {
     const Reduction& r = *k_.reduce;
+    if (!r.more.empty())  // (lower::Options::row_accumulators)
+      throw InternalError("[cpu] kernel " + k_.name + ": several accumulators are the GPU row reduction's");
     collect(k_.store.value);
     collect(r.value);
     if (rows_vectorize() && !row_dot()) return rows_reduction();

@@ -127,7 +127,7 @@ class Remap {
                     : kernel::load(buf(n.buffer), n.dtype, n.index);
         break;
       case kernel::ExprOp::Acc:
-        r = kernel::acc(n.dtype);
+        r = kernel::acc(n.dtype, n.slot);
         break;
       case kernel::ExprOp::IndexValue:
         r = kernel::index_value(n.index);
@@ -156,7 +156,10 @@ class Remap {
       case kernel::KernelKind::Reduction:
         c.store.buffer = buf(k.store.buffer);
         c.store.value = expr(k.store.value);
-        if (c.reduce) c.reduce->value = expr(k.reduce->value);
+        if (c.reduce) {
+          c.reduce->value = expr(k.reduce->value);
+          for (kernel::Accumulator& m : c.reduce->more) m.value = expr(m.value);
+        }
         break;
       case kernel::KernelKind::Gemm:
         if (k.gemm->a_prologue) {

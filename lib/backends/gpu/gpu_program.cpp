@@ -23,6 +23,7 @@ kernel::lower::Options gpu_lower_options() {
   o.split_attention = true;
   o.attention_q_inline = true;
   o.gemm_row_prologue = true;
+  o.row_accumulators = true;
   return o;
 }
 

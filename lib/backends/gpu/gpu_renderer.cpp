@@ -262,7 +262,7 @@ class Writer {
                     const std::string& ind) {
     const ExprNode& n = e.node();
     if (n.op == ExprOp::Const) return literal(n.constant, n.dtype);
-    if (n.op == ExprOp::Acc) return "acc";
+    if (n.op == ExprOp::Acc) return n.slot ? "acc" + std::to_string(n.slot) : std::string("acc");
     if (auto it = memo.find(&n); it != memo.end()) return it->second;
     std::vector<std::string> a;
     for (const auto& arg : n.args) a.push_back(value(arg, memo, out, ind));
@@ -365,17 +365,30 @@ class Writer {
   }
 
   // ---------------------------------------------------------------- reduction
+  // A row's accumulators (accumulator 0 the Reduction itself, then its `more`) share one
+  // walk of the row: every value is computed at each point, common subexpressions once
+  // (SwiGLU's gate and up products read the same normalized x), each then reduced across
+  // the row's threads.
   void reduction(std::ostringstream& s, LaunchShape& shape) {
     const Reduction& r = *k_.reduce;
     const Index rows = product(k_.loops), len = product(r.loops);
-    const bool f = r.acc_dtype == DType::f32;
-    const bool sum = r.op == ReduceOp::Sum;
-    const std::string at = f ? "float" : "int32_t";
-    const std::string ident = sum ? (f ? "0.0f" : "0") : (f ? "lm_u2f(0xff800000u)" : "(-2147483647 - 1)");
-    const std::string suffix = std::string(sum ? "sum" : "max") + (f ? "_f32" : "_i32");
-    auto combine = [&](const std::string& a, const std::string& v) {
-      if (sum) return f ? a + " + " + v : "lm_iadd(" + a + ", " + v + ")";
-      return f ? "lm_max(" + a + ", " + v + ")" : "(" + v + " > " + a + " ? " + v + " : " + a + ")";
+    std::vector<Accumulator> accs{{r.op, r.value, r.acc_dtype}};
+    accs.insert(accs.end(), r.more.begin(), r.more.end());
+    auto name = [](size_t i) { return i ? "lm_acc" + std::to_string(i) : std::string("lm_acc"); };
+    auto type = [](const Accumulator& a) { return a.acc_dtype == DType::f32 ? "float" : "int32_t"; };
+    auto suffix = [](const Accumulator& a) {
+      return std::string(a.op == ReduceOp::Sum ? "sum" : "max") +
+             (a.acc_dtype == DType::f32 ? "_f32" : "_i32");
+    };
+    auto ident = [](const Accumulator& a) -> std::string {
+      const bool f = a.acc_dtype == DType::f32;
+      if (a.op == ReduceOp::Sum) return f ? "0.0f" : "0";
+      return f ? "lm_u2f(0xff800000u)" : "(-2147483647 - 1)";
+    };
+    auto combine = [](const Accumulator& a, const std::string& x, const std::string& v) {
+      const bool f = a.acc_dtype == DType::f32;
+      if (a.op == ReduceOp::Sum) return f ? x + " + " + v : "lm_iadd(" + x + ", " + v + ")";
+      return f ? "lm_max(" + x + ", " + v + ")" : "(" + v + " > " + x + " ? " + v + " : " + x + ")";
     };
     // Which threads share a row: the search's alternative when it made one, else by length.
     std::string per = "warp";
@@ -388,21 +401,28 @@ class Writer {
     const int warp = arch_.warp;
     s << "  const int64_t lm_rows = " << ix(rows) << ", lm_len = " << ix(len) << ";\n";
     auto accumulate = [&](const std::string& ind, const std::string& start, const std::string& step) {
-      s << ind << at << " lm_acc = " << ident << ";\n";
+      for (size_t i = 0; i < accs.size(); ++i)
+        s << ind << type(accs[i]) << " " << name(i) << " = " << ident(accs[i]) << ";\n";
       s << ind << "for (int64_t lm_j = " << start << "; lm_j < lm_len; lm_j += " << step << ") {\n";
       delinearize(s, ind + "  ", r.loops, "lm_j");
       std::map<const ExprNode*, std::string> memo;
-      std::string v = value(r.value, memo, s, ind + "  ");
-      if (r.value.dtype() != r.acc_dtype) v = convert(v, r.value.dtype(), r.acc_dtype);
-      s << ind << "  lm_acc = " << combine("lm_acc", v) << ";\n";
+      for (size_t i = 0; i < accs.size(); ++i) {
+        std::string v = value(accs[i].value, memo, s, ind + "  ");
+        if (accs[i].value.dtype() != accs[i].acc_dtype)
+          v = convert(v, accs[i].value.dtype(), accs[i].acc_dtype);
+        s << ind << "  " << name(i) << " = " << combine(accs[i], name(i), v) << ";\n";
+      }
       s << ind << "}\n";
     };
     auto finish = [&](const std::string& ind) {
-      s << ind << "const " << at << " acc = lm_acc;\n";
+      for (size_t i = 0; i < accs.size(); ++i)
+        s << ind << "const " << type(accs[i]) << " acc" << (i ? std::to_string(i) : "") << " = " << name(i)
+          << ";\n";
       store(s, ind);
     };
+    const std::string many = accs.size() > 1 ? ", " + std::to_string(accs.size()) + " accumulators" : "";
     if (per == "thread") {
-      shape.schedule = "reduction, a row per thread";
+      shape.schedule = "reduction, a row per thread" + many;
       shape.grid[0] = capped(ceil_div(rows, kThreads), int64_t{1} << 20);
       s << "  for (int64_t lm_row = (int64_t)blockIdx.x * " << kThreads
         << " + threadIdx.x; lm_row < lm_rows; lm_row += (int64_t)gridDim.x * " << kThreads << ") {\n";
@@ -415,7 +435,7 @@ class Writer {
     shape.sync = true;
     if (per == "warp") {
       const int rows_per_block = kThreads / warp;
-      shape.schedule = "reduction, a row per warp (" + std::to_string(warp) + " lanes, shuffle tree)";
+      shape.schedule = "reduction, a row per warp (" + std::to_string(warp) + " lanes, shuffle tree)" + many;
       shape.grid[0] = capped(ceil_div(rows, rows_per_block), int64_t{1} << 20);
       s << "  const unsigned int lm_lane = threadIdx.x % LM_WARP;\n";
       s << "  /* the row is the same for every lane of a warp: warp operations stay uniform */\n";
@@ -424,21 +444,27 @@ class Writer {
         << ") {\n";
       delinearize(s, "    ", k_.loops, "lm_row");
       accumulate("    ", "lm_lane", "LM_WARP");
-      s << "    lm_acc = lm_warp_" << suffix << "(lm_acc);\n";
+      for (size_t i = 0; i < accs.size(); ++i)
+        s << "    " << name(i) << " = lm_warp_" << suffix(accs[i]) << "(" << name(i) << ");\n";
       s << "    if (lm_lane == 0) {\n";
       finish("      ");
       s << "    }\n  }\n";
       return;
     }
-    shape.schedule = "reduction, a row per block (" + std::to_string(kThreads) + " threads, shuffles + shared)";
+    shape.schedule =
+        "reduction, a row per block (" + std::to_string(kThreads) + " threads, shuffles + shared)" + many;
     shape.grid[0] = capped(rows, int64_t{1} << 20);
-    shape.static_shared = (kThreads / warp) * 4;
-    s << "  __shared__ " << at << " lm_part[" << kThreads / warp << "];\n";
+    shape.static_shared = static_cast<int>(accs.size()) * (kThreads / warp) * 4;
+    for (size_t i = 0; i < accs.size(); ++i)
+      s << "  __shared__ " << type(accs[i]) << " lm_part" << (i ? std::to_string(i) : "") << "["
+        << kThreads / warp << "];\n";
     s << "  /* the row is the same for every thread of the block: barriers stay uniform */\n";
     s << "  for (int64_t lm_row = blockIdx.x; lm_row < lm_rows; lm_row += gridDim.x) {\n";
     delinearize(s, "    ", k_.loops, "lm_row");
     accumulate("    ", "threadIdx.x", std::to_string(kThreads));
-    s << "    lm_acc = lm_block_" << suffix << "(lm_acc, lm_part);\n";
+    for (size_t i = 0; i < accs.size(); ++i)
+      s << "    " << name(i) << " = lm_block_" << suffix(accs[i]) << "(" << name(i) << ", lm_part"
+        << (i ? std::to_string(i) : "") << ");\n";
     s << "    if (threadIdx.x == 0) {\n";
     finish("      ");
     s << "    }\n  }\n";

@@ -272,6 +272,10 @@ Expr Lowerer::emit_raw(uint32_t id, const std::vector<Index>& idx, const std::op
         ctx_.acc_seen.push_back(idx);
         return kernel::acc(ctx_.acc_dtype);
       }
+      for (size_t i = 0; i < ctx_.more_accs.size(); ++i)
+        if (static_cast<int>(id) == ctx_.more_accs[i].node && !valid &&
+            ctx_.more_accs[i].key == key(id, idx, std::nullopt))
+          return kernel::acc(ctx_.more_accs[i].dtype, static_cast<int>(i) + 1);
       return load_node(materialize(id), id, idx, valid);
     }
     case PrimOp::Gather:

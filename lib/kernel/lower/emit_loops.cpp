@@ -1,8 +1,11 @@
 // Elementwise and row-reduction kernels as loop nests (a body no specialised kind takes,
 // and the temporaries other kernels read: materialized reductions, operand copies).
+#include "ir/kernel_body.hpp"
 #include "kernel/lower/lowerer.hpp"
 
 namespace luminal::kernel::lower {
+
+static_assert(ir::kMaxRowAccumulators == kernel::kMaxAccumulators);
 
 namespace {
 
@@ -84,6 +87,20 @@ void Lowerer::lower_generic(uint32_t id, int out) {
     std::vector<Index> in_idx = vars;  // the reduction's output index == the root's
     in_idx.insert(in_idx.begin() + rn.axis, Index::var(rl.var));
     red_ir.value = emit(rn.inputs[0], in_idx, std::nullopt);
+    // The root's other reductions over the same row, in the same walk (every value is
+    // emitted before any accumulator stands for a reduction: none is under another).
+    std::vector<uint32_t> more;
+    if (opt_.row_accumulators && id == root_ && spec_.kind == ir::KernelKind::Reduction) {
+      more = ir::row_accumulators(body_, id);
+      more.erase(more.begin());
+    }
+    for (uint32_t m : more) {
+      const Node& mn = body_.nodes[m];
+      red_ir.more.push_back({mn.op == PrimOp::SumReduce ? kernel::ReduceOp::Sum : kernel::ReduceOp::Max,
+                             emit(mn.inputs[0], in_idx, std::nullopt), mn.dtype});
+    }
+    for (uint32_t m : more)
+      ctx_.more_accs.push_back({static_cast<int>(m), body_.nodes[m].dtype, key(m, vars, std::nullopt)});
     ctx_.acc_node = r;
     ctx_.acc_dtype = rn.dtype;
     ctx_.acc_key = key(static_cast<uint32_t>(r), vars, std::nullopt);

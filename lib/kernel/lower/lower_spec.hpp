@@ -79,6 +79,10 @@ struct Options {
   /// for its rows (kernel::Gemm::a_prologue), where a statistic kernel and an operand copy
   /// would each cost a launch (the GPU renderers).
   bool gemm_row_prologue = false;
+  /// A row-reduction kernel computes every reduction of ir::row_accumulators in one walk
+  /// of the row (kernel::Reduction::more: SwiGLU's gate and up products), where each but
+  /// the first would be a kernel of its own (the GPU renderers).
+  bool row_accumulators = false;
 };
 
 /// The most query rows (batch points x rows) an attention has that split_attention splits.

@@ -99,6 +99,14 @@ class Lowerer {
     int acc_node = -1;
     DType acc_dtype = DType::f32;
     std::string acc_key;  // index at which acc() is the reduce node's value ("": any)
+    // A row reduction's further accumulators (kernel::Reduction::more): acc(dtype, 1 + i)
+    // is more_accs[i].node's value at the index of key more_accs[i].key.
+    struct MoreAcc {
+      int node;
+      DType dtype;
+      std::string key;
+    };
+    std::vector<MoreAcc> more_accs;
     std::vector<std::vector<Index>> acc_seen;  // the indices acc() stood for, in emission order
     std::map<std::string, Expr> memo;
     int next_var = 0;

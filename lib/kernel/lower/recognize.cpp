@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 
+#include "ir/kernel_body.hpp"
 #include "ir/tensor_lang.hpp"
 
 namespace luminal::kernel::lower {
@@ -59,19 +60,11 @@ Recognized<GemmBody> recognize_gemm(const detail::GraphImpl& body, uint32_t root
 }
 
 Recognized<RowReduction> recognize_row_reduction(const detail::GraphImpl& body, uint32_t node) {
-  int found = -1;
-  std::function<void(uint32_t)> walk = [&](uint32_t id) {
-    const Node& n = body.nodes[id];
-    if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce) {
-      if (found < 0) found = static_cast<int>(id);
-      return;
-    }
-    if (ir::is_elementwise(ir::to_op(n.op)))
-      for (uint32_t k : n.inputs) walk(k);
-  };
-  walk(node);
-  if (found < 0) return {std::nullopt, "no reduction reached through elementwise ops"};
-  return {RowReduction{static_cast<uint32_t>(found)}, {}};
+  // The first reduction of ir::row_accumulators' walk: the accumulator the cost model's
+  // predicate starts from is this one.
+  const std::vector<uint32_t> accs = ir::row_accumulators(body, node);
+  if (accs.empty()) return {std::nullopt, "no reduction reached through elementwise ops"};
+  return {RowReduction{accs[0]}, {}};
 }
 
 Recognized<GatherBody> recognize_gather(const detail::GraphImpl& body, uint32_t root) {
