@@ -259,6 +259,36 @@ Index row_major(const std::vector<Index>& vars, const std::vector<Index>& dims) 
   return out;
 }
 
+bool uses_var(const Index& i, int64_t var) {
+  const IndexNode& n = i.node();
+  if (n.op == IndexOp::Var && (var < 0 || n.value == var)) return true;
+  for (const auto& a : n.args)
+    if (uses_var(a, var)) return true;
+  return false;
+}
+
+std::optional<int64_t> var_stride(const Index& i, int64_t var) {
+  if (!uses_var(i, var)) return int64_t{0};
+  const IndexNode& n = i.node();
+  switch (n.op) {
+    case IndexOp::Var:
+      return int64_t{1};
+    case IndexOp::Add:
+    case IndexOp::Sub: {
+      auto a = var_stride(n.args[0], var), b = var_stride(n.args[1], var);
+      if (!a || !b) return std::nullopt;
+      return n.op == IndexOp::Add ? *a + *b : *a - *b;
+    }
+    case IndexOp::Mul:
+      for (size_t c = 0; c < 2; ++c)
+        if (auto k = n.args[c].as_constant())
+          if (auto t = var_stride(n.args[1 - c], var)) return *k * *t;
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
 // ------------------------------------------------------------------ Expr
 Expr make_expr(ExprNode n) { return Expr(std::make_shared<const ExprNode>(std::move(n))); }
 

@@ -103,6 +103,11 @@ Index land(const Index& a, const Index& b);
 Index select(const Index& c, const Index& a, const Index& b);
 /// Row-major linear index of `vars` in a tensor of `dims`: ((v0*d1 + v1)*d2 + v2)...
 Index row_major(const std::vector<Index>& vars, const std::vector<Index>& dims);
+/// Whether `i` reads loop variable `var` (any loop variable when var < 0).
+bool uses_var(const Index& i, int64_t var = -1);
+/// The constant step of `i` per unit of loop variable `var`: 0 when `i` does not read it;
+/// nullopt unless `i` is affine in it through +, - and products by constants.
+std::optional<int64_t> var_stride(const Index& i, int64_t var);
 
 // ------------------------------------------------------------------ scalar expressions
 enum class ExprOp : uint8_t { Const, Load, Acc, IndexValue, Unary, Binary, Where, Cast };

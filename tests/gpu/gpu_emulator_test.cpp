@@ -31,10 +31,12 @@ using gpu_test::arch_of;
 namespace {
 
 // Renders `p` for `arch`, runs it on the emulator, compares every written buffer with the
-// evaluator. Returns the device source.
-std::string check_emulated(const k::Program& p, const std::map<std::string, int64_t>& syms, const gpu::GpuArch& arch,
-                           std::vector<int64_t> launch = {}, double rtol = 2e-5, double atol = 2e-6,
-                           const std::function<void(cpu_test::HostBuffers&)>& fill = {}) {
+// evaluator. Returns the device source; `vector_loads`, when given, receives the 128-bit
+// loads the run made.
+std::string check_emulated(const k::Program& p, const std::map<std::string, int64_t>& syms,
+                           const gpu::GpuArch& arch, std::vector<int64_t> launch = {}, double rtol = 2e-5,
+                           double atol = 2e-6, const std::function<void(cpu_test::HostBuffers&)>& fill = {},
+                           unsigned long long* vector_loads = nullptr) {
   cpu_test::HostBuffers ref = cpu_test::allocate(p, syms, 42), got = cpu_test::allocate(p, syms, 42);
   if (fill) {
     fill(ref);
@@ -61,6 +63,7 @@ std::string check_emulated(const k::Program& p, const std::map<std::string, int6
       }
     }
   }
+  if (vector_loads) *vector_loads = lib->function<unsigned long long (*)()>("lm_emu_ld128_count")();
   return src.device_source();
 }
 
@@ -176,6 +179,46 @@ TEST_CASE("emulated row reductions with several accumulators: each its op and ty
   k::Program bad = row_accumulators_program(4, 4);
   bad.kernels[0].store.value = k::acc(DType::f32, 3);
   CHECK_THROWS_WITH(k::validate(bad), Catch::Contains("acc3 read where the kernel has 3 accumulator(s)"));
+}
+
+TEST_CASE("emulated row reductions read contiguous rows 128 bits at a time, where aligned", "[gpu][emu]") {
+  // y[r] = sum_j f32(x[r, j]) * w[j] + max_j f32(x[r, j]): x f16 along the rows (8 halves
+  // a vector), w f32 shared by the rows (4 floats a vector). A row of 4100 halves puts
+  // every odd row 8 bytes off 16: those rows, and the last len % 8 elements of every row,
+  // go element by element.
+  auto program = [](int64_t rows, int64_t len) {
+    k::Program p;
+    p.buffers.push_back(buf("x", DType::f16, k::Index(rows * len), k::BufferRole::Input));
+    p.buffers.push_back(buf("w", DType::f32, k::Index(len), k::BufferRole::Input));
+    p.buffers.push_back(buf("y", DType::f32, k::Index(rows), k::BufferRole::Output));
+    k::Kernel kk;
+    kk.name = "rowdot";
+    kk.kind = k::KernelKind::Reduction;
+    kk.loops.push_back(loop(0, rows));
+    const k::Expr x =
+        k::cast(k::load(0, DType::f16, k::Index::var(0) * k::Index(len) + k::Index::var(1)), DType::f32);
+    k::Reduction r;
+    r.loops.push_back(loop(1, len));
+    r.value = k::binary(k::BinaryOp::Mul, x, k::load(1, DType::f32, k::Index::var(1)));
+    r.more.push_back({k::ReduceOp::Max, x, DType::f32});
+    kk.reduce = r;
+    kk.store = {2, k::Index::var(0), k::binary(k::BinaryOp::Add, k::acc(), k::acc(DType::f32, 1))};
+    p.kernels.push_back(kk);
+    return p;
+  };
+  for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+    const gpu::GpuArch arch = arch_of(t);
+    for (int64_t per : {3, 2})  // warp, block
+      for (auto [rows, len] : {std::pair<int64_t, int64_t>{6, 4096}, {5, 4100}, {4, 13}, {3, 5}}) {
+        INFO(t << " per " << per << " rows " << rows << " len " << len);
+        unsigned long long loads = 0;
+        const std::string src = check_emulated(program(rows, len), {}, arch, {per}, 1e-4, 1e-4, {}, &loads);
+        CHECK(src.find("128-bit loads") != std::string::npos);
+        // x: one vector per 8 elements, w: two; only aligned rows, whole groups.
+        const int64_t aligned_rows = len % 8 == 0 ? rows : len == 4100 ? (rows + 1) / 2 : 1;  // (13: row 0)
+        CHECK(loads == static_cast<unsigned long long>(aligned_rows * (len / 8) * 3));
+      }
+  }
 }
 
 TEST_CASE("emulated i32 sums wrap around like PyTorch", "[gpu][emu]") {

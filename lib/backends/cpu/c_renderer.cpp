@@ -511,14 +511,6 @@ class KernelWriter {
   }
 
   // Whether `i` reads loop variable `var` (any loop variable when var < 0).
-  static bool uses_var(const Index& i, int64_t var = -1) {
-    const auto& n = i.node();
-    if (n.op == IndexOp::Var && (var < 0 || n.value == var)) return true;
-    for (const auto& a : n.args)
-      if (uses_var(a, var)) return true;
-    return false;
-  }
-
   static bool leaf(const ExprNode& n) {
     return n.op == ExprOp::Const || n.op == ExprOp::Acc || n.op == ExprOp::Load || n.op == ExprOp::IndexValue;
   }
@@ -711,30 +703,6 @@ class KernelWriter {
   }
 
   // ---- row dot products: sum_k x[k] * w[row, k] per output row (dot_codegen.hpp)
-
-  // The coefficient of loop variable `var` in `i` when `i` is affine in it with a constant
-  // coefficient (0 when `i` does not use it), else nullopt.
-  static std::optional<int64_t> var_stride(const Index& i, int64_t var) {
-    if (!uses_var(i, var)) return int64_t{0};
-    const auto& n = i.node();
-    switch (n.op) {
-      case IndexOp::Var:
-        return int64_t{1};
-      case IndexOp::Add:
-      case IndexOp::Sub: {
-        auto a = var_stride(n.args[0], var), b = var_stride(n.args[1], var);
-        if (!a || !b) return std::nullopt;
-        return n.op == IndexOp::Add ? *a + *b : *a - *b;
-      }
-      case IndexOp::Mul:
-        for (size_t c = 0; c < 2; ++c)
-          if (auto k = n.args[c].as_constant())
-            if (auto t = var_stride(n.args[1 - c], var)) return *k * *t;
-        return std::nullopt;
-      default:
-        return std::nullopt;
-    }
-  }
 
   // Whether expression `e` reads loop variable `var` (in an address, a validity
   // predicate or an index value).

@@ -11,13 +11,7 @@ namespace {
 using kernel::Index;
 using kernel::IndexOp;
 
-bool uses_var(const Index& i, int var) {
-  const kernel::IndexNode& n = i.node();
-  if (n.op == IndexOp::Var) return n.value == var;
-  for (const Index& a : n.args)
-    if (uses_var(a, var)) return true;
-  return false;
-}
+using kernel::uses_var;
 
 // True when `i` is c0 + c1 * var with c0, c1 free of var (sums, differences and products
 // by var-free factors only): its value at var = 1 minus its value at 0 is the stride.

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -365,6 +366,38 @@ class Writer {
   }
 
   // ---------------------------------------------------------------- reduction
+  // A row walked 128 bits at a time by the threads sharing it: each takes `group`
+  // consecutive elements a step and reads every load that walks the row with stride 1
+  // (f32, f16, bf16; no pad predicate) as lm_ld128 vectors, the other loads as they are --
+  // a weight row of halves in 16-byte loads instead of 2-byte ones, what the memory system
+  // needs to stream at bandwidth. nullopt (the scalar walk) when a load walks the row
+  // otherwise or none is contiguous.
+  struct RowVectors {
+    int group = 4;                       // elements a thread takes a step: 4 (f32 only) or 8
+    std::vector<const ExprNode*> loads;  // read as vectors, in first-use order
+  };
+  static std::optional<RowVectors> row_vectors(const Reduction& r, const std::vector<Accumulator>& accs) {
+    if (r.loops.size() != 1) return std::nullopt;
+    const int64_t j = r.loops[0].var;
+    RowVectors v;
+    std::set<const ExprNode*> seen;
+    bool ok = true;
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      const ExprNode& n = e.node();
+      if (!seen.insert(&n).second) return;
+      if (n.op == ExprOp::Load && uses_var(n.index, j)) {
+        const bool half = n.dtype == DType::f16 || n.dtype == DType::bf16;
+        if (var_stride(n.index, j) != int64_t{1} || n.valid || !(half || n.dtype == DType::f32)) ok = false;
+        v.loads.push_back(&n);
+        if (half) v.group = 8;
+      }
+      for (const Expr& a : n.args) walk(a);
+    };
+    for (const Accumulator& a : accs) walk(a.value);
+    if (!ok || v.loads.empty()) return std::nullopt;
+    return v;
+  }
+
   // A row's accumulators (accumulator 0 the Reduction itself, then its `more`) share one
   // walk of the row: every value is computed at each point, common subexpressions once
   // (SwiGLU's gate and up products read the same normalized x), each then reduced across
@@ -399,20 +432,69 @@ class Writer {
       per = "block";
     if (launch_.size() == 1) per = launch_[0] == 1 ? "thread" : launch_[0] == 2 ? "block" : "warp";
     const int warp = arch_.warp;
+    const std::optional<RowVectors> vec = per == "thread" ? std::nullopt : row_vectors(r, accs);
     s << "  const int64_t lm_rows = " << ix(rows) << ", lm_len = " << ix(len) << ";\n";
-    auto accumulate = [&](const std::string& ind, const std::string& start, const std::string& step) {
-      for (size_t i = 0; i < accs.size(); ++i)
-        s << ind << type(accs[i]) << " " << name(i) << " = " << ident(accs[i]) << ";\n";
-      s << ind << "for (int64_t lm_j = " << start << "; lm_j < lm_len; lm_j += " << step << ") {\n";
-      delinearize(s, ind + "  ", r.loops, "lm_j");
-      std::map<const ExprNode*, std::string> memo;
+    // Every accumulator's value at the point the loop variables name, combined into it;
+    // `memo` may bind loads to their elements of the vectors already loaded.
+    auto step_values = [&](const std::string& ind, std::map<const ExprNode*, std::string> memo) {
       for (size_t i = 0; i < accs.size(); ++i) {
-        std::string v = value(accs[i].value, memo, s, ind + "  ");
+        std::string v = value(accs[i].value, memo, s, ind);
         if (accs[i].value.dtype() != accs[i].acc_dtype)
           v = convert(v, accs[i].value.dtype(), accs[i].acc_dtype);
-        s << ind << "  " << name(i) << " = " << combine(accs[i], name(i), v) << ";\n";
+        s << ind << name(i) << " = " << combine(accs[i], name(i), v) << ";\n";
+      }
+    };
+    // The row from `start`, `step` elements apart, element by element.
+    auto scalar_walk = [&](const std::string& ind, const std::string& start, const std::string& step) {
+      s << ind << "for (int64_t lm_j = " << start << "; lm_j < lm_len; lm_j += " << step << ") {\n";
+      delinearize(s, ind + "  ", r.loops, "lm_j");
+      step_values(ind + "  ", {});
+      s << ind << "}\n";
+    };
+    // Thread `tid` of the `threads` sharing the row.
+    auto accumulate = [&](const std::string& ind, const std::string& tid, const std::string& threads) {
+      for (size_t i = 0; i < accs.size(); ++i)
+        s << ind << type(accs[i]) << " " << name(i) << " = " << ident(accs[i]) << ";\n";
+      if (!vec) return scalar_walk(ind, tid, threads);
+      // The vectors' addresses at the row's start decide (the same for every thread of the
+      // row): all 16-byte aligned -> whole groups as vectors, the rest element by element.
+      const int64_t g = vec->group, jv = r.loops[0].var;
+      const std::string in = ind + "  ";
+      s << ind << "int64_t lm_vn = lm_len - lm_len % " << g << ";\n";
+      s << ind << "{\n" << in << "const int64_t v" << jv << " = 0;\n";
+      for (const ExprNode* ld : vec->loads)
+        s << in << "if (!lm_aligned16(b" << ld->buffer << " + " << ix(ld->index) << ")) lm_vn = 0;\n";
+      s << ind << "}\n";
+      s << ind << "for (int64_t lm_j0 = (int64_t)(" << tid << ") * " << g
+        << "; lm_j0 < lm_vn; lm_j0 += (int64_t)(" << threads << ") * " << g << ") {\n";
+      std::vector<std::string> vname;
+      s << in << "const int64_t v" << jv << " = lm_j0;\n";
+      for (size_t q = 0; q < vec->loads.size(); ++q) {
+        const ExprNode* ld = vec->loads[q];
+        const int64_t per_vec = ld->dtype == DType::f32 ? 4 : 8;
+        vname.push_back("lm_w" + std::to_string(q));
+        s << in << "lm_u32x4 " << vname.back() << "[" << g / per_vec << "];\n";
+        for (int64_t h = 0; h < g / per_vec; ++h)
+          s << in << vname.back() << "[" << h << "] = lm_ld128(b" << ld->buffer << " + " << ix(ld->index)
+            << " + " << h * per_vec << ");\n";
+      }
+      static constexpr const char* kField[] = {"x", "y", "z", "w"};
+      for (int64_t e = 0; e < g; ++e) {
+        s << in << "{\n" << in << "  const int64_t v" << jv << " = lm_j0 + " << e << ";\n";
+        std::map<const ExprNode*, std::string> memo;
+        for (size_t q = 0; q < vec->loads.size(); ++q) {
+          const ExprNode* ld = vec->loads[q];
+          if (ld->dtype == DType::f32)
+            memo[ld] = "lm_u2f(" + vname[q] + "[" + std::to_string(e / 4) + "]." + kField[e % 4] + ")";
+          else
+            memo[ld] = "((uint16_t)(" + vname[q] + "[" + std::to_string(e / 8) + "]." + kField[(e / 2) % 4] +
+                       " >> " + std::to_string(16 * (e % 2)) + "))";
+        }
+        step_values(in + "  ", std::move(memo));
+        s << in << "}\n";
       }
       s << ind << "}\n";
+      scalar_walk(ind, "lm_vn + " + tid, threads);
     };
     auto finish = [&](const std::string& ind) {
       for (size_t i = 0; i < accs.size(); ++i)
@@ -420,7 +502,8 @@ class Writer {
           << ";\n";
       store(s, ind);
     };
-    const std::string many = accs.size() > 1 ? ", " + std::to_string(accs.size()) + " accumulators" : "";
+    const std::string many = (accs.size() > 1 ? ", " + std::to_string(accs.size()) + " accumulators" : "") +
+                             (vec ? ", 128-bit loads" : "");
     if (per == "thread") {
       shape.schedule = "reduction, a row per thread" + many;
       shape.grid[0] = capped(ceil_div(rows, kThreads), int64_t{1} << 20);
