@@ -256,7 +256,7 @@ struct Reduction {
   // and up products over the same x -- instead of a kernel per reduction
   // (lower::Options::row_accumulators; only the GPU renderers take them). At most
   // kMaxAccumulators - 1; none in a GEMM row prologue's statistic.
-  std::vector<Accumulator> more;
+  std::vector<Accumulator> more = {};
 };
 inline constexpr std::size_t kMaxAccumulators = 4;
 
