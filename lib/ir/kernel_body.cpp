@@ -937,25 +937,12 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
     const int reductions = count_reductions(spec);
     // (A row reduction whose root reaches it only through a view -- RMSNorm's
     // normalization broadcasts its statistic -- has none: the statistic is staged.)
-    bool reached = false;
-    std::vector<uint32_t> todo{root};
-    std::vector<uint8_t> seen(nodes.size(), 0);
-    while (!todo.empty() && !reached) {
-      const uint32_t x = todo.back();
-      todo.pop_back();
-      if (seen[x]) continue;
-      seen[x] = 1;
-      const detail::Node& n = nodes[x];
-      if (n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce)
-        reached = true;
-      else if (is_elementwise(to_op(n.op)))
-        for (uint32_t k : n.inputs) todo.push_back(k);
-    }
+    const std::vector<uint32_t> row = row_accumulators(*spec.body, root);
     // (A GEMM whose root reads its product through a view -- a vector times a matrix,
     // reshaped -- lowers the same way: the product staged, the view a copy.)
-    int accumulators = attention ? reductions : spec.kind != KernelKind::Elementwise && reached ? 1 : 0;
+    int accumulators = attention ? reductions : spec.kind != KernelKind::Elementwise && !row.empty() ? 1 : 0;
     if (accumulators == 1 && traits.row_accumulators && spec.kind == KernelKind::Reduction)
-      accumulators = static_cast<int>(row_accumulators(*spec.body, root).size());
+      accumulators = static_cast<int>(row.size());
     w.staged_kernels += reductions - accumulators - (rp ? 1 : 0);
   }
   // What computing the prologue's operand once takes (each column block of the skinny GEMM

@@ -251,9 +251,8 @@ struct Evaluator {
 
   void reduction() {
     const Reduction& r = *k->reduce;
-    // Accumulator 0 is r itself, 1.. its `more`: every one over the same points, in order.
-    std::vector<Accumulator> all{{r.op, r.value, r.acc_dtype}};
-    all.insert(all.end(), r.more.begin(), r.more.end());
+    // Every accumulator over the same points, in slot order.
+    const std::vector<Accumulator> all = accumulators(r);
     std::vector<double> a;
     for (const Accumulator& x : all) a.push_back(x.op == ReduceOp::Sum ? 0.0 : -INFINITY);
     nest(r.loops, 0, [&] {

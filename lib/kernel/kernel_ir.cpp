@@ -259,6 +259,12 @@ Index row_major(const std::vector<Index>& vars, const std::vector<Index>& dims) 
   return out;
 }
 
+std::vector<Accumulator> accumulators(const Reduction& r) {
+  std::vector<Accumulator> all{{r.op, r.value, r.acc_dtype}};
+  all.insert(all.end(), r.more.begin(), r.more.end());
+  return all;
+}
+
 bool uses_var(const Index& i, int64_t var) {
   const IndexNode& n = i.node();
   if (n.op == IndexOp::Var && (var < 0 || n.value == var)) return true;
@@ -488,12 +494,6 @@ struct Checker {
            " accumulator(s)");
     for (const auto& a : n.args) expr(a, accs);
   }
-  static bool uses_var(const Index& i) {
-    if (i.op() == IndexOp::Var) return true;
-    for (const auto& a : i.node().args)
-      if (uses_var(a)) return true;
-    return false;
-  }
   void loops(const std::vector<Loop>& ls) {
     for (const auto& l : ls) {
       index(l.extent);
@@ -671,7 +671,7 @@ void validate(const Program& p) {
           if (sg.v.col_stride.to_string() != a.v.col_stride.to_string())
             c.fail("attention V segments must all have V's column stride");
           c.index(sg.j0);
-          if (Checker::uses_var(sg.j0)) c.fail("an attention V segment's first key must not use loop variables");
+          if (uses_var(sg.j0)) c.fail("an attention V segment's first key must not use loop variables");
           if (auto j0 = sg.j0.as_constant(); j0 && *j0 < 1) c.fail("attention V segments after the first start past key 0");
           c.index(sg.v.offset);
           c.index(sg.v.row_stride);
@@ -679,7 +679,7 @@ void validate(const Program& p) {
         }
         for (const Index* x : {&a.m, &a.n, &a.dk, &a.dv}) {
           c.index(*x);
-          if (Checker::uses_var(*x)) c.fail("attention sizes must not use loop variables");
+          if (uses_var(*x)) c.fail("attention sizes must not use loop variables");
         }
         if (!(a.exp2_scale > 0)) c.fail("attention exp2_scale must be positive");
         std::set<int> own{a.row_var, a.key_var, a.col_var, a.depth_var};
@@ -703,7 +703,7 @@ void validate(const Program& p) {
             kc.expr(sg.k, 0);
             if (sg.k.dtype() != DType::f32) c.fail("attention K segments must be f32");
             c.index(sg.j0);
-            if (Checker::uses_var(sg.j0)) c.fail("an attention K segment's first key must not use loop variables");
+            if (uses_var(sg.j0)) c.fail("an attention K segment's first key must not use loop variables");
             auto j0 = sg.j0.as_constant();
             if (j0 && *j0 < 1) c.fail("attention K segments after the first start past key 0");
             if (i > 0)

@@ -259,6 +259,8 @@ struct Reduction {
   std::vector<Accumulator> more = {};
 };
 inline constexpr std::size_t kMaxAccumulators = 4;
+/// Every accumulator of `r` in slot order: r's own (op, value, acc_dtype), then r.more.
+std::vector<Accumulator> accumulators(const Reduction& r);
 
 struct Store {
   int buffer = -1;

@@ -510,7 +510,6 @@ class KernelWriter {
     return n.op == ExprOp::Unary && kernel::is_transcendental(n.unary);
   }
 
-  // Whether `i` reads loop variable `var` (any loop variable when var < 0).
   static bool leaf(const ExprNode& n) {
     return n.op == ExprOp::Const || n.op == ExprOp::Acc || n.op == ExprOp::Load || n.op == ExprOp::IndexValue;
   }

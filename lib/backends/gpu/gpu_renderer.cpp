@@ -405,8 +405,7 @@ class Writer {
   void reduction(std::ostringstream& s, LaunchShape& shape) {
     const Reduction& r = *k_.reduce;
     const Index rows = product(k_.loops), len = product(r.loops);
-    std::vector<Accumulator> accs{{r.op, r.value, r.acc_dtype}};
-    accs.insert(accs.end(), r.more.begin(), r.more.end());
+    const std::vector<Accumulator> accs = accumulators(r);
     auto name = [](size_t i) { return i ? "lm_acc" + std::to_string(i) : std::string("lm_acc"); };
     auto type = [](const Accumulator& a) { return a.acc_dtype == DType::f32 ? "float" : "int32_t"; };
     auto suffix = [](const Accumulator& a) {

@@ -90,10 +90,8 @@ void Lowerer::lower_generic(uint32_t id, int out) {
     // The root's other reductions over the same row, in the same walk (every value is
     // emitted before any accumulator stands for a reduction: none is under another).
     std::vector<uint32_t> more;
-    if (opt_.row_accumulators && id == root_ && spec_.kind == ir::KernelKind::Reduction) {
-      more = ir::row_accumulators(body_, id);
-      more.erase(more.begin());
-    }
+    if (opt_.row_accumulators && id == root_ && spec_.kind == ir::KernelKind::Reduction)
+      more.assign(row.plan->accumulators.begin() + 1, row.plan->accumulators.end());
     for (uint32_t m : more) {
       const Node& mn = body_.nodes[m];
       red_ir.more.push_back({mn.op == PrimOp::SumReduce ? kernel::ReduceOp::Sum : kernel::ReduceOp::Max,

@@ -64,7 +64,7 @@ Recognized<RowReduction> recognize_row_reduction(const detail::GraphImpl& body, 
   // predicate starts from is this one.
   const std::vector<uint32_t> accs = ir::row_accumulators(body, node);
   if (accs.empty()) return {std::nullopt, "no reduction reached through elementwise ops"};
-  return {RowReduction{accs[0]}, {}};
+  return {RowReduction{accs[0], accs}, {}};
 }
 
 Recognized<GatherBody> recognize_gather(const detail::GraphImpl& body, uint32_t root) {

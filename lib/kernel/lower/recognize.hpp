@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "graph/graph_impl.hpp"
 
@@ -42,6 +43,7 @@ Recognized<GemmBody> recognize_gemm(const detail::GraphImpl& body, uint32_t root
 /// reaches several, the first found; the others are materialized by their own kernels.)
 struct RowReduction {
   uint32_t reduce = 0;
+  std::vector<uint32_t> accumulators;  ///< ir::row_accumulators: `reduce` first
 };
 Recognized<RowReduction> recognize_row_reduction(const detail::GraphImpl& body, uint32_t node);
 
