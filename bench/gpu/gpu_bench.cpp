@@ -5,8 +5,8 @@
 //    LUMINAL_GPU_MODEL=H200): f16 GEMM 4096^3 against a cuBLAS estimate (the library's
 //    efficiency on the f16 tensor-core peak), as the program the search builds (cuBLASLt
 //    is one of its candidates) and as the best generated kernel; a 10-op elementwise chain over 256M halves
-//    against a device-to-device copy, one decode step at Llama-3-8B sizes (4096 past, f16)
-//    against its bandwidth roofline.
+//    (exact, and with fast_math) against a device-to-device copy, one decode step at Llama-3-8B sizes (4096
+//    past, f16) against its bandwidth roofline.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -63,12 +63,19 @@ void print_estimates() {
     v = lm::sigmoid(lm::tanh(v));
     v = (lm::relu(v - 0.5f) * 2.0f + x) * y;
     g.output("out", v);
-    const lm::CompileReport r = estimate(g);
     const double copy = 2.0 * 2 * n / t.mem_bandwidth;  // read + write of n halves
     const double bytes = 3.0 * 2 * n;
-    std::printf("  10-op chain over 256M halves: %.3f ms, %zu kernel(s), %.0f GB/s = %.0f%% of copy bandwidth\n",
-                r.estimated_seconds * 1e3, size_t(r.kernels), bytes / r.estimated_seconds / 1e9,
-                100.0 * (bytes / r.estimated_seconds) / (2.0 * 2 * n / copy));
+    // Exact, then with fast_math (the special function units: gpu_prelude.cpp).
+    for (bool fast : {false, true}) {
+      lm::CompileOptions o;
+      o.compile_only = true;
+      o.fast_math = fast;
+      const lm::CompileReport r = lm::compile(g, lm::Target::parse("cuda:sm_90"), o).report();
+      std::printf(
+          "  10-op chain over 256M halves%s: %.3f ms, %zu kernel(s), %.0f GB/s = %.0f%% of copy bandwidth\n",
+          fast ? ", fast_math" : "", r.estimated_seconds * 1e3, size_t(r.kernels),
+          bytes / r.estimated_seconds / 1e9, 100.0 * (bytes / r.estimated_seconds) / (2.0 * 2 * n / copy));
+    }
   }
   {
     lm::Graph g;

@@ -222,6 +222,7 @@ SearchSettings make_search_settings(const Target& target, const CompileOptions& 
   s.ctx.fast_math = options.fast_math;
   s.ctx.node_limit = static_cast<std::size_t>(std::max<int64_t>(options.node_limit, 1));
   s.ctx.target = target_desc(target);
+  if (options.fast_math) s.ctx.target = detail::with_fast_math(s.ctx.target);
   // A vendor BLAS GEMM: OpenBLAS on the CPU, cuBLASLt on CUDA (emulated and compile-only
   // targets too, so they plan what the device runs; a device without cuBLASLt generates
   // those GEMMs instead). HIP has no BLAS candidate.
@@ -332,6 +333,7 @@ CompiledProgram compile_graph(const GraphImpl& g, const Target& target, const Co
   out.report.target = target.to_string();
   out.report.primitive_ops = static_cast<int64_t>(live.size());
   out.report.kernels = static_cast<int64_t>(plan->steps.size());
+  plan->fast_math = options.fast_math;
   out.dot = plan->to_dot();
   if (const char* path = std::getenv("LUMINAL_DUMP_DOT"); path && *path) {
     std::ofstream f(path);

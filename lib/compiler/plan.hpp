@@ -28,6 +28,10 @@ struct KernelPlan {
   std::vector<uint8_t> leaf_is_param;  ///< per value
   std::vector<Step> steps;             ///< topological order
   std::vector<std::pair<std::string, uint32_t>> outputs;
+  /// Compiled with CompileOptions::fast_math: besides the fast-math rules the search may
+  /// use, a backend may compute f32 transcendentals, reciprocals and square roots with
+  /// its approximate instructions (CUDA: the special function units, docs/cuda.md).
+  bool fast_math = false;
 
   uint32_t add_value(std::string leaf = {}, bool param = false) {
     leaf_name.push_back(std::move(leaf));

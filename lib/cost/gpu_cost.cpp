@@ -274,6 +274,8 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   const double inf = std::numeric_limits<double>::infinity();
   const double units = std::max(1, t.compute_units);
   const double flops = w.flops + w.transcendentals * t.transcendental_flops;
+  // Fast math: the special function units run beside the FMA pipe, a bound of their own.
+  const double sfu_s = t.approximate_math ? w.transcendentals / t.special_function_rate : 0.0;
   const double bytes = w.bytes_read + w.bytes_written;
   double bw = bytes <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth;
   if (w.leaves_from_memory && w.bytes_leaf > 0) {
@@ -379,7 +381,7 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const double waves = std::ceil(blocks / (units * resident));
     const double chunks = std::ceil(keys / ranges / 256);
     const double serial_s = waves * chunks * (load_latency(t, bytes) + 200 / kClock);
-    return std::max({compute_s, memory_s, serial_s}) + t.launch_overhead_s * (split ? 2 : 1);
+    return std::max({compute_s, sfu_s, memory_s, serial_s}) + t.launch_overhead_s * (split ? 2 : 1);
   }
 
   // Loops (elementwise, gather, reductions): threads over the work.
@@ -402,13 +404,13 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const double serial_s = rounds * steps * 4 / 1.5e9;
     const double compute_s = flops / (peak * efficiency * std::min(1.0, active / (units * t.warp * 4)));
     const double memory_s = bytes / (bw * coalesce);
-    return std::max({compute_s, memory_s, serial_s}) + t.launch_overhead_s;
+    return std::max({compute_s, sfu_s, memory_s, serial_s}) + t.launch_overhead_s;
   }
   const double lanes = units * t.warp * 4;
   const double occupancy = std::clamp(threads / lanes, 1.0 / lanes, 1.0);
   const double compute_s = flops / (peak * std::max(efficiency, 0.01) * occupancy);
   const double memory_s = bytes / (bw * std::min(1.0, std::max(occupancy * 4, 0.05)));
-  return std::max(compute_s, memory_s) + t.launch_overhead_s;
+  return std::max({compute_s, sfu_s / occupancy, memory_s}) + t.launch_overhead_s;
 }
 
 }  // namespace

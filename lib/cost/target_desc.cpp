@@ -256,6 +256,16 @@ TargetDesc describe_gpu(std::string_view arch) {
   // emulator bit-identical): lm_exp 23, lm_sin 28, lm_tanh 23, lm_log 35 PTX instructions
   // (NVRTC, sm_90), against one counted flop per plain op.
   d.transcendental_flops = 27;
+  // Under fast math the CUDA renderer uses the special function units (gpu_prelude.cpp):
+  // exp2/log2 one MUFU instruction, exp two, sin five with its range reduction; the units
+  // complete 16 a clock per SM on sm_80 to sm_100 (CUDA C++ Programming Guide, throughput
+  // of native arithmetic instructions), the clock being the f32 peak over 2 x the FP32
+  // lanes per SM (64 on sm_80, 128 from sm_90): A100 1.41 GHz, H100 1.98 GHz.
+  if (f->arch.rfind("sm_", 0) == 0) {
+    const double fp32_lanes = f->arch == "sm_80" ? 64 : 128;
+    d.fast_transcendental_flops = 2;
+    d.special_function_rate = f->units * 16.0 * (f->f32 / (2.0 * f->units * fp32_lanes));
+  }
   d.link = default_link(arch == "gfx90a" || arch.rfind("gfx", 0) == 0 ? "pcie" : "nvlink");
   d.regs_per_unit = f->regs_per_unit;
   d.max_threads_per_unit = f->max_threads_per_unit;
@@ -285,6 +295,14 @@ TargetDesc describe_gpu(std::string_view arch) {
   // GPU; the GPU cost model ranks them), not from the description.
   d.gemm_tiles.clear();
   return d;
+}
+
+TargetDesc with_fast_math(TargetDesc t) {
+  if (t.special_function_rate > 0) {
+    t.transcendental_flops = t.fast_transcendental_flops;
+    t.approximate_math = true;
+  }
+  return t;
 }
 
 TargetDesc describe_gpu_model(std::string_view model) {

@@ -45,6 +45,14 @@ struct TargetDesc {
   double local_bytes = 0;           // per-core L2 (CPU) or shared memory per SM (GPU)
   double launch_overhead_s = 0;     // one kernel launch / parallel region
   double transcendental_flops = 8;  // flop-equivalents of one exp/log/sin/tanh
+  /// Fast math on a target whose renderer then computes transcendentals with approximate
+  /// instructions (CUDA's special function units): their flop-equivalents on the main
+  /// pipe, and how many a second those units complete -- a bound of its own, since they
+  /// run beside the FMA pipe. 0: the target computes them exactly whatever fast_math says.
+  double fast_transcendental_flops = 0;
+  double special_function_rate = 0;
+  /// Set by with_fast_math: transcendentals are priced as the approximate instructions.
+  bool approximate_math = false;
   // Fraction of peak FLOP/s each code engine reaches on compute-bound work (measured on
   // the target: bench/cpu/cpu_gemm_bench for the CPU). Which GEMM wins is the ratio of
   // the two GEMM figures, so it is stated per target, never assumed.
@@ -78,6 +86,10 @@ struct TargetDesc {
   /// the GPUs; LUMINAL_LINK=name picks another (describe_link).
   LinkDesc link;
 };
+
+/// `t` for a plan compiled with fast_math: where the target has approximate
+/// transcendentals (special_function_rate > 0) they are priced as those; else `t`.
+TargetDesc with_fast_math(TargetDesc t);
 
 /// The machine this process runs on: cores, vector width (AVX-512, AVX2 or SSE), caches
 /// from sysfs. Peak FLOP/s follows from cores x frequency x lanes x 2 FMA units x 2;

@@ -486,6 +486,10 @@ struct Program {
   std::vector<Kernel> kernels;
   /// Buffers stored as a block of their declared shape, by buffer id (the rest: whole).
   std::map<int, BufferBlock> blocks;
+  /// f32 exp2/exp/log2/sin/sqrt/recip may be approximated and subnormals flushed to zero
+  /// (the plan's fast_math). The CUDA renderer then uses the special function units'
+  /// instructions; the CPU and HIP renderers compute them exactly, which is allowed.
+  bool approximate_math = false;
   const BufferBlock* block(int b) const {
     auto it = blocks.find(b);
     return it == blocks.end() ? nullptr : &it->second;

@@ -26,8 +26,8 @@ namespace aot {
 namespace {
 
 constexpr char kMagic[12] = "LUMINAL-AOT";
-// 2: whole-file checksum trailer, CPU features.
-constexpr uint32_t kVersion = 2;
+// 2: whole-file checksum trailer, CPU features; 3: the plan's fast_math.
+constexpr uint32_t kVersion = 3;
 constexpr char kEndMagic[8] = {'L', 'M', 'A', 'O', 'T', 'E', 'N', 'D'};
 constexpr size_t kTrailer = 16;  // checksum64 + kEndMagic
 constexpr auto kLastPrimOp = static_cast<detail::PrimOp>(detail::kNumPrimOps - 1);
@@ -289,6 +289,7 @@ void write_plan(Writer& w, const compiler::KernelPlan& p) {
     w.str(name);
     w.pod<uint32_t>(v);
   }
+  w.pod<uint8_t>(p.fast_math ? 1 : 0);
 }
 
 compiler::KernelPlan read_plan(Reader& r) {
@@ -325,6 +326,7 @@ compiler::KernelPlan read_plan(Reader& r) {
     if (v >= nv) throw RuntimeError("[load] corrupt plan: output value out of range");
     p.outputs.emplace_back(std::move(name), v);
   }
+  p.fast_math = r.pod<uint8_t>() != 0;
   return p;
 }
 

@@ -30,7 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kMagic[12] = "LUMINALPLAN";
-constexpr uint32_t kFormat = 2;
+constexpr uint32_t kFormat = 3;  // 3: the plan's fast_math
 
 struct State {
   std::mutex mu;

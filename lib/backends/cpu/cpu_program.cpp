@@ -270,6 +270,7 @@ kernel::lower::Options cpu_lower_options() {
 LoweredPlan lower_plan(const compiler::KernelPlan& p, kernel::lower::Options opt, const ParamBlocks& blocks) {
   if (!opt.gemm_tile) opt.gemm_tile = cpu_gemm_tile;
   LoweredPlan out;
+  out.prog.approximate_math = p.fast_math;
   add_value_buffers(p, blocks, out);
   std::unordered_map<SpecKey, Lowered, SpecHash> lowered;
   for (size_t s = 0; s < p.steps.size(); ++s) {

@@ -65,6 +65,72 @@ LM_INLINE uint16_t lm_f32_to_bf16(float f) {
 }
 )LMCU";
 
+// Fast math (a plan compiled with fast_math: Program::approximate_math): f32 exp2, exp,
+// log2, sin, sqrt and 1/x on the special function units -- one MUFU instruction each
+// (16 a clock per SM on sm_80-sm_100, against 23-35 instructions for the exact
+// polynomials), subnormal inputs and results flushed to zero. exp is ex2 of x log2(e), as
+// CUDA's __expf; sin.approx is accurate on [-pi, pi] only (2^-20.5 absolute), so sin first
+// takes x modulo 2 pi in two FMAs (Cody-Waite), which holds the error near that bound for
+// |x| up to about 1e5 (an f16's whole range). The emulator's definitions
+// (emulated_fast_math) compute the same formulas with the exact functions.
+const char* kCudaFast = R"LMCU(
+LM_DEVICE float lm_fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+LM_DEVICE float lm_fast_exp(float x) { return lm_fast_exp2(x * 1.44269504f); }
+LM_DEVICE float lm_fast_log2(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+LM_DEVICE float lm_fast_rcp(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+LM_DEVICE float lm_fast_sqrt(float x) {
+  float y;
+  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+LM_DEVICE float lm_fast_sin(float x) {
+  float k, y;
+  asm("cvt.rni.f32.f32 %0, %1;" : "=f"(k) : "f"(x * 0.159154943f));
+  const float r = __fmaf_rn(k, 1.74845553e-7f, __fmaf_rn(k, -6.28318548f, x));
+  asm("sin.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(r));
+  return y;
+}
+)LMCU";
+
+// HIP keeps the exact functions under fast math (allowed: an approximation may be exact).
+const char* kHipFast = R"LMHIP(
+#define lm_fast_exp2(x) lm_exp2(x)
+#define lm_fast_exp(x) lm_exp(x)
+#define lm_fast_log2(x) lm_log2(x)
+#define lm_fast_rcp(x) (1.0f / (x))
+#define lm_fast_sqrt(x) lm_sqrt(x)
+#define lm_fast_sin(x) lm_sin(x)
+)LMHIP";
+
+// The emulator's: kCudaFast's formulas with exact functions, subnormals flushed as there
+// (after the common code, which defines lm_exp2 and the others).
+const char* kEmulatedFast = R"LMEM(
+/* ---- fast math: the device's special-function formulas, exact functions ---- */
+LM_INLINE float lm_emu_ftz(float x) { return (x != 0.0f && __builtin_fabsf(x) < 1.17549435e-38f) ? x * 0.0f : x; }
+LM_INLINE float lm_fast_exp2(float x) { return lm_emu_ftz(lm_exp2(lm_emu_ftz(x))); }
+LM_INLINE float lm_fast_exp(float x) { return lm_fast_exp2(x * 1.44269504f); }
+LM_INLINE float lm_fast_log2(float x) { return lm_emu_ftz(lm_log2(lm_emu_ftz(x))); }
+LM_INLINE float lm_fast_rcp(float x) { return lm_emu_ftz(1.0f / lm_emu_ftz(x)); }
+LM_INLINE float lm_fast_sqrt(float x) { return lm_emu_ftz(lm_sqrt(lm_emu_ftz(x))); }
+LM_INLINE float lm_fast_sin(float x) {
+  const float k = __builtin_rintf(x * 0.159154943f);
+  const float r = __builtin_fmaf(k, 1.74845553e-7f, __builtin_fmaf(k, -6.28318548f, x));
+  return lm_emu_ftz(lm_sin(lm_emu_ftz(r)));
+}
+)LMEM";
+
 const char* kCudaMma = R"LMCU(
 LM_DEVICE void lm_mma_m16n8k16_f16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
@@ -306,11 +372,13 @@ std::string device_prelude(const GpuArch& arch) {
   if (arch.dialect == Dialect::Cuda) {
     s += kCudaPart;
     s += kCudaHalf;
+    s += kCudaFast;
     if (arch.mma_m16n8k16) s += kCudaMma;
     if (arch.async_copy) s += kCudaAsync;
   } else {
     s += kHipPart;
     s += kHipHalf;
+    s += kHipFast;
     if (arch.mfma_f16) s += kHipMfma;
     if (arch.mfma_bf16) s += arch.mfma_bf16_1k ? kHipMfmaBf16 : kHipMfmaBf16Gfx908;
     if (arch.wmma) s += kHipWmma;
@@ -328,5 +396,7 @@ std::string common_device_code(HalfConversions halves) {
                            both = c_math(HalfConversions::NativeF16Bf16) + kCommon;
   return halves == HalfConversions::Software ? soft : halves == HalfConversions::NativeF16 ? f16 : both;
 }
+
+std::string emulated_fast_math() { return kEmulatedFast; }
 
 }  // namespace luminal::gpu

@@ -70,5 +70,8 @@ std::string device_prelude(const GpuArch& arch);
 enum class HalfConversions { Software, NativeF16, NativeF16Bf16 };
 HalfConversions native_half_conversions(const GpuArch& arch);
 std::string common_device_code(HalfConversions halves = HalfConversions::Software);
+/// The emulator's lm_fast_* (fast math, after the common code): the device part's
+/// formulas with exact functions and subnormals flushed.
+std::string emulated_fast_math();
 
 }  // namespace luminal::gpu

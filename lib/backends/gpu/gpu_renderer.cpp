@@ -30,19 +30,21 @@ constexpr int64_t kMaxCachedDepth = 1024;  // attention: q rows up to this depth
 
 // ---- how the GPU renderer spells each kernel-IR scalar op ("{0}", "{1}": operands).
 // i32 arithmetic goes through the wrapping helpers (gpu_prelude.hpp): no signed-overflow
-// UB, the two's complement results PyTorch gives.
+// UB, the two's complement results PyTorch gives. `fast`: the f32 spelling of a program
+// compiled with fast_math (Program::approximate_math; "" = the exact one), the prelude's
+// special-function-unit helpers (gpu_prelude.cpp, "fast math").
 struct GpuUnary {
-  std::string_view f32, i32, other;
+  std::string_view f32, i32, other, fast;
 };
 constexpr std::array<OpRow<UnaryOp, GpuUnary>, kNumUnaryOps> kGpuUnary = {{
-    {UnaryOp::Exp2, {"lm_exp2({0})", "lm_exp2({0})", "lm_exp2({0})"}},
-    {UnaryOp::Log2, {"lm_log2({0})", "lm_log2({0})", "lm_log2({0})"}},
-    {UnaryOp::Sin, {"lm_sin({0})", "lm_sin({0})", "lm_sin({0})"}},
-    {UnaryOp::Sqrt, {"lm_sqrt({0})", "lm_sqrt({0})", "lm_sqrt({0})"}},
-    {UnaryOp::Recip, {"1.0f / {0}", "1.0f / {0}", "1.0f / {0}"}},
-    {UnaryOp::Neg, {"-{0}", "lm_ineg({0})", "-{0}"}},
-    {UnaryOp::Not, {"(uint8_t)!{0}", "(uint8_t)!{0}", "(uint8_t)!{0}"}},
-    {UnaryOp::Exp, {"lm_exp({0})", "lm_exp({0})", "lm_exp({0})"}},
+    {UnaryOp::Exp2, {"lm_exp2({0})", "lm_exp2({0})", "lm_exp2({0})", "lm_fast_exp2({0})"}},
+    {UnaryOp::Log2, {"lm_log2({0})", "lm_log2({0})", "lm_log2({0})", "lm_fast_log2({0})"}},
+    {UnaryOp::Sin, {"lm_sin({0})", "lm_sin({0})", "lm_sin({0})", "lm_fast_sin({0})"}},
+    {UnaryOp::Sqrt, {"lm_sqrt({0})", "lm_sqrt({0})", "lm_sqrt({0})", "lm_fast_sqrt({0})"}},
+    {UnaryOp::Recip, {"1.0f / {0}", "1.0f / {0}", "1.0f / {0}", "lm_fast_rcp({0})"}},
+    {UnaryOp::Neg, {"-{0}", "lm_ineg({0})", "-{0}", ""}},
+    {UnaryOp::Not, {"(uint8_t)!{0}", "(uint8_t)!{0}", "(uint8_t)!{0}", ""}},
+    {UnaryOp::Exp, {"lm_exp({0})", "lm_exp({0})", "lm_exp({0})", "lm_fast_exp({0})"}},
 }};
 static_assert(covers_every_op(kGpuUnary), "the GPU renderer spells every kernel-IR unary op, in enum order");
 
@@ -288,7 +290,7 @@ class Writer {
       case ExprOp::Where:
         return a[0] + " ? " + a[1] + " : " + a[2];
       case ExprOp::Unary:
-        return unary(n.unary, n.dtype, a[0]);
+        return unary(n.unary, n.dtype, a[0], p_.approximate_math);
       case ExprOp::Binary:
         return binary(n.binary, n.args[0].dtype(), a[0], a[1]);
       default:
@@ -296,9 +298,14 @@ class Writer {
     }
   }
 
-  static std::string unary(UnaryOp op, DType t, const std::string& x) {
+  static std::string unary(UnaryOp op, DType t, const std::string& x, bool fast) {
     const GpuUnary& u = row_of(kGpuUnary, op).spelling;
+    if (t == DType::f32 && fast && !u.fast.empty()) return fill_template(u.fast, {x});
     return fill_template(t == DType::f32 ? u.f32 : t == DType::i32 ? u.i32 : u.other, {x});
+  }
+  // The online softmax's exp2 (attention kernels), as the program's Exp2 nodes.
+  std::string exp2_of(const std::string& x) const {
+    return unary(UnaryOp::Exp2, DType::f32, x, p_.approximate_math);
   }
 
   static std::string binary(BinaryOp op, DType t, const std::string& x, const std::string& y) {
@@ -876,9 +883,10 @@ class Writer {
     s << "        }\n";
     s << "        const float lm_cmax = lm_block_max_f32(lm_s, lm_part);\n";
     s << "        const float lm_new = lm_max(lm_mx, lm_cmax);\n";
-    s << "        const float lm_alpha = lm_mx == lm_new ? 1.0f : lm_exp2((lm_mx - lm_new) * lm_c);\n";
+    s << "        const float lm_alpha = lm_mx == lm_new ? 1.0f : " << exp2_of("(lm_mx - lm_new) * lm_c")
+      << ";\n";
     s << "        const float lm_ej = " << j
-      << " < lm_je ? (lm_new == lm_ninf ? 0.0f : lm_exp2((lm_s - lm_new) * lm_c)) : 0.0f;\n";
+      << " < lm_je ? (lm_new == lm_ninf ? 0.0f : " << exp2_of("(lm_s - lm_new) * lm_c") << ") : 0.0f;\n";
     // l_new = 0: nothing visible yet (o and the weights stay 0); NaN propagates.
     s << "        const float lm_lo = lm_l * lm_alpha, lm_ln = lm_lo + lm_block_sum_f32(lm_ej, lm_part);\n";
     s << "        const float lm_f = lm_ln == 0.0f ? 0.0f : 1.0f / lm_ln;\n";
@@ -968,7 +976,8 @@ class Writer {
     // A range's weight l_r exp2((m_r - M) c): 0 for a range with nothing visible.
     const std::string w =
         "(lm_st[lm_rg * (lm_dv + 2) + lm_dv + 1] * (lm_st[lm_rg * (lm_dv + 2) + lm_dv] == lm_ninf "
-        "? 0.0f : lm_exp2((lm_st[lm_rg * (lm_dv + 2) + lm_dv] - lm_big) * lm_c)))";
+        "? 0.0f : " +
+        exp2_of("(lm_st[lm_rg * (lm_dv + 2) + lm_dv] - lm_big) * lm_c") + "))";
     s << "    float lm_tot = 0.0f;\n";
     s << "    for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg) lm_tot = lm_tot + " << w << ";\n";
     s << "    const float lm_f = lm_tot == 0.0f ? 0.0f : 1.0f / lm_tot;\n";
@@ -1817,7 +1826,7 @@ GpuSource render_gpu(const Program& p, const GpuArch& arch, const ScheduleOf& sc
 
 std::string emulation_source(const GpuSource& src, const Program& p, const GpuArch& arch) {
   std::ostringstream s;
-  s << emulation_header(arch) << common_device_code();
+  s << emulation_header(arch) << common_device_code() << emulated_fast_math();
   if (arch.mma_m16n8k16) s << emulation_mma_helpers();
   if (arch.async_copy) s << emulation_async_helpers();
   if (arch.mfma_f16) s << emulation_mfma_helpers();
