@@ -9,11 +9,15 @@
 // below hold however busy the machine is.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "compiler/compile_graph.hpp"
 #include "ir/build.hpp"
 #include "luminal/egraph/runner.hpp"
 #include "luminal/luminal.hpp"
@@ -158,6 +162,46 @@ TEST_CASE("(x * 2) / 2 and x * 8 * 0.125 compile well within a 1 s budget", "[co
         CHECK(std::isinf(y[2]));
         CHECK(c.report().stop_reason == "saturated");
       }
+    }
+  }
+}
+
+TEST_CASE("fast math's association and distribution stop at the math phase's share of the e-graph",
+          "[compiler][budget]") {
+  // Transcendentals are compositions (tanh, cos and sigmoid polynomials, log = log2 * ln 2):
+  // under fast math, association, commutation, factoring and distribution grow their
+  // polynomials without end. The math phase may grow the e-graph to 16x the program (at
+  // least 4096 nodes): past it, fusion would spend the budget on equivalent forms (this
+  // program took its whole 10 s and ended with its fusion cut short, its kernels depending
+  // on the machine's load). Without fast math the same program saturates far below it.
+  Graph g;
+  Tensor x = g.input("x", {1024}, f16), y = g.input("y", {1024}, f16), z = g.input("z", {1024});
+  Tensor v = exp(sin(x)) * y;
+  v = sigmoid(tanh(v));
+  g.output("out", (relu(v - 0.5f) * 2.0f + x) * y);
+  g.output("cos", cos(z));
+  g.output("log", log(z));
+  g.output("rsqrt", rsqrt(z));
+  for (const bool fast_math : {false, true}) {
+    CompileOptions o;
+    o.fast_math = fast_math;
+    o.time_budget_seconds = 600;  // not the clock: the node share decides
+    const compiler::CompiledProgram p = compiler::compile_graph(*g.impl(), Target::reference(), o);
+    INFO((fast_math ? "fast math: " : "exact: ") << p.report.to_string());
+    std::string math;
+    for (const std::string& line : p.phases)
+      if (line.rfind("math:", 0) == 0) math = line;
+    INFO(math);
+    size_t before = 0, after = 0;
+    REQUIRE(std::sscanf(math.c_str() + math.find(" iterations, ") + 13, "%zu -> %zu nodes", &before,
+                        &after) == 2);
+    CHECK(p.report.stop_reason.find("time-limit") == std::string::npos);
+    if (fast_math) {
+      CHECK(p.report.stop_reason.find("node-limit (math rules)") != std::string::npos);
+      CHECK(after <= std::max<size_t>(16 * before, 4096));
+    } else {
+      CHECK(p.report.stop_reason == "saturated");
+      CHECK(after < 4 * before);
     }
   }
 }
