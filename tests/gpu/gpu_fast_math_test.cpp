@@ -10,7 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <regex>
+#include <sstream>
 #include <string>
 
 #include "backends/cpu/cpu_program.hpp"

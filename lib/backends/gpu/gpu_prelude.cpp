@@ -69,7 +69,7 @@ LM_INLINE uint16_t lm_f32_to_bf16(float f) {
 // log2, sin, sqrt and 1/x on the special function units -- one MUFU instruction each
 // (16 a clock per SM on sm_80-sm_100, against 23-35 instructions for the exact
 // polynomials), subnormal inputs and results flushed to zero. exp is ex2 of x log2(e), as
-// CUDA's __expf; sin.approx is accurate on [-pi, pi] only (2^-20.5 absolute), so sin first
+// CUDA's __expf; sin.approx is accurate on [-pi, pi] only (about 2^-21 absolute), so sin first
 // takes x modulo 2 pi in two FMAs (Cody-Waite), which holds the error near that bound for
 // |x| up to about 1e5 (an f16's whole range). The emulator's definitions
 // (emulated_fast_math) compute the same formulas with the exact functions.
