@@ -34,6 +34,7 @@
 #include "dist/on_ranks.hpp"
 #include "graph/primitives.hpp"
 #include "ir/tensor_lang.hpp"
+#include "gpu/gpu_test_util.hpp"
 #include "gpu/host_device_api.hpp"
 #include "luminal/luminal.hpp"
 #include "support/scoped_env.hpp"
@@ -416,10 +417,7 @@ TEST_CASE("the collectives' device kernels compile with NVRTC and hipRTC", "[gpu
     std::string why;
     std::vector<KernelResources> res;
     if (target.kind() == Target::Kind::cuda) {
-      if (!cuda::nvrtc_available(&why)) {
-        WARN("NVRTC is not available here (" << why << "); skipped");
-        continue;
-      }
+      if (!gpu_test::have_nvrtc()) continue;
       res = cuda::compile_module(src.device_source(), target.arch(), true).resources;
     } else {
       if (!hip::hiprtc_available(&why)) {

@@ -20,6 +20,7 @@
 #include "backends/hip/hiprtc.hpp"
 #include "compiler/compile_graph.hpp"
 #include "compiler/translation_models.hpp"
+#include "gpu/gpu_test_util.hpp"
 #include "cost/target_desc.hpp"
 #include "support/scoped_env.hpp"
 #include "ir/kernel_body.hpp"
@@ -29,12 +30,7 @@ using namespace luminal;
 
 namespace {
 
-bool have_nvrtc() {
-  std::string why;
-  if (cuda::nvrtc_available(&why)) return true;
-  WARN("NVRTC is not available here (" << why << "); skipped");
-  return false;
-}
+using gpu_test::have_nvrtc;
 
 void check_compiled(const Graph& g, const char* target, const std::string& name) {
   CompileOptions o;

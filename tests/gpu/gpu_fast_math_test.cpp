@@ -20,6 +20,7 @@
 #include "backends/gpu/gpu_renderer.hpp"
 #include "compiler/compile_graph.hpp"
 #include "cost/target_desc.hpp"
+#include "gpu/gpu_test_util.hpp"
 #include "luminal/luminal.hpp"
 #include "runtime/aot.hpp"
 
@@ -142,11 +143,7 @@ TEST_CASE("fast math: CUDA kernels call the special-function helpers; HIP and ex
 
 TEST_CASE("fast math: the special-function helpers are one MUFU instruction each in PTX",
           "[gpu][nvrtc][fast-math]") {
-  std::string why;
-  if (!cuda::nvrtc_available(&why)) {
-    WARN("NVRTC is not available here (" << why << "); skipped");
-    return;
-  }
+  if (!gpu_test::have_nvrtc()) return;
   const Graph g = transcendentals(1024);
   auto ptx_of = [&](bool fast_math) {
     const cuda::CudaModule m =

@@ -888,11 +888,7 @@ TEST_CASE("clang: WMMA GEMMs compile for gfx1100 (f16, bf16), which ROCm 5.2's h
 }
 
 TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills", "[gpu][nvrtc][mma][skinny]") {
-  std::string why;
-  if (!cuda::nvrtc_available(&why)) {
-    WARN("NVRTC is not available here (" << why << "); skipped");
-    return;
-  }
+  if (!gpu_test::have_nvrtc()) return;
   k::Program p;
   add_gemm(p, "tc128", DType::f16, 4096, 4096, 4096, 1, Layout{false, true, 0, 0});
   add_gemm(p, "tc64", DType::bf16, 4096, 4096, 4096, 1, Layout{true, false, 0, 0});
