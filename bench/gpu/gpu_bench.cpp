@@ -24,10 +24,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-lm::CompileReport estimate(const lm::Graph& g, std::vector<std::string> skip_rules = {}) {
+lm::CompileReport estimate(const lm::Graph& g, std::vector<std::string> skip_rules = {},
+                           bool fast_math = false) {
   lm::CompileOptions o;
   o.compile_only = true;
   o.skip_rules = std::move(skip_rules);
+  o.fast_math = fast_math;
   return lm::compile(g, lm::Target::parse("cuda:sm_90"), o).report();
 }
 
@@ -67,10 +69,7 @@ void print_estimates() {
     const double bytes = 3.0 * 2 * n;
     // Exact, then with fast_math (the special function units: gpu_prelude.cpp).
     for (bool fast : {false, true}) {
-      lm::CompileOptions o;
-      o.compile_only = true;
-      o.fast_math = fast;
-      const lm::CompileReport r = lm::compile(g, lm::Target::parse("cuda:sm_90"), o).report();
+      const lm::CompileReport r = estimate(g, {}, fast);
       std::printf(
           "  10-op chain over 256M halves%s: %.3f ms, %zu kernel(s), %.0f GB/s = %.0f%% of copy bandwidth\n",
           fast ? ", fast_math" : "", r.estimated_seconds * 1e3, size_t(r.kernels),

@@ -74,33 +74,23 @@ LM_INLINE uint16_t lm_f32_to_bf16(float f) {
 // |x| up to about 1e5 (an f16's whole range). The emulator's definitions
 // (emulated_fast_math) compute the same formulas with the exact functions.
 const char* kCudaFast = R"LMCU(
-LM_DEVICE float lm_fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
+/* One f32 PTX instruction of one operand as a function. */
+#define LM_PTX_F32(NAME, INSTR) \
+  LM_DEVICE float NAME(float x) { \
+    float y; \
+    asm(INSTR " %0, %1;" : "=f"(y) : "f"(x)); \
+    return y; \
+  }
+LM_PTX_F32(lm_fast_exp2, "ex2.approx.ftz.f32")
+LM_PTX_F32(lm_fast_log2, "lg2.approx.ftz.f32")
+LM_PTX_F32(lm_fast_rcp, "rcp.approx.ftz.f32")
+LM_PTX_F32(lm_fast_sqrt, "sqrt.approx.ftz.f32")
+LM_PTX_F32(lm_rint_f32, "cvt.rni.f32.f32")
+LM_PTX_F32(lm_sin_approx, "sin.approx.ftz.f32")
 LM_DEVICE float lm_fast_exp(float x) { return lm_fast_exp2(x * 1.44269504f); }
-LM_DEVICE float lm_fast_log2(float x) {
-  float y;
-  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-LM_DEVICE float lm_fast_rcp(float x) {
-  float y;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-LM_DEVICE float lm_fast_sqrt(float x) {
-  float y;
-  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 LM_DEVICE float lm_fast_sin(float x) {
-  float k, y;
-  asm("cvt.rni.f32.f32 %0, %1;" : "=f"(k) : "f"(x * 0.159154943f));
-  const float r = __fmaf_rn(k, 1.74845553e-7f, __fmaf_rn(k, -6.28318548f, x));
-  asm("sin.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(r));
-  return y;
+  const float k = lm_rint_f32(x * 0.159154943f);
+  return lm_sin_approx(__fmaf_rn(k, 1.74845553e-7f, __fmaf_rn(k, -6.28318548f, x)));
 }
 )LMCU";
 
