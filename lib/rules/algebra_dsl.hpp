@@ -185,7 +185,7 @@ template <class R, class C>
 struct is_guarded<Guarded<R, C>> : std::true_type {};
 }  // namespace detail_rows
 
-/// One row of a math rule set: {name, lhs, rhs-or-applier, Exact|FastMath, doc}.
+/// One row of a math rule set: {name, lhs, rhs-or-applier, Exact|ReordersSum|FastMath, doc}.
 ///  * `rhs` a pattern: the doc is printed from the two sides; `note` (may be empty) is
 ///    appended in parentheses (why it is exact, or why it is fast-math).
 ///  * `rhs` = rhs_if(pattern, cond): the same, applied where the condition holds.
@@ -195,6 +195,7 @@ RuleInfo math_rule(std::string name, const Lhs& lhs, Rhs rhs, Exactness ex, std:
   RuleInfo r;
   r.name = name;
   r.fast_math = ex == FastMath;
+  r.reorders_sum = ex == ReordersSum;
   if constexpr (PatternExpr<Rhs> || detail_rows::is_guarded<Rhs>::value) {
     auto spec = [&] {
       if constexpr (PatternExpr<Rhs>)

@@ -292,7 +292,8 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
 }
 
 // Compares `got` with the class value `ref` (see Agreement).
-std::string compare(const rf::View& ref, const rf::View& got, Agreement how, int64_t& compared) {
+std::string compare(const rf::View& ref, const rf::View& got, Agreement how, int64_t& compared,
+                    const rf::View* magnitude) {
   if (ref.shape != got.shape) return "shape " + shape_str(got.shape) + " vs class " + shape_str(ref.shape);
   if (ref.dtype != got.dtype)
     return "dtype " + std::string(dtype_name(got.dtype)) + " vs class " + std::string(dtype_name(ref.dtype));
@@ -302,10 +303,22 @@ std::string compare(const rf::View& ref, const rf::View& got, Agreement how, int
                                                 : 0;
   const double min_normal = ref.dtype == DType::f16 ? 0x1p-14 : 0x1p-126;  // f32 and bf16 share the exponent range
   const int64_t n = ref.numel();
+  if (how == Agreement::ReorderedSum && (!magnitude || magnitude->numel() != n))
+    return "no magnitude for a reordered sum's class";
   for (int64_t i = 0; i < n; ++i) {
     const double r = rf::storage_element(ref, i), x = rf::storage_element(got, i);
     bool ok;
-    if (how == Agreement::FastMath) {
+    if (how == Agreement::ReorderedSum) {
+      const double m = rf::storage_element(*magnitude, i);
+      if (!std::isfinite(m)) continue;  // the order decides which partial sum overflows
+      ++compared;
+      if (std::isnan(r) || std::isnan(x) || std::isinf(r) || std::isinf(x))
+        ok = (std::isnan(r) && std::isnan(x)) || r == x;
+      else if (m == 0)  // every term is a zero: the sum is +0 in any order (it starts at +0)
+        ok = r == x && std::signbit(r) == std::signbit(x);
+      else
+        ok = std::fabs(r - x) <= tol * std::max(m, min_normal);
+    } else if (how == Agreement::FastMath) {
       // A fast-math rule may change NaN/inf results and signed zeros: compared where
       // both are finite, at the moderate magnitudes its regimes draw.
       if (!std::isfinite(r) || !std::isfinite(x)) continue;
@@ -326,10 +339,24 @@ std::string compare(const rf::View& ref, const rf::View& got, Agreement how, int
       os.precision(9);
       os << "element " << i << ": " << x << (x == 0 && std::signbit(x) ? " (-0)" : "") << " vs class value " << r
          << (r == 0 && std::signbit(r) ? " (-0)" : "");
+      if (how == Agreement::ReorderedSum)
+        os << " (terms' magnitudes sum to " << rf::storage_element(*magnitude, i) << ")";
       return os.str();
     }
   }
   return {};
+}
+
+rf::View absolute(const rf::View& v) {
+  std::byte* data = nullptr;
+  rf::View out = rf::allocate(v.dtype, v.shape, &data);
+  rf::copy_out(v, data);
+  const size_t size = dtype_size(v.dtype);
+  for (int64_t i = 0, n = out.numel(); i < n; ++i) {
+    std::byte* p = data + static_cast<size_t>(i) * size;
+    rf::store_scalar(v.dtype, std::fabs(rf::load_scalar(v.dtype, p)), p);
+  }
+  return out;
 }
 
 std::string describe_node(const ir::EGraph& g, Id nid) {
@@ -419,9 +446,10 @@ Vals eval_all(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
   return out;
 }
 
-std::string compare_all(const Vals& ref, const Vals& got, Agreement how, int64_t& compared) {
+std::string compare_all(const Vals& ref, const Vals& got, Agreement how, int64_t& compared,
+                        const Vals* magnitude) {
   for (size_t r = 0; r < ref.size(); ++r) {
-    std::string why = compare(ref[r], got[r], how, compared);
+    std::string why = compare(ref[r], got[r], how, compared, magnitude ? &magnitude->at(r) : nullptr);
     if (!why.empty()) return ref.size() > 1 ? cat("rank ", r, ": ", why) : why;
   }
   return {};

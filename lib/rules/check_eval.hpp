@@ -51,14 +51,26 @@ Vals eval_all(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
 ///    can observe them).
 ///  * FastMath: compared only where both values are finite, within the tolerance relative
 ///    to 1 + |value| (moderate magnitudes), signed zeros equal (as under -ffast-math).
-enum class Agreement { Exact, FastMath };
+///  * ReorderedSum (rules tagged ReordersSum, in a class holding a sum): `magnitude` is
+///    the sum of the terms' magnitudes (the class's sum evaluated on its operands' absolute
+///    values). Where it is finite no partial sum overflows in any order, and the values
+///    agree as Exact ones do but within the tolerance relative to it: a reordered sum of
+///    cancelling terms (2^25 - 2^25 + 0.53) differs by a rounding of its largest partial
+///    sum, not of its result. Where it is inf or NaN (a term is, or the terms overflow
+///    together), which partial sum overflows first depends on the order: not compared.
+enum class Agreement { Exact, FastMath, ReorderedSum };
 
 /// Compares `got` with the class value `ref`; returns an empty string when they agree.
-/// `compared` counts the elements actually compared.
+/// `compared` counts the elements actually compared. `magnitude`: ReorderedSum's (the
+/// shape of `ref`); otherwise unused.
 std::string compare(const detail::reference::View& ref, const detail::reference::View& got, Agreement how,
-                    int64_t& compared);
+                    int64_t& compared, const detail::reference::View* magnitude = nullptr);
 /// compare on every rank.
-std::string compare_all(const Vals& ref, const Vals& got, Agreement how, int64_t& compared);
+std::string compare_all(const Vals& ref, const Vals& got, Agreement how, int64_t& compared,
+                        const Vals* magnitude = nullptr);
+
+/// `v` with every element replaced by its absolute value (a contiguous copy).
+detail::reference::View absolute(const detail::reference::View& v);
 
 /// A node as text (op, attributes, child classes), and every class of a rebuilt e-graph.
 std::string describe_node(const ir::EGraph& g, egraph::Id nid);

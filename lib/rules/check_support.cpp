@@ -194,6 +194,32 @@ struct Checker {
       return Verdict::Failed;
     }
 
+    // A rule that reorders a sum: each class holding one (a matmul or sum reduction of the
+    // program as built) is compared within the rounding of its terms' magnitudes.
+    std::map<Id, Vals> magnitude;
+    if (rule.reorders_sum) {
+      try {
+        for (auto [c, nid] : todo) {
+          egraph::NodeView<ir::TensorLang> v = g.node(nid);
+          if (nid >= n0 || (v.op != Op::MatMul && v.op != Op::SumReduce) || magnitude.count(c) ||
+              !is_float(g.data(c).dtype) || !val.count(c))
+            continue;
+          std::vector<Vals> abs_kids;
+          for (Id k : v.kids) {
+            Vals a;
+            for (const rf::View& r : val.at(g.find(k))) a.push_back(absolute(r));
+            abs_kids.push_back(std::move(a));
+          }
+          std::vector<const Vals*> kids;
+          for (const Vals& a : abs_kids) kids.push_back(&a);
+          magnitude.emplace(c, eval_all(g, v, kids, leaves, inst));
+        }
+      } catch (const Wrong& w) {
+        fail(regime, "a sum's terms' magnitudes cannot be evaluated: " + w.why, g);
+        return Verdict::Failed;
+      }
+    }
+
     // Every node of every class against its class value.
     int checked = 0;
     // Elements compared in classes the rule touched (a new node, or several nodes): a
@@ -228,8 +254,12 @@ struct Checker {
       if (!ready) continue;
       std::string why;
       try {
-        why = compare_all(cv->second, eval_all(g, v, kids, leaves, inst),
-                          rule.fast_math ? Agreement::FastMath : Agreement::Exact, touched ? compared : elsewhere);
+        auto mag = magnitude.find(c);
+        const Agreement how = rule.fast_math           ? Agreement::FastMath
+                              : mag != magnitude.end() ? Agreement::ReorderedSum
+                                                       : Agreement::Exact;
+        why = compare_all(cv->second, eval_all(g, v, kids, leaves, inst), how, touched ? compared : elsewhere,
+                          mag != magnitude.end() ? &mag->second : nullptr);
       } catch (const Wrong& w) {
         why = w.why;
       }
@@ -268,6 +298,7 @@ Result check_rule(const RuleInfo& rule, const Registry& registry, const Options&
   ck.res.name = rule.name;
   ck.res.set = rule.set;
   ck.res.fast_math = rule.fast_math;
+  ck.res.reorders_sum = rule.reorders_sum;
   const int regimes = rule.fast_math ? 2 : kRegimes;
   for (int attempt = 0; attempt < opt.max_attempts && ck.res.instances < opt.instances; ++attempt) {
     // The regime with the fewest checked instances so far (rules reject and skip
@@ -299,12 +330,16 @@ Result check_rule(const RuleInfo& rule, const Registry& registry, const Options&
 
 std::string to_string(const Result& r) {
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "%-28s %-15s %-9s instances=%3d (mixed %d, positive %d, special %d, wide %d, extreme %d; "
-                "symbolic %d, empty %d, rank>=4 %d) nodes=%5d tried=%d not-applied=%d ill-typed=%d failures=%d",
-                r.name.c_str(), r.set.c_str(), r.fast_math ? "fast-math" : "", r.instances, r.per_regime[0],
-                r.per_regime[1], r.per_regime[2], r.per_regime[3], r.per_regime[4], r.symbolic, r.empty,
-                r.high_rank, r.nodes_checked, r.attempts, r.not_applied, r.rejected, r.failures);
+  std::snprintf(
+      buf, sizeof buf,
+      "%-28s %-15s %-9s instances=%3d (mixed %d, positive %d, special %d, wide %d, extreme %d; "
+      "symbolic %d, empty %d, rank>=4 %d) nodes=%5d tried=%d not-applied=%d ill-typed=%d failures=%d",
+      r.name.c_str(), r.set.c_str(),
+      r.fast_math      ? "fast-math"
+      : r.reorders_sum ? "reorders"
+                       : "",
+      r.instances, r.per_regime[0], r.per_regime[1], r.per_regime[2], r.per_regime[3], r.per_regime[4],
+      r.symbolic, r.empty, r.high_rank, r.nodes_checked, r.attempts, r.not_applied, r.rejected, r.failures);
   return buf;
 }
 

@@ -13,7 +13,8 @@
 //   4. checks EVERY node of EVERY class of the result: evaluated on the reference values of
 //      its child classes, it must equal its class's value (check_eval.hpp's Agreement:
 //      exactly -- signed zeros, inf, NaN -- up to rounding for rules not tagged
-//      fast-math), with the same shape and dtype, agree with the analysis' shape/dtype,
+//      fast-math; up to the rounding of a reordered sum in the classes of a sum for rules
+//      tagged ReordersSum), with the same shape and dtype, agree with the analysis' shape/dtype,
 //      and no merge may join classes whose shape, dtype or constant differ.
 // Values come from five regimes (mixed, positive, special, wide, extreme); a fast-math
 // rule is checked on the first two only, where both sides are finite.
@@ -38,6 +39,7 @@ struct Result {
   std::string name;
   std::string set;
   bool fast_math = false;
+  bool reorders_sum = false;      ///< tagged ReordersSum
   int instances = 0;              ///< instances where the rule applied and every node was checked
   int attempts = 0;               ///< random instances built (well-typed ones)
   int rejected = 0;               ///< instances that did not type-check (regenerated)

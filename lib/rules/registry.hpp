@@ -25,6 +25,11 @@
 //  * `FastMath`: the identity changes NaN/inf results (x*0 = 0, x-x = 0); such rules run
 //    only with CompileOptions::fast_math, and the checker compares on finite inputs only.
 //    `Exact` rules hold on every input.
+//  * `ReordersSum`: exact but for the order in which one sum adds its terms (a matmul's
+//    contracted axis split over ranks and the partial products added by an all_reduce):
+//    what every BLAS and PyTorch's own reductions do, so such rules run without fast_math.
+//    The checker holds them, on every regime, to the rounding of a reordered sum: within
+//    the tolerance relative to the sum of its terms' magnitudes (check_eval.hpp).
 #pragma once
 
 #include <chrono>
@@ -65,15 +70,20 @@ struct PassContext {
   std::vector<egraph::Id> focus;
 };
 
-/// Whether a rule holds on every input, or only on finite ones (fast-math).
-enum class Exactness : uint8_t { Exact, FastMath };
+/// Whether a rule holds on every input, on every input up to the order of a sum's terms,
+/// or only on finite ones (fast-math).
+enum class Exactness : uint8_t { Exact, ReordersSum, FastMath };
 inline constexpr Exactness Exact = Exactness::Exact;
+inline constexpr Exactness ReordersSum = Exactness::ReordersSum;
 inline constexpr Exactness FastMath = Exactness::FastMath;
 
 struct RuleInfo {
   std::string name;        ///< unique, kebab-case: "mul-one", "fuse-elementwise-producer"
   std::string set;         ///< "algebra", "movement", ... (filled in from the RuleSet)
   bool fast_math = false;  ///< Exactness::FastMath
+  /// Exactness::ReordersSum: a class holding a sum (a matmul or a sum reduction) gets a
+  /// node adding the same terms in another order.
+  bool reorders_sum = false;
   std::string doc;         ///< one line: the identity, e.g. "x*1 = x"
   /// An engine rule (converted from egraph::rule(...) specs: `make_rule(spec)`).
   std::shared_ptr<const TensorRule> rule;
@@ -98,11 +108,12 @@ std::shared_ptr<const TensorRule> make_rule(const Spec& spec) {
 /// A pass-style rule: `pass(egraph, ctx)` returns the number of nodes it added.
 using PassFn = std::function<std::size_t(EGraph&, const PassContext&)>;
 
-/// One row of a pass rule set: {name, pass, Exact|FastMath, doc}.
+/// One row of a pass rule set: {name, pass, Exact|ReordersSum|FastMath, doc}.
 inline RuleInfo pass_rule(std::string name, PassFn pass, Exactness ex, std::string doc) {
   RuleInfo r;
   r.name = std::move(name);
   r.fast_math = ex == FastMath;
+  r.reorders_sum = ex == ReordersSum;
   r.doc = std::move(doc);
   r.pass = std::move(pass);
   return r;

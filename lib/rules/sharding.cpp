@@ -392,68 +392,69 @@ std::shared_ptr<detail::GraphImpl> all_reduce_example(std::mt19937_64& rng) {
 
 // The rewrite rules, in the order the scheduler visits them.
 RuleSet sharding_math_rules() {
-  return {"sharding",
-          concat(
-              {
-                  math_rule("shard-matmul-columns", matmul_(a, b), matmul_columns, Exact,
-                            "matmul(x, w) = all_gather(matmul(x, shard(w, 1)), -1) for a replicated matrix w "
-                            "and x: each rank computes its block of columns"),
-                  math_rule(
-                      "shard-matmul-rows", matmul_(all_gather_(a), b),
-                      [](ir::EGraph& g, const Match& m) { matmul_gathered_lhs(g, m, true); }, Exact,
-                      "matmul(all_gather(x, -1), w) = all_reduce(matmul(x, shard(w, -2))), w replicated: "
-                      "each rank's block of the contracted axis, partial products summed over ranks"),
-                  math_rule(
-                      "matmul-through-all-gather", matmul_(all_gather_(a), b),
-                      [](ir::EGraph& g, const Match& m) { matmul_gathered_lhs(g, m, false); }, Exact,
-                      "matmul(all_gather(x, ax), y) = all_gather(matmul(x, shard(y, ax)), ax) for a batch "
-                      "axis (y unsharded for the row axis), y replicated"),
-                  math_rule("matmul-through-all-gather-rhs", matmul_(a, all_gather_(b)), matmul_gathered_rhs,
-                            Exact,
-                            "matmul(x, all_gather(y, ax)): all_gather over columns or batch axes, "
-                            "all_reduce(matmul(shard(x, -1), y)) over the contracted axis; x replicated"),
-                  math_rule("where-through-all-gather", where_(a, all_gather_(b), c), where_through_gather, Exact,
-                            "where(c, all_gather(x, ax), z) = all_gather(where(shard(c), x, shard(z)), ax), c "
-                            "and z replicated"),
-                  math_rule(
-                      "sum-reduce-through-all-gather", sum_(all_gather_(a)),
-                      [](ir::EGraph& g, const Match& m) { reduce_through_gather(g, m, Op::SumReduce); }, Exact,
-                      "sum_k(all_gather(x, ax)) = all_gather(sum_k(x), ax') for k != ax"),
-                  math_rule(
-                      "max-reduce-through-all-gather", maxr_(all_gather_(a)),
-                      [](ir::EGraph& g, const Match& m) { reduce_through_gather(g, m, Op::MaxReduce); }, Exact,
-                      "max_k(all_gather(x, ax)) = all_gather(max_k(x), ax') for k != ax"),
-                  math_rule(
-                      "permute-through-all-gather", permute_(all_gather_(a)),
-                      [](ir::EGraph& g, const Match& m) { view_through_gather(g, m, Op::Permute); }, Exact,
-                      "permute_p(all_gather(x, ax)) = all_gather(permute_p(x), p^-1(ax))"),
-                  math_rule(
-                      "reshape-through-all-gather", reshape_(all_gather_(a)),
-                      [](ir::EGraph& g, const Match& m) { view_through_gather(g, m, Op::Reshape); }, Exact,
-                      "reshape(all_gather(x, ax)) = all_gather(reshape'(x), ax') when the output has an axis "
-                      "ax' with the elements of ax's blocks whole"),
-                  math_rule(
-                      "expand-through-all-gather", expand_(all_gather_(a)),
-                      [](ir::EGraph& g, const Match& m) { view_through_gather(g, m, Op::Expand); }, Exact,
-                      "expand(all_gather(x, ax)) = all_gather(expand'(x), ax) when ax is not broadcast"),
-                  math_rule(
-                      "slice-through-all-gather", slice_(all_gather_(a)),
-                      [](ir::EGraph& g, const Match& m) { view_through_gather(g, m, Op::Slice); }, Exact,
-                      "slice_k(all_gather(x, ax)) = all_gather(slice_k(x), ax) for k != ax"),
-                  math_rule(
-                      "pad-through-all-gather", pad_(all_gather_(a)),
-                      [](ir::EGraph& g, const Match& m) { view_through_gather(g, m, Op::Pad); }, Exact,
-                      "pad_k(all_gather(x, ax)) = all_gather(pad_k(x), ax) for k != ax"),
-                  math_rule(
-                      "reshape-through-all-reduce", reshape_(all_reduce_(a)),
-                      [](ir::EGraph& g, const Match& m) { view_through_all_reduce(g, m, Op::Reshape); }, Exact,
-                      "reshape(all_reduce(x)) = all_reduce(reshape(x))"),
-                  math_rule(
-                      "permute-through-all-reduce", permute_(all_reduce_(a)),
-                      [](ir::EGraph& g, const Match& m) { view_through_all_reduce(g, m, Op::Permute); }, Exact,
-                      "permute(all_reduce(x)) = all_reduce(permute(x))"),
-              },
-              elementwise_rows())};
+  return {
+      "sharding",
+      concat(
+          {
+              math_rule("shard-matmul-columns", matmul_(a, b), matmul_columns, Exact,
+                        "matmul(x, w) = all_gather(matmul(x, shard(w, 1)), -1) for a replicated matrix w "
+                        "and x: each rank computes its block of columns"),
+              math_rule(
+                  "shard-matmul-rows", matmul_(all_gather_(a), b),
+                  [](ir::EGraph& g, const Match& m) { matmul_gathered_lhs(g, m, true); }, ReordersSum,
+                  "matmul(all_gather(x, -1), w) = all_reduce(matmul(x, shard(w, -2))), w replicated: "
+                  "each rank's block of the contracted axis, partial products summed over ranks"),
+              math_rule(
+                  "matmul-through-all-gather", matmul_(all_gather_(a), b),
+                  [](ir::EGraph& g, const Match& m) { matmul_gathered_lhs(g, m, false); }, Exact,
+                  "matmul(all_gather(x, ax), y) = all_gather(matmul(x, shard(y, ax)), ax) for a batch "
+                  "axis (y unsharded for the row axis), y replicated"),
+              math_rule("matmul-through-all-gather-rhs", matmul_(a, all_gather_(b)), matmul_gathered_rhs,
+                        ReordersSum,
+                        "matmul(x, all_gather(y, ax)): all_gather over columns or batch axes, "
+                        "all_reduce(matmul(shard(x, -1), y)) over the contracted axis; x replicated"),
+              math_rule("where-through-all-gather", where_(a, all_gather_(b), c), where_through_gather, Exact,
+                        "where(c, all_gather(x, ax), z) = all_gather(where(shard(c), x, shard(z)), ax), c "
+                        "and z replicated"),
+              math_rule(
+                  "sum-reduce-through-all-gather", sum_(all_gather_(a)),
+                  [](ir::EGraph& g, const Match& m) { reduce_through_gather(g, m, Op::SumReduce); }, Exact,
+                  "sum_k(all_gather(x, ax)) = all_gather(sum_k(x), ax') for k != ax"),
+              math_rule(
+                  "max-reduce-through-all-gather", maxr_(all_gather_(a)),
+                  [](ir::EGraph& g, const Match& m) { reduce_through_gather(g, m, Op::MaxReduce); }, Exact,
+                  "max_k(all_gather(x, ax)) = all_gather(max_k(x), ax') for k != ax"),
+              math_rule(
+                  "permute-through-all-gather", permute_(all_gather_(a)),
+                  [](ir::EGraph& g, const Match& m) { view_through_gather(g, m, Op::Permute); }, Exact,
+                  "permute_p(all_gather(x, ax)) = all_gather(permute_p(x), p^-1(ax))"),
+              math_rule(
+                  "reshape-through-all-gather", reshape_(all_gather_(a)),
+                  [](ir::EGraph& g, const Match& m) { view_through_gather(g, m, Op::Reshape); }, Exact,
+                  "reshape(all_gather(x, ax)) = all_gather(reshape'(x), ax') when the output has an axis "
+                  "ax' with the elements of ax's blocks whole"),
+              math_rule(
+                  "expand-through-all-gather", expand_(all_gather_(a)),
+                  [](ir::EGraph& g, const Match& m) { view_through_gather(g, m, Op::Expand); }, Exact,
+                  "expand(all_gather(x, ax)) = all_gather(expand'(x), ax) when ax is not broadcast"),
+              math_rule(
+                  "slice-through-all-gather", slice_(all_gather_(a)),
+                  [](ir::EGraph& g, const Match& m) { view_through_gather(g, m, Op::Slice); }, Exact,
+                  "slice_k(all_gather(x, ax)) = all_gather(slice_k(x), ax) for k != ax"),
+              math_rule(
+                  "pad-through-all-gather", pad_(all_gather_(a)),
+                  [](ir::EGraph& g, const Match& m) { view_through_gather(g, m, Op::Pad); }, Exact,
+                  "pad_k(all_gather(x, ax)) = all_gather(pad_k(x), ax) for k != ax"),
+              math_rule(
+                  "reshape-through-all-reduce", reshape_(all_reduce_(a)),
+                  [](ir::EGraph& g, const Match& m) { view_through_all_reduce(g, m, Op::Reshape); }, Exact,
+                  "reshape(all_reduce(x)) = all_reduce(reshape(x))"),
+              math_rule(
+                  "permute-through-all-reduce", permute_(all_reduce_(a)),
+                  [](ir::EGraph& g, const Match& m) { view_through_all_reduce(g, m, Op::Permute); }, Exact,
+                  "permute(all_reduce(x)) = all_reduce(permute(x))"),
+          },
+          elementwise_rows())};
 }
 
 }  // namespace

@@ -40,6 +40,26 @@ RuleInfo planted(const char* name, bool fast_math, std::shared_ptr<const TensorR
   return info;
 }
 
+// sum_k(x) = sum_k(x[:h]) + sum_k(x[h + skip:]): the same terms added in another order
+// (skip = 0), or one term lost (skip = 1).
+RuleInfo planted_sum_halves(const char* name, int64_t skip, bool reorders) {
+  RuleInfo info = planted(
+      name, false, make_rule(egraph::rule(name, sum_(a), [skip](ir::EGraph& g, const Match& m) {
+        for (const ir::AttrNode& s : attr_nodes(g, m.root(), Op::SumReduce)) {
+          if (g.find(s.kid) != g.find(m[a]) || !is_float(g.data(m[a]).dtype)) continue;
+          const int ax = attr(g, s.payload).axis;
+          const Dim& n = g.data(m[a]).shape.at(static_cast<size_t>(ax));
+          if (!n.as_constant() || *n.as_constant() < 2) continue;
+          const int64_t h = *n.as_constant() / 2;
+          Id lo = ir::add_reduce(g, Op::SumReduce, ir::add_slice(g, m[a], ax, Dim(0), Dim(h), 1), ax);
+          Id hi = ir::add_reduce(g, Op::SumReduce, ir::add_slice(g, m[a], ax, Dim(h + skip), n, 1), ax);
+          g.merge(m.root(), ir::add_plain(g, Op::Add, {lo, hi}));
+        }
+      })));
+  info.reorders_sum = reorders;
+  return info;
+}
+
 }  // namespace
 
 TEST_CASE("every registered rule holds on random instances", "[rules][checker]") {
@@ -161,6 +181,39 @@ TEST_CASE("fast-math tags are needed: untagged, those rules fail on special valu
     o.instances = 200;  // NaN/inf-changing inputs (inf times an exact zero sum...) are rare draws
     check::Result res = check::check_rule(untagged, reg, o);
     std::cout << "untagged " << check::to_string(res) << "\n";
+    INFO(r.name);
+    CHECK(res.failures > 0);
+  }
+}
+
+TEST_CASE("reordered sums: the tag is needed, and it hides no wrong rule", "[rules][checker]") {
+  const Registry& reg = Registry::global();
+  check::Options o = options();
+  o.instances = 200;  // cancelling terms (the wide regime's 2^25 - 2^25 + x) are rare draws
+  // A sum split in halves adds the same terms in another order: untagged, the checker
+  // flags the rounding of the cancelling terms; tagged ReordersSum it holds...
+  check::Result untagged = check::check_rule(planted_sum_halves("planted-sum-halves", 0, false), reg, o);
+  std::cout << "untagged " << check::to_string(untagged) << "\n  caught: " << untagged.first_failure;
+  CHECK(untagged.failures > 0);
+  check::Result tagged = check::check_rule(planted_sum_halves("planted-sum-halves", 0, true), reg, o);
+  std::cout << check::to_string(tagged) << "\n" << tagged.first_failure;
+  CHECK(tagged.ok());
+  CHECK(tagged.per_regime[2] > 0);  // special values too, where the terms' magnitudes are finite
+  // ...but the tolerance is a rounding of the terms, not a licence: a lost term is caught.
+  check::Result lost =
+      check::check_rule(planted_sum_halves("planted-sum-halves-lost-term", 1, true), reg, options());
+  std::cout << check::to_string(lost) << "\n  caught: " << lost.first_failure;
+  CHECK(lost.failures > 0);
+  // Every registered ReordersSum tag is needed too: held to Exact, the rule fails. A
+  // random matmul rarely cancels (about one draw in 400), so up to 8 seeds are tried.
+  o.instances = 400;
+  for (const RuleInfo& r : reg.all()) {
+    if (!r.reorders_sum) continue;
+    RuleInfo exact = r;
+    exact.reorders_sum = false;
+    check::Result res;
+    for (int s = 0; s < 8 && res.failures == 0; ++s, ++o.seed) res = check::check_rule(exact, reg, o);
+    std::cout << "held to exact " << check::to_string(res) << "\n  caught: " << res.first_failure;
     INFO(r.name);
     CHECK(res.failures > 0);
   }
