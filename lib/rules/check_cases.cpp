@@ -158,6 +158,34 @@ Id Builder::fresh_leaf(const Want& w, int64_t index_bound) {
     e.shape = dims_of(w.shape);
     return add_node(inst_, Op::Expand, e, {id});
   }
+  // A view of a fresh input (permuted, broadcast from size-1 axes, reshaped, sliced with a
+  // step): a rule whose variable meets a view -- a permute under a permute, an expand under
+  // a reduction -- is checked there too, not only on dense inputs. One level: the view's
+  // own operand is a plain leaf.
+  if (index_bound == 0 && !w.shape.empty() && !in_view_leaf_ && rng_.chance(0.2)) {
+    static const Op views[] = {Op::Permute, Op::Expand, Op::Reshape, Op::Slice};
+    Pat view;
+    view.nodes.resize(2);
+    view.nodes[0].op = Op::Input;
+    view.nodes[1].op = views[rng_.below(4)];
+    view.nodes[1].nkids = 1;
+    view.kids = {0};
+    in_view_leaf_ = true;
+    struct Reset {
+      bool& flag;
+      ~Reset() { flag = false; }
+    } reset{in_view_leaf_};
+    const Id id = build(view, 1, w);
+    // With a symbolic dim a view's shape may equal the wanted one only numerically (a
+    // slice ending at n giving n - 1 where 3 is wanted): a program no graph would build.
+    std::vector<Dim> want = dims_of(w.shape);
+    for (Dim& d : want) d = symbolize(inst_, d);
+    const std::vector<Dim>& got = inst_.g.data(id).shape;
+    if (!std::equal(got.begin(), got.end(), want.begin(), want.end(),
+                    [](const Dim& x, const Dim& y) { return x.same_as(y); }))
+      throw Reject{"a view leaf's symbolic shape"};
+    return id;
+  }
   Leaf l{cat("x", inst_.leaves.size()), w.dtype, w.shape, index_bound};
   Attr a;
   a.dtype = w.dtype;

@@ -127,6 +127,7 @@ class Builder {
   Instance& inst_;
   int regime_;
   std::array<std::optional<Bound>, egraph::kMaxVars> bound_{};
+  bool in_view_leaf_ = false;  ///< building a leaf's view: its operand is a plain leaf
 };
 
 /// A random result type (shape of rank 0-5 and dtype) for a left side's root.
