@@ -19,6 +19,9 @@ namespace luminal::compiler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// Guided rounds after the first extraction (each: the guided passes on the program's
+// kernels, then an extraction), while the estimate improves.
+constexpr int kGuidedRounds = 6;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string fmt(const char* f, auto... a) {
@@ -437,15 +440,18 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     // launches), the kernel rules run again (a streaming twin of an attention that
     // absorbed a view), and the program is extracted again. The better program is kept:
     // the e-graph only grew, so the new one is never worse unless the heuristic is.
-    if (Clock::now() < s.deadline) {
+    // Rounds repeat while the program gets cheaper: each fuses the new program's edges
+    // (absorb-producers), so a chain of producers is fused one edge further per round.
+    for (int round = 0; round < kGuidedRounds && Clock::now() < s.deadline; ++round) {
       const std::size_t added = guided_round(g, s, roots, result.choice);
-      if (added > 0 && Clock::now() < s.deadline) {
-        auto again = extract();
-        if (s.trace)
-          std::fprintf(stderr, "[luminal compile] guided passes: %zu nodes, estimate %.4g -> %.4g s\n", added,
-                       result.cost, again.cost);
-        if (again.cost < result.cost || !choice_holds(g, roots, result.choice)) result = std::move(again);
-      }
+      if (added == 0 || Clock::now() >= s.deadline) break;
+      auto again = extract();
+      if (s.trace)
+        std::fprintf(stderr, "[luminal compile] guided round %d: %zu nodes, estimate %.4g -> %.4g s\n", round,
+                     added, result.cost, again.cost);
+      const bool better = again.cost < result.cost;
+      if (better || !choice_holds(g, roots, result.choice)) result = std::move(again);
+      if (!better) break;
     }
     res.est_seconds = result.cost;
     // ---- the plan: one value per used class, producers first (post-order walk)

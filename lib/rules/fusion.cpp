@@ -384,6 +384,82 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
   return g.num_nodes() - before;
 }
 
+// fuse-producers' equality again, kernel(.., slot P, ..) = kernel(.., P's body, ..), for
+// any producer -- arithmetic too -- along the edges of the program the search extracted:
+// each of its kernels (PassContext::focus) absorbs the kernel that program computes for
+// one of its slots, and in the next sweeps the kernels so made absorb another, so a
+// consumer with producers P1..Pk gets every subset of them (up to three). Which ones pay
+// (a producer another kernel also reads is recomputed; a GEMM absorbed as a prologue is
+// paid per use) is the extractor's question, as for every other rule; repeated guided
+// rounds (search.cpp) fuse chains one edge further each. The fusion policies build their
+// variants from the representative node of each class; this offers what an extracted
+// program's own kernels would become, whichever variants they are.
+//
+// Applied to every pair of e-nodes it would fuse every variant with every variant
+// (exponential in a chain's length); the checker applies it to every pair of its small
+// instances.
+//
+// Not yet on sharded programs (several ranks): there it changes the tensor-parallel plan
+// of a small decode step (D = 512, 2 ranks: one layer gathers instead of reducing, priced
+// 1.3% cheaper), which no run has measured (tests/dist/tensor_parallel_test.cpp).
+std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
+  if (g.analysis().world() > 1) return 0;
+  constexpr int kSweeps = 3;
+  const std::size_t before = g.num_nodes();
+  const std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
+  const bool debug = std::getenv("LUMINAL_DEBUG_FUSION") != nullptr;
+  auto variant_of = [&](Id nd) {
+    auto kids = g.node(nd).kids;
+    return ir::Variant{g.analysis().attrs().get(g.node(nd).payload).kernel,
+                       std::vector<Id>(kids.begin(), kids.end())};
+  };
+  // Node ids at or above `fresh_from` were added by the previous sweep (ids only grow):
+  // the consumers of the next one.
+  std::size_t fresh_from = 0;
+  for (int sweep = 0; sweep < kSweeps; ++sweep) {
+    if (!g.is_clean()) g.rebuild();
+    const auto& ix = g.index();
+    // The producers: per class, its kernel of the program (every kernel without a focus).
+    std::unordered_map<Id, std::vector<Id>> producer;
+    for (Id c : ix.classes_with(ir::Op::Kernel))
+      for (Id nd : ix.nodes(c, ir::Op::Kernel))
+        if (nd < fresh_from || sweep == 0)
+          if (focus.empty() || focus.count(nd)) producer[c].push_back(nd);
+    std::vector<std::pair<Id, ir::Variant>> todo;
+    bool out_of_budget = false;
+    for (Id c : ix.classes_with(ir::Op::Kernel)) {
+      if (before + todo.size() >= ctx.node_limit || std::chrono::steady_clock::now() > ctx.deadline) {
+        out_of_budget = true;
+        break;
+      }
+      for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
+        if (sweep == 0 ? !focus.empty() && !focus.count(nd) : nd < fresh_from) continue;
+        const ir::Variant k = variant_of(nd);
+        if (k.spec->kind == ir::KernelKind::Gather) continue;
+        for (std::size_t slot = 0; slot < k.kids.size(); ++slot) {
+          auto it = producer.find(g.find(k.kids[slot]));
+          if (it == producer.end()) continue;
+          for (Id pn : it->second) {
+            const ir::Variant p = variant_of(pn);
+            if (p.spec->kind == ir::KernelKind::Gather) continue;
+            if (auto nv = ir::substitute(g, k, slot, p, ctx.max_body_nodes))
+              todo.emplace_back(c, std::move(*nv));
+          }
+        }
+      }
+    }
+    fresh_from = g.num_node_ids();
+    const std::size_t n0 = g.num_nodes();
+    for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+    g.rebuild();
+    if (debug)
+      std::fprintf(stderr, "[fusion] absorb-producers sweep %d: %zu substitutions, %zu new nodes\n", sweep,
+                   todo.size(), g.num_nodes() - n0);
+    if (g.num_nodes() == n0 || out_of_budget) break;
+  }
+  return g.num_nodes() - before;
+}
+
 // Tile configurations of every generated GEMM, the target's own (register micro tiles on
 // a CPU, thread-block tiles on a GPU): alternatives the cost model ranks by how well the
 // tiles cover the output and how much each loaded value is reused.
@@ -572,6 +648,15 @@ RuleSet fusion_rules() {
                               "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) for every kernel "
                               "node of P's class without arithmetic (views, casts), every pair of e-nodes");
                 r.example = views_example;
+                r.guided = true;
+                return r;
+              }(),
+              [] {
+                RuleInfo r =
+                    pass_rule("absorb-producers", absorb_producers, Exact,
+                              "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) along the "
+                              "extracted program's edges, up to three producers per kernel");
+                r.example = fusion_example;
                 r.guided = true;
                 return r;
               }(),

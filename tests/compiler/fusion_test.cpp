@@ -107,6 +107,45 @@ TEST_CASE("the decoder block at d_model 4096: at most 5 kernels (6 at S = 1), at
   }
 }
 
+TEST_CASE("fusion without its policies: the search fuses by absorb-producers alone", "[compiler][fusion]") {
+  // fuse-producers builds fused variants under fixed policies. Skipped, the only fusion
+  // left is the equality kernel(.., slot P, ..) = kernel(.., P's body, ..) applied by the
+  // guided rounds to the extracted program's edges (absorb-producers, absorb-views), the
+  // extractor deciding after each round: it must find a program about as good.
+  {
+    Graph g;
+    test::BlockConfig c;
+    test::build_model(g, c, 1);
+    CompileOptions o;
+    o.skip_rules = {"fuse-producers"};
+    auto v = test::validate(g, o);
+    std::printf("decoder block without fusion policies: %lld primitive ops -> %lld kernels\n",
+                static_cast<long long>(v.program.report.primitive_ops),
+                static_cast<long long>(v.program.report.kernels));
+    INFO(v.program.report.to_string() << "\n" << v.program.dot);
+    CHECK(v.error <= 1.0);
+    CHECK(v.program.report.kernels <= 8);
+  }
+  for (int64_t s : {1, 16}) {
+    Graph g;
+    test::BlockConfig c = test::BlockConfig::llama_4096();
+    c.seq = s;
+    test::build_model(g, c, 1);
+    CompileOptions o;
+    auto with = compiler::compile_graph(*g.impl(), Target::reference(), o);
+    o.skip_rules = {"fuse-producers"};
+    auto without = compiler::compile_graph(*g.impl(), Target::reference(), o);
+    std::printf(
+        "decoder block d_model 4096, S %lld: %lld kernels, %.4g s with the policies; %lld kernels, %.4g s "
+        "without\n",
+        static_cast<long long>(s), static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
+        static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
+    INFO("S " << s << "\n" << without.report.to_string() << "\n" << without.dot);
+    CHECK(without.report.kernels <= 10);  // unfused: 83-86
+    CHECK(without.report.estimated_seconds <= 1.01 * with.report.estimated_seconds);
+  }
+}
+
 TEST_CASE("an elementwise chain is one kernel; a shared producer is not recomputed blindly",
           "[compiler][fusion]") {
   Graph g;
