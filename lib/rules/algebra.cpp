@@ -133,6 +133,13 @@ void half_round_trip(ir::EGraph& g, const Match& m) {
   merge_half_round_trip(g, m.root(), m[a], [&](DType h) { return holds_halves(g, m[a], h, 0); });
 }
 
+// Fast math: a value computed in f32, rounded to a half and widened again, is kept in
+// f32 -- the intermediate roundings of an elementwise chain on halves dropped, as
+// torch.compile (upcast to f32 inside a fused kernel) and nvcc's excess precision do.
+void half_excess_precision(ir::EGraph& g, const Match& m) {
+  merge_half_round_trip(g, m.root(), m[a], [](DType) { return true; });
+}
+
 void half_concat_round_trip(ir::EGraph& g, const Match& m) {
   const Id sum = g.lookup(Op::Add, 0u, std::vector<Id>{m[a], m[b]});
   if (sum == egraph::kNoId) return;
@@ -342,6 +349,13 @@ RuleSet algebra_rules() {
                                  "cast_f32(cast_h(x)) = x for x of f16/bf16 values only: a half "
                                  "widened, its views, its pads with a small integer fill"),
                        half_concat_example),
+          [] {
+            RuleInfo r = math_rule("half-excess-precision", cast_(cast_(a)), half_excess_precision, FastMath,
+                                   "cast_f32(cast_h(x)) = x for any f32 x: within the half's rounding "
+                                   "(2^-11 f16, 2^-8 bf16 relative), and |x| past the half's range stays finite");
+            r.declared_error = 0x1p-8;
+            return r;
+          }(),
           with_example(math_rule("half-concat-round-trip", cast_(cast_(add_(a, b))), half_concat_round_trip, Exact,
                                  "cast_f32(cast_h(p + q)) = p + q for pads p, q of +-0 over disjoint ranges "
                                  "of one axis (a concat) whose pieces hold f16/bf16 values only"),

@@ -293,7 +293,7 @@ rf::View eval(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
 
 // Compares `got` with the class value `ref` (see Agreement).
 std::string compare(const rf::View& ref, const rf::View& got, Agreement how, int64_t& compared,
-                    const rf::View* magnitude) {
+                    const rf::View* magnitude, double declared_error) {
   if (ref.shape != got.shape) return "shape " + shape_str(got.shape) + " vs class " + shape_str(ref.shape);
   if (ref.dtype != got.dtype)
     return "dtype " + std::string(dtype_name(got.dtype)) + " vs class " + std::string(dtype_name(ref.dtype));
@@ -323,7 +323,7 @@ std::string compare(const rf::View& ref, const rf::View& got, Agreement how, int
       // both are finite, at the moderate magnitudes its regimes draw.
       if (!std::isfinite(r) || !std::isfinite(x)) continue;
       ++compared;
-      ok = std::fabs(r - x) <= tol * (1 + std::max(std::fabs(r), std::fabs(x)));
+      ok = std::fabs(r - x) <= std::max(tol, declared_error) * (1 + std::max(std::fabs(r), std::fabs(x)));
     } else {
       ++compared;
       if (std::isnan(r) || std::isnan(x))
@@ -447,9 +447,10 @@ Vals eval_all(const ir::EGraph& g, egraph::NodeView<ir::TensorLang> n, const std
 }
 
 std::string compare_all(const Vals& ref, const Vals& got, Agreement how, int64_t& compared,
-                        const Vals* magnitude) {
+                        const Vals* magnitude, double declared_error) {
   for (size_t r = 0; r < ref.size(); ++r) {
-    std::string why = compare(ref[r], got[r], how, compared, magnitude ? &magnitude->at(r) : nullptr);
+    std::string why =
+        compare(ref[r], got[r], how, compared, magnitude ? &magnitude->at(r) : nullptr, declared_error);
     if (!why.empty()) return ref.size() > 1 ? cat("rank ", r, ": ", why) : why;
   }
   return {};

@@ -63,11 +63,13 @@ enum class Agreement { Exact, FastMath, ReorderedSum };
 /// Compares `got` with the class value `ref`; returns an empty string when they agree.
 /// `compared` counts the elements actually compared. `magnitude`: ReorderedSum's (the
 /// shape of `ref`); otherwise unused.
+/// `declared_error`: FastMath's tolerance is at least this (RuleInfo::declared_error).
 std::string compare(const detail::reference::View& ref, const detail::reference::View& got, Agreement how,
-                    int64_t& compared, const detail::reference::View* magnitude = nullptr);
+                    int64_t& compared, const detail::reference::View* magnitude = nullptr,
+                    double declared_error = 0);
 /// compare on every rank.
 std::string compare_all(const Vals& ref, const Vals& got, Agreement how, int64_t& compared,
-                        const Vals* magnitude = nullptr);
+                        const Vals* magnitude = nullptr, double declared_error = 0);
 
 /// `v` with every element replaced by its absolute value (a contiguous copy).
 detail::reference::View absolute(const detail::reference::View& v);

@@ -259,7 +259,7 @@ struct Checker {
                               : mag != magnitude.end() ? Agreement::ReorderedSum
                                                        : Agreement::Exact;
         why = compare_all(cv->second, eval_all(g, v, kids, leaves, inst), how, touched ? compared : elsewhere,
-                          mag != magnitude.end() ? &mag->second : nullptr);
+                          mag != magnitude.end() ? &mag->second : nullptr, rule.declared_error);
       } catch (const Wrong& w) {
         why = w.why;
       }

@@ -84,6 +84,9 @@ struct RuleInfo {
   /// Exactness::ReordersSum: a class holding a sum (a matmul or a sum reduction) gets a
   /// node adding the same terms in another order.
   bool reorders_sum = false;
+  /// FastMath rules: the relative error the identity adds on top of rounding (dropping a
+  /// rounding to bf16: 2^-8); the checker's tolerance is at least this. 0: none.
+  double declared_error = 0;
   std::string doc;         ///< one line: the identity, e.g. "x*1 = x"
   /// An engine rule (converted from egraph::rule(...) specs: `make_rule(spec)`).
   std::shared_ptr<const TensorRule> rule;
