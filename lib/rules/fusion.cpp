@@ -72,6 +72,35 @@ bool rounds_to_half(const ir::KernelSpec& spec) {
 // Math nodes per class whose kernels are fused (the representative and the next ones).
 constexpr std::size_t kMaxNodesPerClass = 8;
 
+using Variants = std::vector<std::pair<Id, ir::Variant>>;
+
+// Kernel node `nd` as a variant: its spec and its slots' classes.
+ir::Variant variant_of(const EGraph& g, Id nd) {
+  auto kids = g.node(nd).kids;
+  return ir::Variant{g.analysis().attrs().get(g.node(nd).payload).kernel,
+                     std::vector<Id>(kids.begin(), kids.end())};
+}
+
+// Whether a pass that started at `before` nodes and has `pending` variants to add has
+// spent its node or time budget.
+bool budget_spent(const PassContext& ctx, std::size_t before, std::size_t pending) {
+  return before + pending >= ctx.node_limit || std::chrono::steady_clock::now() > ctx.deadline;
+}
+
+// Adds each variant to its class and rebuilds; returns the number of new e-nodes (a
+// variant already in the e-graph adds none). `what` names the pass and sweep for
+// LUMINAL_DEBUG_FUSION.
+std::size_t add_variants(EGraph& g, const Variants& todo, const char* what = nullptr, int sweep = 0) {
+  const std::size_t n0 = g.num_nodes();
+  for (const auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+  g.rebuild();
+  const char* dbg = std::getenv("LUMINAL_DEBUG_FUSION");
+  if (what && dbg && *dbg)
+    std::fprintf(stderr, "[fusion] %s sweep %d: %zu substitutions, %zu new nodes\n", what, sweep, todo.size(),
+                 g.num_nodes() - n0);
+  return g.num_nodes() - n0;
+}
+
 std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   if (!g.is_clean()) g.rebuild();
   // One representative math node per class, and a producer-first order of classes.
@@ -140,7 +169,7 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
   }
   const char* dbg = std::getenv("LUMINAL_DEBUG_FUSION");
   const bool debug = dbg && *dbg;
-  std::vector<std::pair<Id, ir::Variant>> todo;
+  Variants todo;
   const std::size_t budget = ctx.node_limit > g.num_nodes() ? ctx.node_limit - g.num_nodes() : 0;
   for (Id c : order) {
     // The clock per class: one class's variants can take long (a cyclic e-graph's
@@ -268,10 +297,7 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
         }
     }
   }
-  const std::size_t before = g.num_nodes();
-  for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
-  g.rebuild();
-  return g.num_nodes() - before;
+  return add_variants(g, todo);
 }
 
 // Views and casts between kernels, for absorb-views: a row of three slices (as Q, K and V
@@ -322,25 +348,19 @@ std::shared_ptr<detail::GraphImpl> views_example(std::mt19937_64& rng) {
 std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
   constexpr int kSweeps = 3;
   const std::size_t before = g.num_nodes();
-  std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
-  const bool debug = std::getenv("LUMINAL_DEBUG_FUSION") != nullptr;
+  const std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
   // Node ids at or above `fresh_from` were added by the previous sweep (ids only grow).
   std::size_t fresh_from = 0;
   for (int sweep = 0; sweep < kSweeps; ++sweep) {
     if (!g.is_clean()) g.rebuild();
     const auto& ix = g.index();
-    auto variant_of = [&](Id nd) {
-      auto kids = g.node(nd).kids;
-      return ir::Variant{g.analysis().attrs().get(g.node(nd).payload).kernel,
-                         std::vector<Id>(kids.begin(), kids.end())};
-    };
     // The arithmetic-free kernels of each class, with whether each is fresh. Of those
     // reading the same slots only the smallest body: they compute the same value from the
     // same buffers (the movement rules make many spellings of one view).
     std::unordered_map<Id, std::vector<std::pair<ir::Variant, bool>>> cheap;
     for (Id c : ix.classes_with(ir::Op::Kernel))
       for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
-        ir::Variant v = variant_of(nd);
+        ir::Variant v = variant_of(g, nd);
         if (v.spec->kind == ir::KernelKind::Gather || !ir::is_cheap(*v.spec)) continue;
         auto& list = cheap[c];
         auto same =
@@ -350,16 +370,13 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
         else if (v.spec->body->nodes.size() < same->first.spec->body->nodes.size())
           *same = {std::move(v), nd >= fresh_from};
       }
-    std::vector<std::pair<Id, ir::Variant>> todo;
+    Variants todo;
     bool out_of_budget = false;
     for (Id c : ix.classes_with(ir::Op::Kernel)) {
-      if (before + todo.size() >= ctx.node_limit || std::chrono::steady_clock::now() > ctx.deadline) {
-        out_of_budget = true;
-        break;
-      }
+      if ((out_of_budget = budget_spent(ctx, before, todo.size()))) break;
       for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
         if (!focus.empty() && !focus.count(nd)) continue;
-        const ir::Variant k = variant_of(nd);
+        const ir::Variant k = variant_of(g, nd);
         if (k.spec->kind == ir::KernelKind::Gather) continue;
         const bool k_fresh = nd >= fresh_from;
         for (std::size_t slot = 0; slot < k.kids.size(); ++slot) {
@@ -373,13 +390,8 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
       }
     }
     fresh_from = g.num_node_ids();
-    const std::size_t n0 = g.num_nodes();
-    for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
-    g.rebuild();
-    if (debug)
-      std::fprintf(stderr, "[fusion] absorb-views sweep %d: %zu substitutions, %zu new nodes\n", sweep,
-                   todo.size(), g.num_nodes() - n0);
-    if (g.num_nodes() == n0 || out_of_budget) break;  // nothing new (every pair was there)
+    // Nothing new means every pair was there already.
+    if (add_variants(g, todo, "absorb-views", sweep) == 0 || out_of_budget) break;
   }
   return g.num_nodes() - before;
 }
@@ -407,12 +419,6 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
   constexpr int kSweeps = 3;
   const std::size_t before = g.num_nodes();
   const std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
-  const bool debug = std::getenv("LUMINAL_DEBUG_FUSION") != nullptr;
-  auto variant_of = [&](Id nd) {
-    auto kids = g.node(nd).kids;
-    return ir::Variant{g.analysis().attrs().get(g.node(nd).payload).kernel,
-                       std::vector<Id>(kids.begin(), kids.end())};
-  };
   // Node ids at or above `fresh_from` were added by the previous sweep (ids only grow):
   // the consumers of the next one.
   std::size_t fresh_from = 0;
@@ -425,22 +431,19 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
       for (Id nd : ix.nodes(c, ir::Op::Kernel))
         if (nd < fresh_from || sweep == 0)
           if (focus.empty() || focus.count(nd)) producer[c].push_back(nd);
-    std::vector<std::pair<Id, ir::Variant>> todo;
+    Variants todo;
     bool out_of_budget = false;
     for (Id c : ix.classes_with(ir::Op::Kernel)) {
-      if (before + todo.size() >= ctx.node_limit || std::chrono::steady_clock::now() > ctx.deadline) {
-        out_of_budget = true;
-        break;
-      }
+      if ((out_of_budget = budget_spent(ctx, before, todo.size()))) break;
       for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
         if (sweep == 0 ? !focus.empty() && !focus.count(nd) : nd < fresh_from) continue;
-        const ir::Variant k = variant_of(nd);
+        const ir::Variant k = variant_of(g, nd);
         if (k.spec->kind == ir::KernelKind::Gather) continue;
         for (std::size_t slot = 0; slot < k.kids.size(); ++slot) {
           auto it = producer.find(g.find(k.kids[slot]));
           if (it == producer.end()) continue;
           for (Id pn : it->second) {
-            const ir::Variant p = variant_of(pn);
+            const ir::Variant p = variant_of(g, pn);
             if (p.spec->kind == ir::KernelKind::Gather) continue;
             if (auto nv = ir::substitute(g, k, slot, p, ctx.max_body_nodes))
               todo.emplace_back(c, std::move(*nv));
@@ -449,13 +452,7 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
       }
     }
     fresh_from = g.num_node_ids();
-    const std::size_t n0 = g.num_nodes();
-    for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
-    g.rebuild();
-    if (debug)
-      std::fprintf(stderr, "[fusion] absorb-producers sweep %d: %zu substitutions, %zu new nodes\n", sweep,
-                   todo.size(), g.num_nodes() - n0);
-    if (g.num_nodes() == n0 || out_of_budget) break;
+    if (add_variants(g, todo, "absorb-producers", sweep) == 0 || out_of_budget) break;
   }
   return g.num_nodes() - before;
 }
@@ -466,7 +463,7 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
 std::size_t gemm_tiles(EGraph& g, const PassContext& ctx) {
   if (!g.is_clean()) g.rebuild();
   const auto& kTiles = ctx.target.gemm_tiles;
-  std::vector<std::pair<Id, ir::Variant>> todo;
+  Variants todo;
   const auto& ix = g.index();
   for (Id cls : ix.classes_with(ir::Op::Kernel))
     for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
@@ -477,8 +474,7 @@ std::size_t gemm_tiles(EGraph& g, const PassContext& ctx) {
         auto tiled = std::make_shared<ir::KernelSpec>(spec);
         tiled->launch.assign(t.begin(), t.end());
         tiled->finalize();
-        auto k = g.node(nd).kids;
-        todo.emplace_back(cls, ir::Variant{tiled, std::vector<Id>(k.begin(), k.end())});
+        todo.emplace_back(cls, ir::Variant{tiled, variant_of(g, nd).kids});
       }
     }
   const std::size_t before = g.num_nodes();
