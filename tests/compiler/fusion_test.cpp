@@ -14,13 +14,22 @@
 
 using namespace luminal;
 
+namespace {
+// Compiles `g` for the reference target, runs it against the interpreter and prints how
+// many kernels the primitive ops became.
+test::Validation validated(const char* what, const Graph& g, const CompileOptions& o = {}) {
+  auto v = test::validate(g, o);
+  std::printf("%s: %lld primitive ops -> %lld kernels\n", what,
+              static_cast<long long>(v.program.report.primitive_ops),
+              static_cast<long long>(v.program.report.kernels));
+  return v;
+}
+}  // namespace
+
 TEST_CASE("MLP linear -> gelu -> linear compiles to at most 2 kernels", "[compiler][fusion]") {
   Graph g;
   test::build_mlp(g, 4, 16, 32);
-  auto v = test::validate(g);
-  std::printf("MLP: %lld primitive ops -> %lld kernels\n",
-              static_cast<long long>(v.program.report.primitive_ops),
-              static_cast<long long>(v.program.report.kernels));
+  auto v = validated("MLP", g);
   INFO(v.program.report.to_string() << "\n" << v.program.dot);
   CHECK(v.error <= 1.0);
   CHECK(v.program.report.kernels <= 2);
@@ -30,10 +39,7 @@ TEST_CASE("Llama-style decoder block compiles to at most 5 kernels", "[compiler]
   Graph g;
   test::BlockConfig c;
   test::build_model(g, c, 1);
-  auto v = test::validate(g);
-  std::printf("decoder block: %lld primitive ops -> %lld kernels\n",
-              static_cast<long long>(v.program.report.primitive_ops),
-              static_cast<long long>(v.program.report.kernels));
+  auto v = validated("decoder block", g);
   INFO(v.program.report.to_string() << "\n" << v.program.dot);
   CHECK(v.error <= 1.0);
   // Q/K/V one GEMM (RMSNorm prologue), attention, output projection, gate/up one GEMM
@@ -119,10 +125,7 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
     test::build_model(g, c, 1);
     CompileOptions o;
     o.skip_rules = {"fuse-producers"};
-    auto v = test::validate(g, o);
-    std::printf("decoder block without fusion policies: %lld primitive ops -> %lld kernels\n",
-                static_cast<long long>(v.program.report.primitive_ops),
-                static_cast<long long>(v.program.report.kernels));
+    auto v = validated("decoder block without fusion policies", g, o);
     INFO(v.program.report.to_string() << "\n" << v.program.dot);
     CHECK(v.error <= 1.0);
     CHECK(v.program.report.kernels <= 8);
