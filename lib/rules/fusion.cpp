@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <random>
 #include <span>
@@ -43,6 +44,7 @@
 #include "luminal/egraph/extract.hpp"
 #include "luminal/graph.hpp"
 #include "luminal/ops.hpp"
+#include "rules/kernel_twins.hpp"
 #include "rules/registry.hpp"
 
 namespace luminal::rules {
@@ -461,29 +463,19 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
 // a CPU, thread-block tiles on a GPU): alternatives the cost model ranks by how well the
 // tiles cover the output and how much each loaded value is reused.
 std::size_t gemm_tiles(EGraph& g, const PassContext& ctx) {
-  if (!g.is_clean()) g.rebuild();
-  const auto& kTiles = ctx.target.gemm_tiles;
-  Variants todo;
-  const auto& ix = g.index();
-  for (Id cls : ix.classes_with(ir::Op::Kernel))
-    for (Id nd : ix.nodes(cls, ir::Op::Kernel)) {
-      if (nd < ctx.first_node) continue;
-      const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
-      if (spec.kind != ir::KernelKind::Gemm || !spec.launch.empty()) continue;
-      for (const auto& t : kTiles) {
-        auto tiled = std::make_shared<ir::KernelSpec>(spec);
-        tiled->launch.assign(t.begin(), t.end());
-        tiled->finalize();
-        todo.emplace_back(cls, ir::Variant{tiled, variant_of(g, nd).kids});
-      }
-    }
-  const std::size_t before = g.num_nodes();
-  for (auto& [cls, v] : todo) {
-    if (g.num_nodes() >= ctx.node_limit) break;
-    g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
-  }
-  g.rebuild();
-  return g.num_nodes() - before;
+  const auto& tiles = ctx.target.gemm_tiles;
+  return add_kernel_twins(
+      g, ir::KernelKind::Gemm,
+      [&](const ir::KernelSpec& spec) {
+        std::vector<std::shared_ptr<ir::KernelSpec>> out;
+        for (const auto& t : tiles) {
+          auto tiled = std::make_shared<ir::KernelSpec>(spec);
+          tiled->launch.assign(t.begin(), t.end());
+          out.push_back(std::move(tiled));
+        }
+        return out;
+      },
+      ctx.node_limit, ctx.first_node);
 }
 
 // The forms fusion exists for, on random small shapes (the checker's random programs
