@@ -19,7 +19,7 @@ struct KernelWork {
   double bytes_leaf = 0;
   /// The program's leaves are too many to stay in the last-level cache from one call to
   /// the next, so bytes_leaf streams from memory however little the kernel reads (set by
-  /// the search for the whole program; the GPU model prices it).
+  /// the search for the whole program; both cost models price it).
   bool leaves_from_memory = false;
   double bytes_written = 0;
   /// Bytes of each buffer read (the slots; their sum is bytes_read). A buffer that fits
