@@ -64,3 +64,33 @@ TEST_CASE("kernel_seconds is the slower of compute and memory, plus a launch", "
   w.tile_area = 0;
   CHECK(detail::kernel_seconds(t, w) == Approx(1e6 / 0.4e9 + 1e-6));
 }
+
+TEST_CASE("the CPU model reads a program's leaves from memory when they cannot stay cached",
+          "[compiler][cost]") {
+  detail::TargetDesc t;
+  t.compute_units = 1;
+  t.simd_lanes_f32 = 1;
+  t.peak_flops_f32 = 1e12;  // memory-bound throughout
+  t.mem_bandwidth = 1e9;
+  t.cache_bandwidth = 4e9;
+  t.llc_bytes = 1e6;
+  t.launch_overhead_s = 0;
+  KernelWork w;
+  w.bytes_read = 6e5;  // a weight that fits the cache by itself ...
+  w.bytes_leaf = 5e5;  // ... of which 5e5 bytes come from the program's params
+  w.read_buffers = {5e5, 1e5};
+  CHECK(detail::kernel_seconds(t, w) == Approx(6e5 / 4e9));
+  // The program's leaves are more than the cache holds: they cannot wait in it from one
+  // call to the next, so this kernel's share streams from memory; the activation still
+  // comes from the cache.
+  w.leaves_from_memory = true;
+  CHECK(detail::kernel_seconds(t, w) == Approx(5e5 / 1e9 + 1e5 / 4e9));
+  // Past the cache as a whole: the leaves at memory speed, the activation that fits by
+  // itself at cache speed, as without the flag.
+  w.bytes_read = 2.1e6;
+  w.bytes_leaf = 2e6;
+  w.read_buffers = {2e6, 1e5};
+  CHECK(detail::kernel_seconds(t, w) == Approx(2e6 / 1e9 + 1e5 / 4e9));
+  w.leaves_from_memory = false;
+  CHECK(detail::kernel_seconds(t, w) == Approx(2e6 / 1e9 + 1e5 / 4e9));
+}
