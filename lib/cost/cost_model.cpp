@@ -35,19 +35,13 @@ double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   }
   double efficiency = std::max(engine * w.engine_fraction * tile, 0.01);
   double compute_s = flops / (t.peak_flops_f32 * efficiency * occupancy);
-  // Traffic that fits in the last-level cache streams at cache speed.
-  auto stream_s = [&](double b) { return b / (b <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth); };
+  auto stream_s = [&](double b) { return stream_seconds(t, b); };
   const double bytes = w.bytes_read + w.bytes_written;
-  double memory_s = stream_s(bytes);
-  if (w.leaves_from_memory && w.bytes_leaf > 0) {
-    // The program's inputs and params are too many to stay in the cache from one call to
-    // the next (a decoder's weights): its share of them comes from memory however little
-    // it is -- a 16 MB K projection's weights do not wait in a 32 MB L3 for the next call
-    // while 800 MB of other weights stream through. What else fits comes from the cache.
-    memory_s = w.bytes_leaf / t.mem_bandwidth + stream_s(std::max(bytes - w.bytes_leaf, 0.0));
-  } else if (bytes > t.llc_bytes && !w.read_buffers.empty()) {
-    // Too much traffic to stay in cache as a whole: the buffers that fit by themselves
-    // (activations beside weights) still come from cache, the rest from memory.
+  double memory_s = traffic_seconds(t, w);
+  if (!leaves_stream_from_memory(w) && bytes > t.llc_bytes && !w.read_buffers.empty()) {
+    // Too much traffic to stay in cache as a whole, and the leaves may stay there between
+    // calls: the buffers that fit by themselves (activations beside weights) still come
+    // from cache, the rest from memory.
     memory_s = 0;
     double listed = 0;
     for (double b : w.read_buffers) {

@@ -3,6 +3,7 @@
 // model, not a pass order, decides. See docs/cost-model.md.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -69,5 +70,27 @@ struct KernelWork {
 
 /// Estimated seconds for one execution of a kernel on `t`.
 double kernel_seconds(const TargetDesc& t, const KernelWork& w);
+
+/// Seconds to stream `bytes` once: at cache speed when they fit in the last-level cache.
+inline double stream_seconds(const TargetDesc& t, double bytes) {
+  return bytes / (bytes <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth);
+}
+
+/// The program's leaves cannot stay in the cache between calls and this kernel reads some.
+inline bool leaves_stream_from_memory(const KernelWork& w) {
+  return w.leaves_from_memory && w.bytes_leaf > 0;
+}
+
+/// Seconds for a kernel's traffic (read and written) as one stream. When the program's
+/// leaves cannot stay in the cache from one call to the next (leaves_from_memory), the
+/// kernel's share of them comes from memory however little it is -- a 16 MB projection's
+/// weights do not wait in a 32 MB L3 while 800 MB of other weights stream through -- and
+/// the rest from the cache if it fits. Both cost models price traffic through this.
+inline double traffic_seconds(const TargetDesc& t, const KernelWork& w) {
+  const double bytes = w.bytes_read + w.bytes_written;
+  if (leaves_stream_from_memory(w))
+    return w.bytes_leaf / t.mem_bandwidth + stream_seconds(t, std::max(bytes - w.bytes_leaf, 0.0));
+  return stream_seconds(t, bytes);
+}
 
 }  // namespace luminal::detail

@@ -277,13 +277,10 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   // Fast math: the special function units run beside the FMA pipe, a bound of their own.
   const double sfu_s = t.approximate_math ? w.transcendentals / t.special_function_rate : 0.0;
   const double bytes = w.bytes_read + w.bytes_written;
-  double bw = bytes <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth;
-  if (w.leaves_from_memory && w.bytes_leaf > 0) {
-    // The program's leaves come from memory; what else fits comes from the cache.
-    const double rest = std::max(0.0, bytes - w.bytes_leaf);
-    const double rest_bw = rest <= t.llc_bytes ? t.cache_bandwidth : t.mem_bandwidth;
-    bw = bytes / (w.bytes_leaf / t.mem_bandwidth + rest / rest_bw);
-  }
+  // The traffic's effective bandwidth: leaves from memory when they cannot stay in the L2
+  // between calls, the rest from the L2 if it fits (traffic_seconds, shared with the CPU).
+  const double traffic_s = traffic_seconds(t, w);
+  double bw = traffic_s > 0 ? bytes / traffic_s : t.cache_bandwidth;
   double efficiency = t.loop_efficiency;
   double peak = t.peak_flops_f32;
   double blocks = 1;
