@@ -241,3 +241,41 @@ TEST_CASE("nodes of infinite cost are never extracted", "[egraph][extract]") {
   Term<Math> term = gx.extract(t);
   for (std::size_t i = 0; i < term.size(); ++i) CHECK(term.node(i).op != Op::Div);
 }
+
+TEST_CASE("a single switch re-chooses the classes it newly reads onto what the program computes",
+          "[egraph][extract]") {
+  // The decoder block's attention on a GPU in miniature. M is computed anyway (a merged
+  // Q|K|V product, read by B). A = a (an attention that absorbed K's RoPE, 9) | M * RK (the
+  // attention core, 1, reading the RoPE'd K). RK = F(kp) (RoPE of a separate K projection,
+  // 1 + 8) | G(M) (RoPE reading the merged product, 1.1). By tree cost the greedy start
+  // takes a and F(kp) (9 < 1 + 9 + 10; 9 < 11.1): 21 as a DAG. Switching A alone, with RK
+  // as the greedy start chose it, costs 22; with RK re-chosen onto G(M), which reads only
+  // what the program computes, 14.1, the optimum.
+  EGraph<Math> g;
+  Id m = g.add(Op::Sym, 2, {}), kp = g.add(Op::Sym, 3, {});
+  Id rk = g.add(Op::F, 0, {kp});
+  g.merge(rk, g.add(Op::G, 0, {m}));
+  Id a = g.add(Op::Sym, 4, {});
+  g.merge(a, g.add(Op::Mul, 0, {rk, m}));
+  Id r = g.add(Op::Add, 0, {a, g.add(Op::Sqrt, 0, {m})});
+  g.rebuild();
+  auto node_cost = [](const NodeView<Math>& n) {
+    switch (n.op) {
+      case Op::Sym:
+        return n.payload == 2 ? 10.0 : n.payload == 3 ? 8.0 : 9.0;
+      case Op::G:
+        return 1.1;
+      default:
+        return 1.0;
+    }
+  };
+  DagOptions heuristic_only;
+  heuristic_only.exact_class_limit = 0;
+  heuristic_only.shared_moves = false;
+  auto res = DagExtractor(g, node_cost, heuristic_only).extract(std::span<const Id>(&r, 1));
+  CHECK(res.cost == Approx(14.1));
+  CHECK(topological(res.term));
+  auto exact = DagExtractor(g, node_cost).extract(std::span<const Id>(&r, 1));
+  CHECK(exact.optimal);
+  CHECK(exact.cost == Approx(14.1));
+}

@@ -423,11 +423,20 @@ class DagExtractor {
            std::chrono::steady_clock::now() >= opt_.deadline;
   }
 
+  // Single switches: class c to another node. A switch that reads classes the program
+  // does not compute also re-chooses each of them: its cheapest node that reads only
+  // classes the program computes (an attention reading a RoPE'd K the program does not
+  // store yet, whose cheapest node reads the merged Q|K|V product the program does
+  // compute, not the separate K projection the greedy start chose by tree cost).
   void improve(Result& res, const std::vector<Id>& roots, const ClassIndex<L>& ix) {
     std::size_t spent = 0, evals = 0;
+    std::vector<std::uint8_t> in_use;
+    std::vector<std::pair<Id, Id>> fresh;  // (class newly read, its choice before)
     for (std::size_t round = 0; round < opt_.improve_rounds; ++round) {
       bool better = false;
       const std::vector<Id> used = used_classes(res.choice, roots);
+      in_use.assign(res.choice.size(), 0);
+      for (Id c : used) in_use[c] = 1;
       for (Id c : used) {
         Id keep = res.choice[c];
         for (Id nd : ix.nodes(c)) {
@@ -440,10 +449,39 @@ class DagExtractor {
           if (!ok) continue;
           res.choice[c] = nd;
           double cst = dag_cost(res.choice, roots);
+          fresh.clear();
+          for (Id k : g_.node(nd).kids) {
+            if (in_use[k]) continue;
+            Id pick = kNoId;
+            for (Id m : ix.nodes(k)) {
+              if (node_cost_[m] == kInfiniteCost || (pick != kNoId && node_cost_[m] >= node_cost_[pick]))
+                continue;
+              bool reads_used = true;
+              for (Id kk : g_.node(m).kids) reads_used = reads_used && in_use[kk] && kk != c;
+              if (reads_used) pick = m;
+            }
+            if (pick != kNoId && pick != res.choice[k]) {
+              fresh.push_back({k, res.choice[k]});
+              res.choice[k] = pick;
+            }
+          }
+          if (!fresh.empty()) {
+            spent += used.size();
+            const double with_fresh = dag_cost(res.choice, roots);
+            if (with_fresh < cst) {
+              cst = with_fresh;
+            } else {
+              for (const auto& [k, before] : fresh) res.choice[k] = before;
+              fresh.clear();
+            }
+          }
           if (cst < res.cost) {
             res.cost = cst;
             keep = nd;
             better = true;
+            for (const auto& [k, before] : fresh) in_use[k] = 1;
+          } else {
+            for (const auto& [k, before] : fresh) res.choice[k] = before;
           }
           res.choice[c] = keep;
         }
