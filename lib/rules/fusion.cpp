@@ -21,7 +21,13 @@
 //                   reads in place, not a rounding recomputed inside it);
 //   stored       -- as all-no-gemm-copy with views' rounded outputs read as stored, but
 //                   no slices of wider classes (the attention then reads the stored new
-//                   K/V rows whether or not the projections are merged).
+//                   K/V rows whether or not the projections are merged);
+//   no-operand-prologue -- as all-no-gemm-copy, but a GEMM or attention kernel absorbs no
+//                   elementwise producer with arithmetic into its operands: Q's and K's
+//                   RoPE stay kernels of their own. An attention that absorbs them
+//                   recomputes them for every query tile (on a GPU, in staged kernels);
+//                   which is cheaper is the extractor's question, and the guided rounds
+//                   fuse onward from the smaller kernel.
 // Producers with no arithmetic (views, casts, constants) are absorbed under every policy
 // (but the rounded outputs above), and absorb-views (below) offers them to every kernel
 // node, not only the representative's variants.
@@ -62,6 +68,7 @@ enum Policy {
   kNoReduce,
   kViews,
   kStored,
+  kNoOperandPrologue,
   kNumPolicies
 };
 // Whether a kernel's result is a half type (f16/bf16: its body rounds to it last).
@@ -229,6 +236,10 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
                 if (p == kSingleUse && uses[k] != 1) continue;
                 if (p == kNoBroadcast && ir::broadcast_slots(*v.spec)[slot]) continue;
                 if (p == kNoReduce && ir::count_reductions(*prod->spec) > 0) continue;
+                if (p == kNoOperandPrologue && prod->spec->kind == ir::KernelKind::Elementwise &&
+                    (v.spec->kind == ir::KernelKind::Gemm ||
+                     v.spec->kind == ir::KernelKind::AttentionTwoPass))
+                  continue;
               }
               if (auto nv = ir::substitute(g, v, slot, *prod, ctx.max_body_nodes)) {
                 v = std::move(*nv);
@@ -278,8 +289,9 @@ std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {
           std::vector<const ir::Variant*> seen;
           // (the no-reduce consumer takes each producer's variants that recompute nothing
           // under a broadcast or absorb no reduction: a projection over stored operands)
-          static constexpr std::array<int, kNumPolicies> kEvery{
-              kCheapOnly, kAll, kAllNoGemmCopy, kSingleUse, kNoBroadcast, kNoReduce, kViews, kStored};
+          static constexpr std::array<int, kNumPolicies> kEvery{kCheapOnly, kAll,         kAllNoGemmCopy,
+                                                                kSingleUse, kNoBroadcast, kNoReduce,
+                                                                kViews,     kStored,      kNoOperandPrologue};
           static constexpr std::array<int, 2> kStoredOperands{kNoBroadcast, kNoReduce};
           const std::span<const int> policies =
               cons == &*direct ? std::span<const int>(kEvery) : std::span<const int>(kStoredOperands);
