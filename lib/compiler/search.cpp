@@ -429,6 +429,11 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     // model prices at half (at its guessed 2048 keys) but which ran ~5% slower at 128-160
     // keys (docs/compiler.md, "Extraction"). The attention's price comes first.
     dopt.dag_greedy = s.world > 1;
+    // Not yet for sharded programs either: on the 2-rank decode step of
+    // tests/dist/tensor_parallel_test.cpp it trades one layer's all_reduce for an
+    // all_gather, priced cheaper and never measured (as absorb-producers did, fusion's
+    // guided round above); Megatron's plan stands until a run decides.
+    dopt.fresh_children = s.world == 1;
     const std::vector<ir::Id>& roots = sat->roots;
     auto extract = [&] {
       egraph::DagExtractor<ir::TensorLang, ir::TensorAnalysis, KernelCost> ex(g, node_cost, dopt);

@@ -225,6 +225,10 @@ struct DagOptions {
   /// worthwhile (three projections' consumers moved onto one merged product, each switch
   /// alone paying for the product while the old ones stay).
   bool shared_moves = true;
+  /// A single switch that reads classes the solution does not compute also re-chooses
+  /// each of them: its cheapest node reading only classes the solution computes (the
+  /// greedy start chose them by tree cost, which counts a shared producer in full).
+  bool fresh_children = true;
   /// Also start from a greedy solution costed by DAG cost below each node (see the file
   /// comment), when the e-graph has at most dag_greedy_class_limit classes (each class
   /// holds the set of classes below its choice). Tree costs count a value once per use,
@@ -450,14 +454,17 @@ class DagExtractor {
           res.choice[c] = nd;
           double cst = dag_cost(res.choice, roots);
           fresh.clear();
-          for (Id k : g_.node(nd).kids) {
+          for (Id k0 : g_.node(nd).kids) {
+            if (!opt_.fresh_children) break;
+            const Id k = g_.find(k0);
             if (in_use[k]) continue;
             Id pick = kNoId;
             for (Id m : ix.nodes(k)) {
               if (node_cost_[m] == kInfiniteCost || (pick != kNoId && node_cost_[m] >= node_cost_[pick]))
                 continue;
               bool reads_used = true;
-              for (Id kk : g_.node(m).kids) reads_used = reads_used && in_use[kk] && kk != c;
+              for (Id kk : g_.node(m).kids)
+                reads_used = reads_used && in_use[g_.find(kk)] && g_.find(kk) != c;
               if (reads_used) pick = m;
             }
             if (pick != kNoId && pick != res.choice[k]) {
