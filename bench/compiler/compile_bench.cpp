@@ -6,8 +6,14 @@
 //   BM_CompileModel32Sharded/P  the same with a communicator of P ranks: the sharding
 //                            rules join the search (goal still < 5 s; docs/distributed.md)
 //   BM_CompileMLP            linear -> gelu -> linear
+//   BM_CompileDecoderBlockGpu/T/S/F  the block searched for GPU target T (cuda:sm_80,
+//                            cuda:sm_90, hip:gfx90a; search only, no NVRTC) with the fusion
+//                            policies (F = 1) or without (F = 0: skip_rules fuse-producers):
+//                            the plan with them should never be dearer (docs/compiler.md)
 // Counters: primitive_ops, kernels, attention (kernels of the Attention kind), searches,
-// blocks.
+// blocks, estimate_us (the cost model's estimate of one call).
+#include <string>
+
 #include <benchmark/benchmark.h>
 
 #include "compiler/translation_models.hpp"
@@ -30,6 +36,7 @@ void report(benchmark::State& st, const compiler::CompiledProgram& p) {
   int collectives = 0;
   for (const auto& step : p.plan->steps) collectives += step.spec->kind == ir::KernelKind::Collective ? 1 : 0;
   st.counters["collectives"] = collectives;
+  st.counters["estimate_us"] = p.report.estimated_seconds * 1e6;
 }
 
 void BM_CompileDecoderBlock(benchmark::State& st) {
@@ -71,6 +78,26 @@ void BM_CompileMLP(benchmark::State& st) {
   report(st, p);
 }
 BENCHMARK(BM_CompileMLP)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+constexpr const char* kGpuTargets[] = {"cuda:sm_80", "cuda:sm_90", "hip:gfx90a"};
+
+void BM_CompileDecoderBlockGpu(benchmark::State& st) {
+  Graph g;
+  test::BlockConfig c = big();
+  c.seq = st.range(1);
+  test::build_model(g, c, 1);
+  const char* target = kGpuTargets[st.range(0)];
+  CompileOptions o;
+  if (st.range(2) == 0) o.skip_rules = {"fuse-producers"};
+  st.SetLabel(std::string(target) + (st.range(2) ? "" : ", without fuse-producers"));
+  compiler::CompiledProgram p;
+  for (auto _ : st) p = compiler::compile_graph(*g.impl(), Target::parse(target), o);
+  report(st, p);
+}
+BENCHMARK(BM_CompileDecoderBlockGpu)
+    ->ArgsProduct({{0, 1, 2}, {1, 16, 128}, {1, 0}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 
