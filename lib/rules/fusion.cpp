@@ -25,9 +25,9 @@
 //   no-operand-prologue -- as all-no-gemm-copy, but a GEMM or attention kernel absorbs no
 //                   elementwise producer with arithmetic into its operands: Q's and K's
 //                   RoPE stay kernels of their own. An attention that absorbs them
-//                   recomputes them for every query tile (on a GPU, in staged kernels);
-//                   which is cheaper is the extractor's question, and the guided rounds
-//                   fuse onward from the smaller kernel.
+//                   computes them inside (on a GPU in staged kernels of its own, a launch
+//                   each through scratch); which is cheaper is the extractor's question,
+//                   and the guided rounds fuse onward from the smaller kernel.
 // Producers with no arithmetic (views, casts, constants) are absorbed under every policy
 // (but the rounded outputs above), and absorb-views (below) offers them to every kernel
 // node, not only the representative's variants.

@@ -152,9 +152,9 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
 
 TEST_CASE("fusion with its policies is never dearer than without, on a GPU too", "[compiler][fusion]") {
   // The policies form the attention kernel from a score product that has already absorbed
-  // Q's and K's RoPE, and a GPU attention recomputes what it absorbs in staged kernels:
-  // without the no-operand-prologue policy (the attention core over stored RoPE'd Q and
-  // K) and the extractor's switch that re-chooses newly read classes, the block for
+  // Q's and K's RoPE, and a GPU attention computes what it absorbs in staged kernels of
+  // its own: without the no-operand-prologue policy (the attention core over stored
+  // RoPE'd Q and K) and the extractor's switch that re-chooses newly read classes, the block for
   // sm_90 at S = 16 cost 0.6235 ms with the policies against 0.6230 without. The plan
   // found now: the merged Q|K|V product, K's RoPE as a kernel, Q's inside the attention.
   Graph g;

@@ -9,7 +9,9 @@
 //  - DagExtractor: a DAG cost that counts a shared class once,
 //    `double node_cost(NodeView<L> n)` summed over the distinct classes used. It starts
 //    from the greedy solution and improves it by local search: switch one class's node
-//    while that lowers the DAG cost and keeps it acyclic; then, per class X, move every
+//    while that lowers the DAG cost and keeps it acyclic (a switch to a node that reads
+//    classes the solution does not compute also re-chooses those onto nodes reading only
+//    what it computes: DagOptions::fresh_children); then, per class X, move every
 //    used class that can read X onto X at once (a shared producer, such as one merged
 //    product for three projections, that no single switch pays for). When few classes
 //    are reachable it finds the exact optimum by branch and bound. Optionally
