@@ -27,15 +27,11 @@ test::BlockConfig big() { return test::BlockConfig::llama_4096(); }
 void report(benchmark::State& st, const compiler::CompiledProgram& p) {
   st.counters["primitive_ops"] = static_cast<double>(p.report.primitive_ops);
   st.counters["kernels"] = static_cast<double>(p.report.kernels);
-  int attention = 0;
-  for (const auto& step : p.plan->steps) attention += step.spec->kind == ir::KernelKind::Attention ? 1 : 0;
-  st.counters["attention"] = attention;
+  st.counters["attention"] = test::count_kind(p, ir::KernelKind::Attention);
   st.counters["searches"] = static_cast<double>(p.searches);
   st.counters["blocks"] = static_cast<double>(p.blocks);
   st.counters["egraph_nodes"] = static_cast<double>(p.report.egraph_nodes);
-  int collectives = 0;
-  for (const auto& step : p.plan->steps) collectives += step.spec->kind == ir::KernelKind::Collective ? 1 : 0;
-  st.counters["collectives"] = collectives;
+  st.counters["collectives"] = test::count_kind(p, ir::KernelKind::Collective);
   st.counters["estimate_us"] = p.report.estimated_seconds * 1e6;
 }
 

@@ -12,11 +12,7 @@ using namespace luminal;
 
 namespace {
 
-int count_kind(const compiler::CompiledProgram& p, ir::KernelKind k) {
-  int n = 0;
-  for (const auto& st : p.plan->steps) n += st.spec->kind == k ? 1 : 0;
-  return n;
-}
+using test::count_kind;
 
 }  // namespace
 

@@ -269,5 +269,11 @@ inline std::vector<TranslationCase> translation_cases() {
   };
 }
 
+/// Plan steps of kernel kind `k` (attention kernels, collectives) in a compiled program.
+inline int count_kind(const compiler::CompiledProgram& p, ir::KernelKind k) {
+  int n = 0;
+  for (const auto& st : p.plan->steps) n += st.spec->kind == k ? 1 : 0;
+  return n;
+}
 
 }  // namespace luminal::test
