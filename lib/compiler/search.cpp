@@ -415,7 +415,7 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
   SearchResult res;
   res.iterations = sat->iterations;
   res.phases = sat->phases;
-  const std::vector<std::string>& stops = sat->stops;
+  std::vector<std::string> stops = sat->stops;
   // ---- phase 3: DAG-aware extraction over kernel nodes
   {
     auto t0 = Clock::now();
@@ -440,6 +440,9 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
       return ex.extract(roots);
     };
     auto result = extract();
+    // A deadline that cuts extraction short is a limit like any other: the report names
+    // it and compile() does not cache the plan (another run may find a cheaper one).
+    bool extraction_cut = result.timed_out;
     // The guided passes (absorb-views), applied to the kernels of the program just
     // extracted; the passes after them extend what they added (tile configurations, GPU
     // launches), the kernel rules run again (a streaming twin of an attention that
@@ -447,10 +450,19 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     // the e-graph only grew, so the new one is never worse unless the heuristic is.
     // Rounds repeat while the program gets cheaper: each fuses the new program's edges
     // (absorb-producers), so a chain of producers is fused one edge further per round.
-    for (int round = 0; round < kGuidedRounds && Clock::now() < s.deadline; ++round) {
+    for (int round = 0; round < kGuidedRounds; ++round) {
+      if (Clock::now() >= s.deadline) {
+        extraction_cut = true;
+        break;
+      }
       const std::size_t added = guided_round(g, s, roots, result.choice);
-      if (added == 0 || Clock::now() >= s.deadline) break;
+      if (added == 0) break;
+      if (Clock::now() >= s.deadline) {
+        extraction_cut = true;
+        break;
+      }
       auto again = extract();
+      extraction_cut = extraction_cut || again.timed_out;
       if (s.trace)
         std::fprintf(stderr, "[luminal compile] guided round %d: %zu nodes, estimate %.4g -> %.4g s\n", round,
                      added, result.cost, again.cost);
@@ -458,6 +470,7 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
       if (better || !choice_holds(g, roots, result.choice)) result = std::move(again);
       if (!better) break;
     }
+    if (extraction_cut) stops.push_back("time-limit (extraction)");
     res.est_seconds = result.cost;
     // ---- the plan: one value per used class, producers first (post-order walk)
     KernelPlan& p = res.plan;

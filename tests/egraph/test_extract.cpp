@@ -2,6 +2,7 @@
 // brute-force optimum on small e-graphs, acyclic results, and +infinity costs.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <random>
 
 #include "egraph/math_lang.hpp"
@@ -278,4 +279,43 @@ TEST_CASE("a single switch re-chooses the classes it newly reads onto what the p
   auto exact = DagExtractor(g, node_cost).extract(std::span<const Id>(&r, 1));
   CHECK(exact.optimal);
   CHECK(exact.cost == Approx(14.1));
+}
+
+TEST_CASE("a deadline that cuts extraction short is reported, and its choice is still sound",
+          "[egraph][extract]") {
+  // The e-graph of the test above: the greedy start costs 21, the optimum 14.1. A deadline
+  // already past stops the improvement at its first switch and the exact search at its
+  // first step; the result says so (timed_out), so that a compiler can report the limit
+  // and not cache the plan, and it is still a valid, topological program.
+  EGraph<Math> g;
+  Id m = g.add(Op::Sym, 2, {}), kp = g.add(Op::Sym, 3, {});
+  Id rk = g.add(Op::F, 0, {kp});
+  g.merge(rk, g.add(Op::G, 0, {m}));
+  Id a = g.add(Op::Sym, 4, {});
+  g.merge(a, g.add(Op::Mul, 0, {rk, m}));
+  Id r = g.add(Op::Add, 0, {a, g.add(Op::Sqrt, 0, {m})});
+  g.rebuild();
+  auto node_cost = [](const NodeView<Math>& n) {
+    switch (n.op) {
+      case Op::Sym:
+        return n.payload == 2 ? 10.0 : n.payload == 3 ? 8.0 : 9.0;
+      case Op::G:
+        return 1.1;
+      default:
+        return 1.0;
+    }
+  };
+  DagOptions late;
+  late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  auto cut = DagExtractor(g, node_cost, late).extract(std::span<const Id>(&r, 1));
+  CHECK(cut.timed_out);
+  CHECK_FALSE(cut.optimal);
+  CHECK(cut.cost == Approx(21.0));
+  CHECK(topological(cut.term));
+  DagOptions in_time;
+  in_time.deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  auto full = DagExtractor(g, node_cost, in_time).extract(std::span<const Id>(&r, 1));
+  CHECK_FALSE(full.timed_out);
+  CHECK(full.optimal);
+  CHECK(full.cost == Approx(14.1));
 }

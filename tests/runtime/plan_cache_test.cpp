@@ -178,6 +178,7 @@ TEST_CASE("a search cut short by its time budget is not cached", "[plan_cache]")
   opt.time_budget_seconds = 1e-9;  // every optional phase runs out of time
   lm::Callable a = lm::compile(mlp(0.875f), lm::Target::reference(), opt);
   REQUIRE(a.report().stop_reason.find("time-limit") != std::string::npos);
+  CHECK(a.report().stop_reason.find("time-limit (extraction)") != std::string::npos);  // no guided round ran
   lm::Callable b = lm::compile(mlp(0.875f), lm::Target::reference(), opt);
   CHECK_FALSE(b.report().plan_cached);
   CHECK(plan_files(dir.path).empty());

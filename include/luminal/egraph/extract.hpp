@@ -255,6 +255,9 @@ class DagExtractor {
     double cost = kInfiniteCost;
     std::vector<Id> choice;
     bool optimal = false;
+    /// DagOptions::deadline cut the improvement or the exact search short: the choice is
+    /// sound, but another machine (or a longer deadline) may find a cheaper one.
+    bool timed_out = false;
   };
 
   DagExtractor(EGraph<L, A>& g, NodeCostFn node_cost, DagOptions opt = {})
@@ -300,6 +303,7 @@ class DagExtractor {
     std::vector<Id> reach = reachable_all(roots, ix);
     if (reach.size() <= opt_.exact_class_limit) exact(res, roots, ix);
     res.term = detail::build_term(g_, res.choice, roots);
+    res.timed_out = timed_out_;
     return res;
   }
 
@@ -424,9 +428,12 @@ class DagExtractor {
     return best;
   }
 
-  bool past_deadline() const {
-    return opt_.deadline != std::chrono::steady_clock::time_point::max() &&
-           std::chrono::steady_clock::now() >= opt_.deadline;
+  // True once the deadline has passed; remembers it, so that extract() can say so.
+  bool past_deadline() {
+    if (opt_.deadline != std::chrono::steady_clock::time_point::max() &&
+        std::chrono::steady_clock::now() >= opt_.deadline)
+      timed_out_ = true;
+    return timed_out_;
   }
 
   // Single switches: class c to another node. A switch that reads classes the program
@@ -449,7 +456,7 @@ class DagExtractor {
           if (nd == keep || node_cost_[nd] == kInfiniteCost) continue;
           spent += used.size();
           if (spent > opt_.improve_budget) return;
-          if ((++evals & 63) == 0 && past_deadline()) return;
+          if ((evals++ & 63) == 0 && past_deadline()) return;  // the first, then every 64th
           bool ok = true;
           for (Id k : g_.node(nd).kids) ok = ok && res.choice[k] != kNoId;
           if (!ok) continue;
@@ -550,7 +557,7 @@ class DagExtractor {
           for (const auto& [c, before] : moves) res.choice[c] = before;
         }
         if (spent > opt_.improve_budget) return;
-        if ((++evals & 15) == 0 && past_deadline()) return;
+        if ((evals++ & 15) == 0 && past_deadline()) return;
       }
       if (!better) break;
     }
@@ -585,7 +592,7 @@ class DagExtractor {
       return false;
     };
     std::function<void(std::size_t, double)> rec = [&](std::size_t pos, double cost) {
-      if (++steps > opt_.exact_step_limit || ((steps & 1023) == 0 && past_deadline())) {
+      if (++steps > opt_.exact_step_limit || ((steps & 1023) == 1 && past_deadline())) {
         complete = false;
         return;
       }
@@ -629,6 +636,7 @@ class DagExtractor {
   NodeCostFn cost_fn_;
   DagOptions opt_;
   std::vector<double> node_cost_;
+  bool timed_out_ = false;
 };
 
 }  // namespace luminal::egraph
