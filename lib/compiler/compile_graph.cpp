@@ -342,8 +342,12 @@ CompiledProgram compile_graph(const GraphImpl& g, const Target& target, const Co
   out.plan = plan;
   out.exe = make_plan_executable(plan);
   out.report.compile_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (settings.trace)
+  if (settings.trace) {
     for (const auto& line : out.phases) std::fprintf(stderr, "[luminal compile] %s\n", line.c_str());
+    std::fprintf(stderr, "[luminal compile] total: %lld kernels in %.3f s of a %.3g s budget (%s)\n",
+                 static_cast<long long>(out.report.kernels), out.report.compile_seconds,
+                 options.time_budget_seconds, out.report.stop_reason.c_str());
+  }
   return out;
 }
 

@@ -17,7 +17,7 @@ using namespace luminal;
 namespace {
 // Compiles `g` for the reference target, runs it against the interpreter and prints how
 // many kernels the primitive ops became.
-test::Validation validated(const char* what, const Graph& g, const CompileOptions& o = {}) {
+test::Validation validated(const char* what, const Graph& g, const CompileOptions& o = test::unhurried()) {
   auto v = test::validate(g, o);
   std::printf("%s: %lld primitive ops -> %lld kernels\n", what,
               static_cast<long long>(v.program.report.primitive_ops),
@@ -25,14 +25,6 @@ test::Validation validated(const char* what, const Graph& g, const CompileOption
   return v;
 }
 
-// Options for a count of the search's own: a budget no host reaches, so that a loaded or
-// sanitized machine does not cut the search short (the default 10 s did, under ASan in
-// CI: the sm_90 block extracted 10 kernels, not 8, with "time-limit (extraction)").
-CompileOptions unhurried() {
-  CompileOptions o;
-  o.time_budget_seconds = 600;
-  return o;
-}
 }  // namespace
 
 TEST_CASE("MLP linear -> gelu -> linear compiles to at most 2 kernels", "[compiler][fusion]") {
@@ -71,7 +63,7 @@ TEST_CASE("the decoder block at d_model 4096: at most 5 kernels (6 at S = 1), at
     test::BlockConfig c = test::BlockConfig::llama_4096();
     c.seq = s;
     test::build_model(g, c, 1);
-    auto p = compiler::compile_graph(*g.impl(), Target::reference(), unhurried());
+    auto p = compiler::compile_graph(*g.impl(), Target::reference(), test::unhurried());
     std::printf("decoder block d_model 4096, S %lld: %lld primitive ops -> %lld kernels\n", static_cast<long long>(s),
                 static_cast<long long>(p.report.primitive_ops), static_cast<long long>(p.report.kernels));
     INFO("S " << s << "\n" << p.report.to_string() << "\n" << p.dot);
@@ -132,7 +124,7 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
     Graph g;
     test::BlockConfig c;
     test::build_model(g, c, 1);
-    CompileOptions o;
+    CompileOptions o = test::unhurried();
     o.skip_rules = {"fuse-producers"};
     auto v = validated("decoder block without fusion policies", g, o);
     INFO(v.program.report.to_string() << "\n" << v.program.dot);
@@ -144,7 +136,7 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
     test::BlockConfig c = test::BlockConfig::llama_4096();
     c.seq = s;
     test::build_model(g, c, 1);
-    CompileOptions o = unhurried();
+    CompileOptions o = test::unhurried();
     auto with = compiler::compile_graph(*g.impl(), Target::reference(), o);
     o.skip_rules = {"fuse-producers"};
     auto without = compiler::compile_graph(*g.impl(), Target::reference(), o);
@@ -171,7 +163,7 @@ TEST_CASE("fusion with its policies is never dearer than without, on a GPU too",
   c.seq = 16;
   test::build_model(g, c, 1);
   const Target sm90 = Target::parse("cuda:sm_90");
-  CompileOptions o = unhurried();
+  CompileOptions o = test::unhurried();
   auto with = compiler::compile_graph(*g.impl(), sm90, o);
   o.skip_rules = {"fuse-producers"};
   auto without = compiler::compile_graph(*g.impl(), sm90, o);

@@ -174,6 +174,15 @@ inline double compare_outputs(const std::map<std::string, HostTensor>& got,
   return worst;
 }
 
+// Options for a test that counts what the search finds: a budget no host reaches, so that
+// a loaded or sanitized machine does not cut the search short (the default 10 s did, under
+// ASan in CI: the sm_90 decoder block gave 10 kernels, not 8, "time-limit (extraction)").
+inline CompileOptions unhurried() {
+  CompileOptions o;
+  o.time_budget_seconds = 600;
+  return o;
+}
+
 /// Compiles `g` for the reference target and runs it and the interpreter on the same
 /// random inputs; returns the compiled program (its report and plan) and the error ratio.
 struct Validation {

@@ -119,7 +119,7 @@ TEST_CASE("decoder block with f32, f16 and bf16 weights: Q/K/V and gate/up are o
       c.seq = S;
       c.weights = wt;
       lm::test::build_model(g, c, 1);
-      auto compiled = lm::compiler::compile_graph(*g.impl(), lm::Target::cpu(), {});
+      auto compiled = lm::compiler::compile_graph(*g.impl(), lm::Target::cpu(), lm::test::unhurried());
       INFO(compiled.report.to_string() << "\n" << compiled.dot);
       std::printf("decoder block, %s weights, S %lld: %lld kernels\n", std::string(lm::dtype_name(wt)).c_str(),
                   static_cast<long long>(S), static_cast<long long>(compiled.report.kernels));
