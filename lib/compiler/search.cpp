@@ -315,9 +315,16 @@ KernelCost::KernelCost(const ir::EGraph& g, const detail::GraphImpl& graph, cons
 
 detail::KernelWork KernelCost::work_of(const ir::NodeView& v) const {
   // What the GPU renderers' lowering does differently (gpu::gpu_lower_options).
-  detail::KernelWork w = ir::kernel_work(*g_, *g_->analysis().attrs().get(v.payload).kernel,
-                                         std::vector<ir::Id>(v.kids.begin(), v.kids.end()), dims_,
-                                         target_.warp > 1 ? ir::LoweringTraits::gpu() : ir::LoweringTraits{});
+  const ir::LoweringTraits traits = target_.warp > 1 ? ir::LoweringTraits::gpu() : ir::LoweringTraits{};
+  const ir::KernelSpec& spec = *g_->analysis().attrs().get(v.payload).kernel;
+  const std::vector<ir::Id> kids(v.kids.begin(), v.kids.end());
+  BodyKey key{spec.body.get(), spec.kind, {}, ir::body_launch_key(spec, traits)};
+  for (ir::Id k : kids) key.leaves.push_back(ir::is_leaf_class(*g_, k));
+  auto it = body_memo_.find(key);
+  if (it == body_memo_.end())
+    it = body_memo_.emplace(std::move(key), ir::body_work(*g_, spec, kids, dims_, traits)).first;
+  detail::KernelWork w = it->second;
+  ir::add_launch_work(w, spec, dims_);
   w.leaves_from_memory = leaves_from_memory_;
   return w;
 }

@@ -82,6 +82,17 @@ class KernelCost {
   bool leaves_from_memory_ = false;
   detail::KernelWork work_of(const ir::NodeView& v) const;
   mutable std::map<std::pair<uint32_t, std::vector<bool>>, double> memo_;
+  // The body's work (ir::body_work) shared by launch twins: body, kind, leaf slots and
+  // the part of the launch the body's work reads (ir::body_launch_key). Interned specs
+  // live as long as the e-graph, so their bodies' addresses are stable keys.
+  struct BodyKey {
+    const detail::GraphImpl* body;
+    ir::KernelKind kind;
+    std::vector<bool> leaves;
+    std::vector<int64_t> launch;
+    auto operator<=>(const BodyKey&) const = default;
+  };
+  mutable std::map<BodyKey, detail::KernelWork> body_memo_;
 };
 
 /// The DAG extractor's settings the compiler uses.

@@ -416,7 +416,7 @@ uint32_t BodyBuilder::add(detail::Node n) {
 
 uint32_t BodyBuilder::copy(const detail::GraphImpl& body, const std::vector<Id>& kids, int subst_slot,
                            uint32_t subst_value) {
-  std::vector<uint32_t> map(body.nodes.size());
+  std::vector<uint32_t> map(body.nodes.size()), inputs;
   for (uint32_t i = 0; i < body.nodes.size(); ++i) {
     const detail::Node& bn = body.nodes[i];
     if (is_slot(bn)) {
@@ -424,9 +424,21 @@ uint32_t BodyBuilder::copy(const detail::GraphImpl& body, const std::vector<Id>&
       map[i] = j == subst_slot ? subst_value : slot(kids.at(static_cast<size_t>(j)));
       continue;
     }
+    // Looked up before it is copied: most of a fused body's nodes are already here.
+    inputs.clear();
+    for (uint32_t x : bn.inputs) inputs.push_back(map[x]);
+    const uint64_t h = hash_body_node(bn, inputs);
+    auto [b, e] = memo_.equal_range(h);
+    auto found =
+        std::find_if(b, e, [&](const auto& m) { return same_body_node(body_.nodes[m.second], bn, inputs); });
+    if (found != e) {
+      map[i] = found->second;
+      continue;
+    }
     detail::Node n = bn;
-    for (uint32_t& x : n.inputs) x = map[x];
-    map[i] = add(std::move(n));
+    n.inputs = inputs;
+    map[i] = body_.add(std::move(n));
+    memo_.emplace(h, map[i]);
   }
   return map[body.outputs.at(0).second];
 }
@@ -454,9 +466,13 @@ std::optional<Variant> BodyBuilder::finish(uint32_t root, std::size_t max_nodes)
   auto out = std::make_shared<detail::GraphImpl>();
   std::vector<uint32_t> map(body_.nodes.size(), 0);
   Variant v;
+  // The builder is spent: its nodes move into the kernel's body, not copied (a fusion
+  // pass builds thousands of bodies; copying each node's vectors and strings twice was
+  // a tenth of a GPU block's compile).
+  memo_.clear();
   for (uint32_t i = 0; i <= root; ++i) {
     if (!live[i]) continue;
-    detail::Node n = body_.nodes[i];
+    detail::Node n = std::move(body_.nodes[i]);
     if (is_slot(n)) {
       const size_t old = static_cast<size_t>(std::stoul(n.name.substr(1)));
       n.name = slot_name(static_cast<uint32_t>(v.kids.size()));
@@ -469,6 +485,7 @@ std::optional<Variant> BodyBuilder::finish(uint32_t root, std::size_t max_nodes)
     map[i] = out->add(std::move(n));
   }
   out->outputs.emplace_back("out", map[root]);
+  body_ = detail::GraphImpl{};
   if (out->nodes.size() > max_nodes) return std::nullopt;
   auto kind = classify(*out);
   if (!kind) return std::nullopt;
@@ -713,8 +730,41 @@ std::optional<uint32_t> attention_q_operand(const detail::GraphImpl& body, const
   return q;
 }
 
+std::vector<int64_t> body_launch_key(const KernelSpec& spec, const LoweringTraits& traits) {
+  if (spec.kind == KernelKind::Collective) return spec.launch;  // collective_work reads it whole
+  if (traits.gemm_row_prologue && spec.kind == KernelKind::Gemm) {
+    // row_prologue reads the engine and the rows of a tile, clamped to 1..8.
+    const detail::GpuGemmLaunch L = detail::GpuGemmLaunch::from(spec.launch);
+    if (L.engine == detail::GpuGemmEngine::Skinny) return {1, std::clamp<int64_t>(L.bm, 1, 8)};
+  }
+  return {};
+}
+
+void add_launch_work(detail::KernelWork& w, const KernelSpec& spec, const DimGuess&) {
+  w.launch = spec.launch;
+  if (spec.kind != KernelKind::Gemm) return;
+  if (spec.launch.size() < 2) {  // no tile chosen yet: assume half the tile is wasted
+    w.engine_fraction = 0.5;
+    w.tile_area = 0;
+    return;
+  }
+  // Utilization of the tiles: the fraction of each tile that holds real output (the
+  // cost model adds how much a smaller tile loses in reuse).
+  const double m = w.gemm_m, n = w.gemm_n;
+  const double tm = static_cast<double>(spec.launch[0]), tn = static_cast<double>(spec.launch[1]);
+  w.engine_fraction = (m / (std::ceil(m / tm) * tm)) * (n / (std::ceil(n / tn) * tn));
+  w.tile_area = tm * tn;
+}
+
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
                                const DimGuess& dims, const LoweringTraits& traits) {
+  detail::KernelWork w = body_work(g, spec, kids, dims, traits);
+  add_launch_work(w, spec, dims);
+  return w;
+}
+
+detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
+                             const DimGuess& dims, const LoweringTraits& traits) {
   // Slots whose class is an Input or Param of the program (its leaves).
   auto leaf_slot = [&](const detail::Node& slot) {
     if (kids.empty() || slot.name.size() < 2 || slot.name[0] != '%') return false;
@@ -961,8 +1011,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
       }
     }
   }
-  // Shape facts for GPU launch costing (cost/gpu_cost.hpp).
-  w.launch = spec.launch;
+  // Shape facts for GPU launch costing (cost/gpu_cost.hpp); the launch's own in add_launch_work.
   if (att) {  // P V's reduction: its outputs are rows x dv, its length the keys
     const detail::Node& pv = nodes[att->out_reduce];
     const double out = std::max(1.0, numel[att->out_reduce]);
@@ -1023,16 +1072,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
       w.gemm_m = m;
       w.gemm_n = n;
       w.batches = std::max(1.0, numel[root] / std::max(1.0, m * n));
-      if (spec.launch.size() < 2) {  // no tile chosen yet: assume half the tile is wasted
-        w.engine_fraction = 0.5;
-        break;
-      }
-      // Utilization of the tiles: the fraction of each tile that holds real output (the
-      // cost model adds how much a smaller tile loses in reuse).
-      double tm = static_cast<double>(spec.launch[0]), tn = static_cast<double>(spec.launch[1]);
-      w.engine_fraction = (m / (std::ceil(m / tm) * tm)) * (n / (std::ceil(n / tn) * tn));
-      w.tile_area = tm * tn;
-      break;
+      break;  // the tiles' utilization: add_launch_work
     }
   }
   return w;

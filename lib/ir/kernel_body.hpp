@@ -34,7 +34,8 @@ class BodyBuilder {
   /// Appends a node computing `op` with attributes `at` over body nodes `kids`.
   uint32_t emit_op(Op op, const Attr& at, const std::vector<uint32_t>& kids);
   /// The variant computing body node `root`, classified; nullopt if no kernel kind can
-  /// run it (see classify) or it exceeds `max_nodes`.
+  /// run it (see classify) or it exceeds `max_nodes`. Spends the builder: its nodes move
+  /// into the variant's body.
   std::optional<Variant> finish(uint32_t root, std::size_t max_nodes);
 
  private:
@@ -96,6 +97,15 @@ struct LoweringTraits {
 /// slots' classes; empty: not known, and no bytes counted as the program's leaves).
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
                                const DimGuess& dims, const LoweringTraits& traits = {});
+
+/// kernel_work in two parts, so that a cost model can compute the first once for all the
+/// launch twins of a body (a GPU GEMM's tile configurations: thousands of nodes, a few
+/// hundred bodies). body_work reads of `spec.launch` only body_launch_key(spec, traits);
+/// add_launch_work adds what the launch itself decides (the tiles' utilization).
+detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
+                             const DimGuess& dims, const LoweringTraits& traits = {});
+std::vector<int64_t> body_launch_key(const KernelSpec& spec, const LoweringTraits& traits);
+void add_launch_work(detail::KernelWork& w, const KernelSpec& spec, const DimGuess& dims);
 
 /// Inside a GEMM operand (below the broadcast feeding the product): true when body node
 /// `id` is an expand that repeats a value computed with transcendentals (a RoPE sin/cos

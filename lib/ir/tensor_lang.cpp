@@ -33,9 +33,10 @@ uint64_t bits(double v) { return std::bit_cast<uint64_t>(v); }
 
 }  // namespace
 
-uint64_t hash_body_node(const detail::Node& n) {
+uint64_t hash_body_node(const detail::Node& n) { return hash_body_node(n, n.inputs); }
+uint64_t hash_body_node(const detail::Node& n, std::span<const uint32_t> inputs) {
   uint64_t h = mix(static_cast<uint64_t>(n.op) + 1, static_cast<uint64_t>(n.dtype));
-  for (uint32_t i : n.inputs) h = mix(h, i);
+  for (uint32_t i : inputs) h = mix(h, i);
   h = mix(h, bits(n.value));
   h = mix(h, static_cast<uint64_t>(n.axis));
   for (int p : n.perm) h = mix(h, static_cast<uint64_t>(p));
@@ -45,10 +46,12 @@ uint64_t hash_body_node(const detail::Node& n) {
   h = mix(h, std::hash<std::string>{}(n.name));
   return h;
 }
-bool same_body_node(const detail::Node& a, const detail::Node& b) {
-  return a.op == b.op && a.inputs == b.inputs && a.dtype == b.dtype && bits(a.value) == bits(b.value) &&
-         a.axis == b.axis && a.perm == b.perm && same_shape(a.shape, b.shape) && a.start.same_as(b.start) &&
-         a.end.same_as(b.end) && a.step == b.step && a.name == b.name;
+bool same_body_node(const detail::Node& a, const detail::Node& b) { return same_body_node(a, b, b.inputs); }
+bool same_body_node(const detail::Node& a, const detail::Node& b, std::span<const uint32_t> b_inputs) {
+  return a.op == b.op && std::equal(a.inputs.begin(), a.inputs.end(), b_inputs.begin(), b_inputs.end()) &&
+         a.dtype == b.dtype && bits(a.value) == bits(b.value) && a.axis == b.axis && a.perm == b.perm &&
+         same_shape(a.shape, b.shape) && a.start.same_as(b.start) && a.end.same_as(b.end) &&
+         a.step == b.step && a.name == b.name;
 }
 
 namespace {

@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <span>
 #include <vector>
 
 #include "graph/graph_impl.hpp"
@@ -145,6 +146,10 @@ std::string slot_name(uint32_t i);
 /// Structural hash/equality of one body node (op, inputs, attributes; not op_name/loc).
 uint64_t hash_body_node(const detail::Node& n);
 bool same_body_node(const detail::Node& a, const detail::Node& b);
+/// The same, for `n` (`b`) with its inputs replaced by `inputs` (`b_inputs`): a node being
+/// copied into another body is looked up there before it is copied.
+uint64_t hash_body_node(const detail::Node& n, std::span<const uint32_t> inputs);
+bool same_body_node(const detail::Node& a, const detail::Node& b, std::span<const uint32_t> b_inputs);
 
 // ------------------------------------------------------------------ attributes
 
