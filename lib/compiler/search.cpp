@@ -324,7 +324,7 @@ detail::KernelWork KernelCost::work_of(const ir::NodeView& v) const {
   if (it == body_memo_.end())
     it = body_memo_.emplace(std::move(key), ir::body_work(*g_, spec, kids, dims_, traits)).first;
   detail::KernelWork w = it->second;
-  ir::add_launch_work(w, spec, dims_);
+  ir::add_launch_work(w, spec);
   w.leaves_from_memory = leaves_from_memory_;
   return w;
 }

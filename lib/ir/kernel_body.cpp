@@ -740,7 +740,7 @@ std::vector<int64_t> body_launch_key(const KernelSpec& spec, const LoweringTrait
   return {};
 }
 
-void add_launch_work(detail::KernelWork& w, const KernelSpec& spec, const DimGuess&) {
+void add_launch_work(detail::KernelWork& w, const KernelSpec& spec) {
   w.launch = spec.launch;
   if (spec.kind != KernelKind::Gemm) return;
   if (spec.launch.size() < 2) {  // no tile chosen yet: assume half the tile is wasted
@@ -759,7 +759,7 @@ void add_launch_work(detail::KernelWork& w, const KernelSpec& spec, const DimGue
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
                                const DimGuess& dims, const LoweringTraits& traits) {
   detail::KernelWork w = body_work(g, spec, kids, dims, traits);
-  add_launch_work(w, spec, dims);
+  add_launch_work(w, spec);
   return w;
 }
 

@@ -105,7 +105,7 @@ detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const st
 detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
                              const DimGuess& dims, const LoweringTraits& traits = {});
 std::vector<int64_t> body_launch_key(const KernelSpec& spec, const LoweringTraits& traits);
-void add_launch_work(detail::KernelWork& w, const KernelSpec& spec, const DimGuess& dims);
+void add_launch_work(detail::KernelWork& w, const KernelSpec& spec);
 
 /// Inside a GEMM operand (below the broadcast feeding the product): true when body node
 /// `id` is an expand that repeats a value computed with transcendentals (a RoPE sin/cos

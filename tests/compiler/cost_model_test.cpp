@@ -1,10 +1,16 @@
 // The cost model's inputs and its roofline: target descriptions and kernel_seconds on
-// hand-computed work.
+// hand-computed work; KernelCost's memo against fresh models.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "compiler/search.hpp"
 #include "cost/cost_model.hpp"
 #include "cost/target_desc.hpp"
 #include "luminal/error.hpp"
+#include "translation_models.hpp"
 
 using namespace luminal;
 using detail::KernelWork;
@@ -93,4 +99,44 @@ TEST_CASE("the CPU model reads a program's leaves from memory when they cannot s
   CHECK(detail::kernel_seconds(t, w) == Approx(2e6 / 1e9 + 1e5 / 4e9));
   w.leaves_from_memory = false;
   CHECK(detail::kernel_seconds(t, w) == Approx(2e6 / 1e9 + 1e5 / 4e9));
+}
+
+TEST_CASE("the cost model's memo of a body's work prices every launch twin as a fresh model does",
+          "[compiler][cost]") {
+  // KernelCost analyses a kernel body once for all its launch twins (ir::body_work, keyed
+  // by ir::body_launch_key): a key missing a part of the launch that the analysis reads
+  // would price a twin as the first one priced. Every kernel node of the saturated
+  // block, priced by one model in node order, against a model that has priced nothing
+  // (a sample) and against one pricing in reverse order (all).
+  for (const char* target : {"cuda:sm_90", "hip:gfx90a", "cpu"}) {
+    Graph graph;
+    test::BlockConfig c;
+    test::build_model(graph, c, 1);
+    const auto& gi = *graph.impl();
+    CompileOptions o;
+    o.compile_only = true;
+    o.time_budget_seconds = 600;
+    const Target t = Target::parse(target);
+    auto settings = compiler::make_search_settings(t, o, std::chrono::steady_clock::now());
+    auto sat = compiler::saturate_graph(gi, settings);
+    std::vector<ir::Id> kernels;
+    for (ir::Id cls : sat->g.index().classes_with(ir::Op::Kernel))
+      for (ir::Id nd : sat->g.index().nodes(cls, ir::Op::Kernel)) kernels.push_back(nd);
+    std::sort(kernels.begin(), kernels.end());
+    INFO(target << ": " << kernels.size() << " kernel nodes");
+    REQUIRE(kernels.size() > 100);
+    compiler::KernelCost forward(sat->g, gi, settings.ctx.target), backward(sat->g, gi, settings.ctx.target);
+    std::vector<double> price;
+    for (ir::Id nd : kernels) price.push_back(forward(sat->g.node(nd)));
+    int mismatches = 0;
+    for (std::size_t i = kernels.size(); i-- > 0;)
+      mismatches += backward(sat->g.node(kernels[i])) != price[i] ? 1 : 0;
+    CHECK(mismatches == 0);
+    const std::size_t stride = std::max<std::size_t>(1, kernels.size() / 150);
+    for (std::size_t i = 0; i < kernels.size(); i += stride) {
+      compiler::KernelCost fresh(sat->g, gi, settings.ctx.target);
+      mismatches += fresh(sat->g.node(kernels[i])) != price[i] ? 1 : 0;
+    }
+    CHECK(mismatches == 0);
+  }
 }
