@@ -404,11 +404,17 @@ uint32_t BodyBuilder::slot(Id cls) {
   return id;
 }
 
-uint32_t BodyBuilder::add(detail::Node n) {
-  const uint64_t h = hash_body_node(n);
+std::optional<uint32_t> BodyBuilder::find(uint64_t h, const detail::Node& n,
+                                          std::span<const uint32_t> inputs) const {
   auto [b, e] = memo_.equal_range(h);
   for (auto it = b; it != e; ++it)
-    if (same_body_node(body_.nodes[it->second], n)) return it->second;
+    if (same_body_node(body_.nodes[it->second], n, inputs)) return it->second;
+  return std::nullopt;
+}
+
+uint32_t BodyBuilder::add(detail::Node n) {
+  const uint64_t h = hash_body_node(n);
+  if (auto found = find(h, n, n.inputs)) return *found;
   uint32_t id = body_.add(std::move(n));
   memo_.emplace(h, id);
   return id;
@@ -428,11 +434,8 @@ uint32_t BodyBuilder::copy(const detail::GraphImpl& body, const std::vector<Id>&
     inputs.clear();
     for (uint32_t x : bn.inputs) inputs.push_back(map[x]);
     const uint64_t h = hash_body_node(bn, inputs);
-    auto [b, e] = memo_.equal_range(h);
-    auto found =
-        std::find_if(b, e, [&](const auto& m) { return same_body_node(body_.nodes[m.second], bn, inputs); });
-    if (found != e) {
-      map[i] = found->second;
+    if (auto found = find(h, bn, inputs)) {
+      map[i] = *found;
       continue;
     }
     detail::Node n = bn;

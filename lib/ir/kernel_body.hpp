@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -44,6 +45,8 @@ class BodyBuilder {
   std::vector<Id> slots_;
   std::unordered_map<Id, uint32_t> slot_of_;
   std::unordered_multimap<uint64_t, uint32_t> memo_;
+  // The node equal to `n` with inputs `inputs` (hash `h`), if the body has one.
+  std::optional<uint32_t> find(uint64_t h, const detail::Node& n, std::span<const uint32_t> inputs) const;
 };
 
 /// The kind of kernel that can run `body` (root = its output), or nullopt:
