@@ -113,9 +113,8 @@ TEST_CASE("the cost model's memo of a body's work prices every launch twin as a 
     test::BlockConfig c;
     test::build_model(graph, c, 1);
     const auto& gi = *graph.impl();
-    CompileOptions o;
+    CompileOptions o = test::unhurried();
     o.compile_only = true;
-    o.time_budget_seconds = 600;
     const Target t = Target::parse(target);
     auto settings = compiler::make_search_settings(t, o, std::chrono::steady_clock::now());
     auto sat = compiler::saturate_graph(gi, settings);

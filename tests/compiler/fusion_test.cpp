@@ -24,7 +24,6 @@ test::Validation validated(const char* what, const Graph& g, const CompileOption
               static_cast<long long>(v.program.report.kernels));
   return v;
 }
-
 }  // namespace
 
 TEST_CASE("MLP linear -> gelu -> linear compiles to at most 2 kernels", "[compiler][fusion]") {

@@ -114,6 +114,31 @@ bool topological(const T& t) {
   return true;
 }
 
+// The decoder block's attention on a GPU in miniature (the two tests below): returns the
+// root. M is computed anyway (a merged Q|K|V product, read by B). A = a (an attention that
+// absorbed K's RoPE, 9) | M * RK (the attention core, 1, reading the RoPE'd K). RK = F(kp)
+// (RoPE of a separate K projection, 1 + 8) | G(M) (RoPE reading the merged product, 1.1).
+Id attention_miniature(EGraph<Math>& g) {
+  Id m = g.add(Op::Sym, 2, {}), kp = g.add(Op::Sym, 3, {});
+  Id rk = g.add(Op::F, 0, {kp});
+  g.merge(rk, g.add(Op::G, 0, {m}));
+  Id a = g.add(Op::Sym, 4, {});
+  g.merge(a, g.add(Op::Mul, 0, {rk, m}));
+  Id r = g.add(Op::Add, 0, {a, g.add(Op::Sqrt, 0, {m})});
+  g.rebuild();
+  return r;
+}
+double attention_miniature_cost(const NodeView<Math>& n) {
+  switch (n.op) {
+    case Op::Sym:
+      return n.payload == 2 ? 10.0 : n.payload == 3 ? 8.0 : 9.0;
+    case Op::G:
+      return 1.1;
+    default:
+      return 1.0;
+  }
+}
+
 }  // namespace
 
 TEST_CASE("greedy extraction equals the minimum tree cost", "[egraph][extract]") {
@@ -245,31 +270,13 @@ TEST_CASE("nodes of infinite cost are never extracted", "[egraph][extract]") {
 
 TEST_CASE("a single switch re-chooses the classes it newly reads onto what the program computes",
           "[egraph][extract]") {
-  // The decoder block's attention on a GPU in miniature. M is computed anyway (a merged
-  // Q|K|V product, read by B). A = a (an attention that absorbed K's RoPE, 9) | M * RK (the
-  // attention core, 1, reading the RoPE'd K). RK = F(kp) (RoPE of a separate K projection,
-  // 1 + 8) | G(M) (RoPE reading the merged product, 1.1). By tree cost the greedy start
+  // attention_miniature: by tree cost the greedy start
   // takes a and F(kp) (9 < 1 + 9 + 10; 9 < 11.1): 21 as a DAG. Switching A alone, with RK
   // as the greedy start chose it, costs 22; with RK re-chosen onto G(M), which reads only
   // what the program computes, 14.1, the optimum.
   EGraph<Math> g;
-  Id m = g.add(Op::Sym, 2, {}), kp = g.add(Op::Sym, 3, {});
-  Id rk = g.add(Op::F, 0, {kp});
-  g.merge(rk, g.add(Op::G, 0, {m}));
-  Id a = g.add(Op::Sym, 4, {});
-  g.merge(a, g.add(Op::Mul, 0, {rk, m}));
-  Id r = g.add(Op::Add, 0, {a, g.add(Op::Sqrt, 0, {m})});
-  g.rebuild();
-  auto node_cost = [](const NodeView<Math>& n) {
-    switch (n.op) {
-      case Op::Sym:
-        return n.payload == 2 ? 10.0 : n.payload == 3 ? 8.0 : 9.0;
-      case Op::G:
-        return 1.1;
-      default:
-        return 1.0;
-    }
-  };
+  const Id r = attention_miniature(g);
+  const auto node_cost = attention_miniature_cost;
   DagOptions heuristic_only;
   heuristic_only.exact_class_limit = 0;
   heuristic_only.shared_moves = false;
@@ -283,28 +290,13 @@ TEST_CASE("a single switch re-chooses the classes it newly reads onto what the p
 
 TEST_CASE("a deadline that cuts extraction short is reported, and its choice is still sound",
           "[egraph][extract]") {
-  // The e-graph of the test above: the greedy start costs 21, the optimum 14.1. A deadline
+  // attention_miniature: the greedy start costs 21, the optimum 14.1. A deadline
   // already past stops the improvement at its first switch and the exact search at its
   // first step; the result says so (timed_out), so that a compiler can report the limit
   // and not cache the plan, and it is still a valid, topological program.
   EGraph<Math> g;
-  Id m = g.add(Op::Sym, 2, {}), kp = g.add(Op::Sym, 3, {});
-  Id rk = g.add(Op::F, 0, {kp});
-  g.merge(rk, g.add(Op::G, 0, {m}));
-  Id a = g.add(Op::Sym, 4, {});
-  g.merge(a, g.add(Op::Mul, 0, {rk, m}));
-  Id r = g.add(Op::Add, 0, {a, g.add(Op::Sqrt, 0, {m})});
-  g.rebuild();
-  auto node_cost = [](const NodeView<Math>& n) {
-    switch (n.op) {
-      case Op::Sym:
-        return n.payload == 2 ? 10.0 : n.payload == 3 ? 8.0 : 9.0;
-      case Op::G:
-        return 1.1;
-      default:
-        return 1.0;
-    }
-  };
+  const Id r = attention_miniature(g);
+  const auto node_cost = attention_miniature_cost;
   DagOptions late;
   late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   auto cut = DagExtractor(g, node_cost, late).extract(std::span<const Id>(&r, 1));

@@ -34,12 +34,11 @@ namespace {
 using gpu_test::have_nvrtc;
 
 void check_compiled(const Graph& g, const char* target, const std::string& name) {
-  CompileOptions o;
-  o.compile_only = true;
   // A budget the sanitizers' slowness does not reach (the Llama-sized block's search took
   // 10.6 s under ASan, past the default 10 s): a search cut by the clock depends on the
   // machine, and the plan checked below must be the one compiled.
-  o.time_budget_seconds = 600;
+  CompileOptions o = test::unhurried();
+  o.compile_only = true;
   Callable f = compile(g, Target::parse(target), o);
   const CompileReport& r = f.report();
   INFO(name << " for " << target << ": " << r.to_string());
