@@ -370,9 +370,12 @@ void print_extraction(ir::EGraph& g, const KernelPlan& p, const std::vector<ir::
     }
     if (spec.kind == ir::KernelKind::AttentionTwoPass) return t;
     const detail::KernelWork w = cost.work(v);
-    t += fmt(" [%.3g MFLOP, %.3g Mtransc, read %.3g MB, write %.3g MB, scratch %.3g MB, %g staged, par %.3g]",
+    t += fmt(" [%.3g MFLOP, %.3g Mtransc, read %.3g MB, write %.3g MB, scratch %.3g MB, %g staged, par %.3g",
              w.flops * 1e-6, w.transcendentals * 1e-6, w.bytes_read * 1e-6, w.bytes_written * 1e-6,
              w.bytes_scratch * 1e-6, w.staged_kernels, w.parallelism);
+    // (the shape facts the GPU model launches an attention by)
+    if (w.attention_rows > 0) t += fmt(", %g rows x %g keys", w.attention_rows, w.attention_keys);
+    t += "]";
     return t;
   };
   if (const char* cl = std::getenv("LUMINAL_DEBUG_EXTRACT_CLASS"); cl && *cl) {

@@ -1019,7 +1019,14 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
     const detail::Node& pv = nodes[att->out_reduce];
     const double out = std::max(1.0, numel[att->out_reduce]);
     w.attention_keys = numel[pv.inputs[0]] / out;
-    w.attention_rows = out / std::max(1.0, pv.shape.empty() ? 1.0 : numel_of({pv.shape.back()}, dims));
+    // dv: the axes of the product P V that P is broadcast along (AttentionMatch::p_axis_of),
+    // wherever the body's views put them -- not the output's last axis, which is a unit
+    // axis when an absorbed reshape appended one (every element would then be a row).
+    const std::vector<Dim>& prod = nodes[pv.inputs[0]].shape;
+    std::vector<Dim> value;
+    for (std::size_t a = 0; a < prod.size() && a < att->p_axis_of.size(); ++a)
+      if (att->p_axis_of[a] < 0) value.push_back(prod[a]);
+    w.attention_rows = out / std::max(1.0, numel_of(value, dims));
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const detail::Node& n = nodes[i];

@@ -419,6 +419,35 @@ TEST_CASE("a decode step launches no kernel without arithmetic but for its outpu
   CHECK(cheap >= 1);  // the new V row, rounded to f16: an output, computed by one kernel
 }
 
+TEST_CASE("an attention's rows are its query rows however its body is spelled", "[gpu][cost]") {
+  // The GPU model splits an attention's keys into ranges (flash-decoding) when it has few
+  // rows, as the renderer does (emit_attention.cpp: the query rows times the batch
+  // loops). The rows once were the product's elements over its last axis: the decode
+  // step's attention as the search finds it without the fusion policies has a unit axis
+  // there, so every element counted as a row -- 4096 instead of 32 -- and the same
+  // kernel was priced 2.2x dearer than its twin (25.1 against 11.2 us).
+  const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
+  Graph decode;
+  test::build_decode_block_f16(decode, 4096);
+  for (const bool policies : {true, false}) {
+    CompileOptions o;
+    o.compile_only = true;
+    if (!policies) o.skip_rules = {"fuse-producers"};
+    const auto plan = compiler::compile_graph(*decode.impl(), Target::parse("cuda:sm_90"), o).plan;
+    int attentions = 0;
+    for (const auto& step : plan->steps) {
+      if (step.spec->kind != ir::KernelKind::Attention) continue;
+      ++attentions;
+      ir::EGraph none;
+      const detail::KernelWork w = ir::kernel_work(none, *step.spec, {}, {}, ir::LoweringTraits::gpu());
+      INFO("fusion policies: " << policies);
+      CHECK(w.attention_rows == 32);  // 32 heads, one query each
+      CHECK(w.attention_keys == 4097);
+    }
+    CHECK(attentions == 1);
+  }
+}
+
 TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[gpu][cost]") {
   // A step lowers to its kernel and the kernels staged before it (a materialized
   // reduction, an operand computed into scratch, a hoisted broadcast value) -- each a
