@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "cost/target_desc.hpp"
 #include "ir/build.hpp"
@@ -94,6 +95,64 @@ bool choice_holds(ir::EGraph& g, const std::vector<ir::Id>& roots, const std::ve
   });
 }
 
+// For each class of the program (reached from `roots` by `choice`) that is also a slice
+// of a wider class the program does not compute -- the widest such, a product merged with
+// its siblings -- that class's kernel nodes, the smallest bodies first (kMaxWider of them
+// per class): the consumers absorb-producers may fuse the program's producers into
+// (PassContext::wider).
+std::vector<ir::Id> wider_kernels(ir::EGraph& g, const std::vector<ir::Id>& roots,
+                                  const std::vector<ir::Id>& choice) {
+  constexpr std::size_t kMaxWider = 1;
+  std::vector<ir::Id> program;
+  walk_choice(g, roots, choice, [&](ir::Id c) {
+    if (c >= choice.size() || choice[c] == egraph::kNoId) return Walk::Skip;
+    program.push_back(c);
+    return Walk::Descend;
+  });
+  const std::unordered_set<ir::Id> in_program(program.begin(), program.end());
+  const auto& ix = g.index();
+  std::unordered_set<ir::Id> widest;
+  for (ir::Id c : program) {
+    if (g.node(choice[c]).op != ir::Op::Kernel) continue;
+    // The class and those it is a view or a cast of, a few steps down (the program's
+    // kernel may compute cast(reshape(slice(..))) as a whole: a decode step's f16 K row).
+    std::vector<ir::Id> under{c};
+    for (std::size_t i = 0; i < under.size() && under.size() < 16; ++i)
+      for (ir::Id nd : ix.nodes(under[i])) {
+        const ir::Op op = g.node(nd).op;
+        if ((!ir::is_view(op) && op != ir::Op::Cast) || op == ir::Op::Slice) continue;
+        const ir::Id k = g.find(g.node(nd).kids[0]);
+        if (std::find(under.begin(), under.end(), k) == under.end()) under.push_back(k);
+      }
+    double best = 0;
+    std::vector<ir::Id> at_best;
+    for (ir::Id u : under)
+      for (ir::Id nd : ix.nodes(u, ir::Op::Slice)) {
+        const ir::Id src = g.find(g.node(nd).kids[0]);
+        if (in_program.count(src)) continue;
+        const double n = ir::guessed_numel(g.data(src).shape, {});
+        if (n > best) at_best.clear(), best = n;
+        if (n == best) at_best.push_back(src);
+      }
+    widest.insert(at_best.begin(), at_best.end());
+  }
+  std::vector<ir::Id> out;
+  for (ir::Id w : widest) {
+    std::vector<std::pair<std::size_t, ir::Id>> kernels;
+    for (ir::Id nd : ix.nodes(w, ir::Op::Kernel)) {
+      // (launch twins aside: what a consumer absorbs gets its launches from the schedule
+      // rules that follow)
+      const ir::KernelSpec& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
+      if (spec.launch.empty() && spec.kind != ir::KernelKind::LibraryGemm)
+        kernels.emplace_back(spec.body->nodes.size(), nd);
+    }
+    std::sort(kernels.begin(), kernels.end());
+    for (std::size_t i = 0; i < kernels.size() && i < kMaxWider; ++i) out.push_back(kernels[i].second);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 std::size_t guided_round(ir::EGraph& g, const SearchSettings& s, const std::vector<ir::Id>& roots,
@@ -115,6 +174,7 @@ std::size_t guided_round(ir::EGraph& g, const SearchSettings& s, const std::vect
   // rule checker's mode): on that program absorb-views added 48,000 nodes and ran the
   // compile 25% past its budget.
   if (ctx.focus.empty()) return 0;
+  ctx.wider = wider_kernels(g, roots, choice);
   ctx.first_node = g.num_node_ids();
   const std::size_t before = g.num_nodes();
   bool after_guided = false;

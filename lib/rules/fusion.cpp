@@ -35,6 +35,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -425,14 +426,33 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
 // (exponential in a chain's length); the checker applies it to every pair of its small
 // instances.
 //
+// The program's kernels are not the only consumers: a class of the program that is also a
+// slice of a wider class (Q, K and V of one Q|K|V product: matmul-siblings) has that
+// product as an alternative no extracted program computes yet -- it only pays once it
+// takes what the three separate products took, RMSNorm as its prologue. So the wider
+// class's kernel (PassContext::wider) is a consumer too, and absorbs for each slot the
+// program's kernel or, off the program, the slot class's smallest kernel with its own
+// off-program slots absorbed in turn (the concatenated weights from the weights, the
+// normalization from x). The extractor then weighs the merged product against the three.
+//
 // Not yet on sharded programs (several ranks): there it changes the tensor-parallel plan
 // of a small decode step (D = 512, 2 ranks: one layer gathers instead of reducing, priced
 // 1.3% cheaper), which no run has measured (tests/dist/tensor_parallel_test.cpp).
 std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
   if (g.analysis().world() > 1) return 0;
   constexpr int kSweeps = 3;
+  // How deep a wider consumer's off-program producers are absorbed into one another.
+  constexpr int kMaxOffProgramDepth = 8;
   const std::size_t before = g.num_nodes();
   const std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
+  const std::unordered_set<Id> wider(ctx.wider.begin(), ctx.wider.end());
+  if (const char* dbg = std::getenv("LUMINAL_DEBUG_FUSION"); dbg && *dbg && !wider.empty()) {
+    std::fprintf(stderr, "[fusion] absorb-producers: wider consumers");
+    for (Id w : ctx.wider) std::fprintf(stderr, " n%u (c%u)", w, g.find(w));
+    std::fprintf(stderr, "\n");
+  }
+  std::unordered_set<Id> program_classes;
+  for (Id nd : ctx.focus) program_classes.insert(g.find(nd));
   // Node ids at or above `fresh_from` were added by the previous sweep (ids only grow):
   // the consumers of the next one.
   std::size_t fresh_from = 0;
@@ -446,16 +466,69 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
         if (nd < fresh_from || sweep == 0)
           if (focus.empty() || focus.count(nd)) producer[c].push_back(nd);
     Variants todo;
+    // A class off the program, as a wider consumer absorbs it: its smallest kernel with
+    // every slot that is itself off the program absorbed in turn (recursively, down to
+    // what the program computes and the leaves) -- the merged product's concatenated
+    // weights from the weights, its operand's normalization from x. Each such kernel is
+    // an equality of its own class too, so it joins it.
+    std::unordered_map<Id, std::optional<ir::Variant>> off_program;
+    std::function<const ir::Variant*(Id, int)> off_program_kernel = [&](Id c,
+                                                                        int depth) -> const ir::Variant* {
+      if (auto it = off_program.find(c); it != off_program.end()) return it->second ? &*it->second : nullptr;
+      off_program[c] = std::nullopt;  // (in progress: a cycle through views ends here)
+      std::optional<std::pair<std::size_t, Id>> smallest;
+      for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
+        if (sweep > 0 && nd >= fresh_from) continue;
+        const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
+        if (spec.kind == ir::KernelKind::Gather || !spec.launch.empty()) continue;
+        if (!smallest || spec.body->nodes.size() < smallest->first)
+          smallest.emplace(spec.body->nodes.size(), nd);
+      }
+      if (!smallest) return nullptr;
+      ir::Variant v = variant_of(g, smallest->second);
+      const ir::Variant direct = v;
+      std::vector<Id> tried;
+      for (bool again = depth < kMaxOffProgramDepth; again;) {
+        again = false;
+        for (std::size_t slot = 0; slot < v.kids.size(); ++slot) {
+          const Id kc = g.find(v.kids[slot]);
+          if (program_classes.count(kc) || ix.nodes(kc, ir::Op::Kernel).empty() ||
+              std::find(tried.begin(), tried.end(), kc) != tried.end())
+            continue;
+          tried.push_back(kc);
+          const ir::Variant* p = off_program_kernel(kc, depth + 1);
+          if (!p) continue;
+          if (auto nv = ir::substitute(g, v, slot, *p, ctx.max_body_nodes)) {
+            v = std::move(*nv);
+            again = true;
+            break;
+          }
+        }
+      }
+      if (!(*v.spec == *direct.spec)) todo.emplace_back(c, v);
+      auto& slot = off_program[c];
+      slot = std::move(v);
+      return &*slot;
+    };
     bool out_of_budget = false;
     for (Id c : ix.classes_with(ir::Op::Kernel)) {
       if ((out_of_budget = budget_spent(ctx, before, todo.size()))) break;
       for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
-        if (sweep == 0 ? !focus.empty() && !focus.count(nd) : nd < fresh_from) continue;
+        if (sweep == 0 ? !focus.empty() && !focus.count(nd) && !wider.count(nd) : nd < fresh_from) continue;
         const ir::Variant k = variant_of(g, nd);
         if (k.spec->kind == ir::KernelKind::Gather) continue;
+        // (a consumer the program does not compute: a wider kernel, or one made from it)
+        const bool off = !focus.empty() && !program_classes.count(c);
         for (std::size_t slot = 0; slot < k.kids.size(); ++slot) {
-          auto it = producer.find(g.find(k.kids[slot]));
-          if (it == producer.end()) continue;
+          const Id kc = g.find(k.kids[slot]);
+          auto it = producer.find(kc);
+          if (it == producer.end()) {
+            if (!off || ix.nodes(kc, ir::Op::Kernel).empty()) continue;
+            if (const ir::Variant* p = off_program_kernel(kc, 0))
+              if (auto nv = ir::substitute(g, k, slot, *p, ctx.max_body_nodes))
+                todo.emplace_back(c, std::move(*nv));
+            continue;
+          }
           for (Id pn : it->second) {
             const ir::Variant p = variant_of(g, pn);
             if (p.spec->kind == ir::KernelKind::Gather) continue;
@@ -634,37 +707,39 @@ RuleInfo online_softmax_rule(bool rounded) {
 }  // namespace
 
 RuleSet fusion_rules() {
-  return {"fusion",
-          {
-              [] {
-                RuleInfo r = pass_rule("fuse-producers", fuse_producers, Exact,
-                                       "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..)");
-                r.example = fusion_example;
-                return r;
-              }(),
-              [] {
-                RuleInfo r =
-                    pass_rule("absorb-views", absorb_views, Exact,
-                              "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) for every kernel "
-                              "node of P's class without arithmetic (views, casts), every pair of e-nodes");
-                r.example = views_example;
-                r.guided = true;
-                return r;
-              }(),
-              [] {
-                RuleInfo r =
-                    pass_rule("absorb-producers", absorb_producers, Exact,
-                              "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) along the "
-                              "extracted program's edges, up to three producers per kernel");
-                r.example = fusion_example;
-                r.guided = true;
-                return r;
-              }(),
-              pass_rule("gemm-tile-configs", gemm_tiles, Exact,
-                        "gemm kernel = the same gemm with each of the target's tile configurations"),
-              online_softmax_rule(false),
-              online_softmax_rule(true),
-          }};
+  return {
+      "fusion",
+      {
+          [] {
+            RuleInfo r = pass_rule("fuse-producers", fuse_producers, Exact,
+                                   "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..)");
+            r.example = fusion_example;
+            return r;
+          }(),
+          [] {
+            RuleInfo r =
+                pass_rule("absorb-views", absorb_views, Exact,
+                          "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) for every kernel "
+                          "node of P's class without arithmetic (views, casts), every pair of e-nodes");
+            r.example = views_example;
+            r.guided = true;
+            return r;
+          }(),
+          [] {
+            RuleInfo r = pass_rule(
+                "absorb-producers", absorb_producers, Exact,
+                "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) along the "
+                "extracted program's edges (and into the wider products its classes are slices of), up to "
+                "three producers per kernel");
+            r.example = fusion_example;
+            r.guided = true;
+            return r;
+          }(),
+          pass_rule("gemm-tile-configs", gemm_tiles, Exact,
+                    "gemm kernel = the same gemm with each of the target's tile configurations"),
+          online_softmax_rule(false),
+          online_softmax_rule(true),
+      }};
 }
 
 }  // namespace luminal::rules

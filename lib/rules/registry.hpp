@@ -68,6 +68,11 @@ struct PassContext {
   /// The kernel nodes a guided pass (RuleInfo::guided) acts on: the incumbent program's.
   /// Empty: every kernel node (as the rule checker applies it).
   std::vector<egraph::Id> focus;
+  /// Kernel nodes of the classes the program's classes are slices of (a product merged
+  /// with its siblings: Q, K and V are slices of one Q|K|V product) that the program does
+  /// not compute: absorb-producers fuses into them too, so the merged kernel can take what
+  /// the separate ones took (a prologue) and the extractor can weigh it against them.
+  std::vector<egraph::Id> wider;
 };
 
 /// Whether a rule holds on every input, on every input up to the order of a sum's terms,
