@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -97,12 +98,12 @@ bool choice_holds(ir::EGraph& g, const std::vector<ir::Id>& roots, const std::ve
 
 // For each class of the program (reached from `roots` by `choice`) that is also a slice
 // of a wider class the program does not compute -- the widest such, a product merged with
-// its siblings -- that class's kernel nodes, the smallest bodies first (kMaxWider of them
-// per class): the consumers absorb-producers may fuse the program's producers into
-// (PassContext::wider).
+// its siblings -- that class's kernel node with the smallest body (launch twins aside):
+// the consumers absorb-producers may fuse the program's producers into
+// (PassContext::wider). Four per class made the sm_90 e-graphs up to 60% larger than one
+// does and found nothing more.
 std::vector<ir::Id> wider_kernels(ir::EGraph& g, const std::vector<ir::Id>& roots,
                                   const std::vector<ir::Id>& choice) {
-  constexpr std::size_t kMaxWider = 1;
   std::vector<ir::Id> program;
   walk_choice(g, roots, choice, [&](ir::Id c) {
     if (c >= choice.size() || choice[c] == egraph::kNoId) return Walk::Skip;
@@ -131,23 +132,26 @@ std::vector<ir::Id> wider_kernels(ir::EGraph& g, const std::vector<ir::Id>& root
         const ir::Id src = g.find(g.node(nd).kids[0]);
         if (in_program.count(src)) continue;
         const double n = ir::guessed_numel(g.data(src).shape, {});
-        if (n > best) at_best.clear(), best = n;
+        if (n > best) {
+          at_best.clear();
+          best = n;
+        }
         if (n == best) at_best.push_back(src);
       }
     widest.insert(at_best.begin(), at_best.end());
   }
   std::vector<ir::Id> out;
   for (ir::Id w : widest) {
-    std::vector<std::pair<std::size_t, ir::Id>> kernels;
+    // (what absorbs a producer gets its launches from the schedule rules that follow; a
+    // library call absorbs none)
+    std::optional<std::pair<std::size_t, ir::Id>> smallest;
     for (ir::Id nd : ix.nodes(w, ir::Op::Kernel)) {
-      // (launch twins aside: what a consumer absorbs gets its launches from the schedule
-      // rules that follow)
       const ir::KernelSpec& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
       if (spec.launch.empty() && spec.kind != ir::KernelKind::LibraryGemm)
-        kernels.emplace_back(spec.body->nodes.size(), nd);
+        smallest = std::min(smallest.value_or(std::pair{spec.body->nodes.size(), nd}),
+                            std::pair{spec.body->nodes.size(), nd});
     }
-    std::sort(kernels.begin(), kernels.end());
-    for (std::size_t i = 0; i < kernels.size() && i < kMaxWider; ++i) out.push_back(kernels[i].second);
+    if (smallest) out.push_back(smallest->second);
   }
   std::sort(out.begin(), out.end());
   return out;
