@@ -486,7 +486,7 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
       }
       if (!smallest) return nullptr;
       ir::Variant v = variant_of(g, smallest->second);
-      const ir::Variant direct = v;
+      const std::shared_ptr<const ir::KernelSpec> direct = v.spec;
       std::vector<Id> tried;
       for (bool again = depth < kMaxOffProgramDepth; again;) {
         again = false;
@@ -505,7 +505,7 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
           }
         }
       }
-      if (!(*v.spec == *direct.spec)) todo.emplace_back(c, v);
+      if (!(*v.spec == *direct)) todo.emplace_back(c, v);
       auto& slot = off_program[c];
       slot = std::move(v);
       return &*slot;
@@ -707,39 +707,38 @@ RuleInfo online_softmax_rule(bool rounded) {
 }  // namespace
 
 RuleSet fusion_rules() {
-  return {
-      "fusion",
-      {
-          [] {
-            RuleInfo r = pass_rule("fuse-producers", fuse_producers, Exact,
-                                   "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..)");
-            r.example = fusion_example;
-            return r;
-          }(),
-          [] {
-            RuleInfo r =
-                pass_rule("absorb-views", absorb_views, Exact,
-                          "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) for every kernel "
-                          "node of P's class without arithmetic (views, casts), every pair of e-nodes");
-            r.example = views_example;
-            r.guided = true;
-            return r;
-          }(),
-          [] {
-            RuleInfo r = pass_rule(
-                "absorb-producers", absorb_producers, Exact,
-                "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) along the "
-                "extracted program's edges (and into the wider products its classes are slices of), up to "
-                "three producers per kernel");
-            r.example = fusion_example;
-            r.guided = true;
-            return r;
-          }(),
-          pass_rule("gemm-tile-configs", gemm_tiles, Exact,
-                    "gemm kernel = the same gemm with each of the target's tile configurations"),
-          online_softmax_rule(false),
-          online_softmax_rule(true),
-      }};
+  return {"fusion",
+          {
+              [] {
+                RuleInfo r = pass_rule("fuse-producers", fuse_producers, Exact,
+                                       "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..)");
+                r.example = fusion_example;
+                return r;
+              }(),
+              [] {
+                RuleInfo r =
+                    pass_rule("absorb-views", absorb_views, Exact,
+                              "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) for every kernel "
+                              "node of P's class without arithmetic (views, casts), every pair of e-nodes");
+                r.example = views_example;
+                r.guided = true;
+                return r;
+              }(),
+              [] {
+                RuleInfo r =
+                    pass_rule("absorb-producers", absorb_producers, Exact,
+                              "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) along the "
+                              "extracted program's edges and into the wider products its classes are "
+                              "slices of, up to three producers per kernel");
+                r.example = fusion_example;
+                r.guided = true;
+                return r;
+              }(),
+              pass_rule("gemm-tile-configs", gemm_tiles, Exact,
+                        "gemm kernel = the same gemm with each of the target's tile configurations"),
+              online_softmax_rule(false),
+              online_softmax_rule(true),
+          }};
 }
 
 }  // namespace luminal::rules

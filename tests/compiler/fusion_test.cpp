@@ -24,6 +24,23 @@ test::Validation validated(const char* what, const Graph& g, const CompileOption
               static_cast<long long>(v.program.report.kernels));
   return v;
 }
+
+// How many weights `spec`'s body reads as one concatenation (a product merged with its
+// siblings, matmul-siblings); 0 for none.
+int concat_weights(const ir::KernelSpec& spec) {
+  int pads = 0;
+  for (uint32_t i = 0; i < spec.body->nodes.size(); ++i)
+    if (auto cat = ir::stored_concat(*spec.body, i))
+      pads = std::max(pads, static_cast<int>(cat->pads.size()));
+  return pads;
+}
+
+// Whether `spec`'s body computes an `op` node.
+bool computes(const ir::KernelSpec& spec, detail::PrimOp op) {
+  const auto& nodes = spec.body->nodes;
+  return std::any_of(nodes.begin(), nodes.end(), [&](const detail::Node& n) { return n.op == op; });
+}
+
 }  // namespace
 
 TEST_CASE("MLP linear -> gelu -> linear compiles to at most 2 kernels", "[compiler][fusion]") {
@@ -88,16 +105,10 @@ TEST_CASE("the decoder block at d_model 4096: at most 5 kernels (6 at S = 1), at
     std::vector<int> merged;  // per GEMM reading a concat of weights: how many
     for (const auto& st : p.plan->steps) {
       attention += st.spec->kind == ir::KernelKind::Attention ? 1 : 0;
-      bool mask = false, rope = false, softmax = false;
-      int pads = 0;
-      const auto& nodes = st.spec->body->nodes;
-      for (uint32_t i = 0; i < nodes.size(); ++i) {
-        const auto& n = nodes[i];
-        mask = mask || n.op == detail::PrimOp::LessThan;
-        rope = rope || n.op == detail::PrimOp::Sin;
-        softmax = softmax || n.op == detail::PrimOp::Exp2;
-        if (auto cat = ir::stored_concat(*st.spec->body, i)) pads = std::max(pads, static_cast<int>(cat->pads.size()));
-      }
+      const int pads = concat_weights(*st.spec);
+      const bool mask = computes(*st.spec, detail::PrimOp::LessThan),
+                 rope = computes(*st.spec, detail::PrimOp::Sin),
+                 softmax = computes(*st.spec, detail::PrimOp::Exp2);
       whole += mask && rope && softmax ? 1 : 0;
       if (pads > 0 && st.spec->kind == ir::KernelKind::Gemm) merged.push_back(pads);
       std::printf("  %s%s\n", ir::kind_name(st.spec->kind),
@@ -152,20 +163,10 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
     // its own prologue), so the rounds also fuse into the classes the program's products
     // are slices of (PassContext::wider), and the extractor weighs the result.
     if (s == 16) {
-      bool qkv = false;
-      for (const auto& st : without.plan->steps) {
-        if (st.spec->kind != ir::KernelKind::Gemm) continue;
-        int pads = 0;
-        bool norm = false;
-        const auto& nodes = st.spec->body->nodes;
-        for (uint32_t i = 0; i < nodes.size(); ++i) {
-          norm = norm || nodes[i].op == detail::PrimOp::Sqrt;
-          if (auto cat = ir::stored_concat(*st.spec->body, i))
-            pads = std::max(pads, static_cast<int>(cat->pads.size()));
-        }
-        qkv = qkv || (pads == 3 && norm);
-      }
-      CHECK(qkv);
+      CHECK(std::any_of(without.plan->steps.begin(), without.plan->steps.end(), [](const auto& st) {
+        return st.spec->kind == ir::KernelKind::Gemm && concat_weights(*st.spec) == 3 &&
+               computes(*st.spec, detail::PrimOp::Sqrt);
+      }));
     }
   }
 }
