@@ -15,6 +15,7 @@
 #include "luminal/egraph/extract.hpp"
 #include "luminal/egraph/runner.hpp"
 #include "luminal/error.hpp"
+#include "rules/guided_focus.hpp"
 
 namespace luminal::compiler {
 
@@ -58,31 +59,8 @@ egraph::Report run_kernel_rules(ir::EGraph& g, const SearchSettings& s, std::siz
   return rep;
 }
 
-enum class Walk { Descend, Skip, Stop };
-
-// Walks the classes an extraction's `choice` reaches from `roots`, each once, by canonical
-// id: `visit(cls)` says whether to walk on into the kids of the class's chosen node, to
-// skip them, or to stop the whole walk (then false is returned).
-template <class Visit>
-bool walk_choice(ir::EGraph& g, const std::vector<ir::Id>& roots, const std::vector<ir::Id>& choice,
-                 Visit visit) {
-  std::vector<ir::Id> stack;
-  for (ir::Id r : roots) stack.push_back(g.find(r));
-  std::vector<uint8_t> seen(g.num_node_ids(), 0);
-  while (!stack.empty()) {
-    const ir::Id c = stack.back();
-    stack.pop_back();
-    if (c < seen.size()) {
-      if (seen[c]) continue;
-      seen[c] = 1;
-    }
-    const Walk w = visit(c);
-    if (w == Walk::Stop) return false;
-    if (w == Walk::Skip) continue;
-    for (ir::Id k : g.node(choice[c]).kids) stack.push_back(g.find(k));
-  }
-  return true;
-}
+using rules::Walk;
+using rules::walk_choice;
 
 // Whether an extraction's `choice` still describes a program on `g` after `g` grew: each
 // class the program reaches has its chosen node, live and in that class. (Merging the
@@ -96,67 +74,6 @@ bool choice_holds(ir::EGraph& g, const std::vector<ir::Id>& roots, const std::ve
   });
 }
 
-// For each class of the program (reached from `roots` by `choice`) that is also a slice
-// of a wider class the program does not compute -- the widest such, a product merged with
-// its siblings -- that class's kernel node with the smallest body (launch twins aside):
-// the consumers absorb-producers may fuse the program's producers into
-// (PassContext::wider). Four per class made the sm_90 e-graphs up to 60% larger than one
-// does and found nothing more.
-std::vector<ir::Id> wider_kernels(ir::EGraph& g, const std::vector<ir::Id>& roots,
-                                  const std::vector<ir::Id>& choice) {
-  std::vector<ir::Id> program;
-  walk_choice(g, roots, choice, [&](ir::Id c) {
-    if (c >= choice.size() || choice[c] == egraph::kNoId) return Walk::Skip;
-    program.push_back(c);
-    return Walk::Descend;
-  });
-  const std::unordered_set<ir::Id> in_program(program.begin(), program.end());
-  const auto& ix = g.index();
-  std::unordered_set<ir::Id> widest;
-  for (ir::Id c : program) {
-    if (g.node(choice[c]).op != ir::Op::Kernel) continue;
-    // The class and those it is a view or a cast of, a few steps down (the program's
-    // kernel may compute cast(reshape(slice(..))) as a whole: a decode step's f16 K row).
-    std::vector<ir::Id> under{c};
-    for (std::size_t i = 0; i < under.size() && under.size() < 16; ++i)
-      for (ir::Id nd : ix.nodes(under[i])) {
-        const ir::Op op = g.node(nd).op;
-        if ((!ir::is_view(op) && op != ir::Op::Cast) || op == ir::Op::Slice) continue;
-        const ir::Id k = g.find(g.node(nd).kids[0]);
-        if (std::find(under.begin(), under.end(), k) == under.end()) under.push_back(k);
-      }
-    double best = 0;
-    std::vector<ir::Id> at_best;
-    for (ir::Id u : under)
-      for (ir::Id nd : ix.nodes(u, ir::Op::Slice)) {
-        const ir::Id src = g.find(g.node(nd).kids[0]);
-        if (in_program.count(src)) continue;
-        const double n = ir::guessed_numel(g.data(src).shape, {});
-        if (n > best) {
-          at_best.clear();
-          best = n;
-        }
-        if (n == best) at_best.push_back(src);
-      }
-    widest.insert(at_best.begin(), at_best.end());
-  }
-  std::vector<ir::Id> out;
-  for (ir::Id w : widest) {
-    // (what absorbs a producer gets its launches from the schedule rules that follow; a
-    // library call absorbs none)
-    std::optional<std::pair<std::size_t, ir::Id>> smallest;
-    for (ir::Id nd : ix.nodes(w, ir::Op::Kernel)) {
-      const ir::KernelSpec& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
-      if (spec.launch.empty() && spec.kind != ir::KernelKind::LibraryGemm)
-        smallest = std::min(smallest.value_or(std::pair{spec.body->nodes.size(), nd}),
-                            std::pair{spec.body->nodes.size(), nd});
-    }
-    if (smallest) out.push_back(smallest->second);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 }  // namespace
 
 std::size_t guided_round(ir::EGraph& g, const SearchSettings& s, const std::vector<ir::Id>& roots,
@@ -166,19 +83,14 @@ std::size_t guided_round(ir::EGraph& g, const SearchSettings& s, const std::vect
   ctx.roots = roots;
   ctx.deadline = s.deadline;
   ctx.node_limit = g.num_nodes() + static_cast<std::size_t>(std::max<int64_t>(o.node_limit, 1));
-  // The program's kernels (its leaves below them are not kernels).
-  walk_choice(g, roots, choice, [&](ir::Id c) {
-    if (c >= choice.size() || choice[c] == egraph::kNoId || g.node(choice[c]).op != ir::Op::Kernel)
-      return Walk::Skip;
-    ctx.focus.push_back(choice[c]);
-    return Walk::Descend;
-  });
+  rules::GuidedFocus f = rules::guided_focus(g, roots, choice);
+  ctx.focus = std::move(f.focus);
   // A program without kernels (its outputs are its inputs: fast math's (x * 2) / 2 = x)
   // has nothing to guide the passes -- and an empty focus means every e-node to them (the
   // rule checker's mode): on that program absorb-views added 48,000 nodes and ran the
   // compile 25% past its budget.
   if (ctx.focus.empty()) return 0;
-  ctx.wider = wider_kernels(g, roots, choice);
+  ctx.wider = std::move(f.wider);
   ctx.first_node = g.num_node_ids();
   const std::size_t before = g.num_nodes();
   bool after_guided = false;

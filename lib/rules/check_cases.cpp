@@ -448,7 +448,7 @@ void load_example(Instance& inst, Rng& rng, const detail::GraphImpl& gi) {
       inst.world = n.step;
       inst.g.analysis().set_world(n.step);
     }
-  ir::load_graph(inst.g, gi);
+  for (const auto& [name, cls] : ir::load_graph(inst.g, gi).outputs) inst.roots.push_back(cls);
 }
 
 // ------------------------------------------------------------------ values

@@ -96,6 +96,8 @@ struct Instance {
   int64_t world = 1;
   // The rule being checked is fast-math (check_eval's eval: its declared inaccuracy).
   bool fast_math = false;
+  // An example's outputs (a rule's random instance has none): the program's roots.
+  std::vector<Id> roots;
 };
 
 /// What a pattern node must produce.

@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <span>
 
 #include "backends/reference/kernels.hpp"
 #include "luminal/error.hpp"
 #include "rules/check_cases.hpp"
 #include "rules/check_eval.hpp"
+#include "rules/guided_focus.hpp"
+#include "luminal/egraph/extract.hpp"
 
 namespace luminal::rules::check {
 
@@ -70,7 +73,7 @@ struct Checker {
   }
 
   // Rules that must run before this one so that it has something to act on.
-  void prerequisites(Instance& inst) {
+  void prerequisites(Instance& inst, int attempt, PassContext& ctx) {
     // A rule over MatMul nodes, on its example (primitive ops only): the products are
     // found first, as the math phase finds them (matmul-recognize).
     if (rule.rule && rule.example && rule.name != "matmul-recognize") {
@@ -95,16 +98,47 @@ struct Checker {
     // A pass's own example is primitive ops: its products found first, as for rules.
     if (rule.example)
       if (const RuleInfo* rec = reg.find("matmul-recognize")) apply_once(*rec, inst.g, opt.ctx);
+    // A guided pass on every other example of its own: in the mode the search runs it --
+    // on the kernels of a program extracted from the example (PassContext::focus) and on
+    // the wider products its classes are slices of (PassContext::wider), with the products
+    // of shared operands merged first as the math phase merges them (matmul-siblings) --
+    // not only on every e-node, so what it does only for a program is checked too.
+    const bool guided = rule.guided && !inst.roots.empty() && attempt % 4 == 0;
+    if (guided)
+      for (const char* name : {"matmul-transpose", "matmul-siblings", "matmul-siblings-3"})
+        if (const RuleInfo* sib = reg.find(name)) apply_once(*sib, inst.g, opt.ctx);
     for (const RuleInfo& r : reg.all())
       if (r.set == "lower_reference" && r.pass) apply_once(r, inst.g, opt.ctx);
     // GPU schedules run after fusion in the search: their kernels are fused ones (a GEMM
     // with its operands' casts inside).
     if (rule.set == "schedule_gpu")
       if (const RuleInfo* fuse = reg.find("fuse-producers")) apply_once(*fuse, inst.g, opt.ctx);
+    if (guided) {
+      // The program of direct kernels with fewest kernels (leaves free, math nodes none).
+      ir::EGraph& g = inst.g;
+      auto cost = [](const ir::NodeView& v, std::span<const double> kc) {
+        if (v.op == Op::Input || v.op == Op::Param) return 0.0;
+        if (v.op != Op::Kernel) return egraph::kInfiniteCost;
+        double s = 1;
+        for (double c : kc) s += c;
+        return s;
+      };
+      egraph::GreedyExtractor<ir::TensorLang, ir::TensorAnalysis, decltype(cost)> ex(g, cost);
+      std::vector<Id> choice(g.num_node_ids(), egraph::kNoId);
+      for (Id c : g.index().classes()) choice[c] = ex.best_node(c);
+      std::vector<Id> roots;
+      for (Id r : inst.roots) roots.push_back(g.find(r));
+      GuidedFocus f = guided_focus(g, roots, choice);
+      if (f.focus.empty()) return;
+      ctx.roots = roots;
+      ctx.focus = std::move(f.focus);
+      ctx.wider = std::move(f.wider);
+    }
   }
 
   Verdict run_one(int attempt, int regime) {
     Instance inst;
+    PassContext ctx = opt.ctx;  // (a guided pass's focus: prerequisites)
     inst.fast_math = rule.fast_math;
     inst.g.analysis().set_strict_merges(false);  // a wrong merge is reported below, as a failure
     try {
@@ -114,7 +148,7 @@ struct Checker {
         const ir::ClassData& d = inst.g.data(c);
         if (!d.valid || !concrete(d.shape, inst.dims)) throw Reject{"invalid class"};
       }
-      prerequisites(inst);
+      prerequisites(inst, attempt, ctx);
     } catch (const Reject&) {
       return Verdict::Rejected;
     } catch (const Error&) {
@@ -148,7 +182,7 @@ struct Checker {
     }
     std::size_t applied = 0;
     try {
-      applied = apply_once(rule, g, opt.ctx);
+      applied = apply_once(rule, g, ctx);
     } catch (const std::exception& e) {
       fail(regime, std::string("applying the rule threw: ") + e.what(), g);
       return Verdict::Failed;

@@ -41,6 +41,7 @@
 #include <random>
 #include <span>
 #include <array>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -433,7 +434,15 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
 // class's kernel (PassContext::wider) is a consumer too, and absorbs for each slot the
 // program's kernel or, off the program, the slot class's smallest kernel with its own
 // off-program slots absorbed in turn (the concatenated weights from the weights, the
-// normalization from x). The extractor then weighs the merged product against the three.
+// normalization from x; of a class's kernels the one with fewest slots off the program,
+// so the normalization comes from the program's). And the program's consumers of such a
+// class -- or of a view or cast of one, or of a class a reshape of which is one -- get
+// variants reading it off the wider product's buffer, so the extraction can move Q, K and
+// V onto the merged product at once. The extractor then weighs it against the three.
+//
+// The checker applies the pass both to every pair of kernel nodes and, on every other
+// example, as the search does: to the program it extracts after merging sibling products
+// (check_support.cpp), so what it does only for a program is checked too.
 //
 // Not yet on sharded programs (several ranks): there it changes the tensor-parallel plan
 // of a small decode step (D = 512, 2 ranks: one layer gathers instead of reducing, priced
@@ -446,7 +455,12 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
   const std::size_t before = g.num_nodes();
   const std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
   const std::unordered_set<Id> wider(ctx.wider.begin(), ctx.wider.end());
-  if (const char* dbg = std::getenv("LUMINAL_DEBUG_FUSION"); dbg && *dbg && !wider.empty()) {
+  std::unordered_set<Id> wider_classes;
+  // How many views and casts lead from a class of the program to a slice of a wider one.
+  constexpr int kMaxViewDepth = 4;
+  const char* dbg = std::getenv("LUMINAL_DEBUG_FUSION");
+  const bool debug = dbg && *dbg;
+  if (debug && !wider.empty()) {
     std::fprintf(stderr, "[fusion] absorb-producers: wider consumers");
     for (Id w : ctx.wider) std::fprintf(stderr, " n%u (c%u)", w, g.find(w));
     std::fprintf(stderr, "\n");
@@ -459,6 +473,8 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
   for (int sweep = 0; sweep < kSweeps; ++sweep) {
     if (!g.is_clean()) g.rebuild();
     const auto& ix = g.index();
+    if (sweep == 0)
+      for (Id w : ctx.wider) wider_classes.insert(g.find(w));
     // The producers: per class, its kernel of the program (every kernel without a focus).
     std::unordered_map<Id, std::vector<Id>> producer;
     for (Id c : ix.classes_with(ir::Op::Kernel))
@@ -476,16 +492,22 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
                                                                         int depth) -> const ir::Variant* {
       if (auto it = off_program.find(c); it != off_program.end()) return it->second ? &*it->second : nullptr;
       off_program[c] = std::nullopt;  // (in progress: a cycle through views ends here)
-      std::optional<std::pair<std::size_t, Id>> smallest;
+      // (the kernel with fewest slots off the program, then the smallest: one reading the
+      // program's normalized x beats a smaller one reading another spelling of it, whose
+      // own producers lead away from what the program computes)
+      std::optional<std::tuple<std::size_t, std::size_t, Id>> smallest;
       for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
         if (sweep > 0 && nd >= fresh_from) continue;
         const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
         if (spec.kind == ir::KernelKind::Gather || !spec.launch.empty()) continue;
-        if (!smallest || spec.body->nodes.size() < smallest->first)
-          smallest.emplace(spec.body->nodes.size(), nd);
+        std::size_t off = 0;
+        for (Id k : g.node(nd).kids)
+          off += !program_classes.count(g.find(k)) && !ix.nodes(g.find(k), ir::Op::Kernel).empty();
+        const std::tuple<std::size_t, std::size_t, Id> key{off, spec.body->nodes.size(), nd};
+        if (!smallest || key < *smallest) smallest = key;
       }
       if (!smallest) return nullptr;
-      ir::Variant v = variant_of(g, smallest->second);
+      ir::Variant v = variant_of(g, std::get<2>(*smallest));
       const std::shared_ptr<const ir::KernelSpec> direct = v.spec;
       std::vector<Id> tried;
       for (bool again = depth < kMaxOffProgramDepth; again;) {
@@ -510,9 +532,146 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
       slot = std::move(v);
       return &*slot;
     };
+    // A class of the program read through a slice of a wider class (the merged product
+    // the program does not compute): the slice's kernel -- under the views and casts that
+    // lead from the class to the slice (a decode step's f16 K row is a cast of reshapes of
+    // K) -- so a consumer can read the merged product's buffer instead of the class's own.
+    std::unordered_map<Id, std::optional<ir::Variant>> via_wider;
+    // Per class, the classes that hold a reshape of it.
+    std::unordered_map<Id, std::vector<Id>> reshaped_as;
+    if (sweep == 0 && !wider_classes.empty())
+      for (Id c : ix.classes())
+        for (Id nd : ix.nodes(c, ir::Op::Reshape)) reshaped_as[g.find(g.node(nd).kids[0])].push_back(c);
+    std::function<const ir::Variant*(Id, int)> through_wider = [&](Id c, int depth) -> const ir::Variant* {
+      if (auto it = via_wider.find(c); it != via_wider.end()) return it->second ? &*it->second : nullptr;
+      via_wider[c] = std::nullopt;  // (in progress: a cycle of views ends here)
+      std::optional<ir::Variant> found;
+      for (Id nd : ix.nodes(c)) {
+        const auto& n = g.node(nd);
+        const bool slice = n.op == ir::Op::Slice;
+        if (slice ? !wider_classes.count(g.find(n.kids[0]))
+                  : depth >= kMaxViewDepth || (!ir::is_view(n.op) && n.op != ir::Op::Cast))
+          continue;
+        const ir::Variant* under = slice ? nullptr : through_wider(g.find(n.kids[0]), depth + 1);
+        if (!slice && !under) continue;
+        auto v = ir::lower_node(g, nd);
+        if (!v || !ir::is_cheap(*v->spec)) continue;
+        if (slice) {
+          found = std::move(*v);
+          break;
+        }
+        const auto pos = std::find_if(v->kids.begin(), v->kids.end(),
+                                      [&](Id k) { return g.find(k) == g.find(n.kids[0]); });
+        if (pos == v->kids.end()) continue;
+        if (auto nv = ir::substitute(g, *v, static_cast<std::size_t>(pos - v->kids.begin()), *under,
+                                     ctx.max_body_nodes)) {
+          found = std::move(*nv);
+          break;
+        }
+      }
+      // Or up: a class that is a reshape of this one and reads the wider product, reshaped
+      // back (the matvec [1, 1024, 1] the algebra spelled a decode step's K row as is a
+      // reshape away from K = slice(Q|K|V)). (Permutes too made no plan differ.)
+      if (!found && depth < kMaxViewDepth)
+        if (auto it = reshaped_as.find(c); it != reshaped_as.end())
+          for (Id parent_class : it->second) {
+            const ir::Variant* parent = through_wider(g.find(parent_class), depth + 1);
+            if (!parent) continue;
+            ir::Attr back;
+            back.shape = g.data(c).shape;
+            ir::BodyBuilder b(g);
+            const uint32_t root = b.copy(*parent->spec->body, parent->kids);
+            if (auto v = b.finish(b.emit_op(ir::Op::Reshape, back, {root}), ctx.max_body_nodes);
+                v && ir::is_cheap(*v->spec)) {
+              found = std::move(*v);
+              break;
+            }
+          }
+      auto& slot = via_wider[c];
+      slot = std::move(found);
+      return slot ? &*slot : nullptr;
+    };
     bool out_of_budget = false;
+    if (sweep == 0 && !wider_classes.empty()) {
+      for (Id c : program_classes) {
+        if ((out_of_budget = budget_spent(ctx, before, todo.size()))) break;
+        // The program's kernels read it so (the attention reading the K row off the merged
+        // product)...
+        for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
+          if (!focus.count(nd)) continue;
+          const ir::Variant k = variant_of(g, nd);
+          if (k.spec->kind == ir::KernelKind::Gather) continue;
+          for (std::size_t slot = 0; slot < k.kids.size(); ++slot)
+            if (const ir::Variant* r = through_wider(g.find(k.kids[slot]), 0))
+              if (auto nv = ir::substitute(g, k, slot, *r, ctx.max_body_nodes)) {
+                if (debug)
+                  std::fprintf(stderr, "[fusion] n%u reads c%u off a wider product\n", nd,
+                               g.find(k.kids[slot]));
+                todo.emplace_back(c, std::move(*nv));
+              }
+        }
+        // ...and so do the class's own operations (its math nodes, lowered), whose operands
+        // the program's kernel may compute inside and not read at all (Q's product inside
+        // its RoPE kernel): as they are, and with the wider product's kernel absorbed where
+        // that is a legal kernel (an operation over one slice then computes that slice's
+        // rows of the product, with the prologue the wider kernel took).
+        std::size_t members = 0;
+        for (Id nd : ix.nodes(c)) {
+          const ir::Op op = g.node(nd).op;
+          if (op == ir::Op::Kernel || op == ir::Op::Input || op == ir::Op::Param) continue;
+          if (++members > kMaxNodesPerClass) break;
+          auto direct = ir::lower_node(g, nd);
+          if (!direct || direct->spec->kind == ir::KernelKind::Gather) continue;
+          ir::Variant v = std::move(*direct);
+          // (each substitution moves the slots, so each pass starts over: one per slot)
+          bool read_wider = false;
+          for (bool again = true; again;) {
+            again = false;
+            for (std::size_t slot = 0; slot < v.kids.size() && !again; ++slot) {
+              const Id kc = g.find(v.kids[slot]);
+              if (wider_classes.count(kc)) continue;
+              if (const ir::Variant* r = through_wider(kc, 0))
+                if (auto nv = ir::substitute(g, v, slot, *r, ctx.max_body_nodes)) {
+                  v = std::move(*nv);
+                  read_wider = again = true;
+                }
+            }
+          }
+          if (!read_wider) continue;
+          // Both: the operation reading the wider product's buffer, and -- where that is a
+          // legal kernel -- the one computing the wider product inside.
+          todo.emplace_back(c, v);
+          bool absorbed = false;
+          for (bool again = true; again;) {
+            again = false;
+            for (std::size_t slot = 0; slot < v.kids.size() && !again; ++slot) {
+              const Id kc = g.find(v.kids[slot]);
+              if (!wider_classes.count(kc)) continue;
+              if (const ir::Variant* p = off_program_kernel(kc, 0)) {
+                if (auto nv = ir::substitute(g, v, slot, *p, ctx.max_body_nodes)) {
+                  v = std::move(*nv);
+                  absorbed = again = true;
+                } else if (debug) {
+                  std::fprintf(stderr, "[fusion] c%u cannot absorb wider c%u (%s, %zu nodes)\n", c, kc,
+                               ir::kind_name(p->spec->kind), p->spec->body->nodes.size());
+                }
+              } else if (debug)
+                std::fprintf(stderr, "[fusion] wider c%u has no kernel\n", kc);
+            }
+          }
+          if (!absorbed) continue;
+          if (debug) {
+            std::fprintf(stderr, "[fusion] c%u computes a wider product: %s, %zu nodes, slots", c,
+                         ir::kind_name(v.spec->kind), v.spec->body->nodes.size());
+            for (Id k : v.kids) std::fprintf(stderr, " c%u", g.find(k));
+            std::fprintf(stderr, "\n");
+          }
+          todo.emplace_back(c, std::move(v));
+        }
+      }
+    }
     for (Id c : ix.classes_with(ir::Op::Kernel)) {
-      if ((out_of_budget = budget_spent(ctx, before, todo.size()))) break;
+      if (out_of_budget || (out_of_budget = budget_spent(ctx, before, todo.size()))) break;
       for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
         if (sweep == 0 ? !focus.empty() && !focus.count(nd) && !wider.count(nd) : nd < fresh_from) continue;
         const ir::Variant k = variant_of(g, nd);

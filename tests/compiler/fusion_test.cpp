@@ -10,6 +10,7 @@
 
 #include "cost/target_desc.hpp"
 #include "ir/kernel_body.hpp"
+#include "support/scoped_env.hpp"
 #include "translation_models.hpp"
 
 using namespace luminal;
@@ -39,6 +40,15 @@ int concat_weights(const ir::KernelSpec& spec) {
 bool computes(const ir::KernelSpec& spec, detail::PrimOp op) {
   const auto& nodes = spec.body->nodes;
   return std::any_of(nodes.begin(), nodes.end(), [&](const detail::Node& n) { return n.op == op; });
+}
+
+// Whether `plan` computes Q, K and V as one GEMM over the three weights with RMSNorm (its
+// square root) as the prologue.
+bool merged_qkv_with_norm(const compiler::KernelPlan& plan) {
+  return std::any_of(plan.steps.begin(), plan.steps.end(), [](const auto& st) {
+    return st.spec->kind == ir::KernelKind::Gemm && concat_weights(*st.spec) == 3 &&
+           computes(*st.spec, detail::PrimOp::Sqrt);
+  });
 }
 
 }  // namespace
@@ -162,13 +172,31 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
     // product is no kernel of the program the rounds extract (three products, each with
     // its own prologue), so the rounds also fuse into the classes the program's products
     // are slices of (PassContext::wider), and the extractor weighs the result.
-    if (s == 16) {
-      CHECK(std::any_of(without.plan->steps.begin(), without.plan->steps.end(), [](const auto& st) {
-        return st.spec->kind == ir::KernelKind::Gemm && concat_weights(*st.spec) == 3 &&
-               computes(*st.spec, detail::PrimOp::Sqrt);
-      }));
-    }
+    if (s == 16) CHECK(merged_qkv_with_norm(*without.plan));
   }
+}
+
+TEST_CASE("fusion without its policies: a decode step reads Q, K and V off one product",
+          "[compiler][fusion]") {
+  // The decode step's K row, as the algebra spells it, is a [1, 1024, 1] matvec whose
+  // class holds no view of the Q|K|V product: a reshape of it is K, a slice of that
+  // product. absorb-producers reads such a class off the wider product (a slice, under
+  // views either way) and gives the merged product the program's normalization as its
+  // prologue; the extractor then prefers one product to three.
+  const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
+  Graph g;
+  test::build_decode_block_f16(g, 4096);
+  CompileOptions o = test::unhurried();
+  o.compile_only = true;
+  const auto with = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o);
+  o.skip_rules = {"fuse-producers"};
+  const auto without = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o);
+  std::printf(
+      "decode step, sm_90 (H200): %lld kernels, %.4g s with the policies; %lld kernels, %.4g s without\n",
+      static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
+      static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
+  INFO(without.report.to_string() << "\n" << without.dot);
+  CHECK(merged_qkv_with_norm(*without.plan));
 }
 
 TEST_CASE("fusion with its policies is never dearer than without, on a GPU too", "[compiler][fusion]") {
