@@ -9,11 +9,11 @@
 #include <span>
 
 #include "backends/reference/kernels.hpp"
+#include "luminal/egraph/extract.hpp"
 #include "luminal/error.hpp"
 #include "rules/check_cases.hpp"
 #include "rules/check_eval.hpp"
 #include "rules/guided_focus.hpp"
-#include "luminal/egraph/extract.hpp"
 
 namespace luminal::rules::check {
 
@@ -101,8 +101,9 @@ struct Checker {
     // A guided pass on every other example of its own: in the mode the search runs it --
     // on the kernels of a program extracted from the example (PassContext::focus) and on
     // the wider products its classes are slices of (PassContext::wider), with the products
-    // of shared operands merged first as the math phase merges them (matmul-siblings) --
-    // not only on every e-node, so what it does only for a program is checked too.
+    // of shared operands merged first as the math phase merges them (matmul-siblings,
+    // after matmul-transpose's other spellings) -- not only on every e-node, so what it
+    // does only for a program is checked too.
     const bool guided = rule.guided && !inst.roots.empty() && attempt % 4 == 0;
     if (guided)
       for (const char* name : {"matmul-transpose", "matmul-siblings", "matmul-siblings-3"})

@@ -14,17 +14,13 @@ namespace luminal::rules {
 // and found nothing more).
 GuidedFocus guided_focus(ir::EGraph& g, const std::vector<ir::Id>& roots, const std::vector<ir::Id>& choice) {
   GuidedFocus out;
-  // The program's kernels (its leaves below them are not kernels).
-  walk_choice(g, roots, choice, [&](ir::Id c) {
-    if (c >= choice.size() || choice[c] == egraph::kNoId || g.node(choice[c]).op != ir::Op::Kernel)
-      return Walk::Skip;
-    out.focus.push_back(choice[c]);
-    return Walk::Descend;
-  });
+  // The program's classes, and its kernels (its leaves below them are not kernels).
   std::vector<ir::Id> program;
   walk_choice(g, roots, choice, [&](ir::Id c) {
     if (c >= choice.size() || choice[c] == egraph::kNoId) return Walk::Skip;
     program.push_back(c);
+    if (g.node(choice[c]).op != ir::Op::Kernel) return Walk::Skip;
+    out.focus.push_back(choice[c]);
     return Walk::Descend;
   });
   const std::unordered_set<ir::Id> in_program(program.begin(), program.end());
