@@ -447,17 +447,198 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
 // Not yet on sharded programs (several ranks): there it changes the tensor-parallel plan
 // of a small decode step (D = 512, 2 ranks: one layer gathers instead of reducing, priced
 // 1.3% cheaper), which no run has measured (tests/dist/tensor_parallel_test.cpp).
+// How deep a wider consumer's off-program producers are absorbed into one another.
+constexpr int kMaxOffProgramDepth = 8;
+// How many views and casts lead from a class of the program to a slice of a wider one.
+constexpr int kMaxViewDepth = 4;
+
+// One sweep of absorb-producers over an extracted program: the kernels it makes for
+// classes off the program (memoized for the sweep; each one made joins `todo`, as an
+// equality of its own class).
+struct OffProgram {
+  EGraph& g;
+  const PassContext& ctx;
+  const std::unordered_set<Id>& program_classes;
+  const std::unordered_set<Id>& wider_classes;  ///< classes of PassContext::wider
+  int sweep;
+  std::size_t fresh_from;  ///< node ids from here on were made by the previous sweep
+  Variants& todo;
+  bool debug;
+  std::unordered_map<Id, std::optional<ir::Variant>> absorbed{}, read_wider{};
+  std::unordered_map<Id, std::vector<Id>> reshaped_as{};  ///< per class, the classes holding a reshape of it
+
+  // A class off the program, as a wider consumer absorbs it: its kernel with fewest slots
+  // off the program, then the smallest (one reading the program's normalized x beats a
+  // smaller one reading another spelling of it, whose own producers lead away from what
+  // the program computes), with every slot that is itself off the program absorbed in
+  // turn (recursively, down to what the program computes and the leaves) -- the merged
+  // product's concatenated weights from the weights, its operand's normalization from x.
+  const ir::Variant* kernel(Id c, int depth) {
+    const auto& ix = g.index();
+    if (auto it = absorbed.find(c); it != absorbed.end()) return it->second ? &*it->second : nullptr;
+    absorbed[c] = std::nullopt;  // (in progress: a cycle through views ends here)
+    std::optional<std::tuple<std::size_t, std::size_t, Id>> smallest;
+    for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
+      if (sweep > 0 && nd >= fresh_from) continue;
+      const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
+      if (spec.kind == ir::KernelKind::Gather || !spec.launch.empty()) continue;
+      std::size_t off = 0;
+      for (Id k : g.node(nd).kids)
+        off += !program_classes.count(g.find(k)) && !ix.nodes(g.find(k), ir::Op::Kernel).empty();
+      const std::tuple<std::size_t, std::size_t, Id> key{off, spec.body->nodes.size(), nd};
+      if (!smallest || key < *smallest) smallest = key;
+    }
+    if (!smallest) return nullptr;
+    ir::Variant v = variant_of(g, std::get<2>(*smallest));
+    const std::shared_ptr<const ir::KernelSpec> direct = v.spec;
+    std::vector<Id> tried;
+    for (bool again = depth < kMaxOffProgramDepth; again;) {
+      again = false;
+      for (std::size_t slot = 0; slot < v.kids.size(); ++slot) {
+        const Id kc = g.find(v.kids[slot]);
+        if (program_classes.count(kc) || ix.nodes(kc, ir::Op::Kernel).empty() ||
+            std::find(tried.begin(), tried.end(), kc) != tried.end())
+          continue;
+        tried.push_back(kc);
+        const ir::Variant* p = kernel(kc, depth + 1);
+        if (!p) continue;
+        if (auto nv = ir::substitute(g, v, slot, *p, ctx.max_body_nodes)) {
+          v = std::move(*nv);
+          again = true;
+          break;
+        }
+      }
+    }
+    if (!(*v.spec == *direct)) todo.emplace_back(c, v);
+    auto& slot = absorbed[c];
+    slot = std::move(v);
+    return &*slot;
+  }
+
+  // A class of the program read through a slice of a wider class (the merged product the
+  // program does not compute): the slice's kernel under the views and casts that lead
+  // from the class down to the slice (a decode step's f16 K row is a cast of reshapes of
+  // K), or reshaped back from a class that is a reshape of this one and reads the wider
+  // product (the matvec [1, 1024, 1] the algebra spelled the K row as is a reshape away
+  // from K = slice(Q|K|V); permutes too made no plan differ) -- so a consumer can read the
+  // merged product's buffer instead of the class's own.
+  const ir::Variant* through_wider(Id c, int depth) {
+    const auto& ix = g.index();
+    if (auto it = read_wider.find(c); it != read_wider.end()) return it->second ? &*it->second : nullptr;
+    read_wider[c] = std::nullopt;  // (in progress: a cycle of views ends here)
+    std::optional<ir::Variant> found;
+    for (Id nd : ix.nodes(c)) {
+      const auto& n = g.node(nd);
+      const bool slice = n.op == ir::Op::Slice;
+      if (slice ? !wider_classes.count(g.find(n.kids[0]))
+                : depth >= kMaxViewDepth || (!ir::is_view(n.op) && n.op != ir::Op::Cast))
+        continue;
+      const ir::Variant* under = slice ? nullptr : through_wider(g.find(n.kids[0]), depth + 1);
+      if (!slice && !under) continue;
+      auto v = ir::lower_node(g, nd);
+      if (!v || !ir::is_cheap(*v->spec)) continue;
+      if (slice) {
+        found = std::move(*v);
+        break;
+      }
+      const auto pos =
+          std::find_if(v->kids.begin(), v->kids.end(), [&](Id k) { return g.find(k) == g.find(n.kids[0]); });
+      if (pos == v->kids.end()) continue;
+      if (auto nv = ir::substitute(g, *v, static_cast<std::size_t>(pos - v->kids.begin()), *under,
+                                   ctx.max_body_nodes)) {
+        found = std::move(*nv);
+        break;
+      }
+    }
+    if (!found && depth < kMaxViewDepth)
+      if (auto it = reshaped_as.find(c); it != reshaped_as.end())
+        for (Id parent_class : it->second) {
+          const ir::Variant* parent = through_wider(g.find(parent_class), depth + 1);
+          if (!parent) continue;
+          ir::Attr back;
+          back.shape = g.data(c).shape;
+          ir::BodyBuilder b(g);
+          const uint32_t root = b.copy(*parent->spec->body, parent->kids);
+          if (auto v = b.finish(b.emit_op(ir::Op::Reshape, back, {root}), ctx.max_body_nodes);
+              v && ir::is_cheap(*v->spec)) {
+            found = std::move(*v);
+            break;
+          }
+        }
+    auto& slot = read_wider[c];
+    slot = std::move(found);
+    return slot ? &*slot : nullptr;
+  }
+
+  // Class `c` of the program read off the wider products: its kernels in the program
+  // (`focus`) reading such operands so (the attention reading the K row off the merged
+  // product), and so do the class's own operations (its math nodes, lowered), whose
+  // operands the program's kernel may compute inside and not read at all (Q's product
+  // inside its RoPE kernel) -- as they are, and with the wider product's kernel absorbed
+  // where that is a legal kernel (an operation over one slice then computes that slice's
+  // rows of the product, with the prologue the wider kernel took).
+  void read_off_wider(Id c, const std::unordered_set<Id>& focus) {
+    const auto& ix = g.index();
+    for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
+      if (!focus.count(nd)) continue;
+      const ir::Variant k = variant_of(g, nd);
+      if (k.spec->kind == ir::KernelKind::Gather) continue;
+      for (std::size_t slot = 0; slot < k.kids.size(); ++slot)
+        if (const ir::Variant* r = through_wider(g.find(k.kids[slot]), 0))
+          if (auto nv = ir::substitute(g, k, slot, *r, ctx.max_body_nodes)) {
+            if (debug)
+              std::fprintf(stderr, "[fusion] n%u reads c%u off a wider product\n", nd, g.find(k.kids[slot]));
+            todo.emplace_back(c, std::move(*nv));
+          }
+    }
+    std::size_t members = 0;
+    for (Id nd : ix.nodes(c)) {
+      const ir::Op op = g.node(nd).op;
+      if (op == ir::Op::Kernel || op == ir::Op::Input || op == ir::Op::Param) continue;
+      if (++members > kMaxNodesPerClass) break;
+      auto direct = ir::lower_node(g, nd);
+      if (!direct || direct->spec->kind == ir::KernelKind::Gather) continue;
+      ir::Variant v = std::move(*direct);
+      // Substitutes `with(slot class)` into every slot `which(slot class)` accepts; each
+      // substitution moves the slots, so each pass starts over (one per slot).
+      auto each_slot = [&](auto which, auto with) {
+        bool any = false;
+        for (bool again = true; again;) {
+          again = false;
+          for (std::size_t slot = 0; slot < v.kids.size() && !again; ++slot) {
+            const Id kc = g.find(v.kids[slot]);
+            if (!which(kc)) continue;
+            if (const ir::Variant* r = with(kc))
+              if (auto nv = ir::substitute(g, v, slot, *r, ctx.max_body_nodes)) {
+                v = std::move(*nv);
+                any = again = true;
+              }
+          }
+        }
+        return any;
+      };
+      const auto wide = [&](Id kc) { return wider_classes.count(kc) > 0; };
+      if (!each_slot([&](Id kc) { return !wide(kc); }, [&](Id kc) { return through_wider(kc, 0); })) continue;
+      todo.emplace_back(c, v);
+      if (!each_slot(wide, [&](Id kc) { return kernel(kc, 0); })) continue;
+      if (debug) {
+        std::fprintf(stderr, "[fusion] c%u computes a wider product: %s, %zu nodes, slots", c,
+                     ir::kind_name(v.spec->kind), v.spec->body->nodes.size());
+        for (Id k : v.kids) std::fprintf(stderr, " c%u", g.find(k));
+        std::fprintf(stderr, "\n");
+      }
+      todo.emplace_back(c, std::move(v));
+    }
+  }
+};
+
 std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
   if (g.analysis().world() > 1) return 0;
   constexpr int kSweeps = 3;
-  // How deep a wider consumer's off-program producers are absorbed into one another.
-  constexpr int kMaxOffProgramDepth = 8;
   const std::size_t before = g.num_nodes();
   const std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
   const std::unordered_set<Id> wider(ctx.wider.begin(), ctx.wider.end());
   std::unordered_set<Id> wider_classes;
-  // How many views and casts lead from a class of the program to a slice of a wider one.
-  constexpr int kMaxViewDepth = 4;
   const char* dbg = std::getenv("LUMINAL_DEBUG_FUSION");
   const bool debug = dbg && *dbg;
   if (debug && !wider.empty()) {
@@ -482,192 +663,15 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
         if (nd < fresh_from || sweep == 0)
           if (focus.empty() || focus.count(nd)) producer[c].push_back(nd);
     Variants todo;
-    // A class off the program, as a wider consumer absorbs it: its smallest kernel with
-    // every slot that is itself off the program absorbed in turn (recursively, down to
-    // what the program computes and the leaves) -- the merged product's concatenated
-    // weights from the weights, its operand's normalization from x. Each such kernel is
-    // an equality of its own class too, so it joins it.
-    std::unordered_map<Id, std::optional<ir::Variant>> off_program;
-    std::function<const ir::Variant*(Id, int)> off_program_kernel = [&](Id c,
-                                                                        int depth) -> const ir::Variant* {
-      if (auto it = off_program.find(c); it != off_program.end()) return it->second ? &*it->second : nullptr;
-      off_program[c] = std::nullopt;  // (in progress: a cycle through views ends here)
-      // (the kernel with fewest slots off the program, then the smallest: one reading the
-      // program's normalized x beats a smaller one reading another spelling of it, whose
-      // own producers lead away from what the program computes)
-      std::optional<std::tuple<std::size_t, std::size_t, Id>> smallest;
-      for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
-        if (sweep > 0 && nd >= fresh_from) continue;
-        const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
-        if (spec.kind == ir::KernelKind::Gather || !spec.launch.empty()) continue;
-        std::size_t off = 0;
-        for (Id k : g.node(nd).kids)
-          off += !program_classes.count(g.find(k)) && !ix.nodes(g.find(k), ir::Op::Kernel).empty();
-        const std::tuple<std::size_t, std::size_t, Id> key{off, spec.body->nodes.size(), nd};
-        if (!smallest || key < *smallest) smallest = key;
-      }
-      if (!smallest) return nullptr;
-      ir::Variant v = variant_of(g, std::get<2>(*smallest));
-      const std::shared_ptr<const ir::KernelSpec> direct = v.spec;
-      std::vector<Id> tried;
-      for (bool again = depth < kMaxOffProgramDepth; again;) {
-        again = false;
-        for (std::size_t slot = 0; slot < v.kids.size(); ++slot) {
-          const Id kc = g.find(v.kids[slot]);
-          if (program_classes.count(kc) || ix.nodes(kc, ir::Op::Kernel).empty() ||
-              std::find(tried.begin(), tried.end(), kc) != tried.end())
-            continue;
-          tried.push_back(kc);
-          const ir::Variant* p = off_program_kernel(kc, depth + 1);
-          if (!p) continue;
-          if (auto nv = ir::substitute(g, v, slot, *p, ctx.max_body_nodes)) {
-            v = std::move(*nv);
-            again = true;
-            break;
-          }
-        }
-      }
-      if (!(*v.spec == *direct)) todo.emplace_back(c, v);
-      auto& slot = off_program[c];
-      slot = std::move(v);
-      return &*slot;
-    };
-    // A class of the program read through a slice of a wider class (the merged product
-    // the program does not compute): the slice's kernel -- under the views and casts that
-    // lead from the class to the slice (a decode step's f16 K row is a cast of reshapes of
-    // K) -- so a consumer can read the merged product's buffer instead of the class's own.
-    std::unordered_map<Id, std::optional<ir::Variant>> via_wider;
-    // Per class, the classes that hold a reshape of it.
-    std::unordered_map<Id, std::vector<Id>> reshaped_as;
-    if (sweep == 0 && !wider_classes.empty())
-      for (Id c : ix.classes())
-        for (Id nd : ix.nodes(c, ir::Op::Reshape)) reshaped_as[g.find(g.node(nd).kids[0])].push_back(c);
-    std::function<const ir::Variant*(Id, int)> through_wider = [&](Id c, int depth) -> const ir::Variant* {
-      if (auto it = via_wider.find(c); it != via_wider.end()) return it->second ? &*it->second : nullptr;
-      via_wider[c] = std::nullopt;  // (in progress: a cycle of views ends here)
-      std::optional<ir::Variant> found;
-      for (Id nd : ix.nodes(c)) {
-        const auto& n = g.node(nd);
-        const bool slice = n.op == ir::Op::Slice;
-        if (slice ? !wider_classes.count(g.find(n.kids[0]))
-                  : depth >= kMaxViewDepth || (!ir::is_view(n.op) && n.op != ir::Op::Cast))
-          continue;
-        const ir::Variant* under = slice ? nullptr : through_wider(g.find(n.kids[0]), depth + 1);
-        if (!slice && !under) continue;
-        auto v = ir::lower_node(g, nd);
-        if (!v || !ir::is_cheap(*v->spec)) continue;
-        if (slice) {
-          found = std::move(*v);
-          break;
-        }
-        const auto pos = std::find_if(v->kids.begin(), v->kids.end(),
-                                      [&](Id k) { return g.find(k) == g.find(n.kids[0]); });
-        if (pos == v->kids.end()) continue;
-        if (auto nv = ir::substitute(g, *v, static_cast<std::size_t>(pos - v->kids.begin()), *under,
-                                     ctx.max_body_nodes)) {
-          found = std::move(*nv);
-          break;
-        }
-      }
-      // Or up: a class that is a reshape of this one and reads the wider product, reshaped
-      // back (the matvec [1, 1024, 1] the algebra spelled a decode step's K row as is a
-      // reshape away from K = slice(Q|K|V)). (Permutes too made no plan differ.)
-      if (!found && depth < kMaxViewDepth)
-        if (auto it = reshaped_as.find(c); it != reshaped_as.end())
-          for (Id parent_class : it->second) {
-            const ir::Variant* parent = through_wider(g.find(parent_class), depth + 1);
-            if (!parent) continue;
-            ir::Attr back;
-            back.shape = g.data(c).shape;
-            ir::BodyBuilder b(g);
-            const uint32_t root = b.copy(*parent->spec->body, parent->kids);
-            if (auto v = b.finish(b.emit_op(ir::Op::Reshape, back, {root}), ctx.max_body_nodes);
-                v && ir::is_cheap(*v->spec)) {
-              found = std::move(*v);
-              break;
-            }
-          }
-      auto& slot = via_wider[c];
-      slot = std::move(found);
-      return slot ? &*slot : nullptr;
-    };
+    OffProgram off_program{g, ctx, program_classes, wider_classes, sweep, fresh_from, todo, debug};
     bool out_of_budget = false;
     if (sweep == 0 && !wider_classes.empty()) {
+      for (Id c : ix.classes())
+        for (Id nd : ix.nodes(c, ir::Op::Reshape))
+          off_program.reshaped_as[g.find(g.node(nd).kids[0])].push_back(c);
       for (Id c : program_classes) {
         if ((out_of_budget = budget_spent(ctx, before, todo.size()))) break;
-        // The program's kernels read it so (the attention reading the K row off the merged
-        // product)...
-        for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
-          if (!focus.count(nd)) continue;
-          const ir::Variant k = variant_of(g, nd);
-          if (k.spec->kind == ir::KernelKind::Gather) continue;
-          for (std::size_t slot = 0; slot < k.kids.size(); ++slot)
-            if (const ir::Variant* r = through_wider(g.find(k.kids[slot]), 0))
-              if (auto nv = ir::substitute(g, k, slot, *r, ctx.max_body_nodes)) {
-                if (debug)
-                  std::fprintf(stderr, "[fusion] n%u reads c%u off a wider product\n", nd,
-                               g.find(k.kids[slot]));
-                todo.emplace_back(c, std::move(*nv));
-              }
-        }
-        // ...and so do the class's own operations (its math nodes, lowered), whose operands
-        // the program's kernel may compute inside and not read at all (Q's product inside
-        // its RoPE kernel): as they are, and with the wider product's kernel absorbed where
-        // that is a legal kernel (an operation over one slice then computes that slice's
-        // rows of the product, with the prologue the wider kernel took).
-        std::size_t members = 0;
-        for (Id nd : ix.nodes(c)) {
-          const ir::Op op = g.node(nd).op;
-          if (op == ir::Op::Kernel || op == ir::Op::Input || op == ir::Op::Param) continue;
-          if (++members > kMaxNodesPerClass) break;
-          auto direct = ir::lower_node(g, nd);
-          if (!direct || direct->spec->kind == ir::KernelKind::Gather) continue;
-          ir::Variant v = std::move(*direct);
-          // (each substitution moves the slots, so each pass starts over: one per slot)
-          bool read_wider = false;
-          for (bool again = true; again;) {
-            again = false;
-            for (std::size_t slot = 0; slot < v.kids.size() && !again; ++slot) {
-              const Id kc = g.find(v.kids[slot]);
-              if (wider_classes.count(kc)) continue;
-              if (const ir::Variant* r = through_wider(kc, 0))
-                if (auto nv = ir::substitute(g, v, slot, *r, ctx.max_body_nodes)) {
-                  v = std::move(*nv);
-                  read_wider = again = true;
-                }
-            }
-          }
-          if (!read_wider) continue;
-          // Both: the operation reading the wider product's buffer, and -- where that is a
-          // legal kernel -- the one computing the wider product inside.
-          todo.emplace_back(c, v);
-          bool absorbed = false;
-          for (bool again = true; again;) {
-            again = false;
-            for (std::size_t slot = 0; slot < v.kids.size() && !again; ++slot) {
-              const Id kc = g.find(v.kids[slot]);
-              if (!wider_classes.count(kc)) continue;
-              if (const ir::Variant* p = off_program_kernel(kc, 0)) {
-                if (auto nv = ir::substitute(g, v, slot, *p, ctx.max_body_nodes)) {
-                  v = std::move(*nv);
-                  absorbed = again = true;
-                } else if (debug) {
-                  std::fprintf(stderr, "[fusion] c%u cannot absorb wider c%u (%s, %zu nodes)\n", c, kc,
-                               ir::kind_name(p->spec->kind), p->spec->body->nodes.size());
-                }
-              } else if (debug)
-                std::fprintf(stderr, "[fusion] wider c%u has no kernel\n", kc);
-            }
-          }
-          if (!absorbed) continue;
-          if (debug) {
-            std::fprintf(stderr, "[fusion] c%u computes a wider product: %s, %zu nodes, slots", c,
-                         ir::kind_name(v.spec->kind), v.spec->body->nodes.size());
-            for (Id k : v.kids) std::fprintf(stderr, " c%u", g.find(k));
-            std::fprintf(stderr, "\n");
-          }
-          todo.emplace_back(c, std::move(v));
-        }
+        off_program.read_off_wider(c, focus);
       }
     }
     for (Id c : ix.classes_with(ir::Op::Kernel)) {
@@ -683,7 +687,7 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
           auto it = producer.find(kc);
           if (it == producer.end()) {
             if (!off || ix.nodes(kc, ir::Op::Kernel).empty()) continue;
-            if (const ir::Variant* p = off_program_kernel(kc, 0))
+            if (const ir::Variant* p = off_program.kernel(kc, 0))
               if (auto nv = ir::substitute(g, k, slot, *p, ctx.max_body_nodes))
                 todo.emplace_back(c, std::move(*nv));
             continue;
