@@ -570,27 +570,14 @@ struct OffProgram {
     return slot ? &*slot : nullptr;
   }
 
-  // Class `c` of the program read off the wider products: its kernels in the program
-  // (`focus`) reading such operands so (the attention reading the K row off the merged
-  // product), and so do the class's own operations (its math nodes, lowered), whose
-  // operands the program's kernel may compute inside and not read at all (Q's product
-  // inside its RoPE kernel) -- as they are, and with the wider product's kernel absorbed
-  // where that is a legal kernel (an operation over one slice then computes that slice's
-  // rows of the product, with the prologue the wider kernel took).
-  void read_off_wider(Id c, const std::unordered_set<Id>& focus) {
+  // Class `c` of the program's own operations (its math nodes, lowered) reading their
+  // operands off the wider products, where the program's kernel computes an operand
+  // inside and reads none (Q's product inside its RoPE kernel): as they are, and with the
+  // wider product's kernel absorbed where that is a legal kernel (an operation over one
+  // slice then computes that slice's rows of the product, with the prologue the wider
+  // kernel took). (The program's kernels read their slots so in absorb_producers' sweep.)
+  void read_off_wider(Id c) {
     const auto& ix = g.index();
-    for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
-      if (!focus.count(nd)) continue;
-      const ir::Variant k = variant_of(g, nd);
-      if (k.spec->kind == ir::KernelKind::Gather) continue;
-      for (std::size_t slot = 0; slot < k.kids.size(); ++slot)
-        if (const ir::Variant* r = through_wider(g.find(k.kids[slot]), 0))
-          if (auto nv = ir::substitute(g, k, slot, *r, ctx.max_body_nodes)) {
-            if (debug)
-              std::fprintf(stderr, "[fusion] n%u reads c%u off a wider product\n", nd, g.find(k.kids[slot]));
-            todo.emplace_back(c, std::move(*nv));
-          }
-    }
     std::size_t members = 0;
     for (Id nd : ix.nodes(c)) {
       const ir::Op op = g.node(nd).op;
@@ -671,7 +658,7 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
           off_program.reshaped_as[g.find(g.node(nd).kids[0])].push_back(c);
       for (Id c : program_classes) {
         if ((out_of_budget = budget_spent(ctx, before, todo.size()))) break;
-        off_program.read_off_wider(c, focus);
+        off_program.read_off_wider(c);
       }
     }
     for (Id c : ix.classes_with(ir::Op::Kernel)) {
@@ -684,6 +671,14 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
         const bool off = !focus.empty() && !program_classes.count(c);
         for (std::size_t slot = 0; slot < k.kids.size(); ++slot) {
           const Id kc = g.find(k.kids[slot]);
+          // (a kernel of the program reading the slot off the wider product it is a slice
+          // of: the attention reading the K row off the merged Q|K|V product)
+          if (sweep == 0 && !wider_classes.empty() && focus.count(nd))
+            if (const ir::Variant* r = off_program.through_wider(kc, 0))
+              if (auto nv = ir::substitute(g, k, slot, *r, ctx.max_body_nodes)) {
+                if (debug) std::fprintf(stderr, "[fusion] n%u reads c%u off a wider product\n", nd, kc);
+                todo.emplace_back(c, std::move(*nv));
+              }
           auto it = producer.find(kc);
           if (it == producer.end()) {
             if (!off || ix.nodes(kc, ir::Op::Kernel).empty()) continue;
