@@ -197,6 +197,9 @@ TEST_CASE("fusion without its policies: a decode step reads Q, K and V off one p
       static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
   INFO(without.report.to_string() << "\n" << without.dot);
   CHECK(merged_qkv_with_norm(*without.plan));
+  // 138 against 123 us (152 before the reading off wider products): what is left is the
+  // feed-forward's two-reduction kernel (docs/compiler.md).
+  CHECK(without.report.estimated_seconds <= 1.15 * with.report.estimated_seconds);
 }
 
 TEST_CASE("fusion with its policies is never dearer than without, on a GPU too", "[compiler][fusion]") {
