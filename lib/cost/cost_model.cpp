@@ -8,14 +8,27 @@
 
 namespace luminal::detail {
 
+namespace {
+
+// A concat B (matmul-siblings) is copied into one buffer first, by a kernel of its own,
+// on a GPU but by the skinny GEMM, which reads each segment where it lies
+// (gpu_renderer.cpp).
+bool gpu_concat_copied(const TargetDesc& t, const KernelWork& w) {
+  return t.warp > 1 && w.bytes_concat > 0 && GpuGemmLaunch::from(w.launch).engine != GpuGemmEngine::Skinny;
+}
+
+}  // namespace
+
+int priced_launches(const TargetDesc& t, const KernelWork& w) {
+  return 1 + static_cast<int>(w.staged_kernels) + (gpu_concat_copied(t, w) ? 1 : 0);
+}
+
 double kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   if (t.warp > 1) {
-    // A concat B (matmul-siblings) is copied into one buffer first, but by the skinny
-    // GEMM, which reads each segment where it lies (gpu_renderer.cpp).
-    if (w.bytes_concat == 0 || GpuGemmLaunch::from(w.launch).engine == GpuGemmEngine::Skinny)
-      return gpu_kernel_seconds(t, w);
+    if (!gpu_concat_copied(t, w)) return gpu_kernel_seconds(t, w);
     KernelWork copied = w;
     copied.bytes_read += 2 * w.bytes_concat;
+    copied.staged_kernels += 1;
     return gpu_kernel_seconds(t, copied);
   }
   // Too little independent work leaves cores (SMs) idle: scale the usable peak down.

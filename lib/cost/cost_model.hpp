@@ -70,6 +70,10 @@ struct KernelWork {
 
 /// Estimated seconds for one execution of a kernel on `t`.
 double kernel_seconds(const TargetDesc& t, const KernelWork& w);
+/// The launches kernel_seconds charges a kernel on `t`: its own, those staged before it
+/// (KernelWork::staged_kernels) and, on a GPU, the copy of a concatenated B into one
+/// buffer that every GEMM engine but the skinny one needs first.
+int priced_launches(const TargetDesc& t, const KernelWork& w);
 
 /// Seconds to stream `bytes` once: at cache speed when they fit in the last-level cache.
 inline double stream_seconds(const TargetDesc& t, double bytes) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "cost/gpu_launch.hpp"
@@ -71,6 +72,44 @@ bool is_broadcast_contraction(const detail::GraphImpl& b, const detail::Node& n)
 
 }  // namespace
 
+EpilogueReduction epilogue_reduction(const detail::GraphImpl& body, uint32_t root) {
+  auto passes_epilogue = [](const detail::Node& n) {
+    return is_elementwise(to_op(n.op)) || n.op == PrimOp::Reshape;
+  };
+  // The one sum_reduce the root reaches through elementwise ops and reshapes.
+  int red = -1;
+  std::function<bool(uint32_t)> walk = [&](uint32_t id) -> bool {
+    const detail::Node& n = body.nodes[id];
+    if (n.op == PrimOp::SumReduce) {
+      if (red >= 0 && red != static_cast<int>(id)) return false;
+      red = static_cast<int>(id);
+      return true;
+    }
+    if (n.op == PrimOp::MaxReduce) return false;
+    if (passes_epilogue(n))
+      for (uint32_t k : n.inputs)
+        if (!walk(k)) return false;
+    return true;
+  };
+  if (!walk(root)) return {std::nullopt, "a max reduction or a second sum reduction in the tail"};
+  if (red < 0) return {std::nullopt, "no sum reduction"};
+  // Every path from the root to the reduction must be elementwise/reshape: the epilogue
+  // replaces the reduction by the accumulator at the output position.
+  std::map<uint32_t, bool> reach;
+  std::function<bool(uint32_t)> reaches = [&](uint32_t id) -> bool {
+    if (static_cast<int>(id) == red) return true;
+    if (auto it = reach.find(id); it != reach.end()) return it->second;
+    bool r = false;
+    for (uint32_t k : body.nodes[id].inputs) r = reaches(k) || r;
+    reach[id] = r;
+    return r;
+  };
+  reaches(root);
+  for (const auto& [id, r] : reach)
+    if (r && !passes_epilogue(body.nodes[id])) return {std::nullopt, "the reduction is read through a view"};
+  return {static_cast<uint32_t>(red), ""};
+}
+
 std::vector<uint32_t> row_accumulators(const detail::GraphImpl& b, uint32_t root) {
   // Depth first, inputs in order, each node once: the order the lowering's row-reduction
   // recogniser meets reductions in (kernel/lower/recognize.cpp), so the first is its pick.
@@ -138,6 +177,13 @@ std::optional<RowPrologue> row_prologue(const detail::GraphImpl& b, const std::v
     const std::vector<uint32_t> red = reductions_under(mul.inputs[side]);
     if (red.empty()) continue;
     if (r || red.size() != 1 || is_broadcast_contraction(b, nodes[red[0]])) return std::nullopt;
+    // One statistic a row of A: no more values than A has rows (a reduction over a unit
+    // axis that A then reads along K is not one, and the lowering would stage it).
+    const detail::Node& operand = nodes[mul.inputs[side]];
+    const std::vector<Dim>& a_shape =
+        operand.op == PrimOp::Expand ? nodes[operand.inputs[0]].shape : operand.shape;
+    if (guessed_numel(nodes[red[0]].shape, {}) * static_cast<double>(*k) > guessed_numel(a_shape, {}))
+      return std::nullopt;
     r = RowPrologue{*top, mul.inputs[side], red[0]};
   }
   return r;
@@ -991,9 +1037,18 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
     // (A row reduction whose root reaches it only through a view -- RMSNorm's
     // normalization broadcasts its statistic -- has none: the statistic is staged.)
     const std::vector<uint32_t> row = row_accumulators(*spec.body, root);
-    // (A GEMM whose root reads its product through a view -- a vector times a matrix,
-    // reshaped -- lowers the same way: the product staged, the view a copy.)
     int accumulators = attention ? reductions : spec.kind != KernelKind::Elementwise && !row.empty() ? 1 : 0;
+    // A GEMM whose root reads its product through reshapes folds them into C's view
+    // (ir::epilogue_reduction) -- except a vector times a matrix off the GPU's few-rows
+    // engine, which the Gemm lowering leaves to generic loops on the CPU's terms
+    // (emit_gemm.cpp): there the product is staged and the view is a copy.
+    if (spec.kind == KernelKind::Gemm && accumulators == 0 && epilogue_reduction(*spec.body, root).reduce) {
+      const auto& out = nodes[root].shape;
+      const bool vector =
+          out.size() < 2 || numel_of({out[out.size() - 2]}, dims) <= 1 || numel_of({out.back()}, dims) <= 1;
+      if (!vector || detail::GpuGemmLaunch::from(spec.launch).engine == detail::GpuGemmEngine::Skinny)
+        accumulators = 1;
+    }
     if (accumulators == 1 && traits.row_accumulators && spec.kind == KernelKind::Reduction)
       accumulators = static_cast<int>(row.size());
     w.staged_kernels += reductions - accumulators - (rp ? 1 : 0);

@@ -160,6 +160,17 @@ std::optional<RowPrologue> row_prologue(const detail::GraphImpl& body, const std
 inline constexpr std::size_t kMaxRowAccumulators = 4;  // kernel::kMaxAccumulators
 std::vector<uint32_t> row_accumulators(const detail::GraphImpl& body, uint32_t root);
 
+/// The GEMM's product as the Gemm lowering sees it (kernel/lower/recognize.cpp,
+/// recognize_gemm): the one sum reduction the root reaches through elementwise ops and
+/// reshapes, every path from the root to it passing only those (they become the
+/// epilogue, a reshape folded into C's view). `why` says what stops it otherwise. The
+/// cost model charges such a GEMM no kernel for its product: one predicate for both.
+struct EpilogueReduction {
+  std::optional<uint32_t> reduce;
+  const char* why = "";
+};
+EpilogueReduction epilogue_reduction(const detail::GraphImpl& body, uint32_t root);
+
 /// Attention's K operand read as segments (kernel::Attention::k_more): `operand` (the
 /// score product's K side) is, through reshapes, permutes and expands (the repeat of a KV
 /// head over its query heads), a concatenation along one axis of at most

@@ -270,7 +270,13 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   // B a concat of stored tensors: segments read in place (a GEMM also at M == 1: the
   // few-rows path streams each segment once).
   std::optional<std::vector<kernel::GemmSegment>> segments = gemm_b_segments(yin, n_axis, f);
-  if (m_axis < 0 && !segments) {
+  // That choice is the CPU's. A GPU launch of the few-rows engine (GpuGemmEngine::Skinny,
+  // what the cost model priced, with its row prologue) streams B once whatever its type,
+  // so it stays a GEMM: generic loops would price as one kernel and run as two, a
+  // statistic kernel and a block per output without the prologue.
+  const bool skinny_launch =
+      detail::GpuGemmLaunch::from(spec_.launch).engine == detail::GpuGemmEngine::Skinny;
+  if (m_axis < 0 && !segments && !skinny_launch) {
     bool strided_big = false;
     if (plain_f32_load(Y))
       if (auto ay = affine(Y.node().index, f.interest)) {

@@ -136,7 +136,10 @@ int Lowerer::materialize(uint32_t id) {
 }
 
 // A contiguous copy of body node `node` (rank `rank`) over the input axes `keep` (the
-// others pinned to 0), computed by its own elementwise kernel; returns the buffer.
+// others pinned to 0), computed by its own elementwise kernel; returns the buffer. Where
+// the operand already lies row-major in a buffer of its own size -- a broadcast value
+// hoisted into one as it was emitted (SwiGLU before the down projection) -- that buffer
+// is the operand: copying it would be a launch the cost model never priced.
 int Lowerer::materialize_operand(uint32_t node, const std::vector<int>& keep, const std::vector<Index>& dims,
                                  size_t rank, bool keep_half) {
   Ctx saved = std::move(ctx_);
@@ -147,32 +150,50 @@ int Lowerer::materialize_operand(uint32_t node, const std::vector<int>& keep, co
   k.loops = loops_over(dims, vars, worth_parallel(dims));
   std::vector<Index> at(rank, Index(0));
   for (size_t i = 0; i < keep.size(); ++i) at[static_cast<size_t>(keep[i])] = vars[i];
-  kernel::Buffer b;
-  b.name = name_ + "_t" + std::to_string(prog_.buffers.size());
-  b.dtype = DType::f32;
-  b.elements = Index(1);
-  for (const auto& d : dims) b.elements = b.elements * d;
-  prog_.buffers.push_back(b);
-  const int buf = static_cast<int>(prog_.buffers.size() - 1);
+  Index elements(1);
+  for (const auto& d : dims) elements = elements * d;
   k.kind = kernel::KernelKind::Elementwise;
-  k.store.buffer = buf;
   k.store.index = kernel::row_major(vars, dims);
   k.store.value = emit(node, at, std::nullopt);
+  DType dtype = DType::f32;
   if (keep_half && k.store.value.valid() && k.store.value.op() == kernel::ExprOp::Cast &&
       k.store.value.dtype() == DType::f32) {
     // f16/bf16 -> f32 is exact: storing the half value itself loses nothing.
     const Expr in = k.store.value.node().args[0];
     if (in.dtype() == DType::f16 || in.dtype() == DType::bf16) {
       k.store.value = in;
-      prog_.buffers[static_cast<size_t>(buf)].dtype = in.dtype();
+      dtype = in.dtype();
     }
   }
+  if (const int in = contiguous_copy_of(k.store.value, k.store.index, elements); in >= 0) {
+    ctx_ = std::move(saved);
+    return in;
+  }
+  kernel::Buffer b;
+  b.name = name_ + "_t" + std::to_string(prog_.buffers.size());
+  b.dtype = dtype;
+  b.elements = elements;
+  prog_.buffers.push_back(b);
+  const int buf = static_cast<int>(prog_.buffers.size() - 1);
+  k.store.buffer = buf;
   if (!stopped()) {
     k.name = kernel_name();
     kernels.push_back(std::move(k));
   }
   ctx_ = std::move(saved);
   return buf;
+}
+
+int Lowerer::contiguous_copy_of(const Expr& value, const Index& store_index, const Index& elements) const {
+  if (stopped() || !value.valid() || value.op() != kernel::ExprOp::Load || value.node().valid) return -1;
+  const int in = value.node().buffer;
+  // Only a buffer this lowering made (a temporary): a stored leaf keeps its own layout
+  // and lifetime, and a copy of one is what the caller asked for.
+  if (in < first_temp_buffer_ || in >= static_cast<int>(prog_.buffers.size())) return -1;
+  const kernel::Buffer& b = prog_.buffers[static_cast<size_t>(in)];
+  auto same = [&](const Index& x, const Index& y) { return simp(x - y).as_constant() == int64_t{0}; };
+  return b.dtype == value.dtype() && same(b.elements, elements) && same(value.node().index, store_index) ? in
+                                                                                                         : -1;
 }
 
 }  // namespace luminal::kernel::lower

@@ -77,6 +77,7 @@ Lowerer::Lowerer(const ir::KernelSpec& spec, const std::vector<int>& args, const
 std::optional<Failure> Lowerer::lower(int result) {
   root_ = body_.outputs.at(0).second;
   const size_t buffers0 = prog_.buffers.size();
+  first_temp_buffer_ = static_cast<int>(buffers0);
   for (;;) {
     lower_once(result);
     if (failure_) return Failure{*failure_};

@@ -145,6 +145,9 @@ class Lowerer {
   /// buffer's dtype says which.
   int materialize_operand(uint32_t node, const std::vector<int>& keep, const std::vector<Index>& dims,
                           size_t rank, bool keep_half = false);
+  /// The temporary buffer `value` (a plain load) reads exactly as a store at `store_index`
+  /// of `elements` would lay it out -- the copy would change nothing -- or -1.
+  int contiguous_copy_of(const Expr& value, const Index& store_index, const Index& elements) const;
 
   // ---------------------------------------------------------------- specialised kinds
   void emit_gather(const GatherBody& m, int result);  // emit_gather.cpp
@@ -182,6 +185,7 @@ class Lowerer {
   uint32_t root_ = 0;
   Ctx ctx_;
   int counter_ = 0;  // kernel name suffix
+  int first_temp_buffer_ = 0;  // buffers from here on are this lowering's temporaries
 };
 
 }  // namespace luminal::kernel::lower
