@@ -738,6 +738,19 @@ TEST_CASE("f16 matmuls on the emulator: odd sizes, transposed operands, batches,
   }
 }
 
+TEST_CASE("one token's RMSNorm and f32 projection: one skinny GEMM with a row prologue",
+          "[gpu][emu][skinny][graph]") {
+  // A vector times an f32 matrix on the few-rows engine (what the model prices) -- the
+  // lowering once left it to generic loops, a statistic kernel and a row reduction.
+  Graph g;
+  Tensor x = g.input("x", {1, 512});
+  g.output("y", linear(rms_norm(x, g.param("norm", {512})), g.param("w", {384, 512})));
+  CHECK(engine_of(chosen_launch(g, "cuda:sm_90")) == detail::GpuGemmEngine::Skinny);
+  CHECK(lowered_kinds(g, "cuda:sm_90") == std::vector<k::KernelKind>{k::KernelKind::Gemm});
+  check_graph(g, "RMSNorm + f32 linear at one token");
+  check_graph(g, "RMSNorm + f32 linear at one token", {}, "hip:gfx90a+emu");
+}
+
 TEST_CASE("decode-shaped f16 GEMMs take the skinny split-K path with 128-bit loads", "[gpu][emu][skinny][graph]") {
   for (int64_t m : {2, 4, 8}) {
     Graph g;
