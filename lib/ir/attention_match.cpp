@@ -228,6 +228,17 @@ std::optional<AttentionMatch> match_attention(const GraphImpl& b) {
   reductions_below(b, m.score, -1, below, seen);
   if (below.size() != 1 || !is_contraction(b, nodes[below[0]])) return std::nullopt;
   m.score_reduce = below[0];
+  // S is R1's result under elementwise ops only, same shape: the streaming kernel indexes
+  // S with R1's output axes (kernel/lower/emit_attention.cpp). A view between them (a
+  // reshape of the scores) leaves it to generic loops, which the model must not price as
+  // this kernel.
+  {
+    const std::vector<Dim>& ss = nodes[m.score].shape;
+    const std::vector<Dim>& rs = nodes[m.score_reduce].shape;
+    if (ss.size() != rs.size()) return std::nullopt;
+    for (size_t t = 0; t < ss.size(); ++t)
+      if (!ss[t].same_as(rs[t])) return std::nullopt;
+  }
   // The V side and the epilogue of R2 reduce nothing: the four reductions are all.
   std::vector<uint32_t> v_red;
   std::vector<uint8_t> seen2(nodes.size(), 0);

@@ -72,6 +72,31 @@ bool is_broadcast_contraction(const detail::GraphImpl& b, const detail::Node& n)
 
 }  // namespace
 
+namespace {
+
+// The views from `top` down to `bottom` only broadcast, permute, or insert and remove
+// unit dims (the segment walk of emit_gemm.cpp's gemm_b_segments).
+bool segment_views(const detail::GraphImpl& b, uint32_t top, uint32_t bottom) {
+  auto non_unit = [](const std::vector<Dim>& s) {
+    std::vector<Dim> out;
+    for (const Dim& d : s)
+      if (d.as_constant() != int64_t{1}) out.push_back(d);
+    return out;
+  };
+  for (uint32_t x = top; x != bottom; x = b.nodes[x].inputs[0]) {
+    const detail::Node& n = b.nodes[x];
+    if (n.op == PrimOp::Expand || n.op == PrimOp::Permute) continue;
+    if (n.op != PrimOp::Reshape) return false;
+    const std::vector<Dim> out = non_unit(n.shape), in = non_unit(b.nodes[n.inputs[0]].shape);
+    if (out.size() != in.size()) return false;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!out[i].same_as(in[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 EpilogueReduction epilogue_reduction(const detail::GraphImpl& body, uint32_t root) {
   auto passes_epilogue = [](const detail::Node& n) {
     return is_elementwise(to_op(n.op)) || n.op == PrimOp::Reshape;
@@ -922,7 +947,13 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
           const bool staged = att && (ni == att->score_reduce || e == p_operand);
           // Attention reads a V that is one (a decode step's concat(v_cache, v_new)) in
           // place on every backend (kernel::Attention::v_more).
-          if (auto cat = staged ? std::nullopt : stored_concat(*spec.body, below)) {
+          std::optional<StoredConcat> cat = staged ? std::nullopt : stored_concat(*spec.body, below);
+          // A GEMM reads the pieces in place only through views its segments can state
+          // (kernel/lower/emit_gemm.cpp, gemm_b_segments): broadcasts, permutes, unit
+          // dims in or out; a reshape merging axes (KV heads repeated over their query
+          // heads, then merged) copies the concat whole.
+          if (cat && !attention && !segment_views(*spec.body, e, below)) cat = std::nullopt;
+          if (cat) {
             for (uint32_t x : cat->adds) free_add[x] = 1;
             if (!attention) w.bytes_concat += numel[below] * 4;
             continue;

@@ -197,9 +197,13 @@ TEST_CASE("fusion without its policies: a decode step reads Q, K and V off one p
       static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
   INFO(without.report.to_string() << "\n" << without.dot);
   CHECK(merged_qkv_with_norm(*without.plan));
-  // 138 against 123 us (152 before the reading off wider products): what is left is the
-  // feed-forward's two-reduction kernel (docs/compiler.md).
-  CHECK(without.report.estimated_seconds <= 1.15 * with.report.estimated_seconds);
+  // 161 against 123 us. (It read 138 until 2026-12-06: that plan's attention, its scores
+  // reshaped before the mask, was priced as the streaming kernel, which the lowering
+  // cannot build from such a body -- it ran as four kernels over materialized scores.
+  // ir::match_attention now refuses what the lowering refuses.) What is left: the
+  // attention over the cache, which without the policies reads K through a score GEMM
+  // that copies the cache, and the feed-forward's two-reduction kernel (docs/compiler.md).
+  CHECK(without.report.estimated_seconds <= 1.35 * with.report.estimated_seconds);
 }
 
 TEST_CASE("fusion with its policies is never dearer than without, on a GPU too", "[compiler][fusion]") {
