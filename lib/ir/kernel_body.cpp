@@ -909,7 +909,9 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
     const detail::Node& op = nodes[operand];
     const detail::Node& in = nodes[op.inputs[0]];
     for (size_t i = op.shape.size(); i-- > 0;) {
-      if (static_cast<int>(i) == reduce.axis) continue;
+      // (A unit axis carries no index: the lowering's columns are the last axis that has
+      // one, emit_gemm.cpp.)
+      if (static_cast<int>(i) == reduce.axis || op.shape[i].as_constant() == int64_t{1}) continue;
       if (op.op != PrimOp::Expand || i >= in.shape.size()) return true;
       return !(in.shape[i].as_constant() == int64_t{1} && op.shape[i].as_constant() != int64_t{1});
     }

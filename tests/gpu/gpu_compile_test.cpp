@@ -493,6 +493,10 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
   // SwiGLU's gate and up products over the normalized x: one launch, two accumulators.
   const std::vector<size_t> decode_accs = check(decode, "decode step");
   CHECK(std::count(decode_accs.begin(), decode_accs.end(), 2) == 1);
+  // Without the policies: an attention priced as the streaming kernel that the lowering
+  // could not build (four kernels), a score GEMM whose half Q was priced as read in place
+  // and was copied to f32 (a unit last axis taken for the columns).
+  check(decode, "decode step without fuse-producers", "cuda:sm_90", {"fuse-producers"});
   Graph prefill;
   test::BlockConfig c = test::BlockConfig::llama_4096();
   c.weights = f16;
