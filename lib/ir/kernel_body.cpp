@@ -1167,6 +1167,10 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
       const auto& out = nodes[root].shape;
       double m = out.size() >= 2 ? numel_of({out[out.size() - 2]}, dims) : 1;
       double n = out.empty() ? 1 : numel_of({out.back()}, dims);
+      // C's columns must be contiguous, so the lowering computes a column [M, 1] as the
+      // row [1, M] (emit_gemm.cpp): its one row is the product's one column -- a vector
+      // times a matrix whichever way the algebra spelled it (matmul-transpose).
+      if (n == 1 && m > 1) std::swap(m, n);
       w.gemm_m = m;
       w.gemm_n = n;
       w.batches = std::max(1.0, numel[root] / std::max(1.0, m * n));

@@ -176,13 +176,18 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
   }
 }
 
-TEST_CASE("fusion without its policies: a decode step reads Q, K and V off one product",
+TEST_CASE("fusion without its policies: the decode step within 1.3x of the policies' estimate",
           "[compiler][fusion]") {
-  // The decode step's K row, as the algebra spells it, is a [1, 1024, 1] matvec whose
-  // class holds no view of the Q|K|V product: a reshape of it is K, a slice of that
-  // product. absorb-producers reads such a class off the wider product (a slice, under
-  // views either way) and gives the merged product the program's normalization as its
-  // prologue; the extractor then prefers one product to three.
+  // Priced as it lowers (tests/gpu "every launch a GPU step lowers to" checks the same
+  // plan): 153 against 123 us. It read 138 until 2026-12-06, on an attention whose scores
+  // are reshaped before the mask priced as the streaming kernel the lowering cannot build
+  // from such a body (it ran as four kernels over materialized scores). What is left: the
+  // attention over the cache, which without the policies reads K through a score GEMM
+  // that copies the cache; Q, K and V as three skinny GEMMs (the merged product with
+  // RMSNorm inside, 6 us cheaper, needs three consumers to switch at once, which the
+  // extractor's group move does not judge well: docs/compiler.md); the feed-forward's two
+  // GEMMs where the policies compute both in one row kernel. (The merged product without
+  // the policies: the d_model 4096 block at S = 16 above.)
   const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
   Graph g;
   test::build_decode_block_f16(g, 4096);
@@ -196,14 +201,7 @@ TEST_CASE("fusion without its policies: a decode step reads Q, K and V off one p
       static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
       static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
   INFO(without.report.to_string() << "\n" << without.dot);
-  CHECK(merged_qkv_with_norm(*without.plan));
-  // 161 against 123 us. (It read 138 until 2026-12-06: that plan's attention, its scores
-  // reshaped before the mask, was priced as the streaming kernel, which the lowering
-  // cannot build from such a body -- it ran as four kernels over materialized scores.
-  // ir::match_attention now refuses what the lowering refuses.) What is left: the
-  // attention over the cache, which without the policies reads K through a score GEMM
-  // that copies the cache, and the feed-forward's two-reduction kernel (docs/compiler.md).
-  CHECK(without.report.estimated_seconds <= 1.35 * with.report.estimated_seconds);
+  CHECK(without.report.estimated_seconds <= 1.3 * with.report.estimated_seconds);
 }
 
 TEST_CASE("fusion with its policies is never dearer than without, on a GPU too", "[compiler][fusion]") {
