@@ -70,10 +70,6 @@ bool is_broadcast_contraction(const detail::GraphImpl& b, const detail::Node& n)
          b.nodes[m.inputs[1]].op == PrimOp::Expand;
 }
 
-}  // namespace
-
-namespace {
-
 // The views from `top` down to `bottom` only broadcast, permute, or insert and remove
 // unit dims (the segment walk of emit_gemm.cpp's gemm_b_segments).
 bool segment_views(const detail::GraphImpl& b, uint32_t top, uint32_t bottom) {
