@@ -14,7 +14,7 @@ namespace {
 // on a GPU but by the skinny GEMM, which reads each segment where it lies
 // (gpu_renderer.cpp).
 bool gpu_concat_copied(const TargetDesc& t, const KernelWork& w) {
-  return t.warp > 1 && w.bytes_concat > 0 && GpuGemmLaunch::from(w.launch).engine != GpuGemmEngine::Skinny;
+  return t.warp > 1 && w.bytes_concat > 0 && !skinny_launch(w.launch);
 }
 
 }  // namespace

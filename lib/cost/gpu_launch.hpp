@@ -83,6 +83,12 @@ struct GpuGemmLaunch {
   }
 };
 
+/// A launch key of the few-rows engine: the one question the lowering (emit_gemm.cpp),
+/// the cost model and the kernel-body predicates (ir::row_prologue) all ask of it.
+inline bool skinny_launch(const std::vector<int64_t>& launch) {
+  return GpuGemmLaunch::from(launch).engine == GpuGemmEngine::Skinny;
+}
+
 /// MmaAsync's shared ring in bytes (gpu_renderer's gemm_mma_async): a k-tile of 32 halves
 /// of every row of both operands, `stages` times. The renderer falls back to plain Mma
 /// where it exceeds the static limit.

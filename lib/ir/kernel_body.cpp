@@ -70,8 +70,8 @@ bool is_broadcast_contraction(const detail::GraphImpl& b, const detail::Node& n)
          b.nodes[m.inputs[1]].op == PrimOp::Expand;
 }
 
-// The views from `top` down to `bottom` only broadcast, permute, or insert and remove
-// unit dims (the segment walk of emit_gemm.cpp's gemm_b_segments).
+}  // namespace
+
 bool segment_views(const detail::GraphImpl& b, uint32_t top, uint32_t bottom) {
   auto non_unit = [](const std::vector<Dim>& s) {
     std::vector<Dim> out;
@@ -81,6 +81,7 @@ bool segment_views(const detail::GraphImpl& b, uint32_t top, uint32_t bottom) {
   };
   for (uint32_t x = top; x != bottom; x = b.nodes[x].inputs[0]) {
     const detail::Node& n = b.nodes[x];
+    if (n.inputs.empty()) return false;  // a leaf before `bottom`: not its view
     if (n.op == PrimOp::Expand || n.op == PrimOp::Permute) continue;
     if (n.op != PrimOp::Reshape) return false;
     const std::vector<Dim> out = non_unit(n.shape), in = non_unit(b.nodes[n.inputs[0]].shape);
@@ -90,8 +91,6 @@ bool segment_views(const detail::GraphImpl& b, uint32_t top, uint32_t bottom) {
   }
   return true;
 }
-
-}  // namespace
 
 EpilogueReduction epilogue_reduction(const detail::GraphImpl& body, uint32_t root) {
   auto passes_epilogue = [](const detail::Node& n) {
@@ -1075,8 +1074,7 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
       const auto& out = nodes[root].shape;
       const bool vector =
           out.size() < 2 || numel_of({out[out.size() - 2]}, dims) <= 1 || numel_of({out.back()}, dims) <= 1;
-      if (!vector || detail::GpuGemmLaunch::from(spec.launch).engine == detail::GpuGemmEngine::Skinny)
-        accumulators = 1;
+      if (!vector || detail::skinny_launch(spec.launch)) accumulators = 1;
     }
     if (accumulators == 1 && traits.row_accumulators && spec.kind == KernelKind::Reduction)
       accumulators = static_cast<int>(row.size());

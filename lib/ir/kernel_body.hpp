@@ -134,6 +134,12 @@ struct StoredConcat {
 /// predicate for both, so they cannot disagree.
 std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_t id);
 
+/// The views from body node `top` down its first inputs to `bottom` only broadcast,
+/// permute, or insert and remove unit dims: a GEMM's B reaching a StoredConcat through
+/// them reads each segment in place (emit_gemm.cpp's gemm_b_segments maps its index
+/// down them; the cost model charges no copy). Anything else copies the concat whole.
+bool segment_views(const detail::GraphImpl& body, uint32_t top, uint32_t bottom);
+
 /// A skinny GEMM's row prologue (kernel::Gemm::a_prologue, lower::Options::gemm_row_prologue):
 /// a GEMM body whose launch is the GPU's few-rows engine (GpuGemmEngine::Skinny), one of
 /// whose contraction's operands is computed from one row statistic -- the body's only

@@ -113,41 +113,35 @@ Affine Lowerer::gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmF
 // widened to f32; one type for all).
 std::optional<std::vector<kernel::GemmSegment>> Lowerer::gemm_b_segments(uint32_t node, int n_axis,
                                                                          const GemmFrame& f) {
-  const bool skinny = detail::GpuGemmLaunch::from(spec_.launch).engine == detail::GpuGemmEngine::Skinny;
-  if (!(opt_.segmented_b || (opt_.segmented_b_skinny && skinny)) || n_axis < 0) return std::nullopt;
-  auto unit = [](const Dim& d) { return d.as_constant() == int64_t{1}; };
-  std::vector<Index> idx = f.idx;
+  if (!(opt_.segmented_b || (opt_.segmented_b_skinny && detail::skinny_launch(spec_.launch))) || n_axis < 0)
+    return std::nullopt;
+  // Down the first inputs to the concat (an add); ir::segment_views says whether the
+  // views on the way may be read through, the loop below maps the index down them.
   uint32_t cur = node;
   for (int depth = 0; body_.nodes[cur].op != PrimOp::Add; ++depth) {
-    const Node& n = body_.nodes[cur];
-    if (depth > 16 || n.inputs.empty()) return std::nullopt;
+    if (depth > 16 || body_.nodes[cur].inputs.empty()) return std::nullopt;
+    cur = body_.nodes[cur].inputs[0];
+  }
+  if (!ir::segment_views(body_, node, cur)) return std::nullopt;
+  auto unit = [](const Dim& d) { return d.as_constant() == int64_t{1}; };
+  std::vector<Index> idx = f.idx;
+  for (uint32_t x = node; x != cur; x = body_.nodes[x].inputs[0]) {
+    const Node& n = body_.nodes[x];
     const Node& in = body_.nodes[n.inputs[0]];
     std::vector<Index> next(in.shape.size(), Index(0));
-    switch (n.op) {
-      case PrimOp::Expand:
-        for (size_t i = 0; i < in.shape.size(); ++i) next[i] = unit(in.shape[i]) ? Index(0) : idx[i];
-        break;
-      case PrimOp::Permute:
-        for (size_t i = 0; i < n.perm.size(); ++i) next[static_cast<size_t>(n.perm[i])] = idx[i];
-        break;
-      case PrimOp::Reshape: {  // unit dims inserted or removed only
-        std::vector<size_t> on, inn;
-        for (size_t i = 0; i < n.shape.size(); ++i)
-          if (!unit(n.shape[i])) on.push_back(i);
-        for (size_t i = 0; i < in.shape.size(); ++i)
-          if (!unit(in.shape[i])) inn.push_back(i);
-        if (on.size() != inn.size()) return std::nullopt;
-        for (size_t i = 0; i < on.size(); ++i) {
-          if (!n.shape[on[i]].same_as(in.shape[inn[i]])) return std::nullopt;
-          next[inn[i]] = idx[on[i]];
-        }
-        break;
-      }
-      default:
-        return std::nullopt;
+    if (n.op == PrimOp::Expand) {
+      for (size_t i = 0; i < in.shape.size(); ++i) next[i] = unit(in.shape[i]) ? Index(0) : idx[i];
+    } else if (n.op == PrimOp::Permute) {
+      for (size_t i = 0; i < n.perm.size(); ++i) next[static_cast<size_t>(n.perm[i])] = idx[i];
+    } else {  // a reshape inserting or removing unit dims: the others pair up in order
+      std::vector<size_t> on, inn;
+      for (size_t i = 0; i < n.shape.size(); ++i)
+        if (!unit(n.shape[i])) on.push_back(i);
+      for (size_t i = 0; i < in.shape.size(); ++i)
+        if (!unit(in.shape[i])) inn.push_back(i);
+      for (size_t i = 0; i < on.size(); ++i) next[inn[i]] = idx[on[i]];
     }
     idx = std::move(next);
-    cur = n.inputs[0];
   }
   const auto cat = ir::stored_concat(body_, cur);
   if (!cat || cat->pads.size() > kernel::kMaxGemmSegments) return std::nullopt;
@@ -274,9 +268,7 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   // what the cost model priced, with its row prologue) streams B once whatever its type,
   // so it stays a GEMM: generic loops would price as one kernel and run as two, a
   // statistic kernel and a block per output without the prologue.
-  const bool skinny_launch =
-      detail::GpuGemmLaunch::from(spec_.launch).engine == detail::GpuGemmEngine::Skinny;
-  if (m_axis < 0 && !segments && !skinny_launch) {
+  if (m_axis < 0 && !segments && !detail::skinny_launch(spec_.launch)) {
     bool strided_big = false;
     if (plain_f32_load(Y))
       if (auto ay = affine(Y.node().index, f.interest)) {
