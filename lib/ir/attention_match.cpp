@@ -100,6 +100,48 @@ std::optional<uint32_t> row_stat(const GraphImpl& b, uint32_t use, size_t rank, 
   return *n;
 }
 
+// For each axis of `score`: the axis of `r1` it is (-1: a unit axis), when every node
+// between them -- on a path from `score` down to `r1` -- is elementwise or a reshape that
+// only inserts or removes unit dims; nullopt otherwise.
+std::optional<std::vector<int>> score_axes(const GraphImpl& b, uint32_t score, uint32_t r1) {
+  auto non_unit = [](const std::vector<Dim>& shape) {
+    std::vector<int> axes;
+    for (size_t t = 0; t < shape.size(); ++t)
+      if (!is_one(shape[t])) axes.push_back(static_cast<int>(t));
+    return axes;
+  };
+  auto same_non_unit = [&](const std::vector<Dim>& x, const std::vector<Dim>& y) {
+    const std::vector<int> ax = non_unit(x), ay = non_unit(y);
+    if (ax.size() != ay.size()) return false;
+    for (size_t t = 0; t < ax.size(); ++t)
+      if (!x[static_cast<size_t>(ax[t])].same_as(y[static_cast<size_t>(ay[t])])) return false;
+    return true;
+  };
+  // Bodies are topologically ordered: a node reaches r1 when one of its inputs does.
+  std::vector<uint8_t> reaches(b.nodes.size(), 0);
+  reaches[r1] = 1;
+  for (uint32_t i = r1 + 1; i <= score; ++i)
+    for (uint32_t x : b.nodes[i].inputs) reaches[i] |= reaches[x];
+  if (!reaches[score]) return std::nullopt;
+  for (uint32_t i = r1 + 1; i <= score; ++i) {
+    if (!reaches[i]) continue;
+    const Node& n = b.nodes[i];
+    if (is_elementwise(n.op)) continue;
+    if (n.op != PrimOp::Reshape || !same_non_unit(n.shape, b.nodes[n.inputs[0]].shape)) return std::nullopt;
+  }
+  const std::vector<Dim>& ss = b.nodes[score].shape;
+  const std::vector<Dim>& rs = b.nodes[r1].shape;
+  if (!same_non_unit(ss, rs)) return std::nullopt;
+  std::vector<int> out(ss.size(), -1);
+  const std::vector<int> as = non_unit(ss), ar = non_unit(rs);
+  for (size_t t = 0; t < as.size(); ++t) out[static_cast<size_t>(as[t])] = ar[t];
+  // A unit axis of both, at the same place (the scores' row of one query): keep it.
+  if (ss.size() == rs.size())
+    for (size_t t = 0; t < ss.size(); ++t)
+      if (out[t] < 0) out[t] = static_cast<int>(t);
+  return out;
+}
+
 // Every reduction reachable from `n` (`stop` excluded and not walked through).
 void reductions_below(const GraphImpl& b, uint32_t n, int stop, std::vector<uint32_t>& out,
                       std::vector<uint8_t>& seen) {
@@ -228,16 +270,15 @@ std::optional<AttentionMatch> match_attention(const GraphImpl& b) {
   reductions_below(b, m.score, -1, below, seen);
   if (below.size() != 1 || !is_contraction(b, nodes[below[0]])) return std::nullopt;
   m.score_reduce = below[0];
-  // S is R1's result under elementwise ops only, same shape: the streaming kernel indexes
-  // S with R1's output axes (kernel/lower/emit_attention.cpp). A view between them (a
-  // reshape of the scores) leaves it to generic loops, which the model must not price as
+  // S is R1's result under elementwise ops and reshapes that only insert or remove unit
+  // dims: the streaming kernel indexes S by R1's output axes (r1_axis_of;
+  // kernel/lower/emit_attention.cpp). Any other view between them (scores reshaped
+  // across heads) leaves the body to generic loops, which the model must not price as
   // this kernel.
   {
-    const std::vector<Dim>& ss = nodes[m.score].shape;
-    const std::vector<Dim>& rs = nodes[m.score_reduce].shape;
-    if (ss.size() != rs.size()) return std::nullopt;
-    for (size_t t = 0; t < ss.size(); ++t)
-      if (!ss[t].same_as(rs[t])) return std::nullopt;
+    auto r1_axes = score_axes(b, m.score, m.score_reduce);
+    if (!r1_axes || (*r1_axes)[static_cast<size_t>(m.key_axis)] < 0) return std::nullopt;
+    m.r1_axis_of = std::move(*r1_axes);
   }
   // The V side and the epilogue of R2 reduce nothing: the four reductions are all.
   std::vector<uint32_t> v_red;

@@ -39,6 +39,10 @@ struct AttentionMatch {
   uint32_t row_sum = 0;       ///< L
   uint32_t score_reduce = 0;  ///< R1: the q.k contraction S is an epilogue of
   int key_axis = 0;           ///< the axis of S (and P) that M and L reduce
+  /// For each axis of S: the axis of R1's output it is, or -1 for a unit axis a reshape
+  /// between them inserted (S is R1 under elementwise ops and reshapes of unit dims: a
+  /// vector's matmul spells R1 with a trailing unit column the scores drop).
+  std::vector<int> r1_axis_of;
   /// For each axis of R2's input: the axis of P it indexes (-1: P is broadcast along it,
   /// the value dim d).
   std::vector<int> p_axis_of;

@@ -783,8 +783,9 @@ static detail::KernelWork collective_work(const detail::Node& n, const detail::N
 std::optional<uint32_t> attention_q_operand(const detail::GraphImpl& body, const AttentionMatch& att) {
   const detail::Node& r1 = body.nodes[att.score_reduce];
   const detail::Node& mul = body.nodes[r1.inputs[0]];
-  // The key axis of S, in R1's input (R1 removes its summed axis).
-  const size_t key = static_cast<size_t>(att.key_axis < r1.axis ? att.key_axis : att.key_axis + 1);
+  // The key axis of S, in R1's output, then its input (R1 removes its summed axis).
+  const int key_out = att.r1_axis_of.at(static_cast<size_t>(att.key_axis));
+  const size_t key = static_cast<size_t>(key_out < r1.axis ? key_out : key_out + 1);
   std::optional<uint32_t> q;
   for (uint32_t e : mul.inputs) {
     const detail::Node& n = body.nodes[e];

@@ -176,18 +176,18 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
   }
 }
 
-TEST_CASE("fusion without its policies: the decode step within 1.3x of the policies' estimate",
+TEST_CASE("fusion without its policies: the decode step within 1.1x of the policies' estimate",
           "[compiler][fusion]") {
   // Priced as it lowers (tests/gpu "every launch a GPU step lowers to" checks the same
-  // plan): 153 against 123 us. It read 138 until 2026-12-06, on an attention whose scores
-  // are reshaped before the mask priced as the streaming kernel the lowering cannot build
-  // from such a body (it ran as four kernels over materialized scores). What is left: the
-  // attention over the cache, which without the policies reads K through a score GEMM
-  // that copies the cache; Q, K and V as three skinny GEMMs (the merged product with
-  // RMSNorm inside, 6 us cheaper, needs three consumers to switch at once, which the
-  // extractor's group move does not judge well: docs/compiler.md); the feed-forward's two
-  // GEMMs where the policies compute both in one row kernel. (The merged product without
-  // the policies: the d_model 4096 block at S = 16 above.)
+  // plan): 130 against 123 us. It read 153 until 2026-12-06: the attention
+  // the search fuses from the program's edges reads the scores as the vector product
+  // spells them, [.., keys, 1] reshaped to [.., keys], which the streaming kernel did not
+  // index (a score GEMM, a max kernel and a PV GEMM over the materialized scores); now
+  // it does (AttentionMatch::r1_axis_of). What is left: Q, K and V as three skinny GEMMs
+  // (the merged product with RMSNorm inside, cheaper, needs three consumers to switch at
+  // once, which the extractor's group move does not judge well: docs/compiler.md); the
+  // feed-forward's two GEMMs where the policies compute both in one row kernel. (The
+  // merged product without the policies: the d_model 4096 block at S = 16 above.)
   const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
   Graph g;
   test::build_decode_block_f16(g, 4096);
@@ -201,7 +201,7 @@ TEST_CASE("fusion without its policies: the decode step within 1.3x of the polic
       static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
       static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
   INFO(without.report.to_string() << "\n" << without.dot);
-  CHECK(without.report.estimated_seconds <= 1.3 * with.report.estimated_seconds);
+  CHECK(without.report.estimated_seconds <= 1.1 * with.report.estimated_seconds);
 }
 
 TEST_CASE("fusion with its policies is never dearer than without, on a GPU too", "[compiler][fusion]") {

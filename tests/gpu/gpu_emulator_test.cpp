@@ -14,9 +14,11 @@
 #include <optional>
 #include <random>
 
+#include "backends/cpu/cpu_program.hpp"
 #include "backends/gpu/emu_header.hpp"
 #include "backends/gpu/gpu_backend.hpp"
 #include "backends/gpu/gpu_prelude.hpp"
+#include "backends/gpu/gpu_program.hpp"
 #include "backends/gpu/gpu_renderer.hpp"
 #include "compiler/translation_models.hpp"
 #include "cpu/harness.hpp"
@@ -412,12 +414,13 @@ double compare_to_scale(const std::map<std::string, HostTensor>& got,
 }
 
 // rel = 0: test::compare_outputs' default tolerances; else compare_to_scale's.
-void check_translation(const Graph& g, const Target& t, const char* name, double rel = 0) {
+void check_translation(const Graph& g, const Target& t, const char* name, double rel = 0,
+                       const CompileOptions& o = {}) {
   auto inputs = test::random_inputs(*g.impl(), 1);
   std::map<std::string, const HostTensor*> ptrs;
   for (const auto& [k, v] : inputs) ptrs.emplace(k, &v);
   auto want = detail::reference::run(*g.impl(), {}, ptrs);
-  Callable f = compile(g, t);
+  Callable f = compile(g, t, o);
   std::map<std::string, HostTensor> feed, params;
   for (uint32_t id : g.impl()->params) f.bind(g.impl()->nodes[id].name, inputs.at(g.impl()->nodes[id].name));
   for (uint32_t id : g.impl()->inputs)
@@ -461,6 +464,34 @@ TEST_CASE("translation validation on the emulated GPU targets", "[gpu][emu][tran
     Graph decode;
     test::build_decode_block_f16(decode, 37, test::DecodeSizes{256, 4, 2, 64, 384});
     check(decode, Target::parse(t), "decode step", 1.0 / 256);  // 4 ulps of f16 at the largest
+  }
+}
+
+TEST_CASE("a decode step's attention found without the fusion policies runs as one streaming kernel",
+          "[gpu][emu][translation]") {
+  // Without the policies the search fuses the attention along the extracted program's
+  // edges (absorb-producers), from the product that spells each head's scores as a vector
+  // [.., keys, 1] the softmax reads through a reshape: the streaming kernel indexes the
+  // scores by the product's axes (AttentionMatch::r1_axis_of). (At d_model 256 and 37
+  // cached tokens the search keeps the attention as kernels: there the cache is small;
+  // sm_90 is priced as the H200 of the issue's decode figures.)
+  const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
+  for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+    Graph decode;
+    test::build_decode_block_f16(decode, 600, test::DecodeSizes{512, 8, 2, 64, 768});
+    CompileOptions o = test::unhurried();
+    o.skip_rules = {"fuse-producers"};
+    CompileOptions only = o;
+    only.compile_only = true;
+    const auto plan = compiler::compile_graph(*decode.impl(), Target::parse(t), only);
+    INFO(t << ": " << plan.report.to_string() << "\n" << plan.dot);
+    CHECK(test::count_kind(plan, ir::KernelKind::Attention) == 1);
+    // ... and the GPU lowering builds it as one (not as loops over materialized scores).
+    const cpu::LoweredPlan lp = cpu::lower_plan(*plan.plan, gpu::gpu_lower_options());
+    CHECK(std::count_if(lp.prog.kernels.begin(), lp.prog.kernels.end(), [](const kernel::Kernel& k) {
+            return k.attention && !(k.attention->split && k.attention->split->combine);
+          }) == 1);
+    check_translation(decode, Target::parse(t), "decode step without the policies", 1.0 / 256, o);
   }
 }
 

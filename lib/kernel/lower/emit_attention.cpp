@@ -191,15 +191,15 @@ bool Lowerer::try_attention(int result) {
   }
   const int fresh_col = static_cast<int>(rank1), fresh_row = static_cast<int>(rank1) + 1;
   ctx_.next_var = static_cast<int>(rank1) + 2;
-  // R1's output axes (its input's without the summed one) index S directly.
+  // R1's output axes (its input's without the summed one) index S: each axis of S is one
+  // of them or a unit axis (AttentionMatch::r1_axis_of).
   std::vector<int> out1;  // input axis of each output axis
   for (size_t i = 0; i < rank1; ++i)
     if (i != ax1) out1.push_back(static_cast<int>(i));
-  const auto& sshape = body_.nodes[mt->score].shape;
-  if (sshape.size() != out1.size()) return fail();
-  for (size_t t = 0; t < out1.size(); ++t)
-    if (!sshape[t].same_as(body_.nodes[mt->score_reduce].shape[t])) return fail();
-  const int key_axis1 = out1[static_cast<size_t>(mt->key_axis)];
+  std::vector<Index> ridx, sidx;  // R1's output index; S's
+  for (int ax : out1) ridx.push_back(idx1[static_cast<size_t>(ax)]);
+  for (int r : mt->r1_axis_of) sidx.push_back(r >= 0 ? ridx.at(static_cast<size_t>(r)) : Index(0));
+  const int key_axis1 = out1.at(static_cast<size_t>(mt->r1_axis_of.at(static_cast<size_t>(mt->key_axis))));
   if (idx1[static_cast<size_t>(key_axis1)].as_constant()) return fail();  // one key: no streaming
   const int jv = key_axis1;
   // Q and K are staged by the kernel through these expressions: a RoPE prologue is
@@ -306,13 +306,11 @@ bool Lowerer::try_attention(int result) {
   if (ksegs) a.k_more.assign(ksegs->begin() + 1, ksegs->end());
   a.depth_var = pv;
   if (a.q.dtype() != DType::f32 || a.k.dtype() != DType::f32) return fail();
-  // The score: S at R1's output index, R1 itself the accumulator.
-  std::vector<Index> sidx;
-  for (int ax : out1) sidx.push_back(idx1[static_cast<size_t>(ax)]);
+  // The score: S at its index, R1 (at its output index) the accumulator.
   ctx_.memo.clear();
   ctx_.acc_node = static_cast<int>(mt->score_reduce);
   ctx_.acc_dtype = DType::f32;
-  ctx_.acc_key = key(mt->score_reduce, sidx, std::nullopt);
+  ctx_.acc_key = key(mt->score_reduce, ridx, std::nullopt);
   if (mt->score != mt->score_reduce) a.score = emit(mt->score, sidx, std::nullopt);
   if (speculation_failed()) return fail();
   if (a.score.valid() && expr_uses_var(a.score, pv)) return fail();
