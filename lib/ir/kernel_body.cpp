@@ -525,7 +525,7 @@ uint32_t BodyBuilder::emit_op(Op op, const Attr& at, const std::vector<uint32_t>
   return id;
 }
 
-std::optional<Variant> BodyBuilder::finish(uint32_t root, std::size_t max_nodes) {
+std::optional<Variant> BodyBuilder::finish(uint32_t root, std::size_t max_nodes, bool classify_body) {
   // Keep what the root needs, renumbering slots in order of appearance.
   std::vector<bool> live(body_.nodes.size(), false);
   live[root] = true;
@@ -556,7 +556,8 @@ std::optional<Variant> BodyBuilder::finish(uint32_t root, std::size_t max_nodes)
   out->outputs.emplace_back("out", map[root]);
   body_ = detail::GraphImpl{};
   if (out->nodes.size() > max_nodes) return std::nullopt;
-  auto kind = classify(*out);
+  const std::optional<KernelKind> kind =
+      classify_body ? classify(*out) : std::optional(KernelKind::Elementwise);
   if (!kind) return std::nullopt;
   auto spec = std::make_shared<KernelSpec>();
   spec->kind = *kind;
@@ -697,6 +698,14 @@ std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std:
   uint32_t p = b.copy(*producer.spec->body, producer.kids);
   uint32_t root = b.copy(*consumer.spec->body, consumer.kids, static_cast<int>(slot), p);
   return b.finish(root, max_nodes);
+}
+
+std::optional<Variant> nest(const EGraph& g, const Variant& producer, std::size_t slot, const Variant& inner,
+                            std::size_t max_nodes) {
+  BodyBuilder b(g);
+  uint32_t p = b.copy(*inner.spec->body, inner.kids);
+  uint32_t root = b.copy(*producer.spec->body, producer.kids, static_cast<int>(slot), p);
+  return b.finish(root, max_nodes, false);
 }
 
 // Elements of slot `slot` the kernel reads: the whole buffer, unless every use reaches it

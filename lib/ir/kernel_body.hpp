@@ -36,8 +36,9 @@ class BodyBuilder {
   uint32_t emit_op(Op op, const Attr& at, const std::vector<uint32_t>& kids);
   /// The variant computing body node `root`, classified; nullopt if no kernel kind can
   /// run it (see classify) or it exceeds `max_nodes`. Spends the builder: its nodes move
-  /// into the variant's body.
-  std::optional<Variant> finish(uint32_t root, std::size_t max_nodes);
+  /// into the variant's body. `classify` false: the body as it is, whatever kernels can
+  /// run it (its KernelSpec::kind means nothing), only to be substituted further (nest).
+  std::optional<Variant> finish(uint32_t root, std::size_t max_nodes, bool classify = true);
 
  private:
   const EGraph& g_;
@@ -69,6 +70,15 @@ std::optional<Variant> lower_node(const EGraph& g, Id node);
 /// producer's value inline. nullopt when the result is not a legal kernel.
 std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std::size_t slot,
                                   const Variant& producer, std::size_t max_nodes);
+
+/// `producer` with slot `slot` replaced by `inner`'s body, whether or not a kernel can
+/// run the result: a piece only to be substituted into a consumer, which substitute then
+/// classifies whole. Fusing a chain P2 -> P1 -> C where P1 cannot take P2 by itself (a
+/// softmax cannot compute the scores it reads: their reduction has another shape) but C
+/// can take both (the product of the softmax and V with the scores: an attention).
+/// nullopt only when the result exceeds `max_nodes`.
+std::optional<Variant> nest(const EGraph& g, const Variant& producer, std::size_t slot, const Variant& inner,
+                            std::size_t max_nodes);
 
 /// True when class `cls` holds an Input or Param of the program (one of its leaves).
 bool is_leaf_class(const EGraph& g, Id cls);

@@ -419,9 +419,13 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
 // consumer with producers P1..Pk gets every subset of them (up to three). Which ones pay
 // (a producer another kernel also reads is recomputed; a GEMM absorbed as a prologue is
 // paid per use) is the extractor's question, as for every other rule; repeated guided
-// rounds (search.cpp) fuse chains one edge further each. The fusion policies build their
-// variants from the representative node of each class; this offers what an extracted
-// program's own kernels would become, whichever variants they are.
+// rounds (search.cpp) fuse chains one edge further each. A producer that makes no legal
+// kernel with the consumer is offered with one of its own producers nested in it
+// (ir::nest): a chain whose middle link is no kernel alone -- the product of a softmax
+// and V takes the softmax and the scores at once, an attention, where the softmax cannot
+// hold the scores' reduction and the product cannot hold the softmax's. The fusion
+// policies build their variants from the representative node of each class; this offers
+// what an extracted program's own kernels would become, whichever variants they are.
 //
 // Applied to every pair of e-nodes it would fuse every variant with every variant
 // (exponential in a chain's length); the checker applies it to every pair of its small
@@ -690,8 +694,25 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
           for (Id pn : it->second) {
             const ir::Variant p = variant_of(g, pn);
             if (p.spec->kind == ir::KernelKind::Gather) continue;
-            if (auto nv = ir::substitute(g, k, slot, p, ctx.max_body_nodes))
+            if (auto nv = ir::substitute(g, k, slot, p, ctx.max_body_nodes)) {
               todo.emplace_back(c, std::move(*nv));
+              continue;
+            }
+            // No kernel runs that: the consumer may still take the producer together with
+            // one of the producer's own producers, a chain P2 -> P -> consumer where P
+            // cannot hold P2 alone (the product of a softmax and V taking the softmax and
+            // the scores it reads: an attention; ir::nest).
+            for (std::size_t s2 = 0; s2 < p.kids.size(); ++s2) {
+              auto it2 = producer.find(g.find(p.kids[s2]));
+              if (it2 == producer.end()) continue;
+              for (Id pn2 : it2->second) {
+                const ir::Variant p2 = variant_of(g, pn2);
+                if (p2.spec->kind == ir::KernelKind::Gather) continue;
+                if (auto inner = ir::nest(g, p, s2, p2, ctx.max_body_nodes))
+                  if (auto nv = ir::substitute(g, k, slot, *inner, ctx.max_body_nodes))
+                    todo.emplace_back(c, std::move(*nv));
+              }
+            }
           }
         }
       }

@@ -470,29 +470,31 @@ TEST_CASE("translation validation on the emulated GPU targets", "[gpu][emu][tran
 TEST_CASE("a decode step's attention found without the fusion policies runs as one streaming kernel",
           "[gpu][emu][translation]") {
   // Without the policies the search fuses the attention along the extracted program's
-  // edges (absorb-producers), from the product that spells each head's scores as a vector
-  // [.., keys, 1] the softmax reads through a reshape: the streaming kernel indexes the
-  // scores by the product's axes (AttentionMatch::r1_axis_of). (At d_model 256 and 37
-  // cached tokens the search keeps the attention as kernels: there the cache is small;
-  // sm_90 is priced as the H200 of the issue's decode figures.)
+  // edges (absorb-producers). The product of the softmax and V takes the softmax and the
+  // scores at once (ir::nest: the softmax cannot hold the scores' reduction alone), and
+  // the scores are read as the vector product spells them, [.., keys, 1] reshaped to
+  // [.., keys]: the streaming kernel indexes them by the product's axes
+  // (AttentionMatch::r1_axis_of). (sm_90 priced as the H200 of the issue's figures.)
   const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
-  for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
-    Graph decode;
-    test::build_decode_block_f16(decode, 600, test::DecodeSizes{512, 8, 2, 64, 768});
-    CompileOptions o = test::unhurried();
-    o.skip_rules = {"fuse-producers"};
-    CompileOptions only = o;
-    only.compile_only = true;
-    const auto plan = compiler::compile_graph(*decode.impl(), Target::parse(t), only);
-    INFO(t << ": " << plan.report.to_string() << "\n" << plan.dot);
-    CHECK(test::count_kind(plan, ir::KernelKind::Attention) == 1);
-    // ... and the GPU lowering builds it as one (not as loops over materialized scores).
-    const cpu::LoweredPlan lp = cpu::lower_plan(*plan.plan, gpu::gpu_lower_options());
-    CHECK(std::count_if(lp.prog.kernels.begin(), lp.prog.kernels.end(), [](const kernel::Kernel& k) {
-            return k.attention && !(k.attention->split && k.attention->split->combine);
-          }) == 1);
-    check_translation(decode, Target::parse(t), "decode step without the policies", 1.0 / 256, o);
-  }
+  for (const auto& [past, sizes] : {std::pair{int64_t{37}, test::DecodeSizes{256, 4, 2, 64, 384}},
+                                    std::pair{int64_t{600}, test::DecodeSizes{512, 8, 2, 64, 768}}})
+    for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+      Graph decode;
+      test::build_decode_block_f16(decode, past, sizes);
+      CompileOptions o = test::unhurried();
+      o.skip_rules = {"fuse-producers"};
+      CompileOptions only = o;
+      only.compile_only = true;
+      const auto plan = compiler::compile_graph(*decode.impl(), Target::parse(t), only);
+      INFO(t << ", " << past << " cached tokens: " << plan.report.to_string() << "\n" << plan.dot);
+      CHECK(test::count_kind(plan, ir::KernelKind::Attention) == 1);
+      // ... and the GPU lowering builds it as one (not as loops over materialized scores).
+      const cpu::LoweredPlan lp = cpu::lower_plan(*plan.plan, gpu::gpu_lower_options());
+      CHECK(std::count_if(lp.prog.kernels.begin(), lp.prog.kernels.end(), [](const kernel::Kernel& k) {
+              return k.attention && !(k.attention->split && k.attention->split->combine);
+            }) == 1);
+      check_translation(decode, Target::parse(t), "decode step without the policies", 1.0 / 256, o);
+    }
 }
 
 namespace {
