@@ -176,18 +176,17 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
   }
 }
 
-TEST_CASE("fusion without its policies: the decode step within 1.1x of the policies' estimate",
+TEST_CASE("fusion without its policies: the decode step within 1.05x of the policies' estimate",
           "[compiler][fusion]") {
   // Priced as it lowers (tests/gpu "every launch a GPU step lowers to" checks the same
-  // plan): 130 against 123 us. It read 153 until 2026-12-06: the attention
-  // the search fuses from the program's edges reads the scores as the vector product
-  // spells them, [.., keys, 1] reshaped to [.., keys], which the streaming kernel did not
-  // index (a score GEMM, a max kernel and a PV GEMM over the materialized scores); now
-  // it does (AttentionMatch::r1_axis_of). What is left: Q, K and V as three skinny GEMMs
-  // (the merged product with RMSNorm inside, cheaper, needs three consumers to switch at
-  // once, which the extractor's group move does not judge well: docs/compiler.md); the
-  // feed-forward's two GEMMs where the policies compute both in one row kernel. (The
-  // merged product without the policies: the d_model 4096 block at S = 16 above.)
+  // plan): 126 against 123 us, Q, K and V one product with RMSNorm inside as with the
+  // policies. It read 153 until 2026-12-06: the attention the search fuses from the
+  // program's edges reads the scores as the vector product spells them, [.., keys, 1]
+  // reshaped to [.., keys], which the streaming kernel did not index (a score GEMM, a max
+  // kernel and a PV GEMM over the materialized scores; AttentionMatch::r1_axis_of); and
+  // the extractor's group move, which must switch the three projections' consumers onto
+  // the merged product at once, took for each its cheapest node by own cost, reading
+  // producers nothing computed (a RoPE table, a cast), and kept the three products.
   const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
   Graph g;
   test::build_decode_block_f16(g, 4096);
@@ -201,7 +200,8 @@ TEST_CASE("fusion without its policies: the decode step within 1.1x of the polic
       static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
       static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
   INFO(without.report.to_string() << "\n" << without.dot);
-  CHECK(without.report.estimated_seconds <= 1.1 * with.report.estimated_seconds);
+  CHECK(without.report.estimated_seconds <= 1.05 * with.report.estimated_seconds);
+  CHECK(merged_qkv_with_norm(*without.plan));
 }
 
 TEST_CASE("fusion with its policies is never dearer than without, on a GPU too", "[compiler][fusion]") {
@@ -211,6 +211,12 @@ TEST_CASE("fusion with its policies is never dearer than without, on a GPU too",
   // RoPE'd Q and K) and the extractor's switch that re-chooses newly read classes, the block for
   // sm_90 at S = 16 cost 0.6235 ms with the policies against 0.6230 without. The plan
   // found now: the merged Q|K|V product, K's RoPE as a kernel, Q's inside the attention.
+  // Both are the heuristic's programs, not optima: since the group move's second order
+  // (2026-12-06) the search without the policies finds the feed-forward as the gate GEMM
+  // and the up GEMM with SwiGLU in its epilogue over a stored normalization, 0.03% under
+  // the policies' merged gate|up product with its prologue (611.4 against 611.6 us),
+  // which the search with them does not reach from its own start. Within 0.05%: what
+  // this guards is a policy that costs more (the attention's prologue above, 0.08%).
   Graph g;
   test::BlockConfig c = test::BlockConfig::llama_4096();
   c.seq = 16;
@@ -227,7 +233,7 @@ TEST_CASE("fusion with its policies is never dearer than without, on a GPU too",
       static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
   INFO(with.report.to_string() << "\n" << with.dot);
   CHECK(with.report.stop_reason == "saturated");
-  CHECK(with.report.estimated_seconds <= without.report.estimated_seconds);
+  CHECK(with.report.estimated_seconds <= 1.0005 * without.report.estimated_seconds);
   CHECK(test::count_kind(with, ir::KernelKind::Attention) == 1);
   CHECK(with.report.kernels <= 8);
 }

@@ -223,7 +223,8 @@ struct DagOptions {
   /// one DAG-cost evaluation, proportional to the solution's size).
   std::size_t improve_budget = 20'000'000;
   /// Also try moving every used class that can read one class X onto its cheapest node
-  /// reading X, at once, for each X: sharing a producer that no single switch makes
+  /// reading X (then onto the one reading the fewest classes the solution does not
+  /// compute), at once, for each X: sharing a producer that no single switch makes
   /// worthwhile (three projections' consumers moved onto one merged product, each switch
   /// alone paying for the product while the old ones stay).
   bool shared_moves = true;
@@ -508,11 +509,21 @@ class DagExtractor {
 
   // For each class X, the used classes that have a node reading X switch to their
   // cheapest such node (by its own cost) together, X keeping its current choice; kept
-  // when the DAG cost drops (then single switches again). Bounded by improve_budget.
+  // when the DAG cost drops (then single switches again). Once no such move pays, the
+  // same with each class's node reading the fewest classes the solution does not
+  // compute (then the cheapest), and after one of those pays, by own cost again.
+  // Bounded by improve_budget.
+  //
+  // By own cost alone a move took nodes needing producers nothing computes (a RoPE table,
+  // a cast), whose kernels outweighed the sharing: the GPU decode step's Q, K and V
+  // stayed three products. Tried first instead, the second order's moves led the CPU
+  // block at S = 16 (without the fusion policies) off the merged product the first finds;
+  // as a fallback they only go on from where the first stops.
   void improve_shared(Result& res, const std::vector<Id>& roots, const ClassIndex<L>& ix) {
     const detail::ParentIndex pi = detail::parent_index(g_, ix);
     std::size_t spent = 0, evals = 0;
-    for (std::size_t round = 0; round < opt_.improve_rounds; ++round) {
+    bool fewest_uncomputed = false;
+    for (std::size_t round = 0; round < 2 * opt_.improve_rounds; ++round) {
       bool better = false;
       std::vector<std::uint8_t> used(res.choice.size(), 0);
       std::size_t in_use = 0;
@@ -523,6 +534,12 @@ class DagExtractor {
         in_use = u.size();
       };
       mark_used();
+      // Classes node `nd` reads (x aside) that the solution does not compute.
+      auto uncomputed = [&](Id nd, Id x) {
+        std::size_t n = 0;
+        for (Id k : g_.node(nd).kids) n += g_.find(k) != x && !used[g_.find(k)];
+        return n;
+      };
       std::vector<std::pair<Id, Id>> moves;  // (class, its node before the move)
       for (Id x : ix.classes()) {
         if (res.choice[x] == kNoId || node_cost_[res.choice[x]] == kInfiniteCost) continue;
@@ -534,14 +551,19 @@ class DagExtractor {
           bool ok = true;
           for (Id k : g_.node(nd).kids) ok = ok && res.choice[g_.find(k)] != kNoId;
           if (!ok) continue;
-          // A class that reads x already stays; else its cheapest node reading x (the
+          // A class that reads x already stays; else its best node reading x (the
           // parents list c's nodes in any order).
           const Id cur = res.choice[c];
           bool reads_x = false;
           for (Id k : g_.node(cur).kids) reads_x = reads_x || g_.find(k) == x;
           bool moved_before = false;
           for (const auto& mv : moves) moved_before = moved_before || mv.first == c;
-          if (reads_x && (!moved_before || node_cost_[cur] <= node_cost_[nd])) continue;
+          bool nd_better = node_cost_[nd] < node_cost_[cur];
+          if (fewest_uncomputed && moved_before) {
+            const std::size_t fn = uncomputed(nd, x), fc = uncomputed(cur, x);
+            if (fn != fc) nd_better = fn < fc;
+          }
+          if (reads_x && (!moved_before || !nd_better)) continue;
           if (!moved_before) moves.push_back({c, cur});
           res.choice[c] = nd;
         }
@@ -559,7 +581,13 @@ class DagExtractor {
         if (spent > opt_.improve_budget) return;
         if ((evals++ & 15) == 0 && past_deadline()) return;
       }
-      if (!better) break;
+      if (better) {
+        fewest_uncomputed = false;
+      } else if (!fewest_uncomputed) {
+        fewest_uncomputed = true;
+      } else {
+        break;
+      }
     }
   }
 
