@@ -548,3 +548,46 @@ TEST_CASE("cpu: hand-written f16/bf16 attention streams under fast_math", "[cpu]
     CHECK(lm::test::compare_outputs(f(in), want, tol, tol) <= 1.0);
   }
 }
+
+// Without the fusion policies the search finds a decode step's attention along the
+// extracted program's edges (absorb-producers: the product of the softmax and V takes
+// the softmax and the scores at once, ir::nest), its scores read as the vector product
+// spells them, [.., keys, 1] reshaped to [.., keys] (AttentionMatch::r1_axis_of). The CPU
+// lowering builds the streaming kernel from that body too, and it computes the step.
+TEST_CASE("cpu: a decode step's attention found without the fusion policies is one streaming kernel",
+          "[cpu][attention][e2e]") {
+  lm::Graph g;
+  lm::test::build_decode_block_f16(g, 37, lm::test::DecodeSizes{256, 4, 2, 64, 384});
+  lm::CompileOptions o;
+  o.skip_rules = {"fuse-producers"};
+  auto compiled = lm::compiler::compile_graph(*g.impl(), lm::Target::cpu(), o);
+  INFO(compiled.report.to_string() << "\n" << compiled.dot);
+  int att = 0;
+  for (const auto& st : compiled.plan->steps) att += st.spec->kind == lm::ir::KernelKind::Attention ? 1 : 0;
+  CHECK(att == 1);
+  const auto lowered = lm::cpu::lower_plan(*compiled.plan, lm::cpu::cpu_lower_options());
+  CHECK(std::count_if(lowered.prog.kernels.begin(), lowered.prog.kernels.end(),
+                      [](const lm::kernel::Kernel& k) { return k.attention.has_value(); }) == 1);
+  lm::Callable f = lm::compile(g, lm::Target::cpu(), o);
+  CHECK(f.report().interpreted_kernels == 0);
+  auto all = lm::test::random_inputs(*g.impl(), 3);
+  std::map<std::string, const lm::HostTensor*> ptrs;
+  for (const auto& [name, t] : all) ptrs.emplace(name, &t);
+  const auto want = lm::detail::reference::run(*g.impl(), {}, ptrs);
+  for (const auto& name : f.param_names()) f.bind(name, all.at(name));
+  std::map<std::string, lm::HostTensor> in;
+  for (const auto& name : f.input_names()) in.emplace(name, all.at(name));
+  const auto got = f(in);
+  // f16 outputs: within 4 ulps of f16 at each output's largest value (the sums run in
+  // another order than the interpreter's, and a rounding to f16 may move by one ulp).
+  for (const auto& [name, w] : want) {
+    double scale = 0;
+    for (float x : w.to_f32())
+      if (std::isfinite(x)) scale = std::max(scale, double(std::abs(x)));
+    std::map<std::string, lm::HostTensor> g1, w1;
+    g1.emplace(name, got.at(name));
+    w1.emplace(name, w);
+    INFO(name);
+    CHECK(lm::test::compare_outputs(g1, w1, scale / 256 + 1e-6, 0) <= 1.0);
+  }
+}
