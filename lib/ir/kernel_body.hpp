@@ -36,9 +36,10 @@ class BodyBuilder {
   uint32_t emit_op(Op op, const Attr& at, const std::vector<uint32_t>& kids);
   /// The variant computing body node `root`, classified; nullopt if no kernel kind can
   /// run it (see classify) or it exceeds `max_nodes`. Spends the builder: its nodes move
-  /// into the variant's body. `classify` false: the body as it is, whatever kernels can
-  /// run it (its KernelSpec::kind means nothing), only to be substituted further (nest).
-  std::optional<Variant> finish(uint32_t root, std::size_t max_nodes, bool classify = true);
+  /// into the variant's body. `classify_body` false: the body as it is, whatever kernels
+  /// can run it (its KernelSpec::kind means nothing), only to be substituted further
+  /// (nest).
+  std::optional<Variant> finish(uint32_t root, std::size_t max_nodes, bool classify_body = true);
 
  private:
   const EGraph& g_;
