@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/tensor_lang.hpp"
+#include "ir/unit_reshape.hpp"
 
 namespace luminal::ir {
 
@@ -43,16 +44,10 @@ std::optional<uint32_t> strip_views(const GraphImpl& b, uint32_t n, std::vector<
         for (size_t i = 0; i < in.shape.size(); ++i) next[i] = is_one(in.shape[i]) ? -1 : labels[i];
         break;
       case PrimOp::Reshape: {
-        std::vector<size_t> ov, iv;
-        for (size_t i = 0; i < v.shape.size(); ++i)
-          if (!is_one(v.shape[i])) ov.push_back(i);
-        for (size_t i = 0; i < in.shape.size(); ++i)
-          if (!is_one(in.shape[i])) iv.push_back(i);
-        if (ov.size() != iv.size()) return std::nullopt;
-        for (size_t k = 0; k < ov.size(); ++k) {
-          if (!v.shape[ov[k]].same_as(in.shape[iv[k]])) return std::nullopt;
-          next[iv[k]] = labels[ov[k]];
-        }
+        const auto of = unit_reshape_axes(v.shape, in.shape);
+        if (!of) return std::nullopt;
+        for (size_t k = 0; k < of->size(); ++k)
+          if ((*of)[k] >= 0) next[static_cast<size_t>((*of)[k])] = labels[k];
         break;
       }
       default:
@@ -104,19 +99,6 @@ std::optional<uint32_t> row_stat(const GraphImpl& b, uint32_t use, size_t rank, 
 // between them -- on a path from `score` down to `r1` -- is elementwise or a reshape that
 // only inserts or removes unit dims; nullopt otherwise.
 std::optional<std::vector<int>> score_axes(const GraphImpl& b, uint32_t score, uint32_t r1) {
-  auto non_unit = [](const std::vector<Dim>& shape) {
-    std::vector<int> axes;
-    for (size_t t = 0; t < shape.size(); ++t)
-      if (!is_one(shape[t])) axes.push_back(static_cast<int>(t));
-    return axes;
-  };
-  auto same_non_unit = [&](const std::vector<Dim>& x, const std::vector<Dim>& y) {
-    const std::vector<int> ax = non_unit(x), ay = non_unit(y);
-    if (ax.size() != ay.size()) return false;
-    for (size_t t = 0; t < ax.size(); ++t)
-      if (!x[static_cast<size_t>(ax[t])].same_as(y[static_cast<size_t>(ay[t])])) return false;
-    return true;
-  };
   // Bodies are topologically ordered: a node reaches r1 when one of its inputs does.
   std::vector<uint8_t> reaches(b.nodes.size(), 0);
   reaches[r1] = 1;
@@ -127,18 +109,16 @@ std::optional<std::vector<int>> score_axes(const GraphImpl& b, uint32_t score, u
     if (!reaches[i]) continue;
     const Node& n = b.nodes[i];
     if (is_elementwise(n.op)) continue;
-    if (n.op != PrimOp::Reshape || !same_non_unit(n.shape, b.nodes[n.inputs[0]].shape)) return std::nullopt;
+    if (n.op != PrimOp::Reshape || !unit_reshape_axes(n.shape, b.nodes[n.inputs[0]].shape))
+      return std::nullopt;
   }
   const std::vector<Dim>& ss = b.nodes[score].shape;
-  const std::vector<Dim>& rs = b.nodes[r1].shape;
-  if (!same_non_unit(ss, rs)) return std::nullopt;
-  std::vector<int> out(ss.size(), -1);
-  const std::vector<int> as = non_unit(ss), ar = non_unit(rs);
-  for (size_t t = 0; t < as.size(); ++t) out[static_cast<size_t>(as[t])] = ar[t];
+  auto out = unit_reshape_axes(ss, b.nodes[r1].shape);
+  if (!out) return std::nullopt;
   // A unit axis of both, at the same place (the scores' row of one query): keep it.
-  if (ss.size() == rs.size())
+  if (ss.size() == b.nodes[r1].shape.size())
     for (size_t t = 0; t < ss.size(); ++t)
-      if (out[t] < 0) out[t] = static_cast<int>(t);
+      if ((*out)[t] < 0) (*out)[t] = static_cast<int>(t);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "cost/gpu_launch.hpp"
 #include "ir/attention_match.hpp"
 #include "ir/build.hpp"
+#include "ir/unit_reshape.hpp"
 #include "luminal/error.hpp"
 
 namespace luminal::ir {
@@ -73,21 +74,11 @@ bool is_broadcast_contraction(const detail::GraphImpl& b, const detail::Node& n)
 }  // namespace
 
 bool segment_views(const detail::GraphImpl& b, uint32_t top, uint32_t bottom) {
-  auto non_unit = [](const std::vector<Dim>& s) {
-    std::vector<Dim> out;
-    for (const Dim& d : s)
-      if (d.as_constant() != int64_t{1}) out.push_back(d);
-    return out;
-  };
   for (uint32_t x = top; x != bottom; x = b.nodes[x].inputs[0]) {
     const detail::Node& n = b.nodes[x];
     if (n.inputs.empty()) return false;  // a leaf before `bottom`: not its view
     if (n.op == PrimOp::Expand || n.op == PrimOp::Permute) continue;
-    if (n.op != PrimOp::Reshape) return false;
-    const std::vector<Dim> out = non_unit(n.shape), in = non_unit(b.nodes[n.inputs[0]].shape);
-    if (out.size() != in.size()) return false;
-    for (size_t i = 0; i < out.size(); ++i)
-      if (!out[i].same_as(in[i])) return false;
+    if (n.op != PrimOp::Reshape || !unit_reshape_axes(n.shape, b.nodes[n.inputs[0]].shape)) return false;
   }
   return true;
 }

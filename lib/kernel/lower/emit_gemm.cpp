@@ -1,5 +1,6 @@
 // The Gemm kind: recognize_gemm's plan -> a strided GEMM with its epilogue.
 #include "ir/kernel_body.hpp"
+#include "ir/unit_reshape.hpp"
 #include "cost/gpu_launch.hpp"
 #include "kernel/lower/lowerer.hpp"
 
@@ -133,13 +134,10 @@ std::optional<std::vector<kernel::GemmSegment>> Lowerer::gemm_b_segments(uint32_
       for (size_t i = 0; i < in.shape.size(); ++i) next[i] = unit(in.shape[i]) ? Index(0) : idx[i];
     } else if (n.op == PrimOp::Permute) {
       for (size_t i = 0; i < n.perm.size(); ++i) next[static_cast<size_t>(n.perm[i])] = idx[i];
-    } else {  // a reshape inserting or removing unit dims: the others pair up in order
-      std::vector<size_t> on, inn;
-      for (size_t i = 0; i < n.shape.size(); ++i)
-        if (!unit(n.shape[i])) on.push_back(i);
-      for (size_t i = 0; i < in.shape.size(); ++i)
-        if (!unit(in.shape[i])) inn.push_back(i);
-      for (size_t i = 0; i < on.size(); ++i) next[inn[i]] = idx[on[i]];
+    } else {  // a reshape inserting or removing unit dims (segment_views checked it)
+      const std::vector<int> of = *ir::unit_reshape_axes(n.shape, in.shape);
+      for (size_t i = 0; i < of.size(); ++i)
+        if (of[i] >= 0) next[static_cast<size_t>(of[i])] = idx[i];
     }
     idx = std::move(next);
   }
