@@ -174,6 +174,26 @@ inline double compare_outputs(const std::map<std::string, HostTensor>& got,
   return worst;
 }
 
+/// Every output within `rel` of its largest magnitude (but for NaN and inf, which must
+/// match), as compare_outputs measures it; for a decode step's f16 outputs: a backend sums
+/// each dot product in another order than the interpreter, which moves f32 results by a
+/// few of their ulps and, now and then, a rounding to f16 by one ulp -- of the operands,
+/// and a residual add that cancels keeps that error while its result is small.
+inline double compare_to_scale(const std::map<std::string, HostTensor>& got,
+                               const std::map<std::string, HostTensor>& want, double rel) {
+  double worst = 0;
+  for (const auto& [name, w] : want) {
+    double scale = 0;
+    for (float v : w.to_f32())
+      if (std::isfinite(v)) scale = std::max(scale, double(std::abs(v)));
+    std::map<std::string, HostTensor> g1, w1;
+    g1.emplace(name, got.at(name));
+    w1.emplace(name, w);
+    worst = std::max(worst, compare_outputs(g1, w1, rel * scale + 1e-6, 0));
+  }
+  return worst;
+}
+
 // Options for a test that counts what the search finds: a budget no host reaches, so that
 // a loaded or sanitized machine does not cut the search short (the default 10 s did, under
 // ASan in CI: the sm_90 decoder block gave 10 kernels, not 8, "time-limit (extraction)").

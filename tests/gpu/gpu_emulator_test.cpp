@@ -392,27 +392,6 @@ extern "C" void ldm_test_emu(const uint16_t* src, uint32_t* out, uint32_t* early
 }
 
 namespace {
-// Every output within `rel` of its largest magnitude (but for NaN and inf, which must
-// match), the rest as test::compare_outputs; a decode step's f16 outputs: a device sums
-// each dot product in another order than the interpreter, which moves f32 results by a
-// few of their ulps and, now and then, a rounding to f16 by one ulp -- of the operands,
-// and a residual add that cancels keeps that error while its result is small.
-double compare_to_scale(const std::map<std::string, HostTensor>& got,
-                        const std::map<std::string, HostTensor>& want, double rel) {
-  double worst = 0;
-  for (const auto& [name, w] : want) {
-    const std::vector<float> x = got.at(name).to_f32(), y = w.to_f32();
-    double scale = 0;
-    for (float v : y)
-      if (std::isfinite(v)) scale = std::max(scale, double(std::abs(v)));
-    std::map<std::string, HostTensor> g1, w1;
-    g1.emplace(name, got.at(name));
-    w1.emplace(name, w);
-    worst = std::max(worst, test::compare_outputs(g1, w1, rel * scale + 1e-6, 0));
-  }
-  return worst;
-}
-
 // rel = 0: test::compare_outputs' default tolerances; else compare_to_scale's.
 void check_translation(const Graph& g, const Target& t, const char* name, double rel = 0,
                        const CompileOptions& o = {}) {
@@ -427,7 +406,7 @@ void check_translation(const Graph& g, const Target& t, const char* name, double
     feed.emplace(g.impl()->nodes[id].name, inputs.at(g.impl()->nodes[id].name));
   auto got = f(feed);
   INFO(name << " on " << t.to_string() << ": " << f.report().to_string());
-  CHECK((rel > 0 ? compare_to_scale(got, want, rel) : test::compare_outputs(got, want)) <= 1.0);
+  CHECK((rel > 0 ? test::compare_to_scale(got, want, rel) : test::compare_outputs(got, want)) <= 1.0);
   CHECK(f.report().interpreted_kernels == 0);
 }
 }  // namespace
