@@ -295,7 +295,8 @@ detail::KernelWork KernelCost::work_of(const ir::NodeView& v) const {
   const ir::KernelSpec& spec = *g_->analysis().attrs().get(v.payload).kernel;
   const std::vector<ir::Id> kids(v.kids.begin(), v.kids.end());
   BodyKey key{spec.body.get(), spec.kind, {}, ir::body_launch_key(spec, traits)};
-  for (ir::Id k : kids) key.leaves.push_back(ir::is_leaf_class(*g_, k));
+  for (ir::Id k : kids)
+    key.leaves.push_back(ir::is_param_class(*g_, k) ? 2 : ir::is_leaf_class(*g_, k) ? 1 : 0);
   auto it = body_memo_.find(key);
   if (it == body_memo_.end())
     it = body_memo_.emplace(std::move(key), ir::body_work(*g_, spec, kids, dims_, traits)).first;

@@ -88,7 +88,7 @@ class KernelCost {
   struct BodyKey {
     const detail::GraphImpl* body;
     ir::KernelKind kind;
-    std::vector<bool> leaves;
+    std::vector<uint8_t> leaves;  // per slot: 0 computed, 1 an input, 2 a param
     std::vector<int64_t> launch;
     auto operator<=>(const BodyKey&) const = default;
   };

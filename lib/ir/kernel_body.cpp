@@ -423,8 +423,50 @@ bool is_leaf_class(const EGraph& g, Id cls) {
   return false;
 }
 
+bool is_param_class(const EGraph& g, Id cls) {
+  for (const AttrNode& a : g.data(g.find(cls)).attributed)
+    if (a.op == Op::Param) return true;
+  return false;
+}
+
 std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_t id) {
   return concat_tree(body, id, true);
+}
+
+bool stacked_params(const detail::GraphImpl& body, const StoredConcat& cat,
+                    const std::function<bool(const detail::Node& leaf)>& is_param) {
+  // Each piece's views as (op, axis map), compared between pieces: the same views over
+  // the packed buffer are then the concat.
+  std::vector<std::pair<PrimOp, std::vector<int>>> first;
+  for (size_t i = 0; i < cat.pads.size(); ++i) {
+    std::vector<std::pair<PrimOp, std::vector<int>>> views;
+    uint32_t x = body.nodes[cat.pads[i]].inputs[0];
+    int axis = cat.axis;
+    while (body.nodes[x].op != PrimOp::Input) {
+      const detail::Node& n = body.nodes[x];
+      if (views.size() > 16 || n.inputs.empty()) return false;
+      const detail::Node& in = body.nodes[n.inputs[0]];
+      if (n.op == PrimOp::Permute) {
+        views.emplace_back(n.op, n.perm);
+        axis = n.perm[static_cast<size_t>(axis)];
+      } else if (n.op == PrimOp::Reshape) {
+        const auto of = unit_reshape_axes(n.shape, in.shape);
+        if (!of || (*of)[static_cast<size_t>(axis)] < 0) return false;
+        views.emplace_back(n.op, *of);
+        axis = (*of)[static_cast<size_t>(axis)];
+      } else {
+        return false;  // a cast (a half widened), a slice, a broadcast: not the param itself
+      }
+      x = n.inputs[0];
+    }
+    const detail::Node& leaf = body.nodes[x];
+    if (axis != 0 || leaf.dtype != DType::f32 || cat.stored != DType::f32 || !is_param(leaf)) return false;
+    if (i == 0)
+      first = std::move(views);
+    else if (views != first)
+      return false;
+  }
+  return !cat.pads.empty();
 }
 
 std::optional<KeyConcat> key_concat(const detail::GraphImpl& body, uint32_t operand) {
@@ -827,14 +869,16 @@ void add_launch_work(detail::KernelWork& w, const KernelSpec& spec) {
 }
 
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
-                               const DimGuess& dims, const LoweringTraits& traits) {
-  detail::KernelWork w = body_work(g, spec, kids, dims, traits);
+                               const DimGuess& dims, const LoweringTraits& traits,
+                               std::span<const uint8_t> param_slots) {
+  detail::KernelWork w = body_work(g, spec, kids, dims, traits, param_slots);
   add_launch_work(w, spec);
   return w;
 }
 
 detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
-                             const DimGuess& dims, const LoweringTraits& traits) {
+                             const DimGuess& dims, const LoweringTraits& traits,
+                             std::span<const uint8_t> param_slots) {
   // Slots whose class is an Input or Param of the program (its leaves).
   auto leaf_slot = [&](const detail::Node& slot) {
     if (kids.empty() || slot.name.size() < 2 || slot.name[0] != '%') return false;
@@ -842,11 +886,50 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
     if (j >= kids.size()) return false;
     return is_leaf_class(g, kids[j]);
   };
+  auto param_slot = [&](const detail::Node& slot) {
+    if (slot.name.size() < 2 || slot.name[0] != '%') return false;
+    const auto j = static_cast<size_t>(std::stoul(slot.name.substr(1)));
+    if (!param_slots.empty()) return j < param_slots.size() && param_slots[j] != 0;
+    return j < kids.size() && is_param_class(g, kids[j]);
+  };
   const auto& nodes = spec.body->nodes;
   const uint32_t root = spec.body->outputs.at(0).second;
   std::vector<double> numel(nodes.size()), dom(nodes.size(), 0);
   for (size_t i = 0; i < nodes.size(); ++i) numel[i] = numel_of(nodes[i].shape, dims);
   dom[root] = numel[root];
+  // Axis `axis` of `bottom` is, at the product's operand `e` (views above it, up to e),
+  // one of that operand's own axes: not the contraction `reduce`'s, and one the other
+  // operand broadcasts along (a GEMM's M or N, not a batch axis).
+  auto own_axis = [&](size_t reduce, uint32_t e, uint32_t bottom, int axis) {
+    std::vector<uint32_t> chain;
+    for (uint32_t x = e; x != bottom; x = nodes[x].inputs[0]) {
+      if (chain.size() > 16 || nodes[x].inputs.empty()) return false;
+      chain.push_back(x);
+    }
+    for (size_t c = chain.size(); c-- > 0;) {
+      const detail::Node& n = nodes[chain[c]];
+      if (n.op == PrimOp::Permute) {
+        const auto it = std::find(n.perm.begin(), n.perm.end(), axis);
+        if (it == n.perm.end()) return false;
+        axis = static_cast<int>(it - n.perm.begin());
+      } else if (n.op == PrimOp::Reshape) {
+        const auto of = unit_reshape_axes(n.shape, nodes[n.inputs[0]].shape);
+        if (!of) return false;
+        const auto it = std::find(of->begin(), of->end(), axis);
+        if (it == of->end()) return false;
+        axis = static_cast<int>(it - of->begin());
+      } else if (n.op != PrimOp::Expand) {
+        return false;
+      }
+    }
+    const detail::Node& mul = nodes[nodes[reduce].inputs[0]];
+    if (axis == nodes[reduce].axis || mul.inputs.size() != 2) return false;
+    const detail::Node& other = nodes[mul.inputs[mul.inputs[0] == e ? 1 : 0]];
+    const auto t = static_cast<size_t>(axis);
+    return other.op == PrimOp::Expand && t < other.shape.size() &&
+           nodes[other.inputs[0]].shape[t].as_constant() == int64_t{1} &&
+           other.shape[t].as_constant() != int64_t{1};
+  };
   detail::KernelWork w;
   if (spec.kind == KernelKind::Collective)
     return collective_work(nodes[root], nodes[nodes[root].inputs[0]], spec.launch, dims);
@@ -951,6 +1034,15 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
           // dims in or out; a reshape merging axes (KV heads repeated over their query
           // heads, then merged) copies the concat whole.
           if (cat && !attention && !segment_views(*spec.body, e, below)) cat = std::nullopt;
+          // Whole params stacked along their outermost axis: stored packed, the concat is
+          // one buffer read like any stored operand (no copy), on a lowering that packs --
+          // when the concat runs along the operand's own axis (B's columns, A's rows), the
+          // one the lowering reads a pack along (emit_gemm.cpp, gemm_packed).
+          if (cat && !attention && traits.packed_params && own_axis(ni, e, below, cat->axis) &&
+              stacked_params(*spec.body, *cat, param_slot)) {
+            for (uint32_t x : cat->adds) free_add[x] = 1;
+            continue;
+          }
           if (cat) {
             for (uint32_t x : cat->adds) free_add[x] = 1;
             if (!attention) w.bytes_concat += numel[below] * 4;

@@ -3,6 +3,7 @@
 // is -- or that no kernel can run it -- and counting its work for the cost model.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -83,6 +84,8 @@ std::optional<Variant> nest(const EGraph& g, const Variant& producer, std::size_
 
 /// True when class `cls` holds an Input or Param of the program (one of its leaves).
 bool is_leaf_class(const EGraph& g, Id cls);
+/// True when class `cls` holds a Param of the program (a weight, bound once).
+bool is_param_class(const EGraph& g, Id cls);
 
 /// Typical values of the dim variables, for costing symbolic shapes.
 using DimGuess = DimBindings;
@@ -103,21 +106,29 @@ struct LoweringTraits {
   bool gemm_row_prologue = false;
   /// A row-reduction kernel keeps several accumulators in one pass (ir::row_accumulators).
   bool row_accumulators = false;
+  /// Params a GEMM's B reads as a concat, stacked whole along their outermost axis, are
+  /// stored one after another (kernel::Program::packs; ir::stacked_params): the concat is
+  /// the packed buffer, read in place.
+  bool packed_params = false;
   /// The GPU renderers' traits.
-  static LoweringTraits gpu() { return {true, true, true, true}; }
+  static LoweringTraits gpu() { return {true, true, true, true, true}; }
 };
 
 /// FLOPs, bytes and parallelism of one execution of the kernel `spec` over `kids` (the
 /// slots' classes; empty: not known, and no bytes counted as the program's leaves).
+/// `param_slots` (per slot, 1 for a param) says which slots are params where there are no
+/// classes to ask (a plan's steps).
 detail::KernelWork kernel_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
-                               const DimGuess& dims, const LoweringTraits& traits = {});
+                               const DimGuess& dims, const LoweringTraits& traits = {},
+                               std::span<const uint8_t> param_slots = {});
 
 /// kernel_work in two parts, so that a cost model can compute the first once for all the
 /// launch twins of a body (a GPU GEMM's tile configurations: thousands of nodes, a few
 /// hundred bodies). body_work reads of `spec.launch` only body_launch_key(spec, traits);
 /// add_launch_work adds what the launch itself decides (the tiles' utilization).
 detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std::vector<Id>& kids,
-                             const DimGuess& dims, const LoweringTraits& traits = {});
+                             const DimGuess& dims, const LoweringTraits& traits = {},
+                             std::span<const uint8_t> param_slots = {});
 std::vector<int64_t> body_launch_key(const KernelSpec& spec, const LoweringTraits& traits);
 void add_launch_work(detail::KernelWork& w, const KernelSpec& spec);
 
@@ -144,6 +155,16 @@ struct StoredConcat {
 /// computed: the cost model charges it nothing, the lowering emits segments. One
 /// predicate for both, so they cannot disagree.
 std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_t id);
+
+/// The pieces of `cat` are whole f32 params (`is_param` of each leaf; halves widened by a
+/// cast are not the concat's values as stored), each
+/// under the same views (permutes, unit dims in or out) that take the concat's axis to the
+/// param's outermost one. Stored one after another in one buffer (the GPU runtime's param
+/// packs, kernel::Program::packs), they are the concat itself: a GEMM reads it as one
+/// strided B. The cost model charges no copy for it where the lowering packs params
+/// (LoweringTraits::packed_params); the lowering (emit_gemm.cpp, gemm_packed) packs it.
+bool stacked_params(const detail::GraphImpl& body, const StoredConcat& cat,
+                    const std::function<bool(const detail::Node& leaf)>& is_param);
 
 /// The views from body node `top` down its first inputs to `bottom` only broadcast,
 /// permute, or insert and remove unit dims: a GEMM's B reaching a StoredConcat through

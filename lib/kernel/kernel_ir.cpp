@@ -755,6 +755,34 @@ void validate(const Program& p) {
                std::string(dtype_name(b.dtype)) + " buffer '" + b.name + "'");
     }
   }
+  // Param packs: params of the pack's dtype and fixed sizes that fill it exactly, each in
+  // one pack, never written by a kernel (the pack is their copy).
+  std::set<int> packed;
+  auto bad = [&](const std::string& why) { throw InternalError("kernel IR: param pack: " + why); };
+  auto in_range = [&](int b) { return b >= 0 && static_cast<size_t>(b) < p.buffers.size(); };
+  for (const ParamPack& pk : p.packs) {
+    if (!in_range(pk.buffer) || pk.members.empty()) bad("a buffer out of range, or no members");
+    const Buffer& pb = p.buffers[static_cast<size_t>(pk.buffer)];
+    int64_t sum = 0;
+    for (int m : pk.members) {
+      if (!in_range(m) || m == pk.buffer) bad("member " + std::to_string(m) + " of '" + pb.name + "'");
+      const Buffer& mb = p.buffers[static_cast<size_t>(m)];
+      const auto n = mb.elements.as_constant();
+      if (mb.role != BufferRole::Param || mb.dtype != pb.dtype || !n || p.block(m))
+        bad("member '" + mb.name + "' of '" + pb.name +
+            "' is not a whole param of its dtype with a fixed size");
+      if (!packed.insert(m).second) bad("param '" + mb.name + "' is in two packs");
+      sum += *n;
+    }
+    if (pb.elements.as_constant() != sum) bad("'" + pb.name + "' is not its members' size");
+  }
+  for (const Kernel& k : p.kernels) {
+    const int written = k.gemm        ? k.gemm->c.buffer
+                        : k.gather    ? k.gather->out
+                        : k.attention ? k.attention->out.buffer
+                                      : k.store.buffer;
+    if (p.pack(written) || packed.count(written)) bad("kernel " + k.name + " writes a packed param");
+  }
 }
 
 std::string to_string(const Program& p) {
@@ -764,6 +792,11 @@ std::string to_string(const Program& p) {
     static const char* roles[] = {"input", "param", "output", "intermediate"};
     s << "b" << i << " " << b.name << ": " << dtype_name(b.dtype) << "[" << b.elements.to_string() << "] "
       << roles[static_cast<int>(b.role)] << "\n";
+  }
+  for (const ParamPack& pk : p.packs) {
+    s << "pack b" << pk.buffer << " =";
+    for (int m : pk.members) s << " b" << m;
+    s << "\n";
   }
   for (const auto& k : p.kernels) {
     static const char* kinds[] = {"elementwise", "reduction", "gemm", "gather", "attention"};

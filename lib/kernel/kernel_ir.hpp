@@ -480,12 +480,37 @@ struct BufferBlock {
   bool operator==(const BufferBlock&) const = default;
 };
 
+/// Params stored one after another in one buffer (lower::Options::pack_params): a GEMM
+/// whose B is their concat reads `buffer` as one strided matrix (ir::stacked_params).
+/// `buffer` holds every member's elements in order, nothing between; a runtime places the
+/// members there (the GPU's resident params are sub-ranges of it, uploaded as usual; the
+/// host executable copies them in per call). A param is a member of one pack at most.
+struct ParamPack {
+  int buffer = -1;
+  std::vector<int> members;
+  bool operator==(const ParamPack&) const = default;
+};
+
 struct Program {
   std::vector<Buffer> buffers;
   std::vector<std::string> symbols;
   std::vector<Kernel> kernels;
   /// Buffers stored as a block of their declared shape, by buffer id (the rest: whole).
   std::map<int, BufferBlock> blocks;
+  std::vector<ParamPack> packs;
+  /// The pack `b` is a member of, or null.
+  const ParamPack* pack_holding(int b) const {
+    for (const ParamPack& p : packs)
+      for (int m : p.members)
+        if (m == b) return &p;
+    return nullptr;
+  }
+  /// The pack whose buffer `b` is, or null.
+  const ParamPack* pack(int b) const {
+    for (const ParamPack& p : packs)
+      if (p.buffer == b) return &p;
+    return nullptr;
+  }
   /// f32 exp2/exp/log2/sin/sqrt/recip may be approximated and subnormals flushed to zero
   /// (the plan's fast_math). The CUDA renderer then uses the special function units'
   /// instructions; the CPU and HIP renderers compute them exactly, which is allowed.

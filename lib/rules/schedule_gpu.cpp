@@ -27,6 +27,7 @@
 //    express its views (gpu/blas_gemm.hpp).
 #include <array>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -188,17 +189,36 @@ bool bare_product(const ir::KernelSpec& spec) {
     while (ir::is_view(ir::to_op(nodes[x].op))) x = nodes[x].inputs[0];
     return x;
   };
+  // An operand may be a concat of stored tensors (sibling products merged): the call reads
+  // it as one buffer where its pieces are params stored packed (ir::stacked_params), or
+  // from the copy the lowering makes of it -- priced either way (ir::body_work).
+  std::vector<uint8_t> in_concat(nodes.size(), 0);
+  std::vector<std::optional<DType>> concat_of(nodes.size());
+  for (const detail::Node& n : nodes)
+    if (n.op == detail::PrimOp::Mul)
+      for (uint32_t in : n.inputs) {
+        const uint32_t x = through_views(in);
+        if (nodes[x].op != detail::PrimOp::Add) continue;
+        const auto cat = ir::stored_concat(*spec.body, x);
+        if (!cat) continue;
+        concat_of[x] = cat->stored;
+        for (uint32_t a : cat->adds) in_concat[a] = 1;
+        for (uint32_t p : cat->pads) in_concat[p] = 1;
+      }
   int mul = 0, sum = 0;
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     const detail::Node& n = nodes[i];
-    if (n.op == detail::PrimOp::Input || ir::is_view(ir::to_op(n.op))) continue;
+    if (n.op == detail::PrimOp::Input || ir::is_view(ir::to_op(n.op)) || in_concat[i]) continue;
     if (n.op == detail::PrimOp::Mul) {
       ++mul;
       // Both operands: inputs of one float type, or one half type cast to f32.
       DType source[2];
       for (int s = 0; s < 2; ++s) {
-        const detail::Node& x = nodes[through_views(n.inputs[static_cast<size_t>(s)])];
-        if (x.op == detail::PrimOp::Input && x.dtype == DType::f32) {
+        const uint32_t at = through_views(n.inputs[static_cast<size_t>(s)]);
+        const detail::Node& x = nodes[at];
+        if (concat_of[at]) {
+          source[s] = *concat_of[at];
+        } else if (x.op == detail::PrimOp::Input && x.dtype == DType::f32) {
           source[s] = DType::f32;
         } else if (x.op == detail::PrimOp::Cast && x.dtype == DType::f32 &&
                    nodes[x.inputs[0]].op == detail::PrimOp::Input &&

@@ -482,7 +482,10 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
     ir::EGraph none;
     for (size_t s = 0; s < plan->steps.size(); ++s) {
       const ir::KernelSpec& spec = *plan->steps[s].spec;
-      const detail::KernelWork w = ir::kernel_work(none, spec, {}, {}, ir::LoweringTraits::gpu());
+      // (which slots are params: a concat of them is read packed, not copied)
+      std::vector<uint8_t> params;
+      for (uint32_t v : plan->steps[s].args) params.push_back(plan->leaf_is_param[v]);
+      const detail::KernelWork w = ir::kernel_work(none, spec, {}, {}, ir::LoweringTraits::gpu(), params);
       INFO(what << " on " << target << " step " << s << " (" << ir::kind_name(spec.kind) << ")");
       CHECK(launches[s] == detail::priced_launches(desc, w));
     }
@@ -508,13 +511,15 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
   // through a reshape (priced a staged kernel it never had), a statistic that is not one
   // value per row (priced as a row prologue, staged by the lowering), SwiGLU computed
   // into a buffer and copied again as the down projection's operand; at 128 tokens the
-  // copy of the concatenated Q|K|V weights a tiled GEMM needs on HIP.
+  // concatenated Q|K|V weights a tiled GEMM (HIP) or cuBLASLt (CUDA) reads, stored packed
+  // (a copy per call where the slots are not all params).
   for (const auto& [seq, target, skip] :
        std::vector<std::tuple<int64_t, const char*, bool>>{{1, "cuda:sm_90", false},
                                                            {1, "cuda:sm_90", true},
                                                            {16, "cuda:sm_80", false},
                                                            {1, "cuda:sm_80", true},
-                                                           {128, "hip:gfx90a", false}}) {
+                                                           {128, "hip:gfx90a", false},
+                                                           {128, "cuda:sm_80", false}}) {
     Graph block;
     test::BlockConfig f32 = test::BlockConfig::llama_4096();
     f32.seq = seq;
@@ -540,4 +545,5 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
   CHECK(ir::LoweringTraits::gpu().half_operands == o.half_operands);
   CHECK(ir::LoweringTraits::gpu().gemm_row_prologue == o.gemm_row_prologue);
   CHECK(ir::LoweringTraits::gpu().row_accumulators == o.row_accumulators);
+  CHECK(ir::LoweringTraits::gpu().packed_params == o.pack_params);
 }

@@ -70,6 +70,18 @@ inline std::map<std::string, HostTensor> run_lowered(
                           std::to_string(it->second->nbytes()));
     std::memcpy(storage[b].data(), it->second->data(), storage[b].size());
   }
+  // Params stored packed: the pack holds its members one after another (as runtimes lay it).
+  for (const kernel::ParamPack& pk : prog.packs) {
+    size_t at = 0;
+    for (int m : pk.members) {
+      const auto& from = storage[static_cast<size_t>(m)];
+      if (at + from.size() > storage[static_cast<size_t>(pk.buffer)].size())
+        throw InternalError("[lowered eval] pack " + prog.buffers[static_cast<size_t>(pk.buffer)].name +
+                            " is smaller than its members");
+      std::memcpy(storage[static_cast<size_t>(pk.buffer)].data() + at, from.data(), from.size());
+      at += from.size();
+    }
+  }
   bool any_interpreted = false;
   for (const cpu::PlanStep& st : lp.steps)
     any_interpreted = any_interpreted || st.interpreted || st.collective;
@@ -80,7 +92,7 @@ inline std::map<std::string, HostTensor> run_lowered(
       const cpu::PlanStep& es = lp.steps[s];
       if (es.collective) throw InternalError("[lowered eval] a collective step without a communicator");
       if (!es.interpreted) {
-        kernel::Program part{prog.buffers, prog.symbols, {}, prog.blocks};
+        kernel::Program part{prog.buffers, prog.symbols, {}, prog.blocks, prog.packs};
         part.kernels.assign(prog.kernels.begin() + es.k0, prog.kernels.begin() + es.k1);
         kernel::evaluate(part, ptr, syms);
         continue;

@@ -78,6 +78,12 @@ ArenaBuffers arena_buffers(const compiler::KernelPlan& p, const LoweredPlan& low
     ab.in_arena[b] = 1;
     ab.lifetimes[b].first_def = ab.lifetimes[b].last_use = lowered.temp_step[b - nv];
   }
+  // Params stored packed (the emulated GPU lowering's): filled before the first step, read
+  // by any step after.
+  for (const kernel::ParamPack& pk : prog.packs) {
+    ab.lifetimes[static_cast<size_t>(pk.buffer)].first_def = 0;
+    ab.lifetimes[static_cast<size_t>(pk.buffer)].last_use = end;
+  }
   return ab;
 }
 

@@ -258,6 +258,17 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
   for (size_t v = 0; v < p.leaf_name.size(); ++v)
     if (!p.leaf_name[v].empty())
       ptr[v] = const_cast<std::byte*>(leaf_data[v]);  // kernels never store to leaves
+  // Params stored packed (kernel::Program::packs, the emulated GPU lowering's): copied
+  // into their pack in this call's arena, as the device keeps them resident side by side.
+  for (const kernel::ParamPack& pk : prog.packs) {
+    auto* to = static_cast<std::byte*>(ptr[static_cast<size_t>(pk.buffer)]);
+    for (int mb : pk.members) {
+      const size_t bytes = static_cast<size_t>(lay.elements[static_cast<size_t>(mb)]) *
+                           dtype_size(prog.buffers[static_cast<size_t>(mb)].dtype);
+      std::memcpy(to, ptr[static_cast<size_t>(mb)], bytes);
+      to += bytes;
+    }
+  }
   auto dim_value = [&](const Dim& d) {
     int64_t x = 0;
     if (!eval_dim(d, var_names, var_values, x))

@@ -223,6 +223,25 @@ bool copy_lowered(const Lowered& first, const std::vector<int>& args, int result
     to[b] = static_cast<int>(prog.buffers.size());
     prog.buffers.push_back(std::move(t));
   }
+  // The packs the first step made: the same of this step's params, none of them packed yet
+  // (else it is lowered afresh, which reuses or declines a pack).
+  const size_t np = prog.packs.size();
+  for (size_t p = 0; p < np; ++p) {
+    const kernel::ParamPack pk = prog.packs[p];
+    if (pk.buffer < static_cast<int>(first.b0) || pk.buffer >= static_cast<int>(first.b1)) continue;
+    kernel::ParamPack copy{to[static_cast<size_t>(pk.buffer)], {}};
+    for (int mb : pk.members) {
+      const int t = to[static_cast<size_t>(mb)];
+      if (t < 0 || prog.pack_holding(t) ||
+          std::find(copy.members.begin(), copy.members.end(), t) != copy.members.end()) {
+        prog.buffers.resize(nb);
+        prog.packs.resize(np);
+        return false;
+      }
+      copy.members.push_back(t);
+    }
+    prog.packs.push_back(std::move(copy));
+  }
   try {
     Remap m(std::move(to));
     for (size_t k = first.k0; k < first.k1; ++k) {
@@ -233,6 +252,7 @@ bool copy_lowered(const Lowered& first, const std::vector<int>& args, int result
   } catch (const InternalError&) {
     prog.buffers.resize(nb);
     prog.kernels.resize(nk);
+    prog.packs.resize(np);
     return false;
   }
   return true;

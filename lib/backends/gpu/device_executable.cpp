@@ -50,6 +50,7 @@ struct DeviceExecutable::Impl {
     size_t bytes = 0;
     std::weak_ptr<const HostTensor> uploaded;  // the bound value on the device now
     bool current = false;                      // `uploaded` is on the device (false: upload on the next call)
+    bool owns = true;                          // the allocation is this buffer's (not a pack member's range)
   };
   mutable std::vector<Resident> resident;  // per buffer
   // A call on a caller's stream joins the executable's stream and back (Callable::run_device).
@@ -272,7 +273,7 @@ struct DeviceExecutable::Impl {
                      const std::map<std::string, int64_t>& syms) const {
     for (size_t i = 0; i < resident.size(); ++i) {
       Resident& r = resident[i];
-      if (!r.addr) continue;
+      if (!r.addr || !is_leaf(i)) continue;  // (a pack's buffer: its members are uploaded)
       const std::string& name = plan->leaf_name[i];
       std::shared_ptr<const HostTensor> handle;
       if (params) {
@@ -384,9 +385,27 @@ DeviceExecutable::DeviceExecutable(const DeviceApi& api, std::shared_ptr<const c
   m.join_in = api.create_event();
   m.join_out = api.create_event();
   // Params live on the device from the first call on (one allocation each, so their
-  // addresses -- which captured graphs hold -- never move).
-  m.resident.resize(m.lowered.prog.buffers.size());
+  // addresses -- which captured graphs hold -- never move). Params stored packed
+  // (kernel::Program::packs) share their pack's allocation, one after another.
+  const kernel::Program& prog = m.lowered.prog;
+  m.resident.resize(prog.buffers.size());
+  for (const kernel::ParamPack& pk : prog.packs) {
+    Impl::Resident& r = m.resident[static_cast<size_t>(pk.buffer)];
+    r.bytes = static_cast<size_t>(*prog.buffers[static_cast<size_t>(pk.buffer)].elements.as_constant()) *
+              dtype_size(prog.buffers[static_cast<size_t>(pk.buffer)].dtype);
+    r.addr = api.alloc(r.bytes);
+    uint64_t at = r.addr;
+    for (int mb : pk.members) {
+      const kernel::Buffer& buf = prog.buffers[static_cast<size_t>(mb)];
+      Impl::Resident& x = m.resident[static_cast<size_t>(mb)];
+      x.bytes = static_cast<size_t>(*buf.elements.as_constant()) * dtype_size(buf.dtype);
+      x.addr = at;
+      x.owns = false;
+      at += x.bytes;
+    }
+  }
   for (size_t i = 0; i < m.resident.size(); ++i) {
+    if (m.resident[i].addr) continue;  // (packed)
     const kernel::Buffer& buf = m.lowered.prog.buffers[i];
     const auto elements = buf.elements.as_constant();
     if (buf.role != kernel::BufferRole::Param || !m.is_leaf(i) || !elements || *elements <= 0) continue;
@@ -412,7 +431,7 @@ DeviceExecutable::~DeviceExecutable() {
     if (b->pinned) m.api->free_pinned(b->pinned);
   }
   for (const auto& r : m.resident)
-    if (r.addr) m.api->free(r.addr);
+    if (r.addr && r.owns) m.api->free(r.addr);
   if (m.blas_workspace) m.api->free(m.blas_workspace);
   if (m.join_in) m.api->destroy_event(m.join_in);
   if (m.join_out) m.api->destroy_event(m.join_out);

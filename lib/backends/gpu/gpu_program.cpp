@@ -20,6 +20,7 @@ kernel::lower::Options gpu_lower_options() {
   o.half_operands = true;
   o.half_results = true;
   o.segmented_b_skinny = true;
+  o.pack_params = true;
   o.split_attention = true;
   o.attention_q_inline = true;
   o.gemm_row_prologue = true;

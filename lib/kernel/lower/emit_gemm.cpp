@@ -114,8 +114,14 @@ Affine Lowerer::gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmF
 // widened to f32; one type for all).
 std::optional<std::vector<kernel::GemmSegment>> Lowerer::gemm_b_segments(uint32_t node, int n_axis,
                                                                          const GemmFrame& f) {
-  if (!(opt_.segmented_b || (opt_.segmented_b_skinny && detail::skinny_launch(spec_.launch))) || n_axis < 0)
+  if (!(opt_.segmented_b || (opt_.segmented_b_skinny && detail::skinny_launch(spec_.launch))))
     return std::nullopt;
+  return b_segments(node, n_axis, f, nullptr);
+}
+
+std::optional<std::vector<kernel::GemmSegment>> Lowerer::b_segments(uint32_t node, int n_axis,
+                                                                    const GemmFrame& f, uint32_t* cat_node) {
+  if (n_axis < 0) return std::nullopt;
   // Down the first inputs to the concat (an add); ir::segment_views says whether the
   // views on the way may be read through, the loop below maps the index down them.
   uint32_t cur = node;
@@ -143,6 +149,7 @@ std::optional<std::vector<kernel::GemmSegment>> Lowerer::gemm_b_segments(uint32_
   }
   const auto cat = ir::stored_concat(body_, cur);
   if (!cat || cat->pads.size() > kernel::kMaxGemmSegments) return std::nullopt;
+  if (cat_node) *cat_node = cur;
   const auto ax = static_cast<size_t>(cat->axis);
   if (idx[ax].op() != IndexOp::Var || idx[ax].node().value != n_axis) return std::nullopt;
   std::vector<kernel::GemmSegment> segs;
@@ -170,6 +177,69 @@ std::optional<std::vector<kernel::GemmSegment>> Lowerer::gemm_b_segments(uint32_
     segs.push_back(std::move(sg));
   }
   return segs;
+}
+
+// An operand as the params it concatenates along its own axis `axis` (B's columns, A's
+// rows) stored one after another: the pieces' views must be one view of them laid end to
+// end -- the same strides, each from its buffer's start, each buffer exactly its part --
+// which ir::stacked_params (what the cost model priced) promises; checked again on the
+// affine forms. As B: (row, col) strides (k, axis); as A: (axis, k).
+std::optional<kernel::MatrixView> Lowerer::gemm_packed(uint32_t node, int axis, const GemmFrame& f,
+                                                       bool as_a) {
+  if (!opt_.pack_params) return std::nullopt;
+  uint32_t cat_node = 0;
+  const auto segs = b_segments(node, axis, f, &cat_node);
+  if (!segs || segs->size() < 2 || speculation_failed()) return std::nullopt;
+  const auto cat = ir::stored_concat(body_, cat_node);
+  auto is_param = [&](const Node& leaf) {
+    if (leaf.name.size() < 2 || leaf.name[0] != '%') return false;
+    const auto s = static_cast<size_t>(std::strtoul(leaf.name.c_str() + 1, nullptr, 10));
+    if (s >= args_.size()) return false;
+    const int b = args_[s];
+    const kernel::Buffer& buf = prog_.buffers[static_cast<size_t>(b)];
+    return buf.role == kernel::BufferRole::Param && buf.elements.as_constant() && !prog_.block(b);
+  };
+  if (!cat || !ir::stacked_params(body_, *cat, is_param)) return std::nullopt;
+  const auto cs = segs->front().b.col_stride.as_constant(), rs = segs->front().b.row_stride.as_constant();
+  if (!cs || !rs) return std::nullopt;
+  std::vector<int> members;
+  for (size_t i = 0; i < segs->size(); ++i) {
+    const kernel::GemmSegment& sg = (*segs)[i];
+    const Index end =
+        i + 1 < segs->size() ? (*segs)[i + 1].n0 : shapes_[cat_node][static_cast<size_t>(cat->axis)];
+    const auto width = simp(end - sg.n0).as_constant();
+    const auto elements = prog_.buffers[static_cast<size_t>(sg.b.buffer)].elements.as_constant();
+    if (sg.b.offset.as_constant() != int64_t{0} || sg.b.col_stride.as_constant() != cs ||
+        sg.b.row_stride.as_constant() != rs || !width || !elements || *elements != *width * *cs)
+      return std::nullopt;
+    members.push_back(sg.b.buffer);
+  }
+  const int pack = param_pack(members);
+  if (pack < 0) return std::nullopt;
+  // (cs: the stride along `axis`, rs: along k)
+  return as_a ? kernel::MatrixView{pack, Index(0), Index(*cs), Index(*rs)}
+              : kernel::MatrixView{pack, Index(0), Index(*rs), Index(*cs)};
+}
+
+int Lowerer::param_pack(const std::vector<int>& members) {
+  for (const kernel::ParamPack& p : prog_.packs)
+    if (p.members == members) return p.buffer;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (prog_.pack_holding(members[i])) return -1;
+    for (size_t j = 0; j < i; ++j)
+      if (members[j] == members[i]) return -1;
+  }
+  kernel::Buffer b;
+  b.name = name_ + "_pack";
+  b.dtype = prog_.buffers[static_cast<size_t>(members.front())].dtype;
+  int64_t elements = 0;
+  for (int m : members) elements += *prog_.buffers[static_cast<size_t>(m)].elements.as_constant();
+  b.elements = Index(elements);
+  b.role = kernel::BufferRole::Param;
+  prog_.buffers.push_back(std::move(b));
+  const int id = static_cast<int>(prog_.buffers.size()) - 1;
+  prog_.packs.push_back(kernel::ParamPack{id, members});
+  return id;
 }
 
 bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
@@ -262,11 +332,16 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   // B a concat of stored tensors: segments read in place (a GEMM also at M == 1: the
   // few-rows path streams each segment once).
   std::optional<std::vector<kernel::GemmSegment>> segments = gemm_b_segments(yin, n_axis, f);
+  // Else B as params stored packed, where the renderer would copy the concat; A too (a
+  // transposed twin of the product reads the concat there).
+  std::optional<kernel::MatrixView> packed, packed_a;
+  if (!segments) packed = gemm_packed(yin, n_axis, f, false);
+  if (!rp) packed_a = gemm_packed(xin, m_axis, f, true);
   // That choice is the CPU's. A GPU launch of the few-rows engine (GpuGemmEngine::Skinny,
   // what the cost model priced, with its row prologue) streams B once whatever its type,
   // so it stays a GEMM: generic loops would price as one kernel and run as two, a
   // statistic kernel and a block per output without the prologue.
-  if (m_axis < 0 && !segments && !detail::skinny_launch(spec_.launch)) {
+  if (m_axis < 0 && !segments && !packed && !detail::skinny_launch(spec_.launch)) {
     bool strided_big = false;
     if (plain_f32_load(Y))
       if (auto ay = affine(Y.node().index, f.interest)) {
@@ -293,7 +368,7 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   // (GPU tensor cores, f16 in / f32 accumulate as PyTorch computes an f16 matmul): both
   // stay halves, so the product reads half the bytes and can run on tensor cores.
   const DType xh = half_source(X), yh = half_source(Y);
-  const bool half = opt_.half_operands && !segments && xh != DType::f32 && xh == yh;
+  const bool half = opt_.half_operands && !segments && !packed && !packed_a && xh != DType::f32 && xh == yh;
   // The prologue is A's, its statistic one value per row of A: the same index wherever A
   // reads it, free of the K and N variables, never computed into a buffer of its own.
   std::optional<kernel::GemmRowPrologue> prologue;
@@ -330,8 +405,8 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
     }
     ctx_.memo.clear();
   }
-  Affine ax_ = prologue ? Affine{} : gemm_operand(X, xin, n_axis, f, false, half);
-  Affine ay = segments ? Affine{} : gemm_operand(Y, yin, m_axis, f, true, half);
+  Affine ax_ = prologue || packed_a ? Affine{} : gemm_operand(X, xin, n_axis, f, false, half);
+  Affine ay = segments || packed ? Affine{} : gemm_operand(Y, yin, m_axis, f, true, half);
 
   kernel::Gemm g;
   const int rv = static_cast<int>(rank), cv = static_cast<int>(rank) + 1;  // unused ids when absent
@@ -352,12 +427,16 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   if (prologue) {
     g.a = kernel::MatrixView{-1, Index(0), Index(0), Index(0)};
     g.a_prologue = std::move(prologue);
+  } else if (packed_a) {
+    g.a = *packed_a;
   } else {
     g.a = view(X, ax_, m_axis, kv);
   }
   if (segments) {
     g.b = segments->front().b;
     g.b_segments = std::move(*segments);
+  } else if (packed) {
+    g.b = *packed;
   } else {
     g.b = view(Y, ay, kv, n_axis);
   }

@@ -76,7 +76,7 @@ Lowerer::Lowerer(const ir::KernelSpec& spec, const std::vector<int>& args, const
 
 std::optional<Failure> Lowerer::lower(int result) {
   root_ = body_.outputs.at(0).second;
-  const size_t buffers0 = prog_.buffers.size();
+  const size_t buffers0 = prog_.buffers.size(), packs0 = prog_.packs.size();
   first_temp_buffer_ = static_cast<int>(buffers0);
   for (;;) {
     lower_once(result);
@@ -95,6 +95,7 @@ std::optional<Failure> Lowerer::lower(int result) {
     kernels.clear();
     materialized_.clear();
     prog_.buffers.resize(buffers0);
+    prog_.packs.resize(packs0);
     counter_ = 0;
     ctx_ = Ctx{};
   }
@@ -123,11 +124,12 @@ std::optional<Failure> lower_spec(const ir::KernelSpec& spec, const std::vector<
   // Lowering only appends symbols and buffers (kernels are added on success), so undoing
   // a failed attempt is a truncation: copying the whole program per step made lowering a
   // 12-layer model quadratic in its kernel count.
-  const size_t nbuffers = prog.buffers.size(), nsymbols = prog.symbols.size();
+  const size_t nbuffers = prog.buffers.size(), nsymbols = prog.symbols.size(), npacks = prog.packs.size();
   Lowerer l(spec, args, name, prog, opt);
   if (auto failed = l.lower(result)) {
     prog.buffers.resize(nbuffers);
     prog.symbols.resize(nsymbols);
+    prog.packs.resize(npacks);
     return failed;
   }
   for (auto& k : l.kernels) prog.kernels.push_back(std::move(k));

@@ -56,6 +56,11 @@ struct Options {
   /// The same for a GEMM whose spec's launch is the GPU's skinny GEMM only (the GPU
   /// renderers read a segmented B there; their tiled GEMMs get the concat copied).
   bool segmented_b_skinny = false;
+  /// A GEMM B that is a concat of whole params stacked along their outermost axis
+  /// (ir::stacked_params) and that the renderer would otherwise copy reads the params
+  /// stored one after another (kernel::Program::packs) as one buffer: the GPU runtime
+  /// keeps params resident, so placing siblings adjacent costs nothing per call.
+  bool pack_params = false;
   /// The renderer takes f16/bf16 GEMM operands on both sides (the GPU renderers: tensor
   /// cores, or conversion while staging tiles): a product of two operands cast from the
   /// same half type keeps both as halves -- read in place where they are strided views,

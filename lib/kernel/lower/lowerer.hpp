@@ -155,6 +155,15 @@ class Lowerer {
   /// half operands (Options::half_operands): keep this one as halves.
   Affine gemm_operand(Expr& e, uint32_t node, int other_axis, const GemmFrame& f, bool b_side, bool half = false);
   std::optional<std::vector<kernel::GemmSegment>> gemm_b_segments(uint32_t node, int n_axis, const GemmFrame& f);
+  /// gemm_b_segments without the renderer's leave; `cat` gets the concat's body node.
+  std::optional<std::vector<kernel::GemmSegment>> b_segments(uint32_t node, int n_axis, const GemmFrame& f,
+                                                             uint32_t* cat);
+  /// An operand (B along `axis` = n, or A along m) as one strided view of the params it
+  /// concatenates, stored packed (Options::pack_params).
+  std::optional<kernel::MatrixView> gemm_packed(uint32_t node, int axis, const GemmFrame& f, bool as_a);
+  /// The pack of `members` (in order): an existing one, or a new buffer; -1 when a member
+  /// is already packed with others.
+  int param_pack(const std::vector<int>& members);
   bool emit_gemm(const GemmBody& plan, int result);  // emit_gemm.cpp
   bool try_attention(int result);                    // emit_attention.cpp
   /// V (the value operand `node` at index `idx`) as a concat along the keys (key variable
