@@ -433,6 +433,16 @@ std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_
   return concat_tree(body, id, true);
 }
 
+DType half_concat(const detail::GraphImpl& body, uint32_t id) {
+  for (int depth = 0; is_view(to_op(body.nodes[id].op)); ++depth) {
+    if (depth > 16) return DType::f32;
+    id = body.nodes[id].inputs[0];
+  }
+  if (body.nodes[id].op != PrimOp::Add) return DType::f32;
+  const auto cat = stored_concat(body, id);
+  return cat && (cat->stored == DType::f16 || cat->stored == DType::bf16) ? cat->stored : DType::f32;
+}
+
 bool stacked_params(const detail::GraphImpl& body, const StoredConcat& cat,
                     const std::function<bool(const detail::Node& leaf)>& is_param) {
   // Each piece's views as (op, axis map), compared between pieces: the same views over
@@ -454,13 +464,16 @@ bool stacked_params(const detail::GraphImpl& body, const StoredConcat& cat,
         if (!of || (*of)[static_cast<size_t>(axis)] < 0) return false;
         views.emplace_back(n.op, *of);
         axis = (*of)[static_cast<size_t>(axis)];
+      } else if (n.op == PrimOp::Cast && n.dtype == DType::f32 && in.dtype == cat.stored &&
+                 cat.stored != DType::f32) {
+        views.emplace_back(n.op, std::vector<int>{});  // a half weight widened: stored as the half
       } else {
-        return false;  // a cast (a half widened), a slice, a broadcast: not the param itself
+        return false;  // a slice, a broadcast, arithmetic: not the param itself
       }
       x = n.inputs[0];
     }
     const detail::Node& leaf = body.nodes[x];
-    if (axis != 0 || leaf.dtype != DType::f32 || cat.stored != DType::f32 || !is_param(leaf)) return false;
+    if (axis != 0 || leaf.dtype != cat.stored || !is_param(leaf)) return false;
     if (i == 0)
       first = std::move(views);
     else if (views != first)
@@ -970,6 +983,13 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
     for (uint32_t x : nodes[reduce.inputs[0]].inputs) {
       uint32_t c = nodes[x].op == PrimOp::Expand ? nodes[x].inputs[0] : x;
       while (is_view(to_op(nodes[c].op))) c = nodes[c].inputs[0];
+      // (a concat of widened halves is one too: its half copy or pack is read, not it)
+      if (const DType hc = half_concat(*spec.body, c); hc != DType::f32) {
+        if (from != DType::f32 && from != hc) return std::nullopt;
+        from = hc;
+        if (x == e) mine = c;
+        continue;
+      }
       if (nodes[c].op != PrimOp::Cast || nodes[c].dtype != DType::f32) return std::nullopt;
       const DType h = nodes[nodes[c].inputs[0]].dtype;
       if ((h != DType::f16 && h != DType::bf16) || (from != DType::f32 && from != h)) return std::nullopt;
@@ -1039,6 +1059,7 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
           // when the concat runs along the operand's own axis (B's columns, A's rows), the
           // one the lowering reads a pack along (emit_gemm.cpp, gemm_packed).
           if (cat && !attention && traits.packed_params && own_axis(ni, e, below, cat->axis) &&
+              (cat->stored == DType::f32 || (traits.half_operands && half_pair_value(nodes[ni], e))) &&
               stacked_params(*spec.body, *cat, param_slot)) {
             for (uint32_t x : cat->adds) free_add[x] = 1;
             continue;
@@ -1216,7 +1237,8 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
       for (uint32_t e : nodes[n.inputs[0]].inputs) {
         uint32_t x = e;
         while (is_view(to_op(nodes[x].op))) x = nodes[x].inputs[0];
-        const DType in = nodes[x].op == PrimOp::Cast ? nodes[nodes[x].inputs[0]].dtype : DType::f32;
+        const DType in =
+            nodes[x].op == PrimOp::Cast ? nodes[nodes[x].inputs[0]].dtype : half_concat(*spec.body, x);
         half = half && (in == DType::f16 || in == DType::bf16) && (from == DType::f32 || from == in);
         from = in;
       }

@@ -156,15 +156,22 @@ struct StoredConcat {
 /// predicate for both, so they cannot disagree.
 std::optional<StoredConcat> stored_concat(const detail::GraphImpl& body, uint32_t id);
 
-/// The pieces of `cat` are whole f32 params (`is_param` of each leaf; halves widened by a
-/// cast are not the concat's values as stored), each
-/// under the same views (permutes, unit dims in or out) that take the concat's axis to the
-/// param's outermost one. Stored one after another in one buffer (the GPU runtime's param
-/// packs, kernel::Program::packs), they are the concat itself: a GEMM reads it as one
-/// strided B. The cost model charges no copy for it where the lowering packs params
-/// (LoweringTraits::packed_params); the lowering (emit_gemm.cpp, gemm_packed) packs it.
+/// The pieces of `cat` are whole params of its stored type (`is_param` of each leaf; an
+/// f16/bf16 one widened to f32 by a cast), each under the same views (permutes, unit dims
+/// in or out) that take the concat's axis to the param's outermost one. Stored one after
+/// another in one buffer (the GPU runtime's param packs, kernel::Program::packs), they are
+/// the concat itself: a GEMM reads it as one strided operand -- of halves only in a
+/// product of two halves (half_concat). The cost model charges no copy for it where the
+/// lowering packs params (LoweringTraits::packed_params); the lowering (emit_gemm.cpp,
+/// gemm_packed) packs it.
 bool stacked_params(const detail::GraphImpl& body, const StoredConcat& cat,
                     const std::function<bool(const detail::Node& leaf)>& is_param);
+
+/// Body node `id` under views is a StoredConcat of f16/bf16 slots widened to f32 (siblings'
+/// half weights merged): its type, as an operand cast from that half type is -- its values
+/// are halves, so a product with another such operand runs on halves (tensor cores), the
+/// concat read packed or copied as halves. f32 otherwise.
+DType half_concat(const detail::GraphImpl& body, uint32_t id);
 
 /// The views from body node `top` down its first inputs to `bottom` only broadcast,
 /// permute, or insert and remove unit dims: a GEMM's B reaching a StoredConcat through

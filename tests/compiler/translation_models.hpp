@@ -120,6 +120,32 @@ inline void build_decode_block_f16(Graph& g, int64_t past, const DecodeSizes& z 
   g.output("v", v);
 }
 
+/// A prefill of `seq` tokens through the same block in f16 (activations and weights), no
+/// cache: causal attention over the step's own keys; outputs y and the new k, v.
+inline void build_prefill_block_f16(Graph& g, int64_t seq, const DecodeSizes& z = {}) {
+  const int64_t S = seq, d = z.d, H = z.heads, KV = z.kv_heads, hd = z.head_dim, ffn = z.ffn, G = H / KV;
+  auto p = [&](const char* n, std::vector<Dim> s) { return g.param(n, s, f16); };
+  Tensor x = g.input("x", {S, d}, f16);
+  Tensor pos = g.input("pos", {S}, i32);
+  Tensor h = rms_norm(x, p("attn_norm", {d}));
+  Tensor q = permute(reshape(linear(h, p("wq", {H * hd, d})), {S, H, hd}), {1, 0, 2});
+  Tensor k = permute(reshape(linear(h, p("wk", {KV * hd, d})), {S, KV, hd}), {1, 0, 2});
+  Tensor v = permute(reshape(linear(h, p("wv", {KV * hd, d})), {S, KV, hd}), {1, 0, 2});
+  q = rope(q, pos);
+  k = rope(k, pos);
+  auto rep = [&](const Tensor& t) {
+    return reshape(expand(reshape(t, {KV, 1, S, hd}), {KV, G, S, hd}), {H, S, hd});
+  };
+  Tensor a = scaled_dot_product_attention(q, rep(k), rep(v), true);
+  Tensor x2 = x + linear(reshape(permute(a, {1, 0, 2}), {S, H * hd}), p("wo", {d, H * hd}));
+  Tensor h2 = rms_norm(x2, p("ffn_norm", {d}));
+  Tensor f = linear(silu(linear(h2, p("w_gate", {ffn, d}))) * linear(h2, p("w_up", {ffn, d})),
+                    p("w_down", {d, ffn}));
+  g.output("y", x2 + f);
+  g.output("k", k);
+  g.output("v", v);
+}
+
 /// Random data for every Input and Param of `g` (floats in [-1, 1]; i32 in [0, n)).
 inline std::map<std::string, HostTensor> random_inputs(const detail::GraphImpl& g, uint64_t seed,
                                                        const DimBindings& dims = {}) {

@@ -109,6 +109,10 @@ TEST_CASE("NVRTC compiles the Llama-3-8B-sized decoder block for sm_80 and sm_90
   Graph d;
   test::build_decode_attention(d, 32, 8, 128);
   for (const char* t : {"cuda:sm_80", "cuda:sm_90"}) check_compiled(d, t, "decode attention");
+  // An f16 prefill: its merged products on tensor cores reading packed weights.
+  Graph p;
+  test::build_prefill_block_f16(p, 128);
+  check_compiled(p, "cuda:sm_90", "f16 prefill block");
 }
 
 TEST_CASE("NVRTC modules are cached in memory and on disk", "[gpu][nvrtc][cache]") {
@@ -273,6 +277,38 @@ std::string tile_string(const std::vector<int64_t>& t) {
 }
 
 }  // namespace
+
+TEST_CASE("an f16 prefill's sibling products are one product each, its weights read packed as halves",
+          "[gpu][schedule]") {
+  // Q|K|V and gate|up of an f16 block (Llama-3-8B sizes, 128 tokens): a concat of widened
+  // half weights is a half operand (ir::half_concat), so the merged products run on
+  // tensor cores (or cuBLASLt's half path) and read their weights stored packed as halves
+  // (kernel::Program::packs). As f32 products over an f32 copy of the concat they lost to
+  // five separate half products: 11 kernels on each target.
+  Graph g;
+  test::build_prefill_block_f16(g, 128);
+  for (const char* target : {"cuda:sm_80", "cuda:sm_90", "hip:gfx90a"}) {
+    INFO(target);
+    CompileOptions o;
+    o.compile_only = true;
+    const auto r = compiler::compile_graph(*g.impl(), Target::parse(target), o);
+    CHECK(r.report.kernels <= 8);
+    const cpu::LoweredPlan lp = cpu::lower_plan(*r.plan, gpu::gpu_lower_options());
+    std::set<std::vector<std::string>> packs;
+    for (const kernel::ParamPack& pk : lp.prog.packs) {
+      std::vector<std::string> names;
+      for (int m : pk.members) names.push_back(r.plan->leaf_name[static_cast<size_t>(m)]);
+      std::sort(names.begin(), names.end());  // (in the order the concat has them)
+      packs.insert(names);
+      CHECK(lp.prog.buffers[static_cast<size_t>(pk.buffer)].dtype == f16);
+      for (const kernel::Kernel& k : lp.prog.kernels)
+        if (k.gemm && k.gemm->b.buffer == pk.buffer)
+          CHECK(lp.prog.buffers[static_cast<size_t>(k.gemm->a.buffer)].dtype == f16);  // a half product
+    }
+    CHECK(packs == std::set<std::vector<std::string>>{{"wk", "wq", "wv"}, {"w_gate", "w_up"}});
+    CHECK_NOTHROW(kernel::validate(lp.prog));
+  }
+}
 
 TEST_CASE("the same schedule rules pick different GEMM tiles for sm_90 and gfx90a", "[gpu][schedule]") {
   // Both targets see the same candidates (rules/schedule_gpu.cpp); the GPU cost model
@@ -505,6 +541,9 @@ TEST_CASE("every launch a GPU step lowers to is one the cost model charges", "[g
   c.weights = f16;
   test::build_model(prefill, c, 1);
   check(prefill, "prefill block");
+  Graph prefill16;
+  test::build_prefill_block_f16(prefill16, 128);
+  check(prefill16, "f16 prefill block", "cuda:sm_80");
   // The f32 block (Llama-3-8B sizes) where the model and the lowering disagreed: at one
   // token a vector times a matrix that the few-rows engine takes (generic loops ran it as
   // a statistic kernel and a block per output), a GEMM whose product the root reads

@@ -443,6 +443,12 @@ TEST_CASE("translation validation on the emulated GPU targets", "[gpu][emu][tran
     Graph decode;
     test::build_decode_block_f16(decode, 37, test::DecodeSizes{256, 4, 2, 64, 384});
     check(decode, Target::parse(t), "decode step", 1.0 / 256);  // 4 ulps of f16 at the largest
+    // An f16 prefill of 64 tokens: Q|K|V and gate|up merged, each a skinny GEMM over 8-row
+    // blocks reading its weights in segments (at Llama sizes tensor-core tiles over packed
+    // weights: library_gemm_test's "stored packed" runs those on the emulator).
+    Graph prefill;
+    test::build_prefill_block_f16(prefill, 64, test::DecodeSizes{256, 4, 2, 64, 384});
+    check(prefill, Target::parse(t), "f16 prefill", 1.0 / 256);
   }
 }
 

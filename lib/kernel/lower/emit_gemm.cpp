@@ -184,8 +184,8 @@ std::optional<std::vector<kernel::GemmSegment>> Lowerer::b_segments(uint32_t nod
 // end -- the same strides, each from its buffer's start, each buffer exactly its part --
 // which ir::stacked_params (what the cost model priced) promises; checked again on the
 // affine forms. As B: (row, col) strides (k, axis); as A: (axis, k).
-std::optional<kernel::MatrixView> Lowerer::gemm_packed(uint32_t node, int axis, const GemmFrame& f,
-                                                       bool as_a) {
+std::optional<kernel::MatrixView> Lowerer::gemm_packed(uint32_t node, int axis, const GemmFrame& f, bool as_a,
+                                                       bool halves) {
   if (!opt_.pack_params) return std::nullopt;
   uint32_t cat_node = 0;
   const auto segs = b_segments(node, axis, f, &cat_node);
@@ -199,7 +199,8 @@ std::optional<kernel::MatrixView> Lowerer::gemm_packed(uint32_t node, int axis, 
     const kernel::Buffer& buf = prog_.buffers[static_cast<size_t>(b)];
     return buf.role == kernel::BufferRole::Param && buf.elements.as_constant() && !prog_.block(b);
   };
-  if (!cat || !ir::stacked_params(body_, *cat, is_param)) return std::nullopt;
+  if (!cat || (cat->stored != DType::f32 && !halves) || !ir::stacked_params(body_, *cat, is_param))
+    return std::nullopt;
   const auto cs = segs->front().b.col_stride.as_constant(), rs = segs->front().b.row_stride.as_constant();
   if (!cs || !rs) return std::nullopt;
   std::vector<int> members;
@@ -334,9 +335,17 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   std::optional<std::vector<kernel::GemmSegment>> segments = gemm_b_segments(yin, n_axis, f);
   // Else B as params stored packed, where the renderer would copy the concat; A too (a
   // transposed twin of the product reads the concat there).
+  // Both operands cast from the same half type (a concat of widened halves is one), for a
+  // renderer that takes half operands (GPU tensor cores, f16 in / f32 accumulate as
+  // PyTorch computes an f16 matmul): both stay halves, so the product reads half the
+  // bytes and can run on tensor cores. A pack of halves only serves such a product.
+  DType xh = half_source(X), yh = half_source(Y);
+  if (xh == DType::f32) xh = ir::half_concat(body_, xin);
+  if (yh == DType::f32) yh = ir::half_concat(body_, yin);
+  const bool pair = opt_.half_operands && xh != DType::f32 && xh == yh;
   std::optional<kernel::MatrixView> packed, packed_a;
-  if (!segments) packed = gemm_packed(yin, n_axis, f, false);
-  if (!rp) packed_a = gemm_packed(xin, m_axis, f, true);
+  if (!segments) packed = gemm_packed(yin, n_axis, f, false, pair);
+  if (!rp) packed_a = gemm_packed(xin, m_axis, f, true, pair);
   // That choice is the CPU's. A GPU launch of the few-rows engine (GpuGemmEngine::Skinny,
   // what the cost model priced, with its row prologue) streams B once whatever its type,
   // so it stays a GEMM: generic loops would price as one kernel and run as two, a
@@ -364,11 +373,7 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
       return false;
     }
   }
-  // Both operands cast from the same half type, for a renderer that takes half operands
-  // (GPU tensor cores, f16 in / f32 accumulate as PyTorch computes an f16 matmul): both
-  // stay halves, so the product reads half the bytes and can run on tensor cores.
-  const DType xh = half_source(X), yh = half_source(Y);
-  const bool half = opt_.half_operands && !segments && !packed && !packed_a && xh != DType::f32 && xh == yh;
+  const bool half = pair && !segments;
   // The prologue is A's, its statistic one value per row of A: the same index wherever A
   // reads it, free of the K and N variables, never computed into a buffer of its own.
   std::optional<kernel::GemmRowPrologue> prologue;

@@ -156,8 +156,12 @@ int Lowerer::materialize_operand(uint32_t node, const std::vector<int>& keep, co
   k.store.index = kernel::row_major(vars, dims);
   k.store.value = emit(node, at, std::nullopt);
   DType dtype = DType::f32;
-  if (keep_half && k.store.value.valid() && k.store.value.op() == kernel::ExprOp::Cast &&
-      k.store.value.dtype() == DType::f32) {
+  if (const DType hc = keep_half ? ir::half_concat(body_, node) : DType::f32; hc != DType::f32) {
+    // A concat of widened halves: every value a half (the pads' -0 too), stored as one.
+    k.store.value = kernel::cast(k.store.value, hc);
+    dtype = hc;
+  } else if (keep_half && k.store.value.valid() && k.store.value.op() == kernel::ExprOp::Cast &&
+             k.store.value.dtype() == DType::f32) {
     // f16/bf16 -> f32 is exact: storing the half value itself loses nothing.
     const Expr in = k.store.value.node().args[0];
     if (in.dtype() == DType::f16 || in.dtype() == DType::bf16) {

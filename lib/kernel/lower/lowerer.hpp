@@ -159,8 +159,10 @@ class Lowerer {
   std::optional<std::vector<kernel::GemmSegment>> b_segments(uint32_t node, int n_axis, const GemmFrame& f,
                                                              uint32_t* cat);
   /// An operand (B along `axis` = n, or A along m) as one strided view of the params it
-  /// concatenates, stored packed (Options::pack_params).
-  std::optional<kernel::MatrixView> gemm_packed(uint32_t node, int axis, const GemmFrame& f, bool as_a);
+  /// concatenates, stored packed (Options::pack_params); of halves only where `halves`
+  /// (a product of two halves).
+  std::optional<kernel::MatrixView> gemm_packed(uint32_t node, int axis, const GemmFrame& f, bool as_a,
+                                                bool halves);
   /// The pack of `members` (in order): an existing one, or a new buffer; -1 when a member
   /// is already packed with others.
   int param_pack(const std::vector<int>& members);
