@@ -6,9 +6,10 @@
 //    efficiency on the f16 tensor-core peak), as the program the search builds (cuBLASLt
 //    is one of its candidates) and as the best generated kernel; a 10-op elementwise chain over 256M halves
 //    (exact, and with fast_math) against a device-to-device copy, one decode step at Llama-3-8B sizes (4096
-//    past, f16) against its bandwidth roofline.
+//    past, f16) against its bandwidth roofline, and a 128-token f16 prefill of that block.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -88,6 +89,21 @@ void print_estimates() {
                 "%.1f us (%.0f MB): %.0f%% of roofline\n",
                 r.estimated_seconds * 1e6, size_t(r.kernels), roofline * 1e6, (weights + kv) / 1e6,
                 100.0 * roofline / r.estimated_seconds);
+  }
+  {
+    // A prefill of 128 tokens through the same block in f16: its roofline is the weights
+    // at memory bandwidth or the products at the f16 tensor-core peak, whichever is longer.
+    lm::Graph g;
+    const int64_t S = 128;
+    lm::test::build_prefill_block_f16(g, S);
+    const lm::CompileReport r = estimate(g);
+    const double matrix = 4096.0 * (4096 + 2 * 1024) + 4096.0 * 4096 + 3.0 * 14336 * 4096;
+    const double flops = 2.0 * S * matrix + 2.0 * 32 * S * S * 128;  // (causal: half the scores)
+    const double roofline = std::max(2.0 * matrix / t.mem_bandwidth, flops / t.peak_flops_f16);
+    std::printf(
+        "  prefill (Llama-3-8B block, 128 tokens, f16): %.1f us, %zu kernels; roofline %.1f us: %.0f%% of "
+        "roofline\n",
+        r.estimated_seconds * 1e6, size_t(r.kernels), roofline * 1e6, 100.0 * roofline / r.estimated_seconds);
   }
   unsetenv("LUMINAL_GPU_MODEL");
 }
