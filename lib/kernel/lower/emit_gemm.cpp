@@ -333,16 +333,17 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   // B a concat of stored tensors: segments read in place (a GEMM also at M == 1: the
   // few-rows path streams each segment once).
   std::optional<std::vector<kernel::GemmSegment>> segments = gemm_b_segments(yin, n_axis, f);
-  // Else B as params stored packed, where the renderer would copy the concat; A too (a
-  // transposed twin of the product reads the concat there).
   // Both operands cast from the same half type (a concat of widened halves is one), for a
   // renderer that takes half operands (GPU tensor cores, f16 in / f32 accumulate as
   // PyTorch computes an f16 matmul): both stay halves, so the product reads half the
-  // bytes and can run on tensor cores. A pack of halves only serves such a product.
+  // bytes and can run on tensor cores.
   DType xh = half_source(X), yh = half_source(Y);
   if (xh == DType::f32) xh = ir::half_concat(body_, xin);
   if (yh == DType::f32) yh = ir::half_concat(body_, yin);
   const bool pair = opt_.half_operands && xh != DType::f32 && xh == yh;
+  // Else B as params stored packed, where the renderer would copy the concat; A too (a
+  // transposed twin of the product reads the concat there). A pack of halves only serves
+  // a product of halves.
   std::optional<kernel::MatrixView> packed, packed_a;
   if (!segments) packed = gemm_packed(yin, n_axis, f, false, pair);
   if (!rp) packed_a = gemm_packed(xin, m_axis, f, true, pair);
