@@ -13,7 +13,8 @@
 //    classes the solution does not compute also re-chooses those onto nodes reading only
 //    what it computes: DagOptions::fresh_children); then, per class X, move every
 //    used class that can read X onto X at once (a shared producer, such as one merged
-//    product for three projections, that no single switch pays for). When few classes
+//    product for three projections, that no single switch pays for), or every class
+//    reading X off it at once (a shared value each reader computes more cheaply). When few classes
 //    are reachable it finds the exact optimum by branch and bound. Optionally
 //    (DagOptions::dag_greedy) a second start: the same bottom-up order with each node
 //    costed by the DAG cost of the classes below it (a set union, each class once)
@@ -226,7 +227,9 @@ struct DagOptions {
   /// reading X (then onto the one reading the fewest classes the solution does not
   /// compute), at once, for each X: sharing a producer that no single switch makes
   /// worthwhile (three projections' consumers moved onto one merged product, each switch
-  /// alone paying for the product while the old ones stay).
+  /// alone paying for the product while the old ones stay); and the opposite, every
+  /// class reading a computed X moved onto its cheapest node that does not (a shared
+  /// value cheaper computed by each reader than by a kernel of its own).
   bool shared_moves = true;
   /// A single switch that reads classes the solution does not compute also re-chooses
   /// each of them: its cheapest node reading only classes the solution computes (the
@@ -578,6 +581,60 @@ class DagExtractor {
         } else {
           for (const auto& [c, before] : moves) res.choice[c] = before;
         }
+        if (spent > opt_.improve_budget) return;
+        if ((evals++ & 15) == 0 && past_deadline()) return;
+      }
+      // The opposite move: every used class reading x moved at once onto its node that does
+      // not -- the one reading the fewest classes the solution does not compute, then the
+      // cheapest -- so nothing computes x: a shared value whose own kernel costs more than
+      // each reader computing it (a RoPE table read by the K row's kernel and the
+      // attention), which no single switch undoes while the other reader keeps x computed.
+      std::vector<std::uint8_t> is_root(res.choice.size(), 0);
+      for (Id r : roots) is_root[g_.find(r)] = 1;
+      for (Id x : ix.classes()) {
+        if (!used[x] || is_root[x]) continue;
+        moves.clear();
+        bool all = true;
+        for (std::uint32_t j = pi.off[x]; j < pi.off[x + 1] && all; ++j) {
+          const Id nd = pi.parents[j];
+          const Id c = g_.find(nd);
+          if (!used[c] || c == x || nd != res.choice[c]) continue;
+          bool moved_before = false;
+          for (const auto& mv : moves) moved_before = moved_before || mv.first == c;
+          if (moved_before) continue;  // (x twice among its kids)
+          Id best = kNoId;
+          std::size_t best_uncomputed = 0;
+          for (Id alt : ix.nodes(c)) {
+            if (node_cost_[alt] == kInfiniteCost) continue;
+            bool ok = true;
+            for (Id k : g_.node(alt).kids) ok = ok && g_.find(k) != x && res.choice[g_.find(k)] != kNoId;
+            if (!ok) continue;
+            const std::size_t un = uncomputed(alt, x);
+            if (best == kNoId || un < best_uncomputed ||
+                (un == best_uncomputed && node_cost_[alt] < node_cost_[best])) {
+              best = alt;
+              best_uncomputed = un;
+            }
+          }
+          if (best == kNoId) {
+            all = false;
+            break;
+          }
+          moves.push_back({c, nd});
+          res.choice[c] = best;
+        }
+        if (all && !moves.empty()) {
+          spent += in_use;
+          const double cst = dag_cost(res.choice, roots);
+          if (cst < res.cost * (1 - 1e-12)) {
+            res.cost = cst;
+            improve(res, roots, ix);
+            better = true;
+            mark_used();
+            continue;
+          }
+        }
+        for (const auto& [c, before] : moves) res.choice[c] = before;
         if (spent > opt_.improve_budget) return;
         if ((evals++ & 15) == 0 && past_deadline()) return;
       }
