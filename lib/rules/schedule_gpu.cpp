@@ -20,7 +20,8 @@
 //  * gpu-row-mapping: every reduction (row) kernel with a row per thread {1}, per block
 //    {2} or per warp {3} (gpu/gpu_renderer.hpp);
 //  * gpu-library-gemm: every bare product -- a contraction of two operands of one float
-//    type (f16/bf16 cast to f32 right before it, or f32), its f32 sum stored or rounded
+//    type (f16/bf16 cast to f32 right before it, or f32; either may be a concat of such,
+//    sibling weights merged), its f32 sum stored or rounded
 //    to a float type -- as a call of the vendor BLAS (cuBLASLt), where the target has one
 //    (PassContext::library_gemm). A call runs no prologue or epilogue, so fused GEMMs stay
 //    generated; the lowering makes it generated again where the BLAS convention cannot

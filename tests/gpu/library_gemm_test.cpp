@@ -241,7 +241,7 @@ TEST_CASE("sibling products read their weights stored packed: one GEMM, no copy,
     }
     // No copy of the weights: a kernel per step (the product, the elementwise step).
     CHECK(lp.prog.kernels.size() == plan->steps.size());
-    // Without packing (the CPU's lowering options but GPU renderers'), the concat is copied.
+    // The GPU's lowering without packing copies the concat first.
     kernel::lower::Options unpacked = gpu::gpu_lower_options();
     unpacked.pack_params = false;
     CHECK(cpu::lower_plan(*plan, unpacked).prog.kernels.size() == plan->steps.size() + 1);
