@@ -544,6 +544,21 @@ class DagExtractor {
         return n;
       };
       std::vector<std::pair<Id, Id>> moves;  // (class, its node before the move)
+      // The moves made kept when the DAG cost drops (then single switches again), undone
+      // otherwise.
+      auto keep_moves = [&] {
+        spent += in_use;
+        const double cst = dag_cost(res.choice, roots);
+        if (cst < res.cost * (1 - 1e-12)) {
+          res.cost = cst;
+          improve(res, roots, ix);
+          better = true;
+          mark_used();
+          return true;
+        }
+        for (const auto& [c, before] : moves) res.choice[c] = before;
+        return false;
+      };
       for (Id x : ix.classes()) {
         if (res.choice[x] == kNoId || node_cost_[res.choice[x]] == kInfiniteCost) continue;
         moves.clear();
@@ -571,16 +586,7 @@ class DagExtractor {
           res.choice[c] = nd;
         }
         if (moves.empty()) continue;
-        spent += in_use;
-        const double cst = dag_cost(res.choice, roots);
-        if (cst < res.cost * (1 - 1e-12)) {
-          res.cost = cst;
-          improve(res, roots, ix);
-          better = true;
-          mark_used();
-        } else {
-          for (const auto& [c, before] : moves) res.choice[c] = before;
-        }
+        keep_moves();
         if (spent > opt_.improve_budget) return;
         if ((evals++ & 15) == 0 && past_deadline()) return;
       }
@@ -624,17 +630,10 @@ class DagExtractor {
           res.choice[c] = best;
         }
         if (all && !moves.empty()) {
-          spent += in_use;
-          const double cst = dag_cost(res.choice, roots);
-          if (cst < res.cost * (1 - 1e-12)) {
-            res.cost = cst;
-            improve(res, roots, ix);
-            better = true;
-            mark_used();
-            continue;
-          }
+          if (keep_moves()) continue;
+        } else {
+          for (const auto& [c, before] : moves) res.choice[c] = before;
         }
-        for (const auto& [c, before] : moves) res.choice[c] = before;
         if (spent > opt_.improve_budget) return;
         if ((evals++ & 15) == 0 && past_deadline()) return;
       }

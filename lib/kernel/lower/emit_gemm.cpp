@@ -191,11 +191,8 @@ std::optional<kernel::MatrixView> Lowerer::gemm_packed(uint32_t node, int axis, 
   const auto segs = b_segments(node, axis, f, &cat_node);
   if (!segs || segs->size() < 2 || speculation_failed()) return std::nullopt;
   const auto cat = ir::stored_concat(body_, cat_node);
-  auto is_param = [&](const Node& leaf) {
-    if (leaf.name.size() < 2 || leaf.name[0] != '%') return false;
-    const auto s = static_cast<size_t>(std::strtoul(leaf.name.c_str() + 1, nullptr, 10));
-    if (s >= args_.size()) return false;
-    const int b = args_[s];
+  auto is_param = [&](const Node& leaf) {  // (a body's Input is a slot)
+    const int b = slot_buffer(leaf);
     const kernel::Buffer& buf = prog_.buffers[static_cast<size_t>(b)];
     return buf.role == kernel::BufferRole::Param && buf.elements.as_constant() && !prog_.block(b);
   };
