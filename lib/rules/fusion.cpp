@@ -103,7 +103,13 @@ bool budget_spent(const PassContext& ctx, std::size_t before, std::size_t pendin
 // LUMINAL_DEBUG_FUSION.
 std::size_t add_variants(EGraph& g, const Variants& todo, const char* what = nullptr, int sweep = 0) {
   const std::size_t n0 = g.num_nodes();
-  for (const auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+  for (const auto& [cls, v] : todo) {
+    // A variant reading its own class (a view absorbed with its inverse) is a cycle no
+    // program can use.
+    bool own = false;
+    for (Id k : v.kids) own = own || g.find(k) == g.find(cls);
+    if (!own) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+  }
   g.rebuild();
   const char* dbg = std::getenv("LUMINAL_DEBUG_FUSION");
   if (what && dbg && *dbg)
@@ -346,6 +352,71 @@ std::shared_ptr<detail::GraphImpl> views_example(std::mt19937_64& rng) {
   return g.impl();
 }
 
+// A reshape or a permute loses nothing: X = v^-1(v(X)). For each class X a kernel of the
+// program reads, and each class Y the program computes that is a chain of such views of X
+// (up to three), a kernel node of X reading Y through the inverted chain. The kernels
+// reading X may then read Y's buffer (absorb_views takes the new kernel like any view),
+// and X need not be written when Y is anyway: the decode step's new V row, returned in
+// head layout and read by the attention in the product's layout, is written once. Without
+// a focus (the checker) every class read and every class computed.
+std::size_t read_views_back(EGraph& g, const PassContext& ctx, const std::unordered_set<Id>& focus) {
+  constexpr int kMaxViewChain = 3;
+  if (!g.is_clean()) g.rebuild();
+  const auto& ix = g.index();
+  // The lossless views of each class: (the class holding the view, the view node).
+  std::unordered_map<Id, std::vector<std::pair<Id, ir::AttrNode>>> views_of;
+  for (Id p : ix.classes())
+    for (const ir::AttrNode& an : g.data(p).attributed)
+      if ((an.op == ir::Op::Reshape || an.op == ir::Op::Permute) && g.find(an.kid) != p)
+        views_of[g.find(an.kid)].emplace_back(p, an);
+  std::unordered_set<Id> computed, read;
+  for (Id c : ix.classes_with(ir::Op::Kernel))
+    for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
+      if (!focus.empty() && !focus.count(nd)) continue;
+      computed.insert(c);
+      for (Id k : g.node(nd).kids) read.insert(g.find(k));
+    }
+  // A chain step: the view node and the class below it.
+  using Chain = std::vector<std::pair<ir::AttrNode, Id>>;
+  Variants todo;
+  for (Id x : read) {
+    std::vector<std::pair<Id, Chain>> frontier{{x, {}}};
+    std::unordered_set<Id> seen{x};
+    for (int depth = 0; depth < kMaxViewChain && !frontier.empty(); ++depth) {
+      std::vector<std::pair<Id, Chain>> next;
+      for (const auto& [below, chain] : frontier) {
+        auto it = views_of.find(below);
+        if (it == views_of.end()) continue;
+        for (const auto& [y, view] : it->second) {
+          if (!seen.insert(y).second) continue;
+          Chain up = chain;
+          up.emplace_back(view, below);
+          if (computed.count(y)) {
+            ir::BodyBuilder b(g);
+            uint32_t v = b.slot(y);
+            for (std::size_t i = up.size(); i-- > 0;) {
+              ir::Attr at;
+              if (up[i].first.op == ir::Op::Reshape) {
+                at.shape = g.data(up[i].second).shape;
+              } else {
+                const std::vector<int> p = g.analysis().attrs().get(up[i].first.payload).perm;
+                at.perm.assign(p.size(), 0);
+                for (std::size_t k = 0; k < p.size(); ++k)
+                  at.perm[static_cast<std::size_t>(p[k])] = static_cast<int>(k);
+              }
+              v = b.emit_op(up[i].first.op, at, {v});
+            }
+            if (auto var = b.finish(v, ctx.max_body_nodes)) todo.emplace_back(x, std::move(*var));
+          }
+          next.emplace_back(y, std::move(up));
+        }
+      }
+      frontier = std::move(next);
+    }
+  }
+  return add_variants(g, todo, "read-views-back");
+}
+
 // Every kernel node absorbs every arithmetic-free kernel node (views, casts, index masks:
 // ir::is_cheap) of each of its slots' classes. This is fuse-producers' equality,
 //   kernel(.., slot P, ..) = kernel(.., P's body, ..),
@@ -365,6 +436,7 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
   constexpr int kSweeps = 3;
   const std::size_t before = g.num_nodes();
   const std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
+  read_views_back(g, ctx, focus);
   // Node ids at or above `fresh_from` were added by the previous sweep (ids only grow).
   std::size_t fresh_from = 0;
   for (int sweep = 0; sweep < kSweeps; ++sweep) {

@@ -176,17 +176,21 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
   }
 }
 
-TEST_CASE("fusion without its policies: the decode step within 1.05x of the policies' estimate",
+TEST_CASE("fusion without its policies: the decode step as the policies' in kernels and estimate",
           "[compiler][fusion]") {
   // Priced as it lowers (tests/gpu "every launch a GPU step lowers to" checks the same
-  // plan): 126 against 123 us, Q, K and V one product with RMSNorm inside as with the
-  // policies. It read 153 until 2026-12-06: the attention the search fuses from the
-  // program's edges reads the scores as the vector product spells them, [.., keys, 1]
-  // reshaped to [.., keys], which the streaming kernel did not index (a score GEMM, a max
-  // kernel and a PV GEMM over the materialized scores; AttentionMatch::r1_axis_of); and
-  // the extractor's group move, which must switch the three projections' consumers onto
-  // the merged product at once, took for each its cheapest node by own cost, reading
-  // producers nothing computed (a RoPE table, a cast), and kept the three products.
+  // plan). It read 153 us against the policies' 123 until 2026-12-06: the attention the
+  // search fuses from the program's edges reads the scores as the vector product spells
+  // them, [.., keys, 1] reshaped to [.., keys], which the streaming kernel did not index (a
+  // score GEMM, a max kernel and a PV GEMM over the materialized scores;
+  // AttentionMatch::r1_axis_of); and the extractor's group move, which must switch the
+  // three projections' consumers onto the merged product at once, took for each its
+  // cheapest node by own cost, reading producers nothing computed (a RoPE table, a cast),
+  // and kept the three products. Then 126 against 123, one kernel more: the new V row,
+  // rounded to f16, written for the attention in the product's layout and copied into the
+  // program's output in head layout. The attention now reads the output's buffer through
+  // the inverted view (absorb-views' read_views_back), and the extractor's group move off
+  // the row skips the nodes that read their own class.
   const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
   Graph g;
   test::build_decode_block_f16(g, 4096);
@@ -196,11 +200,12 @@ TEST_CASE("fusion without its policies: the decode step within 1.05x of the poli
   o.skip_rules = {"fuse-producers"};
   const auto without = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o);
   std::printf(
-      "decode step, sm_90 (H200): %lld kernels, %.4g s with the policies; %lld kernels, %.4g s without\n",
+      "decode step, sm_90 (H200): %lld kernels, %.6g s with the policies; %lld kernels, %.6g s without\n",
       static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
       static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
   INFO(without.report.to_string() << "\n" << without.dot);
-  CHECK(without.report.estimated_seconds <= 1.05 * with.report.estimated_seconds);
+  CHECK(without.report.kernels <= with.report.kernels);
+  CHECK(without.report.estimated_seconds <= 1.001 * with.report.estimated_seconds);
   CHECK(merged_qkv_with_norm(*without.plan));
 }
 

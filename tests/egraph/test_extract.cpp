@@ -368,6 +368,15 @@ TEST_CASE("a group move off a shared value lets each reader compute it itself", 
   auto exact = DagExtractor(g, node_cost).extract(std::span<const Id>(&r, 1));
   CHECK(exact.optimal);
   CHECK(exact.cost == Approx(28.4));
+  // A reader's class also holding a node that reads the class itself, cheaper than the
+  // other (fusion makes such: a view absorbed with its inverse): a cycle no program can
+  // use, so the move takes the reader's next node. (It took the cycle, and undid the move.)
+  g.merge(c1, g.add(Op::Cos, 0, {c1}));
+  g.rebuild();
+  heuristic_only.shared_moves = true;
+  auto with_loop = DagExtractor(g, node_cost, heuristic_only).extract(std::span<const Id>(&r, 1));
+  CHECK(with_loop.cost == Approx(28.4));
+  CHECK(topological(with_loop.term));
 }
 
 TEST_CASE("a deadline that cuts extraction short is reported, and its choice is still sound",

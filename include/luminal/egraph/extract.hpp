@@ -613,7 +613,9 @@ class DagExtractor {
           for (Id alt : ix.nodes(c)) {
             if (node_cost_[alt] == kInfiniteCost) continue;
             bool ok = true;
-            for (Id k : g_.node(alt).kids) ok = ok && g_.find(k) != x && res.choice[g_.find(k)] != kNoId;
+            // (a node reading its own class closes a cycle)
+            for (Id k : g_.node(alt).kids)
+              ok = ok && g_.find(k) != x && g_.find(k) != c && res.choice[g_.find(k)] != kNoId;
             if (!ok) continue;
             const std::size_t un = uncomputed(alt, x);
             if (best == kNoId || un < best_uncomputed ||
