@@ -695,6 +695,89 @@ struct OffProgram {
   }
 };
 
+// Sibling kernels of the program -- two kernels with reductions that read a common slot,
+// the gate and up products of a feed-forward over one normalized x -- combined where
+// something off the program reads both: for each class the program does not compute that
+// holds an elementwise node over two classes it does (SwiGLU's silu(gate) * up, which the
+// program computes inside the down product's prologue), that node lowered with both
+// producers absorbed, one kernel with both reductions where a kernel kind holds them (a
+// row reduction). The kernels reading the class (their lowered variants) can then read
+// it; the extractor weighs one launch against two. (Unfocused -- the checker -- any two
+// kernels with reductions: the equality holds whether or not they share a slot.)
+void combine_siblings(EGraph& g, const PassContext& ctx,
+                      const std::unordered_map<Id, std::vector<Id>>& producer,
+                      const std::unordered_set<Id>& program_classes, Variants& todo) {
+  const auto& ix = g.index();
+  // Views and casts of a producer per class, and combined variants per node: a few (the
+  // checker, unfocused, has every kernel node of a class as a producer).
+  constexpr std::size_t kMaxPerClass = 4;
+  // The program's kernels computing class `c`: its own, or a view or cast of one (an
+  // arithmetic-free kernel of `c` over a class the program computes, the producer
+  // absorbed: the products' outputs carry a unit axis the elementwise node does not).
+  std::unordered_map<Id, std::vector<ir::Variant>> memo;
+  auto computing = [&](Id c) -> const std::vector<ir::Variant>& {
+    auto [it, fresh] = memo.try_emplace(c);
+    if (!fresh) return it->second;
+    std::vector<ir::Variant> out;
+    if (auto p = producer.find(c); p != producer.end()) {
+      for (Id nd : p->second) out.push_back(variant_of(g, nd));
+    } else {
+      for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
+        if (out.size() >= kMaxPerClass) break;
+        const ir::Variant v = variant_of(g, nd);
+        if (v.kids.size() != 1 || v.spec->kind == ir::KernelKind::Gather || !ir::is_cheap(*v.spec)) continue;
+        auto q = producer.find(g.find(v.kids[0]));
+        if (q == producer.end()) continue;
+        if (auto w = ir::substitute(g, v, 0, variant_of(g, q->second.front()), ctx.max_body_nodes))
+          out.push_back(std::move(*w));
+      }
+    }
+    return it->second = std::move(out);
+  };
+  auto shares_slot = [&](const ir::Variant& a, const ir::Variant& b) {
+    for (Id x : a.kids)
+      for (Id y : b.kids)
+        if (g.find(x) == g.find(y)) return true;
+    return false;
+  };
+  auto slot_of = [&](const ir::Variant& v, Id cls) {
+    for (std::size_t i = 0; i < v.kids.size(); ++i)
+      if (g.find(v.kids[i]) == cls) return static_cast<int>(i);
+    return -1;
+  };
+  for (Id c : ix.classes()) {
+    if (program_classes.count(c)) continue;
+    for (Id nd : ix.nodes(c)) {
+      const ir::NodeView n = g.node(nd);
+      if (!ir::is_binary(n.op) || n.kids.size() != 2) continue;
+      const Id a = g.find(n.kids[0]), b = g.find(n.kids[1]);
+      if (a == b) continue;
+      const std::vector<ir::Variant>&ka_all = computing(a), &kb_all = computing(b);
+      if (ka_all.empty() || kb_all.empty()) continue;
+      const auto base = ir::lower_node(g, nd);
+      if (!base) continue;
+      std::size_t made = 0;
+      for (const ir::Variant& ka : ka_all)
+        for (const ir::Variant& kb : kb_all) {
+          if (made >= kMaxPerClass) break;
+          if (ir::count_reductions(*ka.spec) == 0 || ir::count_reductions(*kb.spec) == 0 ||
+              (!program_classes.empty() && !shares_slot(ka, kb)))
+            continue;
+          const int sa = slot_of(*base, a);
+          if (sa < 0) continue;
+          auto with_a = ir::substitute(g, *base, static_cast<std::size_t>(sa), ka, ctx.max_body_nodes);
+          if (!with_a) continue;
+          const int sb = slot_of(*with_a, b);
+          if (sb < 0) continue;
+          if (auto both = ir::substitute(g, *with_a, static_cast<std::size_t>(sb), kb, ctx.max_body_nodes)) {
+            todo.emplace_back(c, std::move(*both));
+            ++made;
+          }
+        }
+    }
+  }
+}
+
 std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
   if (g.analysis().world() > 1) return 0;
   constexpr int kSweeps = 3;
@@ -728,6 +811,13 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
     Variants todo;
     OffProgram off_program{g, ctx, program_classes, wider_classes, sweep, fresh_from, todo, debug};
     bool out_of_budget = false;
+    // (every sweep: unfocused, the siblings share a slot only once each absorbed its
+    // operands' views in an earlier sweep)
+    {
+      const std::size_t n0 = todo.size();
+      combine_siblings(g, ctx, producer, program_classes, todo);
+      if (debug) std::fprintf(stderr, "[fusion] combine-siblings: %zu variants\n", todo.size() - n0);
+    }
     if (sweep == 0 && !wider_classes.empty()) {
       for (Id c : ix.classes())
         for (Id nd : ix.nodes(c, ir::Op::Reshape))
@@ -821,7 +911,7 @@ std::shared_ptr<detail::GraphImpl> fusion_example(std::mt19937_64& rng) {
   auto dim = [&] { return static_cast<int64_t>(1 + rng() % 4); };
   Graph g;
   const int64_t s = dim(), d = dim(), h = dim();
-  switch (rng() % 3) {
+  switch (rng() % 4) {
     case 0: {
       const int64_t sk = s + static_cast<int64_t>(rng() % 3), kv = 1 + static_cast<int64_t>(rng() % 2);
       const DType dt = std::array<DType, 3>{DType::f32, DType::f16, DType::bf16}[rng() % 3];
@@ -836,10 +926,18 @@ std::shared_ptr<detail::GraphImpl> fusion_example(std::mt19937_64& rng) {
     case 1:
       g.output("y", linear(rms_norm(g.input("x", {s, d}), g.param("w", {d})), g.param("m", {h, d})));
       break;
-    default: {
+    case 2: {
       Tensor x = rms_norm(g.input("x", {s, d}), g.param("n", {d}));
       g.output("y", linear(silu(linear(x, g.param("g", {h, d}))) * linear(x, g.param("u", {h, d})),
                            g.param("o", {d, h})));
+      break;
+    }
+    default: {
+      // Sibling row products of one vector (a decode step's gate and up), combined by
+      // their consumer (combine_siblings), with or without an activation between.
+      Tensor x = expand(reshape(g.input("x", {d}), {1, d}), {h, d});
+      Tensor a = sum(x * g.param("g", {h, d}), {1}), b = sum(x * g.param("u", {h, d}), {1});
+      g.output("y", rng() % 2 ? silu(a) * b : a * b);
       break;
     }
   }
