@@ -614,6 +614,37 @@ std::optional<Variant> BodyBuilder::finish(uint32_t root, std::size_t max_nodes,
   return v;
 }
 
+namespace {
+
+// A contraction whose second operand's expand adds nothing (its input has its shape): one
+// row of the first operand against the second, a matrix-vector product.
+bool vector_product(const detail::GraphImpl& b, const detail::Node& n) {
+  if (!is_broadcast_contraction(b, n)) return false;
+  const detail::Node& m = b.nodes[n.inputs[0]];
+  for (uint32_t x : m.inputs) {
+    const detail::Node& e = b.nodes[x];
+    if (same_dims(b.nodes[e.inputs[0]].shape, e.shape)) return true;
+  }
+  return false;
+}
+
+// The row kind: reductions sharing one input shape and axis, each reached from the root
+// along row-safe edges (`bad_row`: the nodes that are not).
+std::optional<KernelKind> row_reduction(const detail::GraphImpl& b, const std::vector<uint32_t>& reduces,
+                                        const std::vector<uint8_t>& bad_row) {
+  const auto& nodes = b.nodes;
+  const detail::Node& first = nodes[reduces[0]];
+  for (uint32_t r : reduces) {
+    const detail::Node& n = nodes[r];
+    if (bad_row[r] || n.axis != first.axis ||
+        !same_dims(nodes[n.inputs[0]].shape, nodes[first.inputs[0]].shape))
+      return std::nullopt;
+  }
+  return KernelKind::Reduction;
+}
+
+}  // namespace
+
 std::optional<KernelKind> classify(const detail::GraphImpl& b) {
   const auto& nodes = b.nodes;
   const uint32_t root = b.outputs.at(0).second;
@@ -661,11 +692,21 @@ std::optional<KernelKind> classify(const detail::GraphImpl& b) {
     // statistic, computed once per operand row before the tiles) and not be a second
     // contraction; nothing but the contraction may be reached from the root directly.
     int top = -1;
+    bool several = false;
     for (uint32_t r : reduces)
       if (!bad_gemm[r] && is_broadcast_contraction(b, nodes[r])) {
-        if (top >= 0) return std::nullopt;
+        several = several || top >= 0;
         top = static_cast<int>(r);
       }
+    // Several products of one vector (each a row of one operand against the other, whose
+    // expand adds no axis: a decode step's gate and up, both over its x) are row
+    // reductions side by side, the kind below; no GEMM holds two.
+    if (several) {
+      if (!std::all_of(reduces.begin(), reduces.end(),
+                       [&](uint32_t r) { return vector_product(b, nodes[r]); }))
+        return std::nullopt;
+      return row_reduction(b, reduces, bad_row);
+    }
     if (top < 0) return std::nullopt;
     // Nodes reached from the root without passing through the contraction.
     std::vector<uint8_t> outside(nodes.size(), 0);
@@ -700,14 +741,7 @@ std::optional<KernelKind> classify(const detail::GraphImpl& b) {
     }
     return KernelKind::Gemm;
   }
-  const detail::Node& first = nodes[reduces[0]];
-  for (uint32_t r : reduces) {
-    const detail::Node& n = nodes[r];
-    if (bad_row[r] || n.axis != first.axis ||
-        !same_dims(nodes[n.inputs[0]].shape, nodes[first.inputs[0]].shape))
-      return std::nullopt;
-  }
-  return KernelKind::Reduction;
+  return row_reduction(b, reduces, bad_row);
 }
 
 std::optional<Variant> lower_node(const EGraph& g, Id node) {

@@ -711,9 +711,10 @@ void combine_siblings(EGraph& g, const PassContext& ctx,
   // Views and casts of a producer per class, and combined variants per node: a few (the
   // checker, unfocused, has every kernel node of a class as a producer).
   constexpr std::size_t kMaxPerClass = 4;
-  // The program's kernels computing class `c`: its own, or a view or cast of one (an
-  // arithmetic-free kernel of `c` over a class the program computes, the producer
-  // absorbed: the products' outputs carry a unit axis the elementwise node does not).
+  // The program's kernels computing class `c`: its own, or an elementwise function of one
+  // (a kernel of `c` over one class the program computes, the producer absorbed: SiLU of
+  // the gate product, or a view of a product whose output carries a unit axis the
+  // elementwise node does not).
   std::unordered_map<Id, std::vector<ir::Variant>> memo;
   auto computing = [&](Id c) -> const std::vector<ir::Variant>& {
     auto [it, fresh] = memo.try_emplace(c);
@@ -725,7 +726,7 @@ void combine_siblings(EGraph& g, const PassContext& ctx,
       for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
         if (out.size() >= kMaxPerClass) break;
         const ir::Variant v = variant_of(g, nd);
-        if (v.kids.size() != 1 || v.spec->kind == ir::KernelKind::Gather || !ir::is_cheap(*v.spec)) continue;
+        if (v.kids.size() != 1 || v.spec->kind != ir::KernelKind::Elementwise) continue;
         auto q = producer.find(g.find(v.kids[0]));
         if (q == producer.end()) continue;
         if (auto w = ir::substitute(g, v, 0, variant_of(g, q->second.front()), ctx.max_body_nodes))
