@@ -616,8 +616,8 @@ std::optional<Variant> BodyBuilder::finish(uint32_t root, std::size_t max_nodes,
 
 namespace {
 
-// A contraction whose second operand's expand adds nothing (its input has its shape): one
-// row of the first operand against the second, a matrix-vector product.
+// A contraction one of whose operands' expand adds nothing (its input has its shape): each
+// output element one row of the matrix against the vector, a matrix-vector product.
 bool vector_product(const detail::GraphImpl& b, const detail::Node& n) {
   if (!is_broadcast_contraction(b, n)) return false;
   const detail::Node& m = b.nodes[n.inputs[0]];

@@ -708,8 +708,8 @@ void combine_siblings(EGraph& g, const PassContext& ctx,
                       const std::unordered_map<Id, std::vector<Id>>& producer,
                       const std::unordered_set<Id>& program_classes, Variants& todo) {
   const auto& ix = g.index();
-  // Views and casts of a producer per class, and combined variants per node: a few (the
-  // checker, unfocused, has every kernel node of a class as a producer).
+  // Functions of a producer per class, and combined variants per node: a few (the checker,
+  // unfocused, has every kernel node of a class as a producer).
   constexpr std::size_t kMaxPerClass = 4;
   // The program's kernels computing class `c`: its own, or an elementwise function of one
   // (a kernel of `c` over one class the program computes, the producer absorbed: SiLU of
