@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -92,26 +93,32 @@ struct DecodeSizes {
   int64_t d = 4096, heads = 32, kv_heads = 8, head_dim = 128, ffn = 14336;
 };
 
-/// One decode step of a Llama-3-8B block in f16 (d_model 4096, 32 heads, 8 KV heads, FFN
-/// 14336): weights and the KV cache of `past` tokens read once; outputs y and the new k, v.
-inline void build_decode_block_f16(Graph& g, int64_t past, const DecodeSizes& z = {}) {
-  const int64_t d = z.d, H = z.heads, KV = z.kv_heads, hd = z.head_dim, ffn = z.ffn, G = H / KV;
+/// `seq` tokens through a Llama-3-8B-shaped block in f16 (activations and weights):
+/// attending to a KV cache of `past` tokens before them (inputs k_cache, v_cache), or,
+/// without one, causally to their own keys; outputs y and the new k, v.
+inline void build_block_f16(Graph& g, int64_t seq, std::optional<int64_t> past, const DecodeSizes& z) {
+  const int64_t S = seq, d = z.d, H = z.heads, KV = z.kv_heads, hd = z.head_dim, ffn = z.ffn, G = H / KV;
   auto p = [&](const char* n, std::vector<Dim> s) { return g.param(n, s, f16); };
-  Tensor x = g.input("x", {1, d}, f16);
-  Tensor pos = g.input("pos", {1}, i32);
-  Tensor kc = g.input("k_cache", {KV, past, hd}, f16), vc = g.input("v_cache", {KV, past, hd}, f16);
+  Tensor x = g.input("x", {S, d}, f16);
+  Tensor pos = g.input("pos", {S}, i32);
+  std::optional<Tensor> kc, vc;
+  if (past) {
+    kc = g.input("k_cache", {KV, *past, hd}, f16);
+    vc = g.input("v_cache", {KV, *past, hd}, f16);
+  }
   Tensor h = rms_norm(x, p("attn_norm", {d}));
-  Tensor q = permute(reshape(linear(h, p("wq", {H * hd, d})), {1, H, hd}), {1, 0, 2});
-  Tensor k = permute(reshape(linear(h, p("wk", {KV * hd, d})), {1, KV, hd}), {1, 0, 2});
-  Tensor v = permute(reshape(linear(h, p("wv", {KV * hd, d})), {1, KV, hd}), {1, 0, 2});
+  Tensor q = permute(reshape(linear(h, p("wq", {H * hd, d})), {S, H, hd}), {1, 0, 2});
+  Tensor k = permute(reshape(linear(h, p("wk", {KV * hd, d})), {S, KV, hd}), {1, 0, 2});
+  Tensor v = permute(reshape(linear(h, p("wv", {KV * hd, d})), {S, KV, hd}), {1, 0, 2});
   q = rope(q, pos);
   k = rope(k, pos);
-  Tensor K = concat({kc, k}, 1), V = concat({vc, v}, 1);
+  const int64_t keys = past.value_or(0) + S;
+  Tensor K = past ? concat({*kc, k}, 1) : k, V = past ? concat({*vc, v}, 1) : v;
   auto rep = [&](const Tensor& t) {
-    return reshape(expand(reshape(t, {KV, 1, past + 1, hd}), {KV, G, past + 1, hd}), {H, past + 1, hd});
+    return reshape(expand(reshape(t, {KV, 1, keys, hd}), {KV, G, keys, hd}), {H, keys, hd});
   };
-  Tensor a = scaled_dot_product_attention(q, rep(K), rep(V));
-  Tensor x2 = x + linear(reshape(permute(a, {1, 0, 2}), {1, H * hd}), p("wo", {d, H * hd}));
+  Tensor a = scaled_dot_product_attention(q, rep(K), rep(V), !past);
+  Tensor x2 = x + linear(reshape(permute(a, {1, 0, 2}), {S, H * hd}), p("wo", {d, H * hd}));
   Tensor h2 = rms_norm(x2, p("ffn_norm", {d}));
   Tensor f = linear(silu(linear(h2, p("w_gate", {ffn, d}))) * linear(h2, p("w_up", {ffn, d})),
                     p("w_down", {d, ffn}));
@@ -120,30 +127,16 @@ inline void build_decode_block_f16(Graph& g, int64_t past, const DecodeSizes& z 
   g.output("v", v);
 }
 
-/// A prefill of `seq` tokens through the same block in f16 (activations and weights), no
-/// cache: causal attention over the step's own keys; outputs y and the new k, v.
+/// One decode step of a Llama-3-8B block in f16 (d_model 4096, 32 heads, 8 KV heads, FFN
+/// 14336): weights and the KV cache of `past` tokens read once; outputs y and the new k, v.
+inline void build_decode_block_f16(Graph& g, int64_t past, const DecodeSizes& z = {}) {
+  build_block_f16(g, 1, past, z);
+}
+
+/// A prefill of `seq` tokens through the same block in f16, no cache: causal attention over
+/// the step's own keys; outputs y and the new k, v.
 inline void build_prefill_block_f16(Graph& g, int64_t seq, const DecodeSizes& z = {}) {
-  const int64_t S = seq, d = z.d, H = z.heads, KV = z.kv_heads, hd = z.head_dim, ffn = z.ffn, G = H / KV;
-  auto p = [&](const char* n, std::vector<Dim> s) { return g.param(n, s, f16); };
-  Tensor x = g.input("x", {S, d}, f16);
-  Tensor pos = g.input("pos", {S}, i32);
-  Tensor h = rms_norm(x, p("attn_norm", {d}));
-  Tensor q = permute(reshape(linear(h, p("wq", {H * hd, d})), {S, H, hd}), {1, 0, 2});
-  Tensor k = permute(reshape(linear(h, p("wk", {KV * hd, d})), {S, KV, hd}), {1, 0, 2});
-  Tensor v = permute(reshape(linear(h, p("wv", {KV * hd, d})), {S, KV, hd}), {1, 0, 2});
-  q = rope(q, pos);
-  k = rope(k, pos);
-  auto rep = [&](const Tensor& t) {
-    return reshape(expand(reshape(t, {KV, 1, S, hd}), {KV, G, S, hd}), {H, S, hd});
-  };
-  Tensor a = scaled_dot_product_attention(q, rep(k), rep(v), true);
-  Tensor x2 = x + linear(reshape(permute(a, {1, 0, 2}), {S, H * hd}), p("wo", {d, H * hd}));
-  Tensor h2 = rms_norm(x2, p("ffn_norm", {d}));
-  Tensor f = linear(silu(linear(h2, p("w_gate", {ffn, d}))) * linear(h2, p("w_up", {ffn, d})),
-                    p("w_down", {d, ffn}));
-  g.output("y", x2 + f);
-  g.output("k", k);
-  g.output("v", v);
+  build_block_f16(g, seq, std::nullopt, z);
 }
 
 /// Random data for every Input and Param of `g` (floats in [-1, 1]; i32 in [0, n)).
