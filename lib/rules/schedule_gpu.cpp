@@ -247,9 +247,34 @@ bool bare_product(const ir::KernelSpec& spec) {
   return mul == 1 && sum == 1;
 }
 
+// The widening kernel of class `c`, if it has one: f32 = a slot of f16 or bf16 cast, and
+// viewed (a weight transposed), nothing else -- an operand the library reads as the
+// halves it widens.
+std::optional<ir::Variant> widening_of(EGraph& g, Id c) {
+  for (Id nd : g.index().nodes(c, ir::Op::Kernel)) {
+    const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
+    if (spec.kind != ir::KernelKind::Elementwise || spec.slots != 1) continue;
+    int widenings = 0, other = 0;
+    for (const detail::Node& n : spec.body->nodes) {
+      if (n.op == detail::PrimOp::Input || ir::is_view(ir::to_op(n.op))) continue;
+      const DType from = n.op == detail::PrimOp::Cast ? spec.body->nodes[n.inputs[0]].dtype : DType::f32;
+      if (n.op == detail::PrimOp::Cast && n.dtype == DType::f32 &&
+          (from == DType::f16 || from == DType::bf16))
+        ++widenings;
+      else
+        ++other;
+    }
+    if (widenings != 1 || other != 0) continue;
+    auto kids = g.node(nd).kids;
+    return ir::Variant{g.analysis().attrs().get(g.node(nd).payload).kernel,
+                       std::vector<Id>(kids.begin(), kids.end())};
+  }
+  return std::nullopt;
+}
+
 std::size_t gpu_library_gemm(EGraph& g, const PassContext& ctx) {
   if (!ctx.library_gemm) return 0;
-  return add_kernel_twins(
+  std::size_t added = add_kernel_twins(
       g, ir::KernelKind::Gemm,
       [&](const ir::KernelSpec& spec) {
         std::vector<std::shared_ptr<ir::KernelSpec>> out;
@@ -259,6 +284,49 @@ std::size_t gpu_library_gemm(EGraph& g, const PassContext& ctx) {
         return out;
       },
       ctx.node_limit, ctx.first_node);
+  // A product over f32 operands that are halves widened by kernels of their own (an f16
+  // model's SwiGLU output, rounded to f16 and widened for the down projection): the call
+  // reads the halves, each widening absorbed into the product -- the same value, since
+  // widening is exact. (A GEMM kernel that absorbed them is bare already, above; the
+  // program need not have made one.)
+  if (!g.is_clean()) g.rebuild();
+  std::vector<std::pair<Id, ir::Variant>> todo;
+  for (Id cls : g.index().classes_with(ir::Op::Kernel))
+    for (Id nd : g.index().nodes(cls, ir::Op::Kernel)) {
+      if (nd < ctx.first_node) continue;
+      const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
+      if (spec.kind != ir::KernelKind::Gemm || !spec.launch.empty() || bare_product(spec)) continue;
+      auto k = g.node(nd).kids;
+      ir::Variant v{g.analysis().attrs().get(g.node(nd).payload).kernel, std::vector<Id>(k.begin(), k.end())};
+      bool widened = false;
+      for (std::size_t slot = 0; slot < v.kids.size();) {
+        std::optional<ir::Variant> w;
+        const Id kc = g.find(v.kids[slot]);
+        if (g.data(kc).dtype == DType::f32) w = widening_of(g, kc);
+        std::optional<ir::Variant> nv;
+        if (w) nv = ir::substitute(g, v, slot, *w, ctx.max_body_nodes);
+        if (!nv) {
+          ++slot;
+          continue;
+        }
+        // (the substitution moves the slots: start over; each widening removes an f32 slot)
+        v = std::move(*nv);
+        widened = true;
+        slot = 0;
+      }
+      if (!widened || v.spec->kind != ir::KernelKind::Gemm || !bare_product(*v.spec)) continue;
+      auto lib = std::make_shared<ir::KernelSpec>(*v.spec);
+      lib->kind = ir::KernelKind::LibraryGemm;
+      lib->finalize();
+      todo.emplace_back(cls, ir::Variant{std::move(lib), v.kids});
+    }
+  const std::size_t before = g.num_nodes();
+  for (auto& [cls, v] : todo) {
+    if (g.num_nodes() >= ctx.node_limit) break;
+    g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+  }
+  g.rebuild();
+  return added + (g.num_nodes() - before);
 }
 
 }  // namespace

@@ -292,7 +292,12 @@ TEST_CASE("an f16 prefill's sibling products are one product each, its weights r
     CompileOptions o;
     o.compile_only = true;
     const auto r = compiler::compile_graph(*g.impl(), Target::parse(target), o);
-    CHECK(r.report.kernels <= 8);
+    // Four products -- Q|K|V, the output projection, gate|up, down -- whatever runs them
+    // (on CUDA cuBLASLt calls, which take no epilogue: RoPE, SwiGLU and the residual adds
+    // are then kernels of their own, 12 in all on sm_90 against 7 generated).
+    CHECK(std::count_if(r.plan->steps.begin(), r.plan->steps.end(), [](const auto& st) {
+            return st.spec->kind == ir::KernelKind::Gemm || st.spec->kind == ir::KernelKind::LibraryGemm;
+          }) == 4);
     const cpu::LoweredPlan lp = cpu::lower_plan(*r.plan, gpu::gpu_lower_options());
     std::set<std::vector<std::string>> packs;
     for (const kernel::ParamPack& pk : lp.prog.packs) {
