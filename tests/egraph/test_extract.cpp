@@ -331,6 +331,37 @@ TEST_CASE("a group move onto a shared producer also tries the nodes that read wh
   CHECK(exact.cost == Approx(12.0));
 }
 
+TEST_CASE(
+    "a group move onto a shared producer takes, of a reader's nodes as cheap, the one reading least else",
+    "[egraph][extract]") {
+  // Consumers C1 = F(P1) and C2 = sin(P2) of separate products (6 each) could share one
+  // merged product W (8): C1 as W * P1 or G(W), C2 as ln(W), 1 each. The greedy start:
+  // 6 + 6 + 1 + 1 + 1 = 15; either switch alone pays for W while a product stays. All
+  // readers onto W at once: with W * P1, P1 stays (17); with G(W), 8 + 1 + 1 + 1 = 11,
+  // the optimum. (The move took the first node reading W it met, and was undone.)
+  EGraph<Math> g;
+  const Id p1 = g.add(Op::Sym, 10, {}), p2 = g.add(Op::Sym, 11, {}), w = g.add(Op::Sym, 12, {});
+  const Id c1 = g.add(Op::F, 0, {p1});
+  g.merge(c1, g.add(Op::Mul, 0, {w, p1}));
+  g.merge(c1, g.add(Op::G, 0, {w}));
+  const Id c2 = g.add(Op::Sin, 0, {p2});
+  g.merge(c2, g.add(Op::Ln, 0, {w}));
+  const Id r = g.add(Op::Add, 0, {c1, c2});
+  g.rebuild();
+  auto node_cost = [](const NodeView<Math>& n) {
+    if (n.op == Op::Sym) return n.payload == 12 ? 8.0 : 6.0;
+    return 1.0;
+  };
+  DagOptions heuristic_only;
+  heuristic_only.exact_class_limit = 0;
+  auto res = DagExtractor(g, node_cost, heuristic_only).extract(std::span<const Id>(&r, 1));
+  CHECK(res.cost == Approx(11.0));
+  CHECK(topological(res.term));
+  auto exact = DagExtractor(g, node_cost).extract(std::span<const Id>(&r, 1));
+  CHECK(exact.optimal);
+  CHECK(exact.cost == Approx(11.0));
+}
+
 TEST_CASE("a group move off a shared value lets each reader compute it itself", "[egraph][extract]") {
   // A shared value X (5) read by C1 = F(X) and C2 = sin(X) (1 each); each could instead
   // read a value the program computes anyway, C1 = G(T1), C2 = ln(T2) (1.2 each). By tree

@@ -543,6 +543,18 @@ class DagExtractor {
         for (Id k : g_.node(nd).kids) n += g_.find(k) != x && !used[g_.find(k)];
         return n;
       };
+      // Distinct classes node `nd` reads (x aside) whose chosen node costs something.
+      auto computed_reads = [&](Id nd, Id x) {
+        std::size_t n = 0;
+        const auto kids = g_.node(nd).kids;
+        for (std::size_t i = 0; i < kids.size(); ++i) {
+          const Id k = g_.find(kids[i]);
+          bool repeat = false;
+          for (std::size_t j = 0; j < i; ++j) repeat = repeat || g_.find(kids[j]) == k;
+          n += !repeat && k != x && res.choice[k] != kNoId && node_cost_[res.choice[k]] > 0;
+        }
+        return n;
+      };
       std::vector<std::pair<Id, Id>> moves;  // (class, its node before the move)
       // The moves made kept when the DAG cost drops (then single switches again), undone
       // otherwise.
@@ -577,6 +589,11 @@ class DagExtractor {
           bool moved_before = false;
           for (const auto& mv : moves) moved_before = moved_before || mv.first == c;
           bool nd_better = node_cost_[nd] < node_cost_[cur];
+          // (of two as cheap, the one reading fewer other computed classes: the attention
+          // reading Q, K and V all off the merged product x, not Q still off its own
+          // kernel, which would keep that kernel and the move would not pay)
+          if (moved_before && node_cost_[nd] == node_cost_[cur])
+            nd_better = computed_reads(nd, x) < computed_reads(cur, x);
           if (fewest_uncomputed && moved_before) {
             const std::size_t fn = uncomputed(nd, x), fc = uncomputed(cur, x);
             if (fn != fc) nd_better = fn < fc;
