@@ -543,51 +543,77 @@ struct OffProgram {
   std::unordered_map<Id, std::optional<ir::Variant>> absorbed{}, read_wider{};
   std::unordered_map<Id, std::vector<Id>> reshaped_as{};  ///< per class, the classes holding a reshape of it
 
-  // A class off the program, as a wider consumer absorbs it: its kernel with fewest slots
-  // off the program, then the smallest (one reading the program's normalized x beats a
-  // smaller one reading another spelling of it, whose own producers lead away from what
-  // the program computes), with every slot that is itself off the program absorbed in
-  // turn (recursively, down to what the program computes and the leaves) -- the merged
-  // product's concatenated weights from the weights, its operand's normalization from x.
+  // Whether class `c` takes a kernel the program does not run: not the program's, not an
+  // input or a parameter (read-views-back gives those kernels too: wq as a transpose of
+  // the transposed weight), and computed by some kernel.
+  bool computed_off_program(Id c) const {
+    const auto& ix = g.index();
+    return !program_classes.count(c) && ix.nodes(c, ir::Op::Input).empty() &&
+           ix.nodes(c, ir::Op::Param).empty() && !ix.nodes(c, ir::Op::Kernel).empty();
+  }
+
+  // A class off the program, as a wider consumer absorbs it: each of its few kernels with
+  // fewest slots off the program (then the smallest), with every slot that is itself off
+  // the program absorbed in turn (recursively, down to what the program computes and the
+  // leaves) -- the merged product's concatenated weights from the weights, its operand's
+  // normalization from x -- and of the results the one left reading fewest classes off
+  // the program, then the smallest. (The smallest kernel alone led away from what the
+  // program computes: of normalized x's kernels, a reshape of another spelling of it whose
+  // own producers keep the mean of squares a slot, so the merged Q|K|V product read a
+  // statistic nothing computes where the three products it replaces computed it inline.)
   const ir::Variant* kernel(Id c, int depth) {
+    constexpr std::size_t kCandidates = 4;
     const auto& ix = g.index();
     if (auto it = absorbed.find(c); it != absorbed.end()) return it->second ? &*it->second : nullptr;
     absorbed[c] = std::nullopt;  // (in progress: a cycle through views ends here)
-    std::optional<std::tuple<std::size_t, std::size_t, Id>> smallest;
+    auto off_slots = [&](const auto& kids) {
+      std::size_t off = 0;
+      for (Id k : kids) off += computed_off_program(g.find(k));
+      return off;
+    };
+    std::vector<std::tuple<std::size_t, std::size_t, Id>> keys;  // (slots off, body size, node)
     for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
       if (sweep > 0 && nd >= fresh_from) continue;
       const auto& spec = *g.analysis().attrs().get(g.node(nd).payload).kernel;
       if (spec.kind == ir::KernelKind::Gather || !spec.launch.empty()) continue;
-      std::size_t off = 0;
-      for (Id k : g.node(nd).kids)
-        off += !program_classes.count(g.find(k)) && !ix.nodes(g.find(k), ir::Op::Kernel).empty();
-      const std::tuple<std::size_t, std::size_t, Id> key{off, spec.body->nodes.size(), nd};
-      if (!smallest || key < *smallest) smallest = key;
+      const auto kids = g.node(nd).kids;
+      // (a kernel reading its own class -- a view absorbed with its inverse -- is no way to
+      // compute it)
+      if (std::any_of(kids.begin(), kids.end(), [&](Id k) { return g.find(k) == c; })) continue;
+      keys.emplace_back(off_slots(kids), spec.body->nodes.size(), nd);
     }
-    if (!smallest) return nullptr;
-    ir::Variant v = variant_of(g, std::get<2>(*smallest));
-    const std::shared_ptr<const ir::KernelSpec> direct = v.spec;
-    std::vector<Id> tried;
-    for (bool again = depth < kMaxOffProgramDepth; again;) {
-      again = false;
-      for (std::size_t slot = 0; slot < v.kids.size(); ++slot) {
-        const Id kc = g.find(v.kids[slot]);
-        if (program_classes.count(kc) || ix.nodes(kc, ir::Op::Kernel).empty() ||
-            std::find(tried.begin(), tried.end(), kc) != tried.end())
-          continue;
-        tried.push_back(kc);
-        const ir::Variant* p = kernel(kc, depth + 1);
-        if (!p) continue;
-        if (auto nv = ir::substitute(g, v, slot, *p, ctx.max_body_nodes)) {
-          v = std::move(*nv);
-          again = true;
-          break;
+    std::sort(keys.begin(), keys.end());
+    if (keys.size() > kCandidates) keys.resize(kCandidates);
+    std::optional<ir::Variant> best;
+    std::pair<std::size_t, std::size_t> best_key;  // (slots off, body size)
+    for (const auto& key : keys) {
+      ir::Variant v = variant_of(g, std::get<2>(key));
+      std::vector<Id> tried;
+      for (bool again = depth < kMaxOffProgramDepth; again;) {
+        again = false;
+        for (std::size_t slot = 0; slot < v.kids.size(); ++slot) {
+          const Id kc = g.find(v.kids[slot]);
+          if (!computed_off_program(kc) || std::find(tried.begin(), tried.end(), kc) != tried.end()) continue;
+          tried.push_back(kc);
+          const ir::Variant* p = kernel(kc, depth + 1);
+          if (!p) continue;
+          if (auto nv = ir::substitute(g, v, slot, *p, ctx.max_body_nodes)) {
+            v = std::move(*nv);
+            again = true;
+            break;
+          }
         }
       }
+      const std::pair<std::size_t, std::size_t> k{off_slots(v.kids), v.spec->body->nodes.size()};
+      if (!best || k < best_key) {
+        best = std::move(v);
+        best_key = k;
+      }
     }
-    if (!(*v.spec == *direct)) todo.emplace_back(c, v);
+    if (!best) return nullptr;
+    todo.emplace_back(c, *best);  // (a kernel the e-graph holds already adds nothing)
     auto& slot = absorbed[c];
-    slot = std::move(v);
+    slot = std::move(best);
     return &*slot;
   }
 
