@@ -558,6 +558,35 @@ uint32_t BodyBuilder::copy(const detail::GraphImpl& body, const std::vector<Id>&
   return map[body.outputs.at(0).second];
 }
 
+uint32_t BodyBuilder::rewire(uint32_t root, uint32_t node, Id cls) {
+  const uint32_t s = slot(cls);
+  std::vector<uint32_t> map(root + 1);
+  for (uint32_t i = 0; i <= root; ++i) map[i] = i;
+  map[node] = s;
+  for (uint32_t i = node + 1; i <= root; ++i) {
+    detail::Node n = body_.nodes[i];
+    bool changed = false;
+    for (uint32_t& x : n.inputs) {
+      changed = changed || map[x] != x;
+      x = map[x];
+    }
+    if (changed) map[i] = add(std::move(n));
+  }
+  return map[root];
+}
+
+bool BodyBuilder::reaches(uint32_t root, uint32_t node) const {
+  if (node > root) return false;
+  std::vector<bool> live(root + 1, false);
+  live[root] = true;
+  for (uint32_t i = root + 1; i-- > node;)
+    if (live[i]) {
+      if (i == node) return true;
+      for (uint32_t x : body_.nodes[i].inputs) live[x] = true;
+    }
+  return false;
+}
+
 uint32_t BodyBuilder::emit_op(Op op, const Attr& at, const std::vector<uint32_t>& kids) {
   const size_t before = body_.nodes.size();
   uint32_t id = emit(body_, op, at, kids);
@@ -778,6 +807,19 @@ std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std:
   uint32_t p = b.copy(*producer.spec->body, producer.kids);
   uint32_t root = b.copy(*consumer.spec->body, consumer.kids, static_cast<int>(slot), p);
   return b.finish(root, max_nodes);
+}
+
+std::optional<Variant> read_computed(const EGraph& g, const Variant& consumer, Id cls,
+                                     const Variant& computed, std::size_t max_nodes) {
+  BodyBuilder b(g);
+  // Copied into one builder, equal nodes over the same slots are one node: the consumer's
+  // copy reaches `y` exactly when its body computes what `computed` does.
+  const detail::GraphImpl& cb = *computed.spec->body;
+  if (is_slot(cb.nodes.at(cb.outputs.at(0).second))) return std::nullopt;  // (a copy of a slot)
+  const uint32_t y = b.copy(cb, computed.kids);
+  const uint32_t root = b.copy(*consumer.spec->body, consumer.kids);
+  if (y == root || !b.reaches(root, y)) return std::nullopt;
+  return b.finish(b.rewire(root, y, cls), max_nodes);
 }
 
 std::optional<Variant> nest(const EGraph& g, const Variant& producer, std::size_t slot, const Variant& inner,

@@ -41,6 +41,12 @@ class BodyBuilder {
   /// can run it (its KernelSpec::kind means nothing), only to be substituted further
   /// (nest).
   std::optional<Variant> finish(uint32_t root, std::size_t max_nodes, bool classify_body = true);
+  /// What body node `root` computes with body node `node` read from class `cls` instead
+  /// (a slot): the nodes between them that read `node` are added again over the slot;
+  /// returns the new root. (`node` itself stays, dead unless something else reads it.)
+  uint32_t rewire(uint32_t root, uint32_t node, Id cls);
+  /// Whether body node `root` reads body node `node`, directly or not.
+  bool reaches(uint32_t root, uint32_t node) const;
 
  private:
   const EGraph& g_;
@@ -81,6 +87,13 @@ std::optional<Variant> substitute(const EGraph& g, const Variant& consumer, std:
 /// nullopt only when the result exceeds `max_nodes`.
 std::optional<Variant> nest(const EGraph& g, const Variant& producer, std::size_t slot, const Variant& inner,
                             std::size_t max_nodes);
+
+/// `consumer` reading class `cls` where its body computes what `computed` (a kernel of
+/// `cls`) computes, that part of its body replaced by a slot of `cls`: a kernel computing
+/// inline a value the program stores anyway reads it instead. nullopt when the body does
+/// not hold `computed`'s (node for node, over the same slots) or the result is no kernel.
+std::optional<Variant> read_computed(const EGraph& g, const Variant& consumer, Id cls,
+                                     const Variant& computed, std::size_t max_nodes);
 
 /// True when class `cls` holds an Input or Param of the program (one of its leaves).
 bool is_leaf_class(const EGraph& g, Id cls);

@@ -417,6 +417,39 @@ std::size_t read_views_back(EGraph& g, const PassContext& ctx, const std::unorde
   return add_variants(g, todo, "read-views-back");
 }
 
+// The reverse of absorbing a producer: a kernel whose body computes what another kernel
+// of the program computes reads that one's class instead,
+//   kernel(.., body with f(P), ..) = kernel(.., slot f(P), ..) where class Y = f(P),
+// so a value the program stores anyway (an output: the decode step's new V row, rounded
+// to f16 and returned in head layout) is not computed a second time inside a kernel that
+// absorbed it along another edge (the attention staging the same row off the Q|K|V
+// product). Found node for node (ir::read_computed), for each kernel of the program and
+// each kernel of another class of the program reading only classes it reads. Without a
+// focus (the checker) every pair of kernel nodes.
+std::size_t read_program_values(EGraph& g, const PassContext& ctx, const std::unordered_set<Id>& focus) {
+  if (!g.is_clean()) g.rebuild();
+  const auto& ix = g.index();
+  std::vector<std::pair<Id, ir::Variant>> kernels;  // (class, kernel) of the program
+  for (Id c : ix.classes_with(ir::Op::Kernel))
+    for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
+      if (!focus.empty() && !focus.count(nd)) continue;
+      ir::Variant v = variant_of(g, nd);
+      if (v.spec->kind != ir::KernelKind::Gather) kernels.emplace_back(c, std::move(v));
+    }
+  Variants todo;
+  for (const auto& [kc, k] : kernels) {
+    std::unordered_set<Id> reads;
+    for (Id x : k.kids) reads.insert(g.find(x));
+    for (const auto& [yc, y] : kernels) {
+      if (yc == kc || reads.count(yc) ||
+          !std::all_of(y.kids.begin(), y.kids.end(), [&](Id x) { return reads.count(g.find(x)) > 0; }))
+        continue;
+      if (auto v = ir::read_computed(g, k, yc, y, ctx.max_body_nodes)) todo.emplace_back(kc, std::move(*v));
+    }
+  }
+  return add_variants(g, todo, "read-program-values");
+}
+
 // Every kernel node absorbs every arithmetic-free kernel node (views, casts, index masks:
 // ir::is_cheap) of each of its slots' classes. This is fuse-producers' equality,
 //   kernel(.., slot P, ..) = kernel(.., P's body, ..),
@@ -437,6 +470,7 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
   const std::size_t before = g.num_nodes();
   const std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
   read_views_back(g, ctx, focus);
+  read_program_values(g, ctx, focus);
   // Node ids at or above `fresh_from` were added by the previous sweep (ids only grow).
   std::size_t fresh_from = 0;
   for (int sweep = 0; sweep < kSweeps; ++sweep) {
