@@ -83,7 +83,7 @@ bool rounds_to_half(const ir::KernelSpec& spec) {
 // Math nodes per class whose kernels are fused (the representative and the next ones).
 constexpr std::size_t kMaxNodesPerClass = 8;
 
-using Variants = std::vector<std::pair<Id, ir::Variant>>;
+using Variants = KernelsToAdd;
 
 // Kernel node `nd` as a variant: its spec and its slots' classes.
 ir::Variant variant_of(const EGraph& g, Id nd) {
@@ -102,20 +102,12 @@ bool budget_spent(const PassContext& ctx, std::size_t before, std::size_t pendin
 // variant already in the e-graph adds none). `what` names the pass and sweep for
 // LUMINAL_DEBUG_FUSION.
 std::size_t add_variants(EGraph& g, const Variants& todo, const char* what = nullptr, int sweep = 0) {
-  const std::size_t n0 = g.num_nodes();
-  for (const auto& [cls, v] : todo) {
-    // A variant reading its own class (a view absorbed with its inverse) is a cycle no
-    // program can use.
-    bool own = false;
-    for (Id k : v.kids) own = own || g.find(k) == g.find(cls);
-    if (!own) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
-  }
-  g.rebuild();
+  const std::size_t added = merge_kernels(g, todo);
   const char* dbg = std::getenv("LUMINAL_DEBUG_FUSION");
   if (what && dbg && *dbg)
     std::fprintf(stderr, "[fusion] %s sweep %d: %zu substitutions, %zu new nodes\n", what, sweep, todo.size(),
-                 g.num_nodes() - n0);
-  return g.num_nodes() - n0;
+                 added);
+  return added;
 }
 
 std::size_t fuse_producers(EGraph& g, const PassContext& ctx) {

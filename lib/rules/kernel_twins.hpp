@@ -14,6 +14,26 @@
 
 namespace luminal::rules {
 
+/// Kernels to add, each with the class it computes.
+using KernelsToAdd = std::vector<std::pair<egraph::Id, ir::Variant>>;
+
+/// Merges each kernel of `todo` into its class, skipping any that reads its own class (a
+/// view absorbed with its inverse: a cycle no program can use), until the e-graph holds
+/// `node_limit` nodes; then rebuilds. Returns the number of nodes added (a kernel the
+/// e-graph holds already adds none).
+inline std::size_t merge_kernels(ir::EGraph& g, const KernelsToAdd& todo,
+                                 std::size_t node_limit = std::numeric_limits<std::size_t>::max()) {
+  const std::size_t before = g.num_nodes();
+  for (const auto& [cls, v] : todo) {
+    if (g.num_nodes() >= node_limit) break;
+    bool own = false;
+    for (egraph::Id k : v.kids) own = own || g.find(k) == g.find(cls);
+    if (!own) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
+  }
+  g.rebuild();
+  return g.num_nodes() - before;
+}
+
 /// For every kernel node of `kind` that has no launch yet, the specs `twins(spec)` returns
 /// (copies of it, changed; finalized here), each merged into the node's class with the
 /// same kids. Stops adding once the e-graph holds `node_limit` nodes; kernel nodes with
@@ -24,7 +44,7 @@ std::size_t add_kernel_twins(ir::EGraph& g, ir::KernelKind kind, Twins twins,
                              std::size_t node_limit = std::numeric_limits<std::size_t>::max(),
                              std::size_t first_node = 0) {
   if (!g.is_clean()) g.rebuild();
-  std::vector<std::pair<egraph::Id, ir::Variant>> todo;
+  KernelsToAdd todo;
   const auto& ix = g.index();
   for (egraph::Id cls : ix.classes_with(ir::Op::Kernel))
     for (egraph::Id nd : ix.nodes(cls, ir::Op::Kernel)) {
@@ -37,13 +57,7 @@ std::size_t add_kernel_twins(ir::EGraph& g, ir::KernelKind kind, Twins twins,
         todo.emplace_back(cls, ir::Variant{std::move(s), std::vector<egraph::Id>(k.begin(), k.end())});
       }
     }
-  const std::size_t before = g.num_nodes();
-  for (auto& [cls, v] : todo) {
-    if (g.num_nodes() >= node_limit) break;
-    g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
-  }
-  g.rebuild();
-  return g.num_nodes() - before;
+  return merge_kernels(g, todo, node_limit);
 }
 
 }  // namespace luminal::rules

@@ -18,7 +18,7 @@ namespace {
 // ctx.deadline (a cyclic fast-math e-graph can hold 10^5 math nodes, ~50 us each).
 std::size_t lower_math_nodes(EGraph& g, const PassContext& ctx) {
   if (!g.is_clean()) g.rebuild();
-  std::vector<std::pair<Id, ir::Variant>> todo;
+  KernelsToAdd todo;
   for (Id nd : ctx.spine)
     if (auto v = ir::lower_node(g, nd)) todo.emplace_back(g.find(nd), std::move(*v));
   const auto& ix = g.index();
@@ -29,10 +29,7 @@ std::size_t lower_math_nodes(EGraph& g, const PassContext& ctx) {
     for (Id nd : ix.nodes(cls))
       if (auto v = ir::lower_node(g, nd)) todo.emplace_back(cls, std::move(*v));
   }
-  const std::size_t before = g.num_nodes();
-  for (auto& [cls, v] : todo) g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
-  g.rebuild();
-  return g.num_nodes() - before;
+  return merge_kernels(g, todo);
 }
 
 // A BLAS GEMM beside every generated GEMM whose body is a bare contraction (a library

@@ -290,7 +290,7 @@ std::size_t gpu_library_gemm(EGraph& g, const PassContext& ctx) {
   // widening is exact. (A GEMM kernel that absorbed them is bare already, above; the
   // program need not have made one.)
   if (!g.is_clean()) g.rebuild();
-  std::vector<std::pair<Id, ir::Variant>> todo;
+  KernelsToAdd todo;
   for (Id cls : g.index().classes_with(ir::Op::Kernel))
     for (Id nd : g.index().nodes(cls, ir::Op::Kernel)) {
       if (nd < ctx.first_node) continue;
@@ -320,13 +320,7 @@ std::size_t gpu_library_gemm(EGraph& g, const PassContext& ctx) {
       lib->finalize();
       todo.emplace_back(cls, ir::Variant{std::move(lib), v.kids});
     }
-  const std::size_t before = g.num_nodes();
-  for (auto& [cls, v] : todo) {
-    if (g.num_nodes() >= ctx.node_limit) break;
-    g.merge(cls, ir::add_kernel(g, v.spec, v.kids));
-  }
-  g.rebuild();
-  return added + (g.num_nodes() - before);
+  return added + merge_kernels(g, todo, ctx.node_limit);
 }
 
 }  // namespace
