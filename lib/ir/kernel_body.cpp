@@ -1116,6 +1116,9 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
               for (uint32_t x : kc->pieces.adds) free_add[x] = 1;  // each key reads its own piece
             }
           operand_bcast[e] = 1;
+          // (an operand the product reads as it is -- a slot whose shape is the product's,
+          // no expand above it -- is read once per element like any elementwise input)
+          if (nodes[e].inputs.empty()) continue;
           const uint32_t src = nodes[e].inputs[0];
           uint32_t below = src;
           while (is_view(to_op(nodes[below].op))) below = nodes[below].inputs[0];
