@@ -850,6 +850,9 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
   // Node ids at or above `fresh_from` were added by the previous sweep (ids only grow):
   // the consumers of the next one.
   std::size_t fresh_from = 0;
+  // What read_off_wider made in the first sweep (the program's operations reading their
+  // operands off a wider product).
+  Variants off_wider;
   for (int sweep = 0; sweep < kSweeps; ++sweep) {
     if (!g.is_clean()) g.rebuild();
     const auto& ix = g.index();
@@ -875,11 +878,27 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
       for (Id c : ix.classes())
         for (Id nd : ix.nodes(c, ir::Op::Reshape))
           off_program.reshaped_as[g.find(g.node(nd).kids[0])].push_back(c);
+      const std::size_t n0 = todo.size();
       for (Id c : program_classes) {
         if ((out_of_budget = budget_spent(ctx, before, todo.size()))) break;
         off_program.read_off_wider(c);
       }
+      off_wider.assign(todo.begin() + static_cast<std::ptrdiff_t>(n0), todo.end());
     }
+    // The program's kernels absorb those for their slots in the next sweep (its consumers
+    // are otherwise only the nodes the previous sweep made): an operation over slices of
+    // the merged product pays only once its reader takes it in -- SwiGLU off the merged
+    // gate|up product, inside the down product, instead of the kernel computing both.
+    if (sweep == 1)
+      for (Id nd : ctx.focus) {
+        const ir::Variant k = variant_of(g, nd);
+        if (k.spec->kind == ir::KernelKind::Gather) continue;
+        for (std::size_t slot = 0; slot < k.kids.size(); ++slot)
+          for (const auto& [pc, p] : off_wider)
+            if (g.find(pc) == g.find(k.kids[slot]))
+              if (auto nv = ir::substitute(g, k, slot, p, ctx.max_body_nodes))
+                todo.emplace_back(g.find(nd), std::move(*nv));
+      }
     for (Id c : ix.classes_with(ir::Op::Kernel)) {
       if (out_of_budget || (out_of_budget = budget_spent(ctx, before, todo.size()))) break;
       for (Id nd : ix.nodes(c, ir::Op::Kernel)) {
