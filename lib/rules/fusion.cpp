@@ -573,9 +573,8 @@ struct OffProgram {
   // input or a parameter (read-views-back gives those kernels too: wq as a transpose of
   // the transposed weight), and computed by some kernel.
   bool computed_off_program(Id c) const {
-    const auto& ix = g.index();
-    return !program_classes.count(c) && ix.nodes(c, ir::Op::Input).empty() &&
-           ix.nodes(c, ir::Op::Param).empty() && !ix.nodes(c, ir::Op::Kernel).empty();
+    return !program_classes.count(c) && !ir::is_leaf_class(g, c) &&
+           !g.index().nodes(c, ir::Op::Kernel).empty();
   }
 
   // A class off the program, as a wider consumer absorbs it: each of its few kernels with

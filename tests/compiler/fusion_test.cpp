@@ -59,6 +59,22 @@ int products(const ir::KernelSpec& spec) {
   }));
 }
 
+// `g` compiled for `target` from `o` with the fusion policies and without them (skip_rules
+// fuse-producers), both figures printed under `what`.
+struct WithAndWithout {
+  compiler::CompiledProgram with, without;
+};
+WithAndWithout with_and_without(const Graph& g, const Target& target, CompileOptions o,
+                                const std::string& what) {
+  auto with = compiler::compile_graph(*g.impl(), target, o);
+  o.skip_rules.push_back("fuse-producers");
+  auto without = compiler::compile_graph(*g.impl(), target, o);
+  std::printf("%s: %lld kernels, %.6g s with the policies; %lld kernels, %.6g s without\n", what.c_str(),
+              static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
+              static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
+  return {std::move(with), std::move(without)};
+}
+
 }  // namespace
 
 TEST_CASE("MLP linear -> gelu -> linear compiles to at most 2 kernels", "[compiler][fusion]") {
@@ -164,15 +180,8 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
     test::BlockConfig c = test::BlockConfig::llama_4096();
     c.seq = s;
     test::build_model(g, c, 1);
-    CompileOptions o = test::unhurried();
-    auto with = compiler::compile_graph(*g.impl(), Target::reference(), o);
-    o.skip_rules = {"fuse-producers"};
-    auto without = compiler::compile_graph(*g.impl(), Target::reference(), o);
-    std::printf(
-        "decoder block d_model 4096, S %lld: %lld kernels, %.4g s with the policies; %lld kernels, %.4g s "
-        "without\n",
-        static_cast<long long>(s), static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
-        static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
+    const auto [with, without] = with_and_without(g, Target::reference(), test::unhurried(),
+                                                  "decoder block d_model 4096, S " + std::to_string(s));
     INFO("S " << s << "\n" << without.report.to_string() << "\n" << without.dot);
     CHECK(without.report.kernels <= 10);  // unfused: 83-86
     if (s == 1) CHECK(without.report.kernels <= with.report.kernels);
@@ -205,13 +214,8 @@ TEST_CASE("fusion without its policies: the decode step as the policies' in kern
   test::build_decode_block_f16(g, 4096);
   CompileOptions o = test::unhurried();
   o.compile_only = true;
-  const auto with = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o);
-  o.skip_rules = {"fuse-producers"};
-  const auto without = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o);
-  std::printf(
-      "decode step, sm_90 (H200): %lld kernels, %.6g s with the policies; %lld kernels, %.6g s without\n",
-      static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
-      static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
+  const auto [with, without] =
+      with_and_without(g, Target::parse("cuda:sm_90"), o, "decode step, sm_90 (H200)");
   INFO(without.report.to_string() << "\n" << without.dot);
   CHECK(without.report.kernels <= with.report.kernels);
   CHECK(without.report.estimated_seconds <= 1.001 * with.report.estimated_seconds);
@@ -236,14 +240,8 @@ TEST_CASE("fusion without its policies: Q, K and V as one product at one token o
     test::build_model(g, c, 1);
     CompileOptions o = test::unhurried();
     o.compile_only = true;
-    const auto with = compiler::compile_graph(*g.impl(), Target::parse(t), o);
-    o.skip_rules = {"fuse-producers"};
-    const auto without = compiler::compile_graph(*g.impl(), Target::parse(t), o);
-    std::printf(
-        "decoder block d_model 4096, S 1, %s: %lld kernels, %.4g s with the policies; %lld kernels, "
-        "%.4g s without\n",
-        t, static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
-        static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
+    const auto [with, without] =
+        with_and_without(g, Target::parse(t), o, std::string("decoder block d_model 4096, S 1, ") + t);
     INFO(t << "\n" << without.report.to_string() << "\n" << without.dot);
     CHECK(merged_qkv_with_norm(*without.plan));
     CHECK(without.report.estimated_seconds <= 1.02 * with.report.estimated_seconds);
@@ -257,9 +255,10 @@ TEST_CASE("fusion without its policies: sibling products combined where their co
   // inside the down product's prologue -- no kernel of the program reads both, so
   // absorb-producers, which extends the program's kernels, never joined them. Its sibling
   // step (combine_siblings) lowers SwiGLU's product of the two with both absorbed: one
-  // kernel, both reductions, one launch fewer (9 kernels, 34.2 us -> 8, 31.2). (Without
+  // kernel, both reductions, one launch fewer (9 kernels, 34.2 us -> 8, 31.2; 28.2 since the
+  // down product takes SwiGLU off the merged gate|up product). (Without
   // cuBLASLt: with it the products are library calls over the stored normalization, 7
-  // kernels, 25.8 us.)
+  // kernels, 25.8 us; 22.8 since the attention reads the stored V row.)
   const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
   Graph g;
   test::build_decode_block_f16(g, 37, test::DecodeSizes{256, 4, 2, 64, 384});
@@ -289,14 +288,8 @@ TEST_CASE("fusion without its policies: a kernel reads a value the program store
   test::build_decode_block_f16(g, 37, test::DecodeSizes{256, 4, 2, 64, 384});
   CompileOptions o = test::unhurried();
   o.compile_only = true;
-  const auto with = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o);
-  o.skip_rules = {"fuse-producers"};
-  const auto without = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o);
-  std::printf(
-      "decode step d_model 256, sm_90 (H200): %lld kernels, %.4g s with the policies; %lld kernels, "
-      "%.4g s without\n",
-      static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
-      static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
+  const auto [with, without] =
+      with_and_without(g, Target::parse("cuda:sm_90"), o, "decode step d_model 256, sm_90 (H200)");
   INFO(without.report.to_string() << "\n" << without.dot);
   CHECK(without.report.kernels <= with.report.kernels);
   CHECK(without.report.estimated_seconds <= with.report.estimated_seconds);
@@ -345,16 +338,8 @@ TEST_CASE("fusion with its policies is never dearer than without, on a GPU too",
   test::BlockConfig c = test::BlockConfig::llama_4096();
   c.seq = 16;
   test::build_model(g, c, 1);
-  const Target sm90 = Target::parse("cuda:sm_90");
-  CompileOptions o = test::unhurried();
-  auto with = compiler::compile_graph(*g.impl(), sm90, o);
-  o.skip_rules = {"fuse-producers"};
-  auto without = compiler::compile_graph(*g.impl(), sm90, o);
-  std::printf(
-      "decoder block d_model 4096, S 16, sm_90: %lld kernels, %.4g s with the policies; %lld kernels, "
-      "%.4g s without\n",
-      static_cast<long long>(with.report.kernels), with.report.estimated_seconds,
-      static_cast<long long>(without.report.kernels), without.report.estimated_seconds);
+  const auto [with, without] = with_and_without(g, Target::parse("cuda:sm_90"), test::unhurried(),
+                                                "decoder block d_model 4096, S 16, sm_90");
   INFO(with.report.to_string() << "\n" << with.dot);
   CHECK(with.report.stop_reason == "saturated");
   CHECK(with.report.estimated_seconds <= 1.0005 * without.report.estimated_seconds);
