@@ -422,9 +422,9 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     // guided round above); Megatron's plan stands until a run decides.
     dopt.fresh_children = s.world == 1;
     const std::vector<ir::Id>& roots = sat->roots;
-    auto extract = [&] {
+    auto extract = [&](std::span<const ir::Id> seed = {}) {
       egraph::DagExtractor<ir::TensorLang, ir::TensorAnalysis, KernelCost> ex(g, node_cost, dopt);
-      return ex.extract(roots);
+      return ex.extract(roots, seed);
     };
     auto result = extract();
     // A deadline that cuts extraction short is a limit like any other: the report names
@@ -448,7 +448,9 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
         extraction_cut = true;
         break;
       }
-      auto again = extract();
+      // (from the last program too, where it still holds: the heuristic restarted alone
+      // can miss what the last round found)
+      auto again = choice_holds(g, roots, result.choice) ? extract(result.choice) : extract();
       extraction_cut = extraction_cut || again.timed_out;
       if (s.trace)
         std::fprintf(stderr, "[luminal compile] guided round %d: %zu nodes, estimate %.4g -> %.4g s\n", round,

@@ -399,6 +399,11 @@ TEST_CASE("a group move off a shared value lets each reader compute it itself", 
   auto exact = DagExtractor(g, node_cost).extract(std::span<const Id>(&r, 1));
   CHECK(exact.optimal);
   CHECK(exact.cost == Approx(28.4));
+  // An earlier extraction's choice as the seed (the search's guided rounds pass the last
+  // round's program to the next extraction, the e-graph having only grown): the heuristic
+  // that alone stays at 33 returns the seed's 28.4.
+  CHECK(DagExtractor(g, node_cost, heuristic_only).extract(std::span<const Id>(&r, 1), exact.choice).cost ==
+        Approx(28.4));
   // A reader's class also holding a node that reads the class itself, cheaper than the
   // other (fusion makes such: a view absorbed with its inverse): a cycle no program can
   // use, so the move takes the reader's next node. (It took the cycle, and undid the move.)

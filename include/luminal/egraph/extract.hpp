@@ -269,8 +269,11 @@ class DagExtractor {
     if (!g.is_clean()) g.rebuild();
   }
 
-  /// Extracts the roots jointly, sharing common classes.
-  Result extract(std::span<const Id> roots_in) {
+  /// Extracts the roots jointly, sharing common classes. `seed`, when given, is a choice
+  /// per class from an earlier extraction of this e-graph (before it grew): it is improved
+  /// as the greedy solution is, and the result is never dearer than it. (The e-graph only
+  /// grew, so its optimum did not get dearer; a heuristic restarted from scratch can.)
+  Result extract(std::span<const Id> roots_in, std::span<const Id> seed = {}) {
     std::vector<Id> roots;
     for (Id r : roots_in) roots.push_back(g_.find(r));
     const ClassIndex<L>& ix = g_.index();
@@ -300,6 +303,19 @@ class DagExtractor {
       alt.cost = dag_cost(alt.choice, roots);
       if (alt.cost < kInfiniteCost) {
         improve(alt, roots, ix);
+        if (alt.cost < res.cost) res = std::move(alt);
+      }
+    }
+    if (!seed.empty()) {
+      Result alt;
+      alt.choice = res.choice;
+      for (std::size_t c = 0; c < seed.size() && c < alt.choice.size(); ++c)
+        if (seed[c] != kNoId && seed[c] < n && g_.is_live(seed[c]) && g_.find(seed[c]) == c)
+          alt.choice[c] = seed[c];
+      alt.cost = dag_cost(alt.choice, roots);
+      if (alt.cost < kInfiniteCost) {
+        improve(alt, roots, ix);
+        if (opt_.shared_moves) improve_shared(alt, roots, ix);
         if (alt.cost < res.cost) res = std::move(alt);
       }
     }
