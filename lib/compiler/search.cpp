@@ -91,6 +91,7 @@ std::size_t guided_round(ir::EGraph& g, const SearchSettings& s, const std::vect
   // compile 25% past its budget.
   if (ctx.focus.empty()) return 0;
   ctx.wider = std::move(f.wider);
+  ctx.wider_through_elementwise = std::move(f.wider_through_elementwise);
   ctx.first_node = g.num_node_ids();
   const std::size_t before = g.num_nodes();
   bool after_guided = false;

@@ -112,7 +112,10 @@ struct Checker {
       if (r.set == "lower_reference" && r.pass) apply_once(r, inst.g, opt.ctx);
     // GPU schedules run after fusion in the search: their kernels are fused ones (a GEMM
     // with its operands' casts inside).
-    if (rule.set == "schedule_gpu")
+    // And on every other guided example, on the program the fusion policies' variants
+    // make, as the default search extracts it (a row kernel of gate and up with SwiGLU
+    // inside, which absorb-producers computes off the merged product's slices).
+    if (rule.set == "schedule_gpu" || (guided && attempt % 8 == 0))
       if (const RuleInfo* fuse = reg.find("fuse-producers")) apply_once(*fuse, inst.g, opt.ctx);
     if (guided) {
       // The program of direct kernels with fewest kernels (leaves free, math nodes none).
@@ -134,6 +137,7 @@ struct Checker {
       ctx.roots = roots;
       ctx.focus = std::move(f.focus);
       ctx.wider = std::move(f.wider);
+      ctx.wider_through_elementwise = std::move(f.wider_through_elementwise);
     }
   }
 

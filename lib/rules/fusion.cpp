@@ -553,6 +553,9 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
 constexpr int kMaxOffProgramDepth = 8;
 // How many views and casts lead from a class of the program to a slice of a wider one.
 constexpr int kMaxViewDepth = 4;
+// How deep an elementwise subtree over such slices (SiLU of one: five operations between
+// two pairs of casts) is computed together.
+constexpr int kMaxElementwiseDepth = 10;
 
 // One sweep of absorb-producers over an extracted program: the kernels it makes for
 // classes off the program (memoized for the sweep; each one made joins `todo`, as an
@@ -562,12 +565,15 @@ struct OffProgram {
   const PassContext& ctx;
   const std::unordered_set<Id>& program_classes;
   const std::unordered_set<Id>& wider_classes;  ///< classes of PassContext::wider
+  /// classes of PassContext::wider_through_elementwise
+  const std::unordered_set<Id>& elementwise_wider;
   int sweep;
   std::size_t fresh_from;  ///< node ids from here on were made by the previous sweep
   Variants& todo;
   bool debug;
-  std::unordered_map<Id, std::optional<ir::Variant>> absorbed{}, read_wider{};
+  std::unordered_map<Id, std::optional<ir::Variant>> absorbed{}, read_wider{}, computed_wider{};
   std::unordered_map<Id, std::vector<Id>> reshaped_as{};  ///< per class, the classes holding a reshape of it
+  int elementwise_levels = 0;                             ///< elementwise_off_wider calls in progress
 
   // Whether class `c` takes a kernel the program does not run: not the program's, not an
   // input or a parameter (read-views-back gives those kernels too: wq as a transpose of
@@ -697,6 +703,80 @@ struct OffProgram {
     return slot ? &*slot : nullptr;
   }
 
+  // Class `c` read off a wider product (through_wider), or computed from such reads by
+  // an elementwise subtree (elementwise_off_wider) -- never a class the program stores:
+  // its readers read it.
+  const ir::Variant* computed_off_wider(Id c) {
+    if (const ir::Variant* r = through_wider(c, 0)) return r;
+    if (auto it = computed_wider.find(c); it != computed_wider.end())
+      return it->second ? &*it->second : nullptr;
+    computed_wider[c] = std::nullopt;  // (in progress: a cycle ends here)
+    std::optional<ir::Variant> found;
+    if (!program_classes.count(c) && elementwise_levels < kMaxElementwiseDepth)
+      for (Id nd : g.index().nodes(c)) {
+        const ir::Op op = g.node(nd).op;
+        const bool view = (ir::is_view(op) || op == ir::Op::Cast) && op != ir::Op::Slice;
+        if (!view && !ir::is_elementwise(op)) continue;
+        ++elementwise_levels;
+        found = elementwise_off_wider(nd);
+        --elementwise_levels;
+        if (found) break;
+      }
+    auto& slot = computed_wider[c];
+    slot = std::move(found);
+    return slot ? &*slot : nullptr;
+  }
+
+  // Elementwise node (or view, or cast) `nd` lowered with each operand read off a wider
+  // product (through views, casts and further elementwise nodes) or inlined where it is a
+  // constant: SiLU of the gate slice of the merged gate|up product, a small subtree
+  // computed together. nullopt unless some operand reads a wider product, every other one
+  // is a constant, and the subtree computes something (views alone are through_wider's).
+  std::optional<ir::Variant> elementwise_off_wider(Id nd) {
+    auto v = ir::lower_node(g, nd);
+    if (!v) return std::nullopt;
+    bool reads_wider = false;
+    for (bool again = true; again;) {
+      again = false;
+      for (std::size_t slot = 0; slot < v->kids.size() && !again; ++slot) {
+        const Id kc = g.find(v->kids[slot]);
+        if (wider_classes.count(kc)) continue;  // (read off the wider product already)
+        std::optional<ir::Variant> constant;
+        const ir::Variant* r = computed_off_wider(kc);
+        if (r)
+          reads_wider = true;
+        else if ((constant = constant_kernel(kc, 0)))
+          r = &*constant;
+        else
+          return std::nullopt;
+        auto nv = ir::substitute(g, *v, slot, *r, ctx.max_body_nodes);
+        if (!nv) return std::nullopt;
+        v = std::move(nv);
+        again = true;
+      }
+    }
+    if (!reads_wider || v->spec->kind != ir::KernelKind::Elementwise || ir::is_cheap(*v->spec))
+      return std::nullopt;
+    return v;
+  }
+
+  // A kernel with no slots computing constant class `c` (a broadcast scalar: SiLU's 1 and
+  // log2(e)), from its constants and views of them.
+  std::optional<ir::Variant> constant_kernel(Id c, int depth) const {
+    if (!g.data(c).constant || depth > kMaxViewDepth) return std::nullopt;
+    for (Id nd : g.index().nodes(c)) {
+      const ir::Op op = g.node(nd).op;
+      if (op == ir::Op::Kernel || (!ir::is_view(op) && !g.node(nd).kids.empty())) continue;
+      auto v = ir::lower_node(g, nd);
+      while (v && !v->kids.empty()) {
+        auto under = constant_kernel(g.find(v->kids[0]), depth + 1);
+        v = under ? ir::substitute(g, *v, 0, *under, ctx.max_body_nodes) : std::nullopt;
+      }
+      if (v) return v;
+    }
+    return std::nullopt;
+  }
+
   // Class `c` of the program's own operations (its math nodes, lowered) reading their
   // operands off the wider products, where the program's kernel computes an operand
   // inside and reads none (Q's product inside its RoPE kernel): as they are, and with the
@@ -712,10 +792,9 @@ struct OffProgram {
       if (++members > kMaxNodesPerClass) break;
       auto direct = ir::lower_node(g, nd);
       if (!direct || direct->spec->kind == ir::KernelKind::Gather) continue;
-      ir::Variant v = std::move(*direct);
-      // Substitutes `with(slot class)` into every slot `which(slot class)` accepts; each
-      // substitution moves the slots, so each pass starts over (one per slot).
-      auto each_slot = [&](auto which, auto with) {
+      // Substitutes `with(slot class)` into every slot of `v` that `which(slot class)`
+      // accepts; each substitution moves the slots, so each pass starts over (one per slot).
+      auto each_slot = [&](ir::Variant& v, auto which, auto with) {
         bool any = false;
         for (bool again = true; again;) {
           again = false;
@@ -732,16 +811,35 @@ struct OffProgram {
         return any;
       };
       const auto wide = [&](Id kc) { return wider_classes.count(kc) > 0; };
-      if (!each_slot([&](Id kc) { return !wide(kc); }, [&](Id kc) { return through_wider(kc, 0); })) continue;
-      todo.emplace_back(c, v);
-      if (!each_slot(wide, [&](Id kc) { return kernel(kc, 0); })) continue;
-      if (debug) {
-        std::fprintf(stderr, "[fusion] c%u computes a wider product: %s, %zu nodes, slots", c,
-                     ir::kind_name(v.spec->kind), v.spec->body->nodes.size());
-        for (Id k : v.kids) std::fprintf(stderr, " c%u", g.find(k));
-        std::fprintf(stderr, "\n");
-      }
-      todo.emplace_back(c, std::move(v));
+      // The operation as it is, reading its operands off the wider product, and (where it
+      // also reads classes the program's kernel of `c` computes inside as elementwise
+      // functions of slices: SiLU of the gate slice) those computed inline too; each also
+      // with the wider product absorbed.
+      auto offer = [&](ir::Variant v, const char* how) {
+        if (debug) {
+          std::fprintf(stderr, "[fusion] c%u (%s) %s a wider product: slots", c, ir::op_name(g.node(nd).op),
+                       how);
+          for (Id k : v.kids) std::fprintf(stderr, " c%u", g.find(k));
+          std::fprintf(stderr, "\n");
+        }
+        todo.emplace_back(c, v);
+        if (!each_slot(v, wide, [&](Id kc) { return kernel(kc, 0); })) return;
+        if (debug)
+          std::fprintf(stderr, "[fusion] c%u computes a wider product: %s, %zu nodes\n", c,
+                       ir::kind_name(v.spec->kind), v.spec->body->nodes.size());
+        todo.emplace_back(c, std::move(v));
+      };
+      ir::Variant v = std::move(*direct);
+      const bool viewed = each_slot(
+          v, [&](Id kc) { return !wide(kc); }, [&](Id kc) { return through_wider(kc, 0); });
+      if (viewed) offer(v, "reads off");
+      // (only off products the program reaches through such functions alone: where it
+      // computes a slice of one as a kernel, that kernel's readers read the slice)
+      if (each_slot(
+              v, [&](Id kc) { return !wide(kc); }, [&](Id kc) { return computed_off_wider(kc); }) &&
+          std::all_of(v.kids.begin(), v.kids.end(),
+                      [&](Id k) { return !wide(g.find(k)) || elementwise_wider.count(g.find(k)); }))
+        offer(std::move(v), "computes from");
     }
   }
 };
@@ -836,7 +934,7 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
   const std::size_t before = g.num_nodes();
   const std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
   const std::unordered_set<Id> wider(ctx.wider.begin(), ctx.wider.end());
-  std::unordered_set<Id> wider_classes;
+  std::unordered_set<Id> wider_classes, elementwise_wider;
   const char* dbg = std::getenv("LUMINAL_DEBUG_FUSION");
   const bool debug = dbg && *dbg;
   if (debug && !wider.empty()) {
@@ -855,8 +953,10 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
   for (int sweep = 0; sweep < kSweeps; ++sweep) {
     if (!g.is_clean()) g.rebuild();
     const auto& ix = g.index();
-    if (sweep == 0)
+    if (sweep == 0) {
       for (Id w : ctx.wider) wider_classes.insert(g.find(w));
+      for (Id w : ctx.wider_through_elementwise) elementwise_wider.insert(g.find(w));
+    }
     // The producers: per class, its kernel of the program (every kernel without a focus).
     std::unordered_map<Id, std::vector<Id>> producer;
     for (Id c : ix.classes_with(ir::Op::Kernel))
@@ -864,7 +964,8 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
         if (nd < fresh_from || sweep == 0)
           if (focus.empty() || focus.count(nd)) producer[c].push_back(nd);
     Variants todo;
-    OffProgram off_program{g, ctx, program_classes, wider_classes, sweep, fresh_from, todo, debug};
+    OffProgram off_program{g,    ctx,  program_classes, wider_classes, elementwise_wider, sweep, fresh_from,
+                           todo, debug};
     bool out_of_budget = false;
     // (every sweep: unfocused, the siblings share a slot only once each absorbed its
     // operands' views in an earlier sweep)
@@ -1015,6 +1116,23 @@ std::shared_ptr<detail::GraphImpl> fusion_example(std::mt19937_64& rng) {
   return g.impl();
 }
 
+// absorb-producers' examples: fusion's, and half of the time SwiGLU over a decode step's
+// gate and up products of one token (with or without the down product): the program the
+// fusion policies make computes both products and SwiGLU in one row kernel, and
+// absorb-producers computes SwiGLU off the slices of the merged gate|up product
+// (OffProgram::computed_off_wider) -- which only such a program leads it to.
+std::shared_ptr<detail::GraphImpl> producers_example(std::mt19937_64& rng) {
+  if (rng() % 2) return fusion_example(rng);
+  auto dim = [&] { return static_cast<int64_t>(1 + rng() % 4); };
+  Graph g;
+  const int64_t d = dim(), h = dim();
+  Tensor x = g.input("x", {1, d});
+  if (rng() % 2) x = rms_norm(x, g.param("n", {d}));
+  Tensor y = silu(linear(x, g.param("g", {h, d}))) * linear(x, g.param("u", {h, d}));
+  g.output("y", rng() % 2 ? linear(y, g.param("o", {d, h})) : y);
+  return g.impl();
+}
+
 // The online-softmax rule. Fusion builds matmul, masked softmax, matmul as one kernel of
 // kind AttentionTwoPass: its body as the math defines it (the max over every key first,
 // then the sums), which no backend runs as one kernel. This rule states
@@ -1150,7 +1268,7 @@ RuleSet fusion_rules() {
                               "kernel(.., slot P, ..) = kernel(.., body of P's kernel, ..) along the "
                               "extracted program's edges and into the wider products its classes are "
                               "slices of, up to three producers per kernel");
-                r.example = fusion_example;
+                r.example = producers_example;
                 r.guided = true;
                 return r;
               }(),

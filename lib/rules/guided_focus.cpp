@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -25,22 +26,34 @@ GuidedFocus guided_focus(ir::EGraph& g, const std::vector<ir::Id>& roots, const 
   });
   const std::unordered_set<ir::Id> in_program(program.begin(), program.end());
   const auto& ix = g.index();
-  std::unordered_set<ir::Id> widest;
+  std::unordered_map<ir::Id, bool> widest;  // wider class -> reached only through elementwise operations
   for (ir::Id c : program) {
     if (g.node(choice[c]).op != ir::Op::Kernel) continue;
-    // The class and those it is a view or a cast of, a few steps down (the program's
-    // kernel may compute cast(reshape(slice(..))) as a whole: a decode step's f16 K row).
-    std::vector<ir::Id> under{c};
+    // The class and those it is a view, a cast or an elementwise function of, a few steps
+    // down (the program's kernel may compute cast(reshape(slice(..))) as a whole: a
+    // decode step's f16 K row; or SwiGLU, silu(gate) * up, with gate and up inside: gate
+    // and up are slices of the merged gate|up product), each with whether an elementwise
+    // operation lies on the way.
+    std::vector<std::pair<ir::Id, bool>> under{{c, false}};
+    auto seen = [&](ir::Id k) {
+      return std::find_if(under.begin(), under.end(), [&](const auto& u) { return u.first == k; }) !=
+             under.end();
+    };
     for (std::size_t i = 0; i < under.size() && under.size() < 16; ++i)
-      for (ir::Id nd : ix.nodes(under[i])) {
+      for (ir::Id nd : ix.nodes(under[i].first)) {
         const ir::Op op = g.node(nd).op;
-        if ((!ir::is_view(op) && op != ir::Op::Cast) || op == ir::Op::Slice) continue;
-        const ir::Id k = g.find(g.node(nd).kids[0]);
-        if (std::find(under.begin(), under.end(), k) == under.end()) under.push_back(k);
+        const bool view = ir::is_view(op) || op == ir::Op::Cast;
+        if ((!view && !ir::is_elementwise(op)) || op == ir::Op::Slice) continue;
+        const auto kids = g.node(nd).kids;
+        for (std::size_t j = 0; j < (view ? std::min<std::size_t>(kids.size(), 1) : kids.size()); ++j) {
+          const ir::Id k = g.find(kids[j]);
+          // (an operand another kernel of the program computes is read, not computed here)
+          if ((view || !in_program.count(k)) && !seen(k)) under.emplace_back(k, under[i].second || !view);
+        }
       }
     double best = 0;
-    std::vector<ir::Id> at_best;
-    for (ir::Id u : under)
+    std::vector<std::pair<ir::Id, bool>> at_best;
+    for (const auto& [u, through_elementwise] : under)
       for (ir::Id nd : ix.nodes(u, ir::Op::Slice)) {
         const ir::Id src = g.find(g.node(nd).kids[0]);
         if (in_program.count(src)) continue;
@@ -49,11 +62,14 @@ GuidedFocus guided_focus(ir::EGraph& g, const std::vector<ir::Id>& roots, const 
           at_best.clear();
           best = n;
         }
-        if (n == best) at_best.push_back(src);
+        if (n == best) at_best.emplace_back(src, through_elementwise);
       }
-    widest.insert(at_best.begin(), at_best.end());
+    for (const auto& [src, through_elementwise] : at_best) {
+      auto [it, fresh] = widest.try_emplace(src, through_elementwise);
+      if (!fresh) it->second = it->second && through_elementwise;
+    }
   }
-  for (ir::Id w : widest) {
+  for (const auto& [w, through_elementwise] : widest) {
     // (what absorbs a producer gets its launches from the schedule rules that follow; a
     // library call absorbs none)
     std::optional<std::pair<std::size_t, ir::Id>> smallest;
@@ -63,9 +79,12 @@ GuidedFocus guided_focus(ir::EGraph& g, const std::vector<ir::Id>& roots, const 
         smallest = std::min(smallest.value_or(std::pair{spec.body->nodes.size(), nd}),
                             std::pair{spec.body->nodes.size(), nd});
     }
-    if (smallest) out.wider.push_back(smallest->second);
+    if (!smallest) continue;
+    out.wider.push_back(smallest->second);
+    if (through_elementwise) out.wider_through_elementwise.push_back(smallest->second);
   }
   std::sort(out.wider.begin(), out.wider.end());
+  std::sort(out.wider_through_elementwise.begin(), out.wider_through_elementwise.end());
   return out;
 }
 

@@ -45,6 +45,10 @@ struct GuidedFocus {
   /// not compute -- the widest such, a product merged with its siblings -- that class's
   /// kernel node with the smallest body (launch twins and library calls aside).
   std::vector<ir::Id> wider;
+  /// Those of `wider` that the program's classes reach only through an elementwise
+  /// function of slices (SwiGLU of the merged gate|up product, computed inside one row
+  /// kernel of both products): the program computes no slice of them alone.
+  std::vector<ir::Id> wider_through_elementwise;
 };
 
 /// The guided passes' focus for the program `choice` reaches from `roots`.

@@ -73,6 +73,10 @@ struct PassContext {
   /// not compute: absorb-producers fuses into them too, so the merged kernel can take what
   /// the separate ones took (a prologue) and the extractor can weigh it against them.
   std::vector<egraph::Id> wider;
+  /// Those of `wider` the program reaches only through elementwise functions of their
+  /// slices (GuidedFocus::wider_through_elementwise): absorb-producers also computes such
+  /// functions off them.
+  std::vector<egraph::Id> wider_through_elementwise;
 };
 
 /// Whether a rule holds on every input, on every input up to the order of a sum's terms,

@@ -184,7 +184,10 @@ TEST_CASE("fusion without its policies: the search fuses by absorb-producers alo
                                                   "decoder block d_model 4096, S " + std::to_string(s));
     INFO("S " << s << "\n" << without.report.to_string() << "\n" << without.dot);
     CHECK(without.report.kernels <= 10);  // unfused: 83-86
-    if (s == 1) CHECK(without.report.kernels <= with.report.kernels);
+    // (at one token the policies' plan has 5 since SwiGLU is read off the merged gate|up
+    // product, GuidedFocus::wider_through_elementwise: their program computes gate and up
+    // in one row kernel; the rounds alone keep the gate product a kernel of its own)
+    if (s == 1) CHECK(without.report.kernels <= 6);
     CHECK(without.report.estimated_seconds <= 1.01 * with.report.estimated_seconds);
     // Q, K and V as one product over the three weights, RMSNorm its prologue: the merged
     // product is no kernel of the program the rounds extract (three products, each with
@@ -232,8 +235,10 @@ TEST_CASE("fusion without its policies: Q, K and V as one product at one token o
   // weights, which read-views-back gives kernels too, as computed off the program). Then
   // the extractor's group move onto it took, of the attention's nodes as cheap, one still
   // reading Q off its own product. 294 -> 287.6 us on sm_90 (the policies: 282.2), 600.8 ->
-  // 590.7 on gfx90a (581.2).
-  for (const char* t : {"cuda:sm_90", "hip:gfx90a"}) {
+  // 590.7 on gfx90a (581.2, then 576.2: the policies' plan reads SwiGLU off the merged
+  // gate|up product, which the rounds alone do not reach: their program computes the gate
+  // product in a kernel of its own).
+  for (const auto& [t, bound] : {std::pair{"cuda:sm_90", 1.02}, std::pair{"hip:gfx90a", 1.03}}) {
     Graph g;
     test::BlockConfig c = test::BlockConfig::llama_4096();
     c.seq = 1;
@@ -244,7 +249,7 @@ TEST_CASE("fusion without its policies: Q, K and V as one product at one token o
         with_and_without(g, Target::parse(t), o, std::string("decoder block d_model 4096, S 1, ") + t);
     INFO(t << "\n" << without.report.to_string() << "\n" << without.dot);
     CHECK(merged_qkv_with_norm(*without.plan));
-    CHECK(without.report.estimated_seconds <= 1.02 * with.report.estimated_seconds);
+    CHECK(without.report.estimated_seconds <= bound * with.report.estimated_seconds);
   }
 }
 
@@ -293,6 +298,14 @@ TEST_CASE("fusion without its policies: a kernel reads a value the program store
   INFO(without.report.to_string() << "\n" << without.dot);
   CHECK(without.report.kernels <= with.report.kernels);
   CHECK(without.report.estimated_seconds <= with.report.estimated_seconds);
+  // The default compile reaches that plan too (25.2 -> 22.8 us): its program computes gate
+  // and up in one row kernel, SwiGLU in its epilogue, so no class of it is a slice of the
+  // merged gate|up product; guided_focus now looks through SwiGLU for the slices, and
+  // absorb-producers computes SwiGLU off the merged product's slices, which the down
+  // product absorbs (a product with RMSNorm inside, instead of a row kernel that reads the
+  // mean of squares another kernel computed).
+  INFO(with.report.to_string() << "\n" << with.dot);
+  CHECK(with.report.estimated_seconds <= 1.001 * without.report.estimated_seconds);
 }
 
 TEST_CASE("two vector products in one row kernel run right on the CPU and the HIP emulator",
@@ -302,13 +315,17 @@ TEST_CASE("two vector products in one row kernel run right on the CPU and the HI
   // (ir::classify), so absorbing the gate's GEMM into the up GEMM that reads it (SwiGLU in
   // its epilogue) makes one row kernel of both. Without the policies the search now finds
   // it (the d_model 4096 block on the reference target: 7 -> 6 kernels, as with them).
+  // Here gate and up are not merged into one product (matmul-siblings skipped): this small
+  // block's search prefers the merged product with SwiGLU read off its slices (the cpu
+  // 13.6 -> 11.6 us, gfx90a 60.9 -> 41.5), and the row kernel of two products is what
+  // this test runs.
   for (const char* t : {"cpu", "hip:gfx90a+emu"}) {
     Graph g;
     test::BlockConfig c;
     c.seq = 1;
     test::build_model(g, c, 1);
     CompileOptions o = test::unhurried();
-    o.skip_rules = {"fuse-producers"};
+    o.skip_rules = {"fuse-producers", "matmul-siblings"};
     const auto pr = compiler::compile_graph(*g.impl(), Target::parse(t), o);
     INFO(t << "\n" << pr.report.to_string() << "\n" << pr.dot);
     CHECK(std::any_of(pr.plan->steps.begin(), pr.plan->steps.end(), [](const auto& st) {
