@@ -541,14 +541,21 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
 // class -- or of a view or cast of one, or of a class a reshape of which is one -- get
 // variants reading it off the wider product's buffer, so the extraction can move Q, K and
 // V onto the merged product at once. The extractor then weighs it against the three.
+// Where the program reaches a wider product only through elementwise functions of its
+// slices (SwiGLU inside one row kernel of gate and up: PassContext::
+// wider_through_elementwise), its operation also gets a variant computing them inline off
+// the slices (OffProgram::computed_off_wider).
 //
 // The checker applies the pass both to every pair of kernel nodes and, on every other
 // example, as the search does: to the program it extracts after merging sibling products
-// (check_support.cpp), so what it does only for a program is checked too.
+// (check_support.cpp; on half of those after the fusion policies, as the default search
+// extracts it), so what it does only for a program is checked too.
 //
 // Not yet on sharded programs (several ranks): there it changes the tensor-parallel plan
 // of a small decode step (D = 512, 2 ranks: one layer gathers instead of reducing, priced
-// 1.3% cheaper), which no run has measured (tests/dist/tensor_parallel_test.cpp).
+// 1.3% cheaper; tests/dist/tensor_parallel_test.cpp), which no run has measured; on the
+// ~110M decode of bench/dist it changes neither the collectives nor their bytes, and its
+// one kernel fewer measured within the host's spread (2026-12-06).
 // How deep a wider consumer's off-program producers are absorbed into one another.
 constexpr int kMaxOffProgramDepth = 8;
 // How many views and casts lead from a class of the program to a slice of a wider one.
