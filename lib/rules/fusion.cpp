@@ -578,7 +578,7 @@ struct OffProgram {
   std::size_t fresh_from;  ///< node ids from here on were made by the previous sweep
   Variants& todo;
   bool debug;
-  std::unordered_map<Id, std::optional<ir::Variant>> absorbed{}, read_wider{}, computed_wider{};
+  std::unordered_map<Id, std::optional<ir::Variant>> absorbed{}, read_wider{}, computed_wider{}, constants{};
   std::unordered_map<Id, std::vector<Id>> reshaped_as{};  ///< per class, the classes holding a reshape of it
   int elementwise_levels = 0;                             ///< elementwise_off_wider calls in progress
 
@@ -710,6 +710,27 @@ struct OffProgram {
     return slot ? &*slot : nullptr;
   }
 
+  // Substitutes `with(slot class)` into every slot of `v` that `which(slot class)`
+  // accepts (where `with` gives a kernel); each substitution moves the slots, so each pass
+  // starts over (one per slot). Whether any was substituted.
+  template <class Which, class With>
+  bool each_slot(ir::Variant& v, Which which, With with) const {
+    bool any = false;
+    for (bool again = true; again;) {
+      again = false;
+      for (std::size_t slot = 0; slot < v.kids.size() && !again; ++slot) {
+        const Id kc = g.find(v.kids[slot]);
+        if (!which(kc)) continue;
+        if (const ir::Variant* r = with(kc))
+          if (auto nv = ir::substitute(g, v, slot, *r, ctx.max_body_nodes)) {
+            v = std::move(*nv);
+            any = again = true;
+          }
+      }
+    }
+    return any;
+  }
+
   // Class `c` read off a wider product (through_wider), or computed from such reads by
   // an elementwise subtree (elementwise_off_wider) -- never a class the program stores:
   // its readers read it.
@@ -742,33 +763,28 @@ struct OffProgram {
   std::optional<ir::Variant> elementwise_off_wider(Id nd) {
     auto v = ir::lower_node(g, nd);
     if (!v) return std::nullopt;
-    bool reads_wider = false;
-    for (bool again = true; again;) {
-      again = false;
-      for (std::size_t slot = 0; slot < v->kids.size() && !again; ++slot) {
-        const Id kc = g.find(v->kids[slot]);
-        if (wider_classes.count(kc)) continue;  // (read off the wider product already)
-        std::optional<ir::Variant> constant;
-        const ir::Variant* r = computed_off_wider(kc);
-        if (r)
-          reads_wider = true;
-        else if ((constant = constant_kernel(kc, 0)))
-          r = &*constant;
-        else
-          return std::nullopt;
-        auto nv = ir::substitute(g, *v, slot, *r, ctx.max_body_nodes);
-        if (!nv) return std::nullopt;
-        v = std::move(nv);
-        again = true;
-      }
-    }
-    if (!reads_wider || v->spec->kind != ir::KernelKind::Elementwise || ir::is_cheap(*v->spec))
+    const auto wide = [&](Id kc) { return wider_classes.count(kc) > 0; };
+    each_slot(
+        *v, [&](Id kc) { return !wide(kc); },
+        [&](Id kc) {
+          const ir::Variant* r = computed_off_wider(kc);
+          return r ? r : constant_kernel(kc);
+        });
+    // (every slot read off a wider product, and one at least: the constants are inlined)
+    if (v->kids.empty() ||
+        !std::all_of(v->kids.begin(), v->kids.end(), [&](Id k) { return wide(g.find(k)); }) ||
+        v->spec->kind != ir::KernelKind::Elementwise || ir::is_cheap(*v->spec))
       return std::nullopt;
     return v;
   }
 
   // A kernel with no slots computing constant class `c` (a broadcast scalar: SiLU's 1 and
-  // log2(e)), from its constants and views of them.
+  // log2(e)), from its constants and views of them (memoized for the sweep).
+  const ir::Variant* constant_kernel(Id c) {
+    auto [it, fresh] = constants.try_emplace(c);
+    if (fresh) it->second = constant_kernel(c, 0);
+    return it->second ? &*it->second : nullptr;
+  }
   std::optional<ir::Variant> constant_kernel(Id c, int depth) const {
     if (!g.data(c).constant || depth > kMaxViewDepth) return std::nullopt;
     for (Id nd : g.index().nodes(c)) {
@@ -799,24 +815,6 @@ struct OffProgram {
       if (++members > kMaxNodesPerClass) break;
       auto direct = ir::lower_node(g, nd);
       if (!direct || direct->spec->kind == ir::KernelKind::Gather) continue;
-      // Substitutes `with(slot class)` into every slot of `v` that `which(slot class)`
-      // accepts; each substitution moves the slots, so each pass starts over (one per slot).
-      auto each_slot = [&](ir::Variant& v, auto which, auto with) {
-        bool any = false;
-        for (bool again = true; again;) {
-          again = false;
-          for (std::size_t slot = 0; slot < v.kids.size() && !again; ++slot) {
-            const Id kc = g.find(v.kids[slot]);
-            if (!which(kc)) continue;
-            if (const ir::Variant* r = with(kc))
-              if (auto nv = ir::substitute(g, v, slot, *r, ctx.max_body_nodes)) {
-                v = std::move(*nv);
-                any = again = true;
-              }
-          }
-        }
-        return any;
-      };
       const auto wide = [&](Id kc) { return wider_classes.count(kc) > 0; };
       // The operation as it is, reading its operands off the wider product, and (where it
       // also reads classes the program's kernel of `c` computes inside as elementwise
