@@ -228,6 +228,7 @@ SearchSettings make_search_settings(const Target& target, const CompileOptions& 
   // those GEMMs instead). HIP has no BLAS candidate.
   s.ctx.library_gemm = target.kind() == Target::Kind::cpu || target.kind() == Target::Kind::cuda;
   s.world = options.communicator ? options.communicator->size() : 1;
+  s.ctx.target = detail::per_rank_share(std::move(s.ctx.target), s.world);
   s.pass_sets = {"lower_reference", "fusion"};
   if (target.kind() == Target::Kind::cpu) s.pass_sets.push_back("lower_cpu");
   if (target.kind() == Target::Kind::cuda || target.kind() == Target::Kind::hip) s.pass_sets.push_back("schedule_gpu");

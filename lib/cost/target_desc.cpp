@@ -305,6 +305,17 @@ TargetDesc with_fast_math(TargetDesc t) {
   return t;
 }
 
+TargetDesc per_rank_share(TargetDesc t, int ranks) {
+  if (ranks <= 1 || t.warp > 1 || t.link.name != "shm") return t;
+  const double share = 1.0 / ranks;
+  t.compute_units = std::max(1, t.compute_units / ranks);
+  t.peak_flops_f32 *= share;
+  t.peak_flops_f16 *= share;
+  t.mem_bandwidth *= share;
+  t.cache_bandwidth *= share;
+  return t;
+}
+
 TargetDesc describe_gpu_model(std::string_view model) {
   // Boards that share an architecture with the table's row but differ in memory: the
   // H200 is an H100 (sm_90) with 141 GB of HBM3e at 4.8 TB/s.

@@ -91,6 +91,15 @@ struct TargetDesc {
 /// transcendentals (special_function_rate > 0) they are priced as those; else `t`.
 TargetDesc with_fast_math(TargetDesc t);
 
+/// `t` as one of `ranks` processes on one host sees it (a CPU target over the "shm" link):
+/// the ranks share its cores, memory and cache bandwidth, so each has 1/ranks of every
+/// throughput and cores/ranks cores (at least one). Without it a rank's kernels were
+/// priced as if each owned the whole host while collectives were priced as they are: on
+/// tensor_parallel_test's 2-rank decode step every kernel ran about 2x its estimate and
+/// the search took replicated work for collectives it saved (docs/distributed.md).
+/// Other targets and links (one device per rank, or one host per rank), or ranks <= 1: `t`.
+TargetDesc per_rank_share(TargetDesc t, int ranks);
+
 /// The machine this process runs on: cores, vector width (AVX-512, AVX2 or SSE), caches
 /// from sysfs. Peak FLOP/s follows from cores x frequency x lanes x 2 FMA units x 2;
 /// bandwidth is the figure stated for this machine class (a parallel copy reaches about

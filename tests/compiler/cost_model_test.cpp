@@ -40,6 +40,37 @@ TEST_CASE("GPU descriptions carry their published figures; an unknown arch is an
   }
 }
 
+TEST_CASE("a rank of several on one host is priced with its share of the host", "[compiler][cost]") {
+  // Ranks over the shared-memory link are processes of one host: each has 1/ranks of its
+  // cores, FLOP/s and bandwidths. One device (or host) per rank shares nothing.
+  const detail::TargetDesc host = detail::describe_host_cpu();
+  REQUIRE(host.link.name == "shm");
+  for (int ranks : {2, 3, 4}) {
+    INFO("ranks " << ranks);
+    const detail::TargetDesc r = detail::per_rank_share(host, ranks);
+    CHECK(r.compute_units == std::max(1, host.compute_units / ranks));
+    CHECK(r.peak_flops_f32 == Approx(host.peak_flops_f32 / ranks));
+    CHECK(r.peak_flops_f16 == Approx(host.peak_flops_f16 / ranks));
+    CHECK(r.mem_bandwidth == Approx(host.mem_bandwidth / ranks));
+    CHECK(r.cache_bandwidth == Approx(host.cache_bandwidth / ranks));
+    CHECK(r.link.bandwidth == Approx(host.link.bandwidth));  // the link is priced per rank already
+    // A memory-bound kernel takes `ranks` times as long, less its launch.
+    KernelWork w;
+    w.bytes_read = 64e6;
+    w.bytes_written = 64e6;
+    w.parallelism = 1 << 20;
+    CHECK(detail::kernel_seconds(r, w) - r.launch_overhead_s ==
+          Approx(ranks * (detail::kernel_seconds(host, w) - host.launch_overhead_s)).epsilon(0.01));
+  }
+  CHECK(detail::per_rank_share(host, 1).mem_bandwidth == host.mem_bandwidth);
+  detail::TargetDesc apart = host;
+  apart.link = detail::describe_link("ethernet");
+  CHECK(detail::per_rank_share(apart, 2).mem_bandwidth == host.mem_bandwidth);
+  const detail::TargetDesc gpu = detail::describe_gpu("sm_90");
+  CHECK(detail::per_rank_share(gpu, 8).mem_bandwidth == gpu.mem_bandwidth);
+  CHECK(detail::per_rank_share(gpu, 8).compute_units == 132);
+}
+
 TEST_CASE("kernel_seconds is the slower of compute and memory, plus a launch", "[compiler][cost]") {
   detail::TargetDesc t;
   t.compute_units = 1;
