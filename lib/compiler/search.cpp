@@ -418,9 +418,10 @@ SearchResult search_graph(const detail::GraphImpl& graph, const SearchSettings& 
     // keys (docs/compiler.md, "Extraction"). The attention's price comes first.
     dopt.dag_greedy = s.world > 1;
     // Not yet for sharded programs either: on the 2-rank decode step of
-    // tests/dist/tensor_parallel_test.cpp it trades one layer's all_reduce for an
-    // all_gather, priced cheaper and never measured (as absorb-producers did, fusion's
-    // guided round above); Megatron's plan stands until a run decides.
+    // tests/dist/tensor_parallel_test.cpp it adds an all_gather (4 where the plan without
+    // it has 3), priced 2% cheaper and never measured. (Before each rank was priced with
+    // its share of the host, per_rank_share, it traded one layer's all_reduce for an
+    // all_gather, as absorb-producers did then, which measured 9-10% dearer.)
     dopt.fresh_children = s.world == 1;
     const std::vector<ir::Id>& roots = sat->roots;
     auto extract = [&](std::span<const ir::Id> seed = {}) {

@@ -40,6 +40,12 @@ struct Checker {
     // not replace the random programs, it joins them.
     const bool use_example = rule.example && attempt % 2 == 0;
     if (use_example) {
+      // A guided pass also runs on sharded programs (the search's sharding phase first,
+      // prerequisites): one of its own examples in eight over 2 or 3 ranks.
+      if (rule.guided && attempt % 8 == 2) {
+        inst.world = 2 + rng.below(2);
+        inst.g.analysis().set_world(inst.world);
+      }
       auto gi = rule.example(rng.g);
       if (!gi) throw Reject{"no example"};
       load_example(inst, rng, *gi);
@@ -108,6 +114,15 @@ struct Checker {
     if (guided)
       for (const char* name : {"matmul-transpose", "matmul-siblings", "matmul-siblings-3"})
         if (const RuleInfo* sib = reg.find(name)) apply_once(*sib, inst.g, opt.ctx);
+    // Over several ranks the sharding rules before the lowering, as the search's phase
+    // 1b runs them (to saturation; these small examples saturate in a few rounds).
+    if (inst.world > 1 && rule.guided)
+      for (int round = 0; round < 8; ++round) {
+        std::size_t applied = 0;
+        for (const RuleInfo& r : reg.all())
+          if (r.set == "sharding") applied += apply_once(r, inst.g, opt.ctx);
+        if (applied == 0) break;
+      }
     for (const RuleInfo& r : reg.all())
       if (r.set == "lower_reference" && r.pass) apply_once(r, inst.g, opt.ctx);
     // GPU schedules run after fusion in the search: their kernels are fused ones (a GEMM

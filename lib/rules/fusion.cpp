@@ -551,11 +551,13 @@ std::size_t absorb_views(EGraph& g, const PassContext& ctx) {
 // (check_support.cpp; on half of those after the fusion policies, as the default search
 // extracts it), so what it does only for a program is checked too.
 //
-// Not yet on sharded programs (several ranks): there it changes the tensor-parallel plan
-// of a small decode step (D = 512, 2 ranks: one layer gathers instead of reducing, priced
-// 1.3% cheaper; tests/dist/tensor_parallel_test.cpp), which no run has measured; on the
-// ~110M decode of bench/dist it changes neither the collectives nor their bytes, and its
-// one kernel fewer measured within the host's spread (2026-12-06).
+// Sharded programs (several ranks) too. It used to be off there: on tensor_parallel_test's
+// 2-rank decode step (D = 512) it made one layer's attention whole on every rank, no
+// all_reduce and no gathered K/V rows, priced 3% cheaper and measured 9-10% dearer
+// (interleaved in one process). The price was the cost model's: each rank's kernels were
+// priced as if it had the host to itself (per_rank_share, cost/target_desc.hpp); priced
+// as a rank's share, the plan it leads to keeps Megatron's collectives and measured as
+// Megatron's without it, within the host's spread (docs/distributed.md).
 // How deep a wider consumer's off-program producers are absorbed into one another.
 constexpr int kMaxOffProgramDepth = 8;
 // How many views and casts lead from a class of the program to a slice of a wider one.
@@ -934,7 +936,6 @@ void combine_siblings(EGraph& g, const PassContext& ctx,
 }
 
 std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
-  if (g.analysis().world() > 1) return 0;
   constexpr int kSweeps = 3;
   const std::size_t before = g.num_nodes();
   const std::unordered_set<Id> focus(ctx.focus.begin(), ctx.focus.end());
