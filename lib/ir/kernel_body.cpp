@@ -134,7 +134,10 @@ std::vector<uint32_t> row_accumulators(const detail::GraphImpl& b, uint32_t root
       found.push_back(id);
       return;
     }
-    if (is_elementwise(to_op(n.op)))
+    // (A reshape that only inserts or removes unit dims keeps every element's row-major
+    // position: a product's kept unit axis dropped on the way to the root.)
+    if (is_elementwise(to_op(n.op)) ||
+        (n.op == PrimOp::Reshape && unit_reshape_axes(n.shape, b.nodes[n.inputs[0]].shape)))
       for (uint32_t k : n.inputs) walk(k);
   };
   walk(root);
@@ -672,7 +675,69 @@ std::optional<KernelKind> row_reduction(const detail::GraphImpl& b, const std::v
   return KernelKind::Reduction;
 }
 
+// Whether a broadcast larger than one row of the product lies under its matrix operand
+// `e` (through views and elementwise ops): a batch of tokens each times one weight,
+// spelled as products of one row each, reads the weight once per token as rows. A row
+// kernel would read it again for each (the cost model does not charge that re-read), where
+// a GEMM reads it once per tile. A vector broadcast over the rows (a norm's weight) is not.
+bool matrix_broadcast_below(const detail::GraphImpl& b, uint32_t e, const Dim& k) {
+  const auto row = k.as_constant();
+  std::vector<uint32_t> todo{e};
+  std::vector<uint8_t> seen(b.nodes.size(), 0);
+  while (!todo.empty()) {
+    const uint32_t x = todo.back();
+    todo.pop_back();
+    if (seen[x]) continue;
+    seen[x] = 1;
+    const detail::Node& n = b.nodes[x];
+    if (!is_view(to_op(n.op)) && !is_elementwise(to_op(n.op))) continue;
+    if (n.op == PrimOp::Expand && broadcasts(n, b.nodes[n.inputs[0]])) {
+      double elements = 1;
+      for (const Dim& d : b.nodes[n.inputs[0]].shape) {
+        const auto c = d.as_constant();
+        if (!c) return true;
+        elements *= static_cast<double>(*c);
+      }
+      if (!row || elements > static_cast<double>(*row)) return true;
+    }
+    for (uint32_t i : n.inputs) todo.push_back(i);
+  }
+  return false;
+}
 }  // namespace
+
+bool gemm_as_rows(const detail::GraphImpl& b) {
+  const auto& nodes = b.nodes;
+  if (b.outputs.empty()) return false;
+  const uint32_t root = b.outputs.at(0).second;
+  std::vector<uint32_t> reduces;
+  bool contraction = false;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const detail::Node& n = nodes[i];
+    if (n.op == PrimOp::Gather || is_collective(to_op(n.op))) return false;
+    if (n.op != PrimOp::SumReduce && n.op != PrimOp::MaxReduce) continue;
+    reduces.push_back(i);
+    if (is_broadcast_contraction(b, n)) {
+      if (!vector_product(b, n)) return false;
+      const detail::Node& m = b.nodes[n.inputs[0]];
+      const Dim& k = b.nodes[n.inputs[0]].shape[static_cast<size_t>(n.axis)];
+      for (uint32_t e : m.inputs)
+        if (same_dims(b.nodes[b.nodes[e].inputs[0]].shape, b.nodes[e].shape) &&
+            matrix_broadcast_below(b, e, k))
+          return false;
+      contraction = true;
+    }
+  }
+  if (!contraction) return false;
+  std::vector<uint8_t> bad_row(nodes.size(), 0);
+  for (size_t i = root + 1; i-- > 0;) {
+    const detail::Node& n = nodes[i];
+    const bool row_ok = is_elementwise(to_op(n.op)) || n.op == PrimOp::Reshape || n.op == PrimOp::Expand ||
+                        n.op == PrimOp::SumReduce || n.op == PrimOp::MaxReduce;
+    for (uint32_t x : n.inputs) bad_row[x] |= static_cast<uint8_t>(bad_row[i] || !row_ok);
+  }
+  return row_reduction(b, reduces, bad_row).has_value();
+}
 
 std::optional<KernelKind> classify(const detail::GraphImpl& b) {
   const auto& nodes = b.nodes;
@@ -1255,8 +1320,9 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
   // reduction's accumulator is the one its root reaches through elementwise ops).
   {
     const int reductions = count_reductions(spec);
-    // (A row reduction whose root reaches it only through a view -- RMSNorm's
-    // normalization broadcasts its statistic -- has none: the statistic is staged.)
+    // (A row reduction whose root reaches it only through a view other than a reshape of
+    // unit dims -- RMSNorm's normalization broadcasts its statistic -- has none: the
+    // statistic is staged.)
     const std::vector<uint32_t> row = row_accumulators(*spec.body, root);
     int accumulators = attention ? reductions : spec.kind != KernelKind::Elementwise && !row.empty() ? 1 : 0;
     // A GEMM whose root reads its product through reshapes folds them into C's view

@@ -70,6 +70,14 @@ class BodyBuilder {
 ///    softmax, norms), reached from the root through elementwise ops, reshapes, expands.
 std::optional<KernelKind> classify(const detail::GraphImpl& body);
 
+/// Whether `body`, a GEMM (classify), is also a row kernel: its contraction (and any other
+/// reduction) a product of a matrix and a vector -- one operand's expand adds nothing, one
+/// token -- so each output element is one row's dot product, and every reduction shares one
+/// input shape and axis. The same body then runs as KernelKind::Reduction (a row per
+/// thread, warp or block) as well as on a GEMM engine; which is cheaper is the cost model's
+/// (rules/fusion.cpp, gemm-as-rows).
+bool gemm_as_rows(const detail::GraphImpl& body);
+
 /// The direct kernel of math node `node` (slots = its children; Constant/Iota children are
 /// inlined). nullopt for Input/Param/Kernel nodes.
 std::optional<Variant> lower_node(const EGraph& g, Id node);
@@ -209,12 +217,12 @@ std::optional<RowPrologue> row_prologue(const detail::GraphImpl& body, const std
 
 /// The accumulators of a row-reduction kernel (KernelKind::Reduction) whose renderer keeps
 /// several over one walk of the row (kernel::Reduction::more, lower::Options::
-/// row_accumulators): the reductions the root reaches through elementwise ops, in the order
-/// the lowering meets them (the first is the kernel's accumulator), with the first one's
-/// input shape and axis, none under another, at most kMaxRowAccumulators -- SwiGLU's gate
-/// and up products over one normalized x, one launch instead of one per product. Empty when
-/// the root reaches no reduction. The lowering emits them, the cost model charges no kernel
-/// of their own: one predicate for both.
+/// row_accumulators): the reductions the root reaches through elementwise ops and reshapes
+/// of unit dims, in the order the lowering meets them (the first is the kernel's
+/// accumulator), with the first one's input shape and axis, none under another, at most
+/// kMaxRowAccumulators -- SwiGLU's gate and up products over one normalized x, one launch
+/// instead of one per product. Empty when the root reaches no reduction. The lowering emits
+/// them, the cost model charges no kernel of their own: one predicate for both.
 inline constexpr std::size_t kMaxRowAccumulators = 4;  // kernel::kMaxAccumulators
 std::vector<uint32_t> row_accumulators(const detail::GraphImpl& body, uint32_t root);
 

@@ -1082,6 +1082,27 @@ std::size_t gemm_tiles(EGraph& g, const PassContext& ctx) {
       ctx.node_limit, ctx.first_node);
 }
 
+// A GEMM kernel whose products are each a matrix times a vector (one token: a decode
+// step's projections) is also a row kernel, each output element one row's dot product:
+//   kernel[gemm](slots) = kernel[reduction](slots), the same body.
+// Fusion builds a consumer's body where its kernel is (absorb-producers along the
+// program's edges): a decode step's down projection, extracted as a GEMM, absorbs SwiGLU
+// as a GEMM prologue, and nothing offered the row kernel of that body, which the fusion
+// policies build from the product's primitive spelling. The twin lets the extractor
+// choose, as the tile twins do.
+std::size_t gemm_as_rows(EGraph& g, const PassContext& ctx) {
+  return add_kernel_twins(
+      g, ir::KernelKind::Gemm,
+      [](const ir::KernelSpec& spec) {
+        std::vector<std::shared_ptr<ir::KernelSpec>> out;
+        if (!spec.body || !ir::gemm_as_rows(*spec.body)) return out;
+        out.push_back(std::make_shared<ir::KernelSpec>(spec));
+        out.back()->kind = ir::KernelKind::Reduction;
+        return out;
+      },
+      ctx.node_limit, ctx.first_node);
+}
+
 // The forms fusion exists for, on random small shapes (the checker's random programs
 // cover the rest): attention (causal or not, grouped heads), RMSNorm into a linear's
 // prologue, a SwiGLU feed-forward.
@@ -1280,6 +1301,8 @@ RuleSet fusion_rules() {
               }(),
               pass_rule("gemm-tile-configs", gemm_tiles, Exact,
                         "gemm kernel = the same gemm with each of the target's tile configurations"),
+              pass_rule("gemm-as-rows", gemm_as_rows, Exact,
+                        "gemm kernel of matrix-vector products = the same body as a row-reduction kernel"),
               online_softmax_rule(false),
               online_softmax_rule(true),
           }};

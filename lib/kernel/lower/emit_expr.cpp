@@ -2,9 +2,11 @@
 // folded into the index, pads into validity predicates, reductions read from the
 // accumulator or a temporary (see lower_spec.hpp for the scheme).
 #include <cstdlib>
+#include <functional>
 
 #include "graph/natural_exp.hpp"
 #include "ir/kernel_body.hpp"
+#include "ir/unit_reshape.hpp"
 #include "kernel/lower/lowerer.hpp"
 
 namespace luminal::kernel::lower {
@@ -126,6 +128,31 @@ std::vector<Index> Lowerer::reshape_index(uint32_t in, uint32_t out, const std::
     o = o2;
   }
   return r;
+}
+
+std::optional<std::vector<Index>> Lowerer::index_along(uint32_t from, uint32_t target,
+                                                       const std::vector<Index>& idx) {
+  // Depth first; a node the target is not below is not walked twice (a diamond of
+  // elementwise ops, SiLU's x read twice, would double the walk at each).
+  std::vector<uint8_t> dead(body_.nodes.size(), 0);
+  std::function<std::optional<std::vector<Index>>(uint32_t, const std::vector<Index>&)> walk =
+      [&](uint32_t at, const std::vector<Index>& i) -> std::optional<std::vector<Index>> {
+    if (at == target) return i;
+    if (dead[at]) return std::nullopt;
+    const Node& n = body_.nodes[at];
+    std::optional<std::vector<Index>> found;
+    if (n.op == PrimOp::Reshape && ir::unit_reshape_axes(n.shape, body_.nodes[n.inputs[0]].shape)) {
+      std::vector<Index> in = reshape_index(n.inputs[0], at, i);
+      for (auto& x : in) x = simp(x);  // as emit() does
+      found = walk(n.inputs[0], in);
+    } else if (is_computed(n.op)) {
+      for (uint32_t k : n.inputs)
+        if ((found = walk(k, i))) break;
+    }
+    if (!found) dead[at] = 1;
+    return found;
+  };
+  return walk(from, idx);
 }
 
 std::vector<Index> Lowerer::reshape_linear(uint32_t in, uint32_t out, const std::vector<Index>& idx) {

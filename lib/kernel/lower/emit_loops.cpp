@@ -84,9 +84,18 @@ void Lowerer::lower_generic(uint32_t id, int out) {
     // prelude's lm_max propagates it (as max_reduce must), so f32 max stays serial.
     rl.vectorize = !(rn.op == PrimOp::MaxReduce && is_float(rn.dtype));
     red_ir.loops.push_back(rl);
-    std::vector<Index> in_idx = vars;  // the reduction's output index == the root's
-    in_idx.insert(in_idx.begin() + rn.axis, Index::var(rl.var));
-    red_ir.value = emit(rn.inputs[0], in_idx, std::nullopt);
+    // The reduction's output index: the root's, or what it is through the unit-dim
+    // reshapes between them (a product's kept unit axis dropped).
+    auto at = [&](uint32_t reduce) {
+      std::optional<std::vector<Index>> o = index_along(id, reduce, vars);
+      return o ? *o : vars;
+    };
+    auto input_index = [&](uint32_t reduce) {
+      std::vector<Index> in = at(reduce);
+      in.insert(in.begin() + body_.nodes[reduce].axis, Index::var(rl.var));
+      return in;
+    };
+    red_ir.value = emit(rn.inputs[0], input_index(static_cast<uint32_t>(r)), std::nullopt);
     // The root's other reductions over the same row, in the same walk (every value is
     // emitted before any accumulator stands for a reduction: none is under another).
     std::vector<uint32_t> more;
@@ -95,13 +104,13 @@ void Lowerer::lower_generic(uint32_t id, int out) {
     for (uint32_t m : more) {
       const Node& mn = body_.nodes[m];
       red_ir.more.push_back({mn.op == PrimOp::SumReduce ? kernel::ReduceOp::Sum : kernel::ReduceOp::Max,
-                             emit(mn.inputs[0], in_idx, std::nullopt), mn.dtype});
+                             emit(mn.inputs[0], input_index(m), std::nullopt), mn.dtype});
     }
     for (uint32_t m : more)
-      ctx_.more_accs.push_back({static_cast<int>(m), body_.nodes[m].dtype, key(m, vars, std::nullopt)});
+      ctx_.more_accs.push_back({static_cast<int>(m), body_.nodes[m].dtype, key(m, at(m), std::nullopt)});
     ctx_.acc_node = r;
     ctx_.acc_dtype = rn.dtype;
-    ctx_.acc_key = key(static_cast<uint32_t>(r), vars, std::nullopt);
+    ctx_.acc_key = key(static_cast<uint32_t>(r), at(static_cast<uint32_t>(r)), std::nullopt);
     k.kind = kernel::KernelKind::Reduction;
     k.reduce = std::move(red_ir);
   } else {

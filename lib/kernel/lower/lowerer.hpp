@@ -129,6 +129,11 @@ class Lowerer {
 
   // ---------------------------------------------------------------- expressions (emit_expr.cpp)
   std::vector<Index> reshape_index(uint32_t in, uint32_t out, const std::vector<Index>& idx);
+  /// The index emit() reaches body node `target` with from node `from` at `idx`, along
+  /// elementwise ops and reshapes of unit dims (ir::row_accumulators' walk); nullopt if it
+  /// does not.
+  std::optional<std::vector<Index>> index_along(uint32_t from, uint32_t target,
+                                                const std::vector<Index>& idx);
   std::vector<Index> reshape_linear(uint32_t in, uint32_t out, const std::vector<Index>& idx);
   static std::vector<Index> delinearize(Index lin, const std::vector<Index>& dims);
   Expr emit(uint32_t id, const std::vector<Index>& idx, const std::optional<Index>& valid);
