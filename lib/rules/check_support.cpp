@@ -115,7 +115,7 @@ struct Checker {
       for (const char* name : {"matmul-transpose", "matmul-siblings", "matmul-siblings-3"})
         if (const RuleInfo* sib = reg.find(name)) apply_once(*sib, inst.g, opt.ctx);
     // Over several ranks the sharding rules before the lowering, as the search's phase
-    // 1b runs them (to saturation; these small examples saturate in a few rounds).
+    // 1b runs them: until none applies (these small examples stop in a few rounds; at most 8).
     if (inst.world > 1 && rule.guided)
       for (int round = 0; round < 8; ++round) {
         std::size_t applied = 0;
