@@ -18,17 +18,11 @@
 #include <random>
 
 #include "luminal/luminal.hpp"
+#include "rank_main.hpp"
 
 using namespace luminal;
 
 namespace {
-
-// Ranks other than 0 run the same iterations but print nothing.
-class SilentReporter final : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
 
 struct Cfg {
   int64_t d = 768, layers = 12, heads = 12, kv = 4, ffn = 2048, vocab = 32000, cache = 128;
@@ -187,16 +181,4 @@ BENCHMARK(BM_Decode110M)->Unit(benchmark::kMillisecond)->Iterations(30)->Repetit
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  // Under mpirun only rank 0 reports; every rank runs the same iterations.
-  const char* r = std::getenv("OMPI_COMM_WORLD_RANK");
-  if (r && std::atoi(r) != 0) {
-    SilentReporter silent;
-    benchmark::RunSpecifiedBenchmarks(&silent);
-  } else {
-    benchmark::RunSpecifiedBenchmarks();
-  }
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return luminal::bench::run_on_every_rank(argc, argv); }

@@ -9,6 +9,7 @@
 
 #include "backends/hip/hip_module.hpp"
 #include "compiler/translation_models.hpp"
+#include "decode_step_model.hpp"
 #include "dist/on_ranks.hpp"
 #include "luminal/luminal.hpp"
 #include "support/scoped_env.hpp"
@@ -284,39 +285,17 @@ TEST_CASE("a decode step (one token) is sharded too, and equals one process's", 
 
 namespace {
 
-// One decode step of a Llama-style model as examples/llama builds it: one token at
-// position P after P cached tokens, RMSNorm, RoPE, the new K/V rows appended to the
-// layer's cache (concat) and returned as outputs, GQA attention over P + 1 keys, SwiGLU.
-Graph decode_step(int64_t layers) {
-  const int64_t D = 512, H = 8, KV = 4, hd = 64, F = 1536, G = H / KV;
-  Graph g;
-  const Dim P = g.dim("P", 1, 127), T = P + 1;
-  const Tensor pos = slice(arange(T), 0, P, T);
-  Tensor h = g.input("x", {1, D});
-  for (int64_t l = 0; l < layers; ++l) {
-    const std::string ls = std::to_string(l);
-    auto proj = [&](const Tensor& x, const char* w, int64_t out, int64_t in) {
-      return linear(x, g.param(w + ls, {out, in}));
-    };
-    auto heads_major = [&](const Tensor& t) {  // [T, KV, hd] -> [H, T, hd], KV heads repeated
-      return reshape(expand(reshape(permute(t, {1, 0, 2}), {KV, 1, T, hd}), {KV, G, T, hd}), {H, T, hd});
-    };
-    const Tensor x = rms_norm(h, g.param("attn_norm" + ls, {D}));
-    const Tensor q = rope(permute(reshape(proj(x, "wq", H * hd, D), {1, H, hd}), {1, 0, 2}), pos, 10000.f);
-    const Tensor k = permute(
-        rope(permute(reshape(proj(x, "wk", KV * hd, D), {1, KV, hd}), {1, 0, 2}), pos, 10000.f), {1, 0, 2});
-    const Tensor v = reshape(proj(x, "wv", KV * hd, D), {1, KV, hd});
-    g.output("k." + ls, k);
-    g.output("v." + ls, v);
-    const Tensor keys = concat({g.input("k_cache." + ls, {P, KV, hd}), k}, 0);
-    const Tensor values = concat({g.input("v_cache." + ls, {P, KV, hd}), v}, 0);
-    const Tensor a = scaled_dot_product_attention(q, heads_major(keys), heads_major(values), false);
-    h = h + proj(reshape(permute(a, {1, 0, 2}), {1, H * hd}), "wo", D, H * hd);
-    const Tensor y = rms_norm(h, g.param("mlp_norm" + ls, {D}));
-    h = h + proj(silu(proj(y, "wg", F, D)) * proj(y, "wu", F, D), "wd", D, F);
+// Each output of `got` against `want` within rounding relative to that output's scale
+// (a rank sums its block of a contraction, then the ranks are summed: another order).
+void check_outputs_within_scale(const std::map<std::string, HostTensor>& got,
+                                const std::map<std::string, HostTensor>& want) {
+  for (const auto& [name, t] : want) {
+    INFO(name);
+    double scale = 0;
+    for (float v : t.to_f32()) scale = std::max(scale, static_cast<double>(std::abs(v)));
+    CHECK(test::compare_outputs({{name, got.at(name)}}, {{name, t}}, 1e-5 * std::max(scale, 1.0), 1e-4) <=
+          1.0);
   }
-  g.output("y", h);
-  return g;
 }
 
 // "... 2 all_gather, 4 all_reduce; ..." -> 4 for "all_reduce".
@@ -336,7 +315,7 @@ TEST_CASE("a Llama decode step with its KV cache takes Megatron's plan: 2 all_re
   // output: gathered when their projection is split). Two layers: the greedy extraction
   // over tree costs used to gather the second layer's heads and FFN columns instead.
   const int64_t layers = 2;
-  const Graph g = decode_step(layers);
+  const Graph g = test::tp_decode_step(layers);
   const auto data = test::random_inputs(*g.impl(), 21, {{"P", 9}});
   const auto want = run_single(g, data, Target::cpu());
   for (int P : {2, 4}) {
@@ -349,12 +328,9 @@ TEST_CASE("a Llama decode step with its KV cache takes Megatron's plan: 2 all_re
     CHECK(rep.collectives - 2 * layers == count_in_plan(rep.sharding, "all_gather"));
     CHECK(count_in_plan(rep.sharding, "all_gather") <= 2 * layers);
     for (const RankRun& run : runs) {
+      check_outputs_within_scale(run.out, want);
       for (const auto& [name, t] : want) {
         INFO(name);
-        double scale = 0;
-        for (float v : t.to_f32()) scale = std::max(scale, static_cast<double>(std::abs(v)));
-        CHECK(test::compare_outputs({{name, run.out.at(name)}}, {{name, t}}, 1e-5 * std::max(scale, 1.0),
-                                    1e-4) <= 1.0);
         CHECK(std::memcmp(run.out.at(name).data(), runs[0].out.at(name).data(), t.nbytes()) == 0);
       }
     }
@@ -369,7 +345,7 @@ TEST_CASE("sharded programs are fused: the decode step's kernels absorb their pr
   // layer's attention whole on every rank instead, and measured 9-10% dearer:
   // cost/target_desc.hpp, per_rank_share.)
   const int64_t layers = 2;
-  const Graph g = decode_step(layers);
+  const Graph g = test::tp_decode_step(layers);
   const auto data = test::random_inputs(*g.impl(), 23, {{"P", 5}});
   const auto want = run_single(g, data, Target::cpu());
   const auto fused = run_ranks(g, data, 2, Target::cpu());
@@ -380,12 +356,5 @@ TEST_CASE("sharded programs are fused: the decode step's kernels absorb their pr
   CHECK(a.estimated_seconds <= b.estimated_seconds);
   CHECK(count_in_plan(a.sharding, "all_reduce") == 2 * layers);
   CHECK(a.collectives == b.collectives);
-  for (const RankRun& run : fused)
-    for (const auto& [name, t] : want) {
-      INFO(name);
-      double scale = 0;
-      for (float v : t.to_f32()) scale = std::max(scale, static_cast<double>(std::abs(v)));
-      CHECK(test::compare_outputs({{name, run.out.at(name)}}, {{name, t}}, 1e-5 * std::max(scale, 1.0),
-                                  1e-4) <= 1.0);
-    }
+  for (const RankRun& run : fused) check_outputs_within_scale(run.out, want);
 }

@@ -90,27 +90,30 @@ void Lowerer::lower_generic(uint32_t id, int out) {
       std::optional<std::vector<Index>> o = index_along(id, reduce, vars);
       return o ? *o : vars;
     };
-    auto input_index = [&](uint32_t reduce) {
-      std::vector<Index> in = at(reduce);
+    auto input_index = [&](uint32_t reduce, std::vector<Index> in) {
       in.insert(in.begin() + body_.nodes[reduce].axis, Index::var(rl.var));
       return in;
     };
-    red_ir.value = emit(rn.inputs[0], input_index(static_cast<uint32_t>(r)), std::nullopt);
+    const std::vector<Index> r_at = at(static_cast<uint32_t>(r));
+    red_ir.value = emit(rn.inputs[0], input_index(static_cast<uint32_t>(r), r_at), std::nullopt);
     // The root's other reductions over the same row, in the same walk (every value is
     // emitted before any accumulator stands for a reduction: none is under another).
     std::vector<uint32_t> more;
     if (opt_.row_accumulators && id == root_ && spec_.kind == ir::KernelKind::Reduction)
       more.assign(row.plan->accumulators.begin() + 1, row.plan->accumulators.end());
+    std::vector<std::vector<Index>> more_at;
     for (uint32_t m : more) {
       const Node& mn = body_.nodes[m];
+      more_at.push_back(at(m));
       red_ir.more.push_back({mn.op == PrimOp::SumReduce ? kernel::ReduceOp::Sum : kernel::ReduceOp::Max,
-                             emit(mn.inputs[0], input_index(m), std::nullopt), mn.dtype});
+                             emit(mn.inputs[0], input_index(m, more_at.back()), std::nullopt), mn.dtype});
     }
-    for (uint32_t m : more)
-      ctx_.more_accs.push_back({static_cast<int>(m), body_.nodes[m].dtype, key(m, at(m), std::nullopt)});
+    for (size_t i = 0; i < more.size(); ++i)
+      ctx_.more_accs.push_back(
+          {static_cast<int>(more[i]), body_.nodes[more[i]].dtype, key(more[i], more_at[i], std::nullopt)});
     ctx_.acc_node = r;
     ctx_.acc_dtype = rn.dtype;
-    ctx_.acc_key = key(static_cast<uint32_t>(r), at(static_cast<uint32_t>(r)), std::nullopt);
+    ctx_.acc_key = key(static_cast<uint32_t>(r), r_at, std::nullopt);
     k.kind = kernel::KernelKind::Reduction;
     k.reduce = std::move(red_ir);
   } else {
