@@ -274,12 +274,29 @@ std::optional<StoredConcat> concat_tree(const detail::GraphImpl& body, uint32_t 
     }
   }
   if (c.pads.size() < 2 || c.pads.size() > 8) return std::nullopt;
+  for (uint32_t x : c.pads)
+    if (nodes[x].op != PrimOp::Pad || nodes[x].value != 0.0)
+      return std::nullopt;  // +0 or -0: the sum is the piece
+  c.axis = nodes[c.pads[0]].axis;
+  // The add is commutative (and the algebra reorders it): the pieces in the order of
+  // their starts along the axis, each starting where the one before ends.
+  {
+    std::vector<uint32_t> ordered;
+    Dim at(0);
+    for (size_t i = 0; i < c.pads.size(); ++i) {
+      const auto next = std::find_if(c.pads.begin(), c.pads.end(), [&](uint32_t x) {
+        return nodes[x].axis == c.axis && nodes[x].start.same_as(at) &&
+               std::find(ordered.begin(), ordered.end(), x) == ordered.end();
+      });
+      if (next == c.pads.end()) return std::nullopt;
+      ordered.push_back(*next);
+      at = at + nodes[nodes[*next].inputs[0]].shape[static_cast<size_t>(c.axis)];
+    }
+    c.pads = std::move(ordered);
+  }
   Dim end(0);
   for (size_t i = 0; i < c.pads.size(); ++i) {
     const detail::Node& p = nodes[c.pads[i]];
-    if (p.op != PrimOp::Pad || p.value != 0.0) return std::nullopt;  // +0 or -0: the sum is the piece
-    if (i == 0) c.axis = p.axis;
-    if (p.axis != c.axis) return std::nullopt;
     uint32_t below = p.inputs[0];
     while (is_view(to_op(nodes[below].op))) below = nodes[below].inputs[0];
     // An f16/bf16 weight widened to f32: the GEMM converts the segment as it reads it.

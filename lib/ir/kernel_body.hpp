@@ -168,7 +168,7 @@ bool hoists_broadcast(const detail::GraphImpl& body, uint32_t id);
 struct StoredConcat {
   int axis = 0;
   DType stored = DType::f32;   ///< the slots' dtype as stored
-  std::vector<uint32_t> pads;  ///< the pad nodes, in column order
+  std::vector<uint32_t> pads;  ///< the pad nodes, in column order (by start, whatever the add's order)
   std::vector<uint32_t> adds;  ///< the add nodes joining them
 };
 /// Body node `id` as a StoredConcat, or nullopt. A GEMM whose B operand is one reads each
