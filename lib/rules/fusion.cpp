@@ -1013,6 +1013,16 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
         if (k.spec->kind == ir::KernelKind::Gather) continue;
         // (a consumer the program does not compute: a wider kernel, or one made from it)
         const bool off = !focus.empty() && !program_classes.count(c);
+        // A kernel of the program reading every slot it can off the wider products at
+        // once (the attention reading Q, K and V off the merged Q|K|V product: the merged
+        // product pays only once all three readers take it; one slot at a time below).
+        if (sweep == 0 && !wider_classes.empty() && focus.count(nd)) {
+          ir::Variant all = k;
+          if (off_program.each_slot(
+                  all, [&](Id kc) { return !wider_classes.count(kc); },
+                  [&](Id kc) { return off_program.through_wider(kc, 0); }))
+            todo.emplace_back(c, std::move(all));
+        }
         for (std::size_t slot = 0; slot < k.kids.size(); ++slot) {
           const Id kc = g.find(k.kids[slot]);
           // (a kernel of the program reading the slot off the wider product it is a slice
