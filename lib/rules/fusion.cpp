@@ -991,6 +991,21 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
       }
       off_wider.assign(todo.begin() + static_cast<std::ptrdiff_t>(n0), todo.end());
     }
+    // Per wider class, reads off it alone: the algebra spells a merged product more than
+    // one way (the sm_90 block at 128 tokens has several classes of the merged gate|up
+    // product), and a variant reading one slot off each computes them all.
+    std::vector<std::unordered_set<Id>> one_wider;
+    std::vector<OffProgram> off_one_wider;
+    if (sweep == 0) {
+      one_wider.reserve(wider_classes.size());
+      off_one_wider.reserve(wider_classes.size());
+      for (Id w : wider_classes) {
+        one_wider.push_back({w});
+        off_one_wider.push_back(OffProgram{g, ctx, program_classes, one_wider.back(), elementwise_wider,
+                                           sweep, fresh_from, todo, debug});
+        off_one_wider.back().reshaped_as = off_program.reshaped_as;
+      }
+    }
     // The program's kernels absorb those for their slots in the next sweep (its consumers
     // are otherwise only the nodes the previous sweep made): an operation over slices of
     // the merged product pays only once its reader takes it in -- SwiGLU off the merged
@@ -1013,16 +1028,17 @@ std::size_t absorb_producers(EGraph& g, const PassContext& ctx) {
         if (k.spec->kind == ir::KernelKind::Gather) continue;
         // (a consumer the program does not compute: a wider kernel, or one made from it)
         const bool off = !focus.empty() && !program_classes.count(c);
-        // A kernel of the program reading every slot it can off the wider products at
+        // A kernel of the program reading every slot it can off one wider product at
         // once (the attention reading Q, K and V off the merged Q|K|V product: the merged
         // product pays only once all three readers take it; one slot at a time below).
-        if (sweep == 0 && !wider_classes.empty() && focus.count(nd)) {
-          ir::Variant all = k;
-          if (off_program.each_slot(
-                  all, [&](Id kc) { return !wider_classes.count(kc); },
-                  [&](Id kc) { return off_program.through_wider(kc, 0); }))
-            todo.emplace_back(c, std::move(all));
-        }
+        if (sweep == 0 && focus.count(nd))
+          for (OffProgram& one : off_one_wider) {
+            ir::Variant all = k;
+            if (one.each_slot(
+                    all, [&](Id kc) { return !one.wider_classes.count(kc); },
+                    [&](Id kc) { return one.through_wider(kc, 0); }))
+              todo.emplace_back(c, std::move(all));
+          }
         for (std::size_t slot = 0; slot < k.kids.size(); ++slot) {
           const Id kc = g.find(k.kids[slot]);
           // (a kernel of the program reading the slot off the wider product it is a slice
