@@ -418,13 +418,15 @@ Tensor concat_(const std::vector<Tensor>& xs, int axis, const Ctx& c) {
   if (xs.size() == 1) return xs[0];
   Dim total(0);
   for (const auto& t : xs) total = total + t.shape()[static_cast<size_t>(axis)];
-  // Each piece is padded with zeros to the full length at its offset, and the pieces
-  // are summed (or or-ed for booleans): exactly one piece is non-padding at every index.
+  // Each piece is padded to the full length at its offset, and the pieces are summed (or
+  // or-ed for booleans): exactly one piece is non-padding at every index. The padding is
+  // -0, the one value adding which changes nothing (x + -0 = x for every x, -0 and NaN
+  // included; x + +0 turns a piece's -0 into +0, where torch.cat copies it).
   Tensor acc;
   Dim offset(0);
   for (const auto& t : xs) {
     const Dim n = t.shape()[static_cast<size_t>(axis)];
-    Tensor p = prim_pad(t, axis, offset, total - offset - n, 0.0, c.op, c.loc);
+    Tensor p = prim_pad(t, axis, offset, total - offset - n, is_float(t.dtype()) ? -0.0 : 0.0, c.op, c.loc);
     offset = offset + n;
     if (!acc.valid()) {
       acc = p;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
@@ -224,6 +225,61 @@ TEST_CASE("f16 -> f32 is bit-exact on every target, NaN payloads quieted", "[cpu
       INFO("target " << t.to_string() << ", output " << name << ": first differing f16 0x" << std::hex
                      << first);
       CHECK(differ == 0);
+    }
+  }
+}
+
+TEST_CASE("concat copies its pieces bit for bit on every target with -0 too", "[cpu][e2e][backend_ops]") {
+  // torch.cat copies; ours is a sum of padded pieces, exact only with -0 padding (a piece's
+  // -0 plus a +0 padding is +0: concat turned -0 into +0 until 2026-12-07). f32 along
+  // either axis, and f16 pieces (their bits through a widening cast).
+  lm::Graph g;
+  Tensor a = g.input("a", {2, 3}), b = g.input("b", {2, 2}), h = g.input("h", {2, 3}, lm::f16);
+  g.output("cols", lm::concat({a, b, a}, 1));
+  g.output("rows", lm::concat({lm::permute(a, {1, 0}), lm::permute(b, {1, 0})}, 0));
+  g.output("half", lm::cast(lm::concat({h, lm::cast(b, lm::f16)}, 1), lm::f32));
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> av{-0.0f, 1.5f, nan, -inf, 0.0f, -2.0f}, bv{-0.0f, -0.0f, 3.0f, 1e-40f};
+  std::map<std::string, lm::HostTensor> in{{"a", lm::HostTensor::from(av, {2, 3})},
+                                           {"b", lm::HostTensor::from(bv, {2, 2})},
+                                           {"h", lm::HostTensor::from_f32(av, {2, 3}, lm::f16)}};
+  // What torch.cat gives: the pieces' elements, in place.
+  auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  std::vector<float> cols, rows, half;
+  for (int r = 0; r < 2; ++r) {
+    for (int c = 0; c < 3; ++c) cols.push_back(av[static_cast<size_t>(r * 3 + c)]);
+    for (int c = 0; c < 2; ++c) cols.push_back(bv[static_cast<size_t>(r * 2 + c)]);
+    for (int c = 0; c < 3; ++c) cols.push_back(av[static_cast<size_t>(r * 3 + c)]);
+    for (int c = 0; c < 3; ++c) half.push_back(av[static_cast<size_t>(r * 3 + c)]);
+    // (1e-40 is subnormal in f32 and 0 in f16; -0 stays -0)
+    for (int c = 0; c < 2; ++c)
+      half.push_back(bv[static_cast<size_t>(r * 2 + c)] == 1e-40f ? 0.0f
+                                                                  : bv[static_cast<size_t>(r * 2 + c)]);
+  }
+  for (int c = 0; c < 3; ++c)
+    for (int r = 0; r < 2; ++r) rows.push_back(av[static_cast<size_t>(r * 3 + c)]);
+  for (int c = 0; c < 2; ++c)
+    for (int r = 0; r < 2; ++r) rows.push_back(bv[static_cast<size_t>(r * 2 + c)]);
+  const std::map<std::string, std::vector<float>> expect{{"cols", cols}, {"rows", rows}, {"half", half}};
+  for (const lm::Target& t : {lm::Target::reference(), lm::Target::cpu(), lm::Target::parse("cuda:sm_90+emu"),
+                              lm::Target::parse("hip:gfx90a+emu")}) {
+    if (!t.is_available()) {
+      WARN("target " << t.to_string() << " not available; skipped");
+      continue;
+    }
+    auto got = lm::compile(g, t)(in);
+    for (const auto& [name, want] : expect) {
+      const auto v = got.at(name).values<float>();
+      REQUIRE(v.size() == want.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        INFO(t.to_string() << " " << name << " element " << i << ": " << v[i] << " vs " << want[i]);
+        // (NaN: any NaN -- the f16 round trip quiets it)
+        CHECK((std::isnan(want[i]) ? std::isnan(v[i]) : bits(v[i]) == bits(want[i])));
+      }
     }
   }
 }
