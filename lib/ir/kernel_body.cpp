@@ -274,9 +274,12 @@ std::optional<StoredConcat> concat_tree(const detail::GraphImpl& body, uint32_t 
     }
   }
   if (c.pads.size() < 2 || c.pads.size() > 8) return std::nullopt;
+  // Pads of -0 only: x + -0 is x for every x, so each element is its piece's, read where
+  // the piece lies. (Padded with +0 a piece's -0 sums to +0, which a read in place would
+  // not give: ops' concat and matmul-siblings pad with -0.)
   for (uint32_t x : c.pads)
-    if (nodes[x].op != PrimOp::Pad || nodes[x].value != 0.0)
-      return std::nullopt;  // +0 or -0: the sum is the piece
+    if (nodes[x].op != PrimOp::Pad || nodes[x].value != 0.0 || !std::signbit(nodes[x].value))
+      return std::nullopt;
   c.axis = nodes[c.pads[0]].axis;
   // The add is commutative (and the algebra reorders it): the pieces in the order of
   // their starts along the axis, each starting where the one before ends.
