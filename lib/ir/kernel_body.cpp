@@ -281,25 +281,20 @@ std::optional<StoredConcat> concat_tree(const detail::GraphImpl& body, uint32_t 
     if (nodes[x].op != PrimOp::Pad || nodes[x].value != 0.0 || !std::signbit(nodes[x].value))
       return std::nullopt;
   c.axis = nodes[c.pads[0]].axis;
-  // The add is commutative (and the algebra reorders it): the pieces in the order of
-  // their starts along the axis, each starting where the one before ends.
-  {
-    std::vector<uint32_t> ordered;
-    Dim at(0);
-    for (size_t i = 0; i < c.pads.size(); ++i) {
-      const auto next = std::find_if(c.pads.begin(), c.pads.end(), [&](uint32_t x) {
-        return nodes[x].axis == c.axis && nodes[x].start.same_as(at) &&
-               std::find(ordered.begin(), ordered.end(), x) == ordered.end();
-      });
-      if (next == c.pads.end()) return std::nullopt;
-      ordered.push_back(*next);
-      at = at + nodes[nodes[*next].inputs[0]].shape[static_cast<size_t>(c.axis)];
-    }
-    c.pads = std::move(ordered);
-  }
+  const auto ax = static_cast<size_t>(c.axis);
+  // The add is commutative (and the algebra reorders it): the pieces are taken in the
+  // order of their starts along the axis, each starting where the one before ends.
+  const std::vector<uint32_t> leaves = std::move(c.pads);
+  c.pads.clear();
   Dim end(0);
-  for (size_t i = 0; i < c.pads.size(); ++i) {
-    const detail::Node& p = nodes[c.pads[i]];
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const auto next = std::find_if(leaves.begin(), leaves.end(), [&](uint32_t x) {
+      return nodes[x].axis == c.axis && nodes[x].start.same_as(end) &&
+             std::find(c.pads.begin(), c.pads.end(), x) == c.pads.end();
+    });
+    if (next == leaves.end()) return std::nullopt;
+    c.pads.push_back(*next);
+    const detail::Node& p = nodes[*next];
     uint32_t below = p.inputs[0];
     while (is_view(to_op(nodes[below].op))) below = nodes[below].inputs[0];
     // An f16/bf16 weight widened to f32: the GEMM converts the segment as it reads it.
@@ -312,8 +307,6 @@ std::optional<StoredConcat> concat_tree(const detail::GraphImpl& body, uint32_t 
     // One storage type for every piece (the GEMM driver reads one element type).
     if (i == 0) c.stored = nodes[below].dtype;
     if (stored && (nodes[below].op != PrimOp::Input || nodes[below].dtype != c.stored)) return std::nullopt;
-    const auto ax = static_cast<size_t>(c.axis);
-    if (!p.start.same_as(end)) return std::nullopt;
     end = end + nodes[p.inputs[0]].shape[ax];
     if (!(end + p.end).same_as(nodes[id].shape[ax])) return std::nullopt;
   }

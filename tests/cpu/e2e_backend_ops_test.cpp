@@ -4,6 +4,7 @@
 // target; a failure names the op.
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -244,26 +245,21 @@ TEST_CASE("concat copies its pieces bit for bit on every target with -0 too", "[
                                            {"b", lm::HostTensor::from(bv, {2, 2})},
                                            {"h", lm::HostTensor::from_f32(av, {2, 3}, lm::f16)}};
   // What torch.cat gives: the pieces' elements, in place.
-  auto bits = [](float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-  };
+  auto A = [&](int r, int c) { return av[static_cast<size_t>(r * 3 + c)]; };
+  auto B = [&](int r, int c) { return bv[static_cast<size_t>(r * 2 + c)]; };
   std::vector<float> cols, rows, half;
   for (int r = 0; r < 2; ++r) {
-    for (int c = 0; c < 3; ++c) cols.push_back(av[static_cast<size_t>(r * 3 + c)]);
-    for (int c = 0; c < 2; ++c) cols.push_back(bv[static_cast<size_t>(r * 2 + c)]);
-    for (int c = 0; c < 3; ++c) cols.push_back(av[static_cast<size_t>(r * 3 + c)]);
-    for (int c = 0; c < 3; ++c) half.push_back(av[static_cast<size_t>(r * 3 + c)]);
+    for (int c = 0; c < 3; ++c) cols.push_back(A(r, c));
+    for (int c = 0; c < 2; ++c) cols.push_back(B(r, c));
+    for (int c = 0; c < 3; ++c) cols.push_back(A(r, c));
+    for (int c = 0; c < 3; ++c) half.push_back(A(r, c));
     // (1e-40 is subnormal in f32 and 0 in f16; -0 stays -0)
-    for (int c = 0; c < 2; ++c)
-      half.push_back(bv[static_cast<size_t>(r * 2 + c)] == 1e-40f ? 0.0f
-                                                                  : bv[static_cast<size_t>(r * 2 + c)]);
+    for (int c = 0; c < 2; ++c) half.push_back(B(r, c) == 1e-40f ? 0.0f : B(r, c));
   }
   for (int c = 0; c < 3; ++c)
-    for (int r = 0; r < 2; ++r) rows.push_back(av[static_cast<size_t>(r * 3 + c)]);
+    for (int r = 0; r < 2; ++r) rows.push_back(A(r, c));
   for (int c = 0; c < 2; ++c)
-    for (int r = 0; r < 2; ++r) rows.push_back(bv[static_cast<size_t>(r * 2 + c)]);
+    for (int r = 0; r < 2; ++r) rows.push_back(B(r, c));
   const std::map<std::string, std::vector<float>> expect{{"cols", cols}, {"rows", rows}, {"half", half}};
   for (const lm::Target& t : {lm::Target::reference(), lm::Target::cpu(), lm::Target::parse("cuda:sm_90+emu"),
                               lm::Target::parse("hip:gfx90a+emu")}) {
@@ -278,7 +274,8 @@ TEST_CASE("concat copies its pieces bit for bit on every target with -0 too", "[
       for (size_t i = 0; i < v.size(); ++i) {
         INFO(t.to_string() << " " << name << " element " << i << ": " << v[i] << " vs " << want[i]);
         // (NaN: any NaN -- the f16 round trip quiets it)
-        CHECK((std::isnan(want[i]) ? std::isnan(v[i]) : bits(v[i]) == bits(want[i])));
+        CHECK((std::isnan(want[i]) ? std::isnan(v[i])
+                                   : std::bit_cast<uint32_t>(v[i]) == std::bit_cast<uint32_t>(want[i])));
       }
     }
   }
