@@ -43,8 +43,10 @@ struct KernelWork {
   double staged_kernels = 0;
   /// A GEMM whose operand is computed by a row prologue (ir::row_prologue): computing that
   /// operand once -- its flops, transcendentals and the bytes it reads. Every column block
-  /// of the skinny GEMM computes it for its rows.
+  /// of the skinny GEMM computes it for its rows; `prologue_stat`: from a row statistic
+  /// (RMSNorm's), not elementwise.
   double prologue_flops = 0, prologue_transcendentals = 0, prologue_bytes = 0;
+  bool prologue = false, prologue_stat = false;
   double parallelism = 1e9;  // independent output elements (limits core/SM usage)
   /// Which code runs it; the target states each engine's fraction of peak.
   enum class Engine { Loops, GeneratedGemm, LibraryGemm, Attention, Collective } engine = Engine::Loops;

@@ -190,18 +190,24 @@ double skinny_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGe
   if (L.bm < 1 || L.bm > 8 || L.bn < 1 || L.ks < 1 || L.bn * L.ks != 256) return inf;
   const double units = std::max(1, t.compute_units);
   const double bm = static_cast<double>(L.bm), bn = static_cast<double>(L.bn);
-  // A row prologue (KernelWork::prologue_*): the block's A rows in shared memory, f32.
-  const bool prologue = w.prologue_flops + w.prologue_transcendentals > 0;
+  // A row prologue (KernelWork::prologue_*): the block's A rows in shared memory, f32, a
+  // chunk of K at a time.
+  const bool prologue = w.prologue;
+  const double elem = w.half_operands ? 2 : 4;
+  const int64_t step = L.ks * (L.vec > 1 ? static_cast<int64_t>(16 / elem) : 1);
+  const double chunk = prologue ? static_cast<double>(skinny_prologue_chunk(
+                                      L.bm, step, static_cast<int64_t>(std::min(w.gemm_k, 1e15))))
+                                : 0.0;
+  const double chunks = prologue ? std::ceil(w.gemm_k / chunk) : 0.0;
   GpuBlock b;
   b.threads = 256;
   b.registers = static_cast<int>(bm + 48);
-  b.shared_bytes = static_cast<int>(256 * bm * 4 + (prologue ? bm * w.gemm_k * 4 + 128 : 0));
+  b.shared_bytes = static_cast<int>(256 * bm * 4 + bm * chunk * 4 + (w.prologue_stat ? 128 : 0));
   const int resident = resident_blocks(t, b);
   if (resident == 0) return inf;
   const double blocks = std::ceil(w.gemm_m / bm) * std::ceil(w.gemm_n / bn) * std::max(1.0, w.batches);
   const double threads_per_sm = std::min(static_cast<double>(resident), std::ceil(blocks / units)) * 256;
   const double active = std::min(1.0, blocks / units);
-  const double elem = w.half_operands ? 2 : 4;
   // Bytes a thread has in flight per operand row: one element (scalar loads), one 16-byte
   // load, or two (the 128-bit pair loop of a block of few rows).
   const double pair = L.vec > 1 && L.bm <= kSkinnyPairRows ? 2 : 1;
@@ -233,10 +239,10 @@ double skinny_gemm_seconds(const TargetDesc& t, const KernelWork& w, const GpuGe
   // those waits, blocks beyond one wave repeat them.
   const double steps = std::ceil(w.gemm_k / (static_cast<double>(L.ks) * (L.vec > 1 ? pair * 16 / elem : 1)));
   const double waves = std::ceil(blocks / (units * resident));
-  // (A prologue waits for its loads twice a block -- the statistic, then the row -- with
-  // two barriers: from cache.)
+  // (A prologue waits for its loads once a block for the statistic and once a chunk for
+  // the rows, each behind barriers: from cache.)
   const double latency_s =
-      waves * (steps * load_latency(t, bytes) + (prologue ? 2 * 0.4 * t.mem_latency_s : 0));
+      waves * (steps * load_latency(t, bytes) + ((w.prologue_stat ? 1 : 0) + chunks) * 0.4 * t.mem_latency_s);
   // Every FMA reads its A element from L1 (B once per row block): the L1's 128 bytes a
   // cycle per SM (64 per CU on AMD) bound the skinny GEMM well before the FMA lanes when
   // M is not small -- where the tiled GEMMs win.

@@ -9,7 +9,9 @@
 //   {bm, bn, bk, 2, ks, vec}     Skinny: a block computes bm (<= 8) rows x bn columns with
 //                                its 256 threads split ks ways along K (split-K inside the
 //                                block, partials summed through shared memory in a fixed
-//                                order); vec = halves (or floats) per 128-bit load
+//                                order); vec = halves (or floats) per 128-bit load; bk =
+//                                kSkinnyStaged: an operand a row prologue could compute
+//                                (ir::row_prologue) is staged by kernels of its own instead
 //   Fma and Mma take an optional 5th element vec too: 8 for f16/bf16, 4 for f32 = 128-bit
 //   global loads of the tiles' k-contiguous operands (guarded at run time by alignment,
 //   scalar loads otherwise); 1 or absent = scalar loads.
@@ -46,9 +48,24 @@ inline int64_t attention_ranges(int64_t keys) {
 inline constexpr int64_t kSkinnyPairRows = 2;
 
 /// Skinny with a row prologue (kernel::Gemm::a_prologue): the block's A rows, f32 in
-/// shared memory, take at most this many bytes (rows x K x 4); a larger K keeps the
-/// statistic and the operand as kernels of their own.
+/// shared memory, take at most this many bytes (rows x a chunk of K x 4).
 inline constexpr int64_t kSkinnyPrologueBytes = 32 * 1024;
+
+/// Skinny's bk (otherwise unused) asking for a computed A operand to be staged, not
+/// computed by the blocks: at many rows or columns the blocks' recomputation can cost
+/// more than a staged copy, and the cost model weighs both (gpu-gemm-skinny offers both).
+inline constexpr int64_t kSkinnyStaged = 1;
+
+/// The K chunk a skinny GEMM's row prologue computes at a time (gpu_renderer's
+/// gemm_skinny; the cost model sizes its shared memory with it): all of K (`k`; 0 when
+/// symbolic) where the block's `rows` fit kSkinnyPrologueBytes, else the most that fit, a
+/// multiple of twice `step` -- the K positions the block's threads take in one step -- so
+/// each thread takes the K positions one pass over all of K would, in its order.
+inline int64_t skinny_prologue_chunk(int64_t rows, int64_t step, int64_t k) {
+  const int64_t fit = kSkinnyPrologueBytes / 4 / (rows < 1 ? 1 : rows), unit = 2 * (step < 1 ? 1 : step);
+  if (k > 0 && k <= fit) return k;
+  return fit < unit ? unit : fit / unit * unit;
+}
 
 struct GpuGemmLaunch {
   int64_t bm = 64, bn = 64, bk = 16;

@@ -161,9 +161,57 @@ std::vector<uint32_t> row_accumulators(const detail::GraphImpl& b, uint32_t root
   return accs;
 }
 
+std::shared_ptr<const detail::GraphImpl> rows_as_gemm_body(const detail::GraphImpl& b) {
+  const auto& nodes = b.nodes;
+  if (b.outputs.size() != 1) return nullptr;
+  // The one sum over a product with exactly one operand an expand.
+  std::optional<uint32_t> sum;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const PrimOp o = nodes[i].op;
+    if (o == PrimOp::MaxReduce || o == PrimOp::Gather || is_collective(to_op(o))) return nullptr;
+    if (o != PrimOp::SumReduce) continue;
+    if (sum) return nullptr;
+    sum = i;
+  }
+  if (!sum) return nullptr;
+  const detail::Node& mul = nodes[nodes[*sum].inputs[0]];
+  if (mul.op != PrimOp::Mul) return nullptr;
+  const bool e0 = nodes[mul.inputs[0]].op == PrimOp::Expand, e1 = nodes[mul.inputs[1]].op == PrimOp::Expand;
+  if (e0 == e1) return nullptr;
+  const uint32_t bare = mul.inputs[e0 ? 1 : 0];
+  const uint32_t mul_id = nodes[*sum].inputs[0];
+  // Copy, inserting expand(bare) right after `bare` (ids stay topological) and pointing
+  // the product at it.
+  auto out = std::make_shared<detail::GraphImpl>(b);
+  auto& nn = out->nodes;
+  nn.clear();
+  std::vector<uint32_t> map(nodes.size());
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    detail::Node n = nodes[i];
+    for (uint32_t& x : n.inputs) x = map[x];
+    map[i] = static_cast<uint32_t>(nn.size());
+    nn.push_back(std::move(n));
+    if (i == bare) {
+      detail::Node e;
+      e.op = PrimOp::Expand;
+      e.inputs = {map[i]};
+      e.shape = nodes[i].shape;
+      e.dtype = nodes[i].dtype;
+      e.op_name = nodes[i].op_name;
+      e.loc = nodes[i].loc;
+      nn.push_back(std::move(e));
+    }
+  }
+  for (uint32_t& x : nn[map[mul_id]].inputs)
+    if (x == map[bare]) x = map[bare] + 1;
+  for (auto& o : out->outputs) o.second = map[o.second];
+  if (classify(*out) != KernelKind::Gemm || !gemm_as_rows(*out)) return nullptr;
+  return out;
+}
+
 std::optional<RowPrologue> row_prologue(const detail::GraphImpl& b, const std::vector<int64_t>& launch) {
   const detail::GpuGemmLaunch L = detail::GpuGemmLaunch::from(launch);
-  if (L.engine != detail::GpuGemmEngine::Skinny) return std::nullopt;
+  if (L.engine != detail::GpuGemmEngine::Skinny || L.bk == detail::kSkinnyStaged) return std::nullopt;
   const auto& nodes = b.nodes;
   std::optional<uint32_t> top;
   for (uint32_t i = 0; i < nodes.size(); ++i)
@@ -175,8 +223,7 @@ std::optional<RowPrologue> row_prologue(const detail::GraphImpl& b, const std::v
   const detail::Node& sum = nodes[*top];
   const detail::Node& mul = nodes[sum.inputs[0]];
   const auto k = nodes[sum.inputs[0]].shape.at(static_cast<size_t>(sum.axis)).as_constant();
-  const int64_t rows = std::clamp<int64_t>(L.bm, 1, 8);
-  if (!k || *k < 1 || rows * *k * 4 > detail::kSkinnyPrologueBytes) return std::nullopt;
+  if (!k || *k < 1) return std::nullopt;
   // The reductions under each operand (all of them: one below another counts too).
   auto reductions_under = [&](uint32_t from) {
     std::vector<uint32_t> found;
@@ -200,7 +247,28 @@ std::optional<RowPrologue> row_prologue(const detail::GraphImpl& b, const std::v
       return std::nullopt;
     r = RowPrologue{*top, mul.inputs[side], red[0]};
   }
-  return r;
+  if (r) return r;
+  // No statistic: an operand broadcast along the other's columns that computes something,
+  // the smaller one (the other, a weight, is streamed).
+  auto pre_expand = [&](uint32_t side) -> const detail::Node& {
+    const detail::Node& e = nodes[mul.inputs[side]];
+    return e.op == PrimOp::Expand ? nodes[e.inputs[0]] : e;
+  };
+  for (uint32_t side : {0u, 1u}) {
+    const detail::Node& operand = nodes[mul.inputs[side]];
+    if (operand.op != PrimOp::Expand || !broadcasts(operand, nodes[operand.inputs[0]])) continue;
+    if (guessed_numel(pre_expand(side).shape, {}) >= guessed_numel(pre_expand(1 - side).shape, {})) continue;
+    const std::vector<uint8_t> under = nodes_below(b, operand.inputs[0]);
+    bool computes = false, gathers = false;
+    for (uint32_t x = 0; x < nodes.size(); ++x) {
+      if (!under[x]) continue;
+      const PrimOp o = nodes[x].op;
+      gathers = gathers || o == PrimOp::Gather;
+      computes = computes || (!is_leaf(to_op(o)) && !is_view(to_op(o)) && o != PrimOp::Cast);
+    }
+    if (computes && !gathers) return RowPrologue{*top, mul.inputs[side], RowPrologue::kNone};
+  }
+  return std::nullopt;
 }
 
 bool causal_mask(const detail::GraphImpl& b, uint32_t score) {
@@ -1012,9 +1080,11 @@ std::optional<uint32_t> attention_q_operand(const detail::GraphImpl& body, const
 std::vector<int64_t> body_launch_key(const KernelSpec& spec, const LoweringTraits& traits) {
   if (spec.kind == KernelKind::Collective) return spec.launch;  // collective_work reads it whole
   if (traits.gemm_row_prologue && spec.kind == KernelKind::Gemm) {
-    // row_prologue reads the engine and the rows of a tile, clamped to 1..8.
+    // row_prologue reads the engine, the rows of a tile, clamped to 1..8, and whether the
+    // operand is staged.
     const detail::GpuGemmLaunch L = detail::GpuGemmLaunch::from(spec.launch);
-    if (L.engine == detail::GpuGemmEngine::Skinny) return {1, std::clamp<int64_t>(L.bm, 1, 8)};
+    if (L.engine == detail::GpuGemmEngine::Skinny)
+      return {1, std::clamp<int64_t>(L.bm, 1, 8), L.bk == detail::kSkinnyStaged ? 1 : 0};
   }
   return {};
 }
@@ -1118,6 +1188,7 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
                                             ? row_prologue(*spec.body, spec.launch)
                                             : std::nullopt;
   const uint32_t prologue_operand = rp ? rp->operand : UINT32_MAX;
+  const uint32_t prologue_stat = rp ? rp->stat : RowPrologue::kNone;
   // A GEMM operand that is a concat of stored tensors is read in place, segment by
   // segment: no round trip, and its adds are never computed.
   std::vector<uint8_t> free_add(nodes.size(), 0);
@@ -1350,11 +1421,13 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
     }
     if (accumulators == 1 && traits.row_accumulators && spec.kind == KernelKind::Reduction)
       accumulators = static_cast<int>(row.size());
-    w.staged_kernels += reductions - accumulators - (rp ? 1 : 0);
+    w.staged_kernels += reductions - accumulators - (prologue_stat != RowPrologue::kNone ? 1 : 0);
   }
   // What computing the prologue's operand once takes (each column block of the skinny GEMM
   // computes it again for its rows): its arithmetic and the bytes it reads.
   if (rp) {
+    w.prologue = true;
+    w.prologue_stat = prologue_stat != RowPrologue::kNone;
     const std::vector<uint8_t> under = nodes_below(*spec.body, nodes[prologue_operand].inputs[0]);
     for (uint32_t x = 0; x < nodes.size(); ++x) {
       if (!under[x]) continue;

@@ -78,6 +78,14 @@ std::optional<KernelKind> classify(const detail::GraphImpl& body);
 /// (rules/fusion.cpp, gemm-as-rows).
 bool gemm_as_rows(const detail::GraphImpl& body);
 
+/// The other way (rules/schedule_gpu.cpp, gpu-rows-as-gemm): a row-kernel body whose one
+/// reduction is a matrix-vector product, spelled with the matrix as a view of its own --
+/// mul(expand(x), reshape(W)), as the fusion policies build a decode projection -- as the
+/// same body with that operand under an expand that adds nothing (the identity, the
+/// spelling classify reads as a contraction), when the result is a GEMM that gemm_as_rows
+/// accepts. Null otherwise.
+std::shared_ptr<const detail::GraphImpl> rows_as_gemm_body(const detail::GraphImpl& body);
+
 /// The direct kernel of math node `node` (slots = its children; Constant/Iota children are
 /// inlined). nullopt for Input/Param/Kernel nodes.
 std::optional<Variant> lower_node(const EGraph& g, Id node);
@@ -202,16 +210,22 @@ bool segment_views(const detail::GraphImpl& body, uint32_t top, uint32_t bottom)
 
 /// A skinny GEMM's row prologue (kernel::Gemm::a_prologue, lower::Options::gemm_row_prologue):
 /// a GEMM body whose launch is the GPU's few-rows engine (GpuGemmEngine::Skinny), one of
-/// whose contraction's operands is computed from one row statistic -- the body's only
-/// reduction besides the contraction, itself none, with none below it and none under the
-/// other operand (RMSNorm before a projection) -- with K static and the block's rows of A
-/// within kSkinnyPrologueBytes. The lowering computes that operand inside the GEMM, a
-/// statistic and a row per block, instead of a statistic kernel and an operand copy; the
+/// whose contraction's operands is computed inside the GEMM, each block its own rows,
+/// instead of by kernels of its own:
+///  - from one row statistic -- the body's only reduction besides the contraction, itself
+///    none, with none below it and none under the other operand (RMSNorm before a
+///    projection): no statistic kernel, no operand copy;
+///  - or, with no reduction but the contraction, elementwise -- an operand broadcast
+///    along the other's columns (an expand), computing something (an op besides views and
+///    casts; no gather), the smaller of the two (SwiGLU's silu(gate) * up before the down
+///    projection): no operand copy.
+/// The renderer computes it a chunk of K at a time (detail::skinny_prologue_chunk); the
 /// cost model charges neither launch but the blocks' recomputation. One predicate for both.
 struct RowPrologue {
+  static constexpr uint32_t kNone = UINT32_MAX;
   uint32_t contraction = 0;  ///< the GEMM's sum
   uint32_t operand = 0;      ///< the product's input (an expand) holding the prologue
-  uint32_t stat = 0;         ///< the statistic's reduction
+  uint32_t stat = kNone;     ///< the statistic's reduction (kNone: an elementwise prologue)
 };
 std::optional<RowPrologue> row_prologue(const detail::GraphImpl& body, const std::vector<int64_t>& launch);
 

@@ -288,19 +288,22 @@ struct Evaluator {
     std::vector<double> a_rows;
     if (g.a_prologue) {
       const GemmRowPrologue& pr = *g.a_prologue;
-      for (int v : {g.row_var, pr.depth_var, pr.stat.loops.at(0).var})
+      const bool stat = !pr.stat.loops.empty();
+      for (int v : {g.row_var, pr.depth_var, stat ? pr.stat.loops[0].var : 0})
         if (v < 0 || v >= 64) fail("loop variable ids must be in [0, 64)");
       a_rows.resize(static_cast<size_t>(m * kk));
       for (int64_t i = 0; i < m; ++i) {
         vars[static_cast<size_t>(g.row_var)] = i;
-        double st = pr.stat.op == ReduceOp::Sum ? 0.0 : -INFINITY;
-        nest(pr.stat.loops, 0, [&] {
-          const double v = eval(pr.stat.value);
-          st = pr.stat.op == ReduceOp::Sum
-                   ? static_cast<float>(static_cast<float>(st) + static_cast<float>(v))
-                   : ((v > st || v != v) ? v : st);
-        });
-        acc = static_cast<float>(st);
+        if (stat) {
+          double st = pr.stat.op == ReduceOp::Sum ? 0.0 : -INFINITY;
+          nest(pr.stat.loops, 0, [&] {
+            const double v = eval(pr.stat.value);
+            st = pr.stat.op == ReduceOp::Sum
+                     ? static_cast<float>(static_cast<float>(st) + static_cast<float>(v))
+                     : ((v > st || v != v) ? v : st);
+          });
+          acc = static_cast<float>(st);
+        }
         for (int64_t q = 0; q < kk; ++q) {
           vars[static_cast<size_t>(pr.depth_var)] = q;
           a_rows[static_cast<size_t>(i * kk + q)] = static_cast<float>(eval(pr.a));

@@ -580,19 +580,22 @@ void validate(const Program& p) {
         if (g.a_prologue) {
           const GemmRowPrologue& pr = *g.a_prologue;
           if (g.a.buffer != -1) c.fail("a GEMM with a row prologue reads no A buffer");
-          if (pr.stat.loops.size() != 1 || !pr.stat.more.empty())
-            c.fail("a GEMM row prologue's statistic has one loop and one accumulator");
-          if (pr.stat.acc_dtype != DType::f32 || pr.stat.value.dtype() != DType::f32 ||
+          const bool stat = !pr.stat.loops.empty();
+          if (!pr.stat.more.empty() || pr.stat.loops.size() > 1 || stat != pr.stat.value.valid())
+            c.fail("a GEMM row prologue's statistic has one loop and one accumulator, or none of either");
+          if (pr.stat.acc_dtype != DType::f32 || (stat && pr.stat.value.dtype() != DType::f32) ||
               pr.a.dtype() != DType::f32)
             c.fail("a GEMM row prologue is f32");
-          Checker st = c;
-          st.scope.insert(g.row_var);
-          st.loops(pr.stat.loops);
-          st.expr(pr.stat.value, 0);
+          if (stat) {
+            Checker st = c;
+            st.scope.insert(g.row_var);
+            st.loops(pr.stat.loops);
+            st.expr(pr.stat.value, 0);
+          }
           Checker pa = c;
           pa.scope.insert(g.row_var);
           if (!pa.scope.insert(pr.depth_var).second) c.fail("a GEMM row prologue's depth variable is in use");
-          pa.expr(pr.a, 1);
+          pa.expr(pr.a, stat ? 1 : 0);
         }
         // Both operands f32, f16 or bf16 (GPU tensor cores), or an f32 A with an f16/bf16
         // B (a half-precision weight the CPU GEMM converts as it packs).
@@ -852,9 +855,12 @@ std::string to_string(const Program& p) {
         << (g.epilogue.valid() ? g.epilogue.to_string() : "acc") << "\n";
       if (g.a_prologue) {
         const GemmRowPrologue& pr = *g.a_prologue;
-        s << ind << "  A(v" << g.row_var << ", v" << pr.depth_var << ") = " << pr.a.to_string()
-          << ", acc = " << (pr.stat.op == ReduceOp::Sum ? "sum" : "max") << " over v" << pr.stat.loops[0].var
-          << " < " << pr.stat.loops[0].extent.to_string() << " of " << pr.stat.value.to_string() << "\n";
+        s << ind << "  A(v" << g.row_var << ", v" << pr.depth_var << ") = " << pr.a.to_string();
+        if (!pr.stat.loops.empty())
+          s << ", acc = " << (pr.stat.op == ReduceOp::Sum ? "sum" : "max") << " over v"
+            << pr.stat.loops[0].var << " < " << pr.stat.loops[0].extent.to_string() << " of "
+            << pr.stat.value.to_string();
+        s << "\n";
       }
       continue;
     }

@@ -296,10 +296,13 @@ struct GemmSegment {
 ///   stat(i) = stat.op over stat.loops of stat.value   (row_var = i)
 /// and then A(i, p) = `a` at row_var = i, depth_var = p, acc() = stat(i), for p < k --
 /// RMSNorm's mean square and normalization computed by each block for its own rows,
-/// where a statistic kernel and an operand copy would each cost a launch. `stat.value`
-/// and `a` are f32 and may also use the batch variables.
+/// where a statistic kernel and an operand copy would each cost a launch. Without a
+/// statistic (stat.loops empty, stat.value invalid) A(i, p) = `a`, which reads no acc():
+/// an elementwise operand such as SwiGLU's silu(gate) * up before the down projection,
+/// computed once per block instead of by a kernel of its own. `stat.value` and `a` are
+/// f32 and may also use the batch variables.
 struct GemmRowPrologue {
-  Reduction stat;  // one loop; acc_dtype f32
+  Reduction stat;  // one loop (or none: no statistic); acc_dtype f32
   Expr a;
   int depth_var = -1;
 };

@@ -32,6 +32,7 @@
 #include <random>
 #include <vector>
 
+#include "cost/gpu_launch.hpp"
 #include "ir/build.hpp"
 #include "luminal/luminal.hpp"
 #include "ir/kernel_body.hpp"
@@ -155,7 +156,8 @@ std::shared_ptr<detail::GraphImpl> half_gemm_example(std::mt19937_64& rng) {
 // The skinny launches with bm = 8, and for a product of fewer rows also with bm = the
 // smallest power of two that holds them: at M = 1 a block of 8 rows issues 8 FMAs per B
 // element for one useful one (the renderer predicates the rows beyond M off, but they
-// still issue).
+// still issue). Where an operand could be computed by the blocks (ir::row_prologue),
+// each launch also with it staged (detail::kSkinnyStaged).
 std::size_t gpu_gemm_skinny(EGraph& g, const PassContext& ctx) {
   return add_kernel_twins(
       g, ir::KernelKind::Gemm,
@@ -171,7 +173,38 @@ std::size_t gpu_gemm_skinny(EGraph& g, const PassContext& ctx) {
             out.push_back(std::make_shared<ir::KernelSpec>(spec));
             out.back()->launch.assign(l.begin(), l.end());
             out.back()->launch[0] = bm;
+            // An operand the blocks could compute (a row prologue) also staged: which is
+            // cheaper depends on how many blocks repeat it.
+            if (spec.body && ir::row_prologue(*spec.body, out.back()->launch)) {
+              out.push_back(std::make_shared<ir::KernelSpec>(*out.back()));
+              out.back()->launch[2] = detail::kSkinnyStaged;
+            }
           }
+        return out;
+      },
+      ctx.node_limit, ctx.first_node);
+}
+
+// gemm-as-rows' equality read the other way: a row kernel (no launch chosen yet) of a
+// matrix-vector product whose matrix the body reads as a bare view is also the GEMM of
+// the same body with an identity expand over that view (ir::rows_as_gemm_body; classify
+// reads a contraction as a product of two expands):
+//   kernel[reduction](slots) = kernel[gemm](slots).
+// The fusion policies build a decode step's down projection as such a row kernel;
+// absorbing SwiGLU there computes silu once per weight element. The GEMM twin takes the
+// few-rows launches, and with them SwiGLU as a row prologue computed once per block
+// (ir::row_prologue); the extractor weighs both.
+std::size_t gpu_rows_as_gemm(EGraph& g, const PassContext& ctx) {
+  return add_kernel_twins(
+      g, ir::KernelKind::Reduction,
+      [](const ir::KernelSpec& spec) {
+        std::vector<std::shared_ptr<ir::KernelSpec>> out;
+        if (!spec.body) return out;
+        std::shared_ptr<const detail::GraphImpl> body = ir::rows_as_gemm_body(*spec.body);
+        if (!body) return out;
+        out.push_back(std::make_shared<ir::KernelSpec>(spec));
+        out.back()->kind = ir::KernelKind::Gemm;
+        out.back()->body = std::move(body);
         return out;
       },
       ctx.node_limit, ctx.first_node);
@@ -328,6 +361,8 @@ std::size_t gpu_library_gemm(EGraph& g, const PassContext& ctx) {
 RuleSet schedule_gpu_rules() {
   return {"schedule_gpu",
           {
+              pass_rule("gpu-rows-as-gemm", gpu_rows_as_gemm, Exact,
+                        "row kernel of a matrix-vector product = the same body as a gemm kernel"),
               pass_rule("gpu-gemm-tiles", gpu_gemm_tiles, Exact,
                         "gemm kernel = the same gemm launched with each thread-block tile"),
               [] {

@@ -461,6 +461,31 @@ TEST_CASE("a decode step launches no kernel without arithmetic but for its outpu
   CHECK(cheap >= 1);  // the new V row, rounded to f16: an output, computed by one kernel
 }
 
+TEST_CASE("a decode step's down product computes SwiGLU itself", "[gpu][cost][prologue]") {
+  // silu(gate) * up was a kernel of its own (3 us of the step, nearly all launch): the
+  // fusion policies build the down product as a row kernel, whose SwiGLU would cost a silu
+  // per weight element (58.7 M, 95 us), and nothing offered it as a GEMM. gpu-rows-as-gemm
+  // gives that row kernel its GEMM twin; the few-rows GEMM computes SwiGLU once per block
+  // as its row prologue (ir::row_prologue, elementwise), K = 14336 in two chunks.
+  const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
+  Graph g;
+  test::build_decode_block_f16(g, 4096);
+  CompileOptions o;
+  o.compile_only = true;
+  const auto plan = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o).plan;
+  int swiglu = 0;
+  for (const auto& st : plan->steps) {
+    if (st.spec->kind != ir::KernelKind::Gemm) continue;
+    const auto rp = ir::row_prologue(*st.spec->body, st.spec->launch);
+    if (!rp || rp->stat != ir::RowPrologue::kNone) continue;
+    int transcendental = 0;
+    for (const detail::Node& n : st.spec->body->nodes) transcendental += detail::is_transcendental(n.op);
+    swiglu += transcendental > 0;
+  }
+  CHECK(swiglu == 1);
+  CHECK(plan->steps.size() <= 7);
+}
+
 TEST_CASE("an attention's rows are its query rows however its body is spelled", "[gpu][cost]") {
   // The GPU model splits an attention's keys into ranges (flash-decoding) when it has few
   // rows, as the renderer does (emit_attention.cpp: the query rows times the batch

@@ -492,10 +492,13 @@ TEST_CASE("skinny split-K GEMM: a segmented B, each column range read where it l
 
 namespace {
 // Turns the last GEMM of `p` (from add_gemm: A [M x K] row-major at offset 0, one batch
-// point) into one whose A is computed by a row prologue from that buffer, x: with `sum`,
-// RMSNorm's A(i, p) = x[i, p] / sqrt(mean_q x[i, q]^2 + 1e-6) * (1 + p / K); else
-// A(i, p) = x[i, p] - max_q x[i, q]. x stays a program input; B and C are add_gemm's.
-void make_row_prologue(k::Program& p, bool sum) {
+// point) into one whose A is computed by a row prologue from that buffer, x: RMSNorm's
+// A(i, p) = x[i, p] / sqrt(mean_q x[i, q]^2 + 1e-6) * (1 + p / K) (a sum statistic);
+// A(i, p) = x[i, p] - max_q x[i, q] (a max statistic); or, elementwise (no statistic),
+// A(i, p) = x[i, p] * (1 + p / K). x stays a program input; B and C are add_gemm's.
+enum class Prologue { Sum, Max, Elementwise };
+void make_row_prologue(k::Program& p, Prologue kind) {
+  const bool sum = kind == Prologue::Sum;
   k::Gemm& g = *p.kernels.back().gemm;
   const int x = g.a.buffer;
   const k::Index K = g.k;
@@ -506,16 +509,22 @@ void make_row_prologue(k::Program& p, bool sum) {
   };
   k::GemmRowPrologue pr;
   pr.depth_var = 3;
+  const k::Expr scale =
+      k::binary(k::BinaryOp::Add, k::constant(1.0),
+                k::binary(k::BinaryOp::Mul, k::cast(k::index_value(k::Index::var(3)), DType::f32),
+                          k::constant(1.0 / static_cast<double>(*K.as_constant()))));
+  if (kind == Prologue::Elementwise) {
+    pr.a = k::binary(k::BinaryOp::Mul, xv(g.row_var, 3), scale);
+    g.a = k::MatrixView{-1, k::Index(0), k::Index(0), k::Index(0)};
+    g.a_prologue = pr;
+    return;
+  }
   k::Loop l;
   l.var = 4;
   l.extent = K;
   pr.stat.loops = {l};
   pr.stat.op = sum ? k::ReduceOp::Sum : k::ReduceOp::Max;
   pr.stat.value = sum ? k::binary(k::BinaryOp::Mul, xv(g.row_var, 4), xv(g.row_var, 4)) : xv(g.row_var, 4);
-  const k::Expr scale =
-      k::binary(k::BinaryOp::Add, k::constant(1.0),
-                k::binary(k::BinaryOp::Mul, k::cast(k::index_value(k::Index::var(3)), DType::f32),
-                          k::constant(1.0 / static_cast<double>(*K.as_constant()))));
   pr.a =
       sum ? k::binary(
                 k::BinaryOp::Mul,
@@ -535,19 +544,22 @@ void make_row_prologue(k::Program& p, bool sum) {
 
 TEST_CASE("skinny GEMM with a row prologue: each block computes its rows' statistic and A itself",
           "[gpu][emu][skinny][prologue]") {
-  // RMSNorm (a sum statistic) and a max statistic; one to three rows, K a multiple of the
-  // 128-bit step or not (the scalar tail), B f32 or f16 in both layouts and segmented,
+  // RMSNorm (a sum statistic), a max statistic and none (elementwise); one to three rows,
+  // K a multiple of the 128-bit step or not (the scalar tail), and longer than the rows of
+  // shared memory hold (8500 > 8192 f32 a row at one row, 4096 at two: A a chunk of K at a
+  // time, detail::skinny_prologue_chunk), B f32 or f16 in both layouts and segmented,
   // against the evaluator, on wave32 and wave64.
   for (DType dt : {DType::f32, DType::f16}) {
     k::Program p;
     int n = 0;
     for (int64_t M : {1, 3})
-      for (int64_t K : {256, 301})
+      for (int64_t K : {256, 301, 8500})
         for (bool b_kc : {true, false})
-          for (bool sum : {true, false}) {
+          for (Prologue kind : {Prologue::Sum, Prologue::Max, Prologue::Elementwise}) {
+            if (K == 8500 && !b_kc) continue;
             add_gemm(p, std::string("r").append(std::to_string(n++)), dt, M, 45, K, 1,
                      Layout{false, b_kc, 0, 0});
-            make_row_prologue(p, sum);
+            make_row_prologue(p, kind);
           }
     add_gemm(p, "seg", dt, 2, 82, 256, 1, Layout{false, true, 0, 0});
     {
@@ -561,7 +573,7 @@ TEST_CASE("skinny GEMM with a row prologue: each block computes its rows' statis
       }
       g.b = g.b_segments.front().b;
     }
-    make_row_prologue(p, true);
+    make_row_prologue(p, Prologue::Sum);
     k::validate(p);
     for (int64_t bm : {1, 2})
       for (int64_t vec : {1, 8}) {
@@ -569,6 +581,8 @@ TEST_CASE("skinny GEMM with a row prologue: each block computes its rows' statis
         const Emulated e =
             run_and_compare(p, arch_of("cuda:sm_90+emu"), same_launch({bm, 8, 0, 2, 32, vec}), 2e-4, 2e-4);
         CHECK(e.source.find("A computed from its rows in shared memory") != std::string::npos);
+        // K = 8500 runs in chunks: 8192 at one row, 4096 at two.
+        CHECK(e.source.find(bm == 1 ? "8192 of K at a time" : "4096 of K at a time") != std::string::npos);
         CHECK((e.vector_loads > 0) == (vec > 1));
       }
     run_and_compare(p, arch_of("hip:gfx90a+emu"), same_launch({2, 16, 0, 2, 16, 8}), 2e-4, 2e-4);
@@ -576,7 +590,7 @@ TEST_CASE("skinny GEMM with a row prologue: each block computes its rows' statis
   // Only the skinny GEMM takes one.
   k::Program p;
   add_gemm(p, "t", DType::f16, 16, 8, 32, 1, Layout{});
-  make_row_prologue(p, true);
+  make_row_prologue(p, Prologue::Sum);
   CHECK_THROWS_AS(gpu::render_gpu(p, arch_of("cuda:sm_90"), same_launch({32, 32, 32, 1, 8})), InternalError);
 }
 
@@ -749,6 +763,21 @@ TEST_CASE("one token's RMSNorm and f32 projection: one skinny GEMM with a row pr
   CHECK(lowered_kinds(g, "cuda:sm_90") == std::vector<k::KernelKind>{k::KernelKind::Gemm});
   check_graph(g, "RMSNorm + f32 linear at one token");
   check_graph(g, "RMSNorm + f32 linear at one token", {}, "hip:gfx90a+emu");
+}
+
+TEST_CASE("one token's SwiGLU and down projection: one skinny GEMM computing A elementwise",
+          "[gpu][emu][skinny][graph][prologue]") {
+  // silu(gate) * up feeds the product: the few-rows GEMM computes it once per block, a
+  // chunk of K at a time (8300 > 8192 floats of shared memory a row), where a row kernel
+  // would compute silu once per weight element and a staged operand costs a launch. W
+  // (53 MB) does not fit the H100's L2. Against the reference on both emulators.
+  Graph g;
+  Tensor gate = g.input("gate", {1, 8300}, DType::f16), up = g.input("up", {1, 8300}, DType::f16);
+  g.output("y", linear(silu(gate) * up, g.param("w", {3200, 8300}, DType::f16)));
+  CHECK(engine_of(chosen_launch(g, "cuda:sm_90")) == detail::GpuGemmEngine::Skinny);
+  CHECK(lowered_kinds(g, "cuda:sm_90") == std::vector<k::KernelKind>{k::KernelKind::Gemm});
+  check_graph(g, "SwiGLU + down at one token");
+  check_graph(g, "SwiGLU + down at one token", {}, "hip:gfx90a+emu");
 }
 
 TEST_CASE("decode-shaped f16 GEMMs take the skinny split-K path with 128-bit loads", "[gpu][emu][skinny][graph]") {
@@ -924,11 +953,15 @@ TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills",
   }
   // The same with RMSNorm computed by the blocks (Gemm::a_prologue): 16 KB of A in shared memory.
   add_gemm(p, "qkv_norm", DType::f16, 1, 6144, 4096, 1, Layout{false, true, 0, 0});
-  make_row_prologue(p, true);
+  make_row_prologue(p, Prologue::Sum);
+  // A decode step's down product computing its A elementwise (SwiGLU's place), K = 14336
+  // in two chunks of shared memory.
+  add_gemm(p, "down_ew", DType::f16, 1, 4096, 14336, 1, Layout{false, true, 0, 0});
+  make_row_prologue(p, Prologue::Elementwise);
   std::map<std::string, std::vector<int64_t>> launch{
-      {"qkv_norm", {1, 8, 0, 2, 32, 8}}, {"tc128", {128, 128, 32, 1, 8}},  {"tc64", {64, 64, 32, 1, 8}},
-      {"skinny", {8, 16, 0, 2, 16, 8}},  {"skinny1", {1, 8, 0, 2, 32, 8}}, {"skinny2", {2, 16, 0, 2, 16, 8}},
-      {"qkv", {1, 8, 0, 2, 32, 8}}};
+      {"qkv_norm", {1, 8, 0, 2, 32, 8}}, {"down_ew", {1, 8, 0, 2, 32, 8}}, {"tc128", {128, 128, 32, 1, 8}},
+      {"tc64", {64, 64, 32, 1, 8}},      {"skinny", {8, 16, 0, 2, 16, 8}}, {"skinny1", {1, 8, 0, 2, 32, 8}},
+      {"skinny2", {2, 16, 0, 2, 16, 8}}, {"qkv", {1, 8, 0, 2, 32, 8}}};
   // Every ldmatrix + cp.async alternative the rules offer (schedule_gpu.cpp), x @ W^T
   // ([k] contiguous operands) and A @ B (B's rows contiguous: ldmatrix .trans).
   const std::vector<std::vector<int64_t>> rings{
@@ -943,7 +976,7 @@ TEST_CASE("NVRTC: tensor-core, 128-bit and skinny GEMMs compile without spills",
     const gpu::GpuSource src = gpu::render_gpu(p, arch_of((std::string("cuda:") + arch).c_str()),
                                                [&](const k::Kernel& kk) { return launch.at(kk.name); });
     const cuda::CudaModule m = cuda::compile_module(src.device_source(), arch, true);
-    REQUIRE(m.resources.size() == 7 + rings.size());
+    REQUIRE(m.resources.size() == 8 + rings.size());
     const detail::TargetDesc t = detail::describe_gpu(arch);
     for (const auto& r : m.resources) {
       std::printf("%s %s: %d registers, %d B shared, %d B spilled\n", arch, r.name.c_str(), r.registers,

@@ -1428,13 +1428,14 @@ class Writer {
   }
 
   // The skinny GEMM's row prologue (Gemm::a_prologue) for the block's rows lm_i0.. (bm of
-  // them, those below lm_m): each row's statistic by the whole block (a block reduction:
-  // the loop bounds depend on the block only, so its barriers are uniform), then its A
-  // row into lm_ap; a barrier before the K loop reads them.
-  void gemm_row_prologue(std::ostringstream& s, const GemmRowPrologue& pr, int64_t bm, int64_t kst) {
+  // them, those below lm_m), in two parts. First each row's statistic (where the prologue
+  // has one) by the whole block, a block reduction -- the loop bounds depend on the block
+  // only, so its barriers are uniform -- kept by every thread in lm_stv[row].
+  void gemm_prologue_stats(std::ostringstream& s, const GemmRowPrologue& pr, int64_t bm) {
     const Gemm& g = *k_.gemm;
     const bool sum = pr.stat.op == ReduceOp::Sum;
-    s << "      /* A's rows: each row's statistic, then the row, into shared memory */\n";
+    s << "      /* each row's statistic, by the whole block */\n";
+    s << "      float lm_stv[" << bm << "];\n";
     s << "      for (int lm_r = 0; lm_r < " << bm << " && lm_i0 + lm_r < lm_m; ++lm_r) {\n";
     s << "        const int64_t v" << g.row_var << " = lm_i0 + lm_r;\n";
     s << "        float lm_st = " << (sum ? "0.0f" : "lm_u2f(0xff800000u)") << ";\n";
@@ -1447,18 +1448,29 @@ class Writer {
       s << "          lm_st = " << (sum ? "lm_st + " + v : "lm_max(lm_st, " + v + ")") << ";\n";
     }
     s << "        }\n";
-    s << "        lm_st = lm_block_" << (sum ? "sum" : "max") << "_f32(lm_st, lm_red);\n";
-    s << "        for (int64_t lm_q = threadIdx.x; lm_q < " << kst << "; lm_q += " << kThreads << ") {\n";
-    s << "          const int64_t v" << pr.depth_var << " = lm_q;\n";
-    s << "          const float acc = lm_st;\n";
+    s << "        lm_stv[lm_r] = lm_block_" << (sum ? "sum" : "max") << "_f32(lm_st, lm_red);\n";
+    s << "      }\n";
+  }
+
+  // Then, for the K chunk [lm_kc, lm_ke) (at most `chunk` long), each row's A elements
+  // into lm_ap[row][k - lm_kc], between barriers: the one before lets the previous chunk's
+  // readers finish, the one after publishes the chunk.
+  void gemm_prologue_chunk(std::ostringstream& s, const GemmRowPrologue& pr, int64_t bm, int64_t chunk) {
+    const Gemm& g = *k_.gemm;
+    s << "        lm_sync();\n";
+    s << "        for (int lm_r = 0; lm_r < " << bm << " && lm_i0 + lm_r < lm_m; ++lm_r) {\n";
+    s << "          const int64_t v" << g.row_var << " = lm_i0 + lm_r;\n";
+    if (!pr.stat.loops.empty()) s << "          const float acc = lm_stv[lm_r];\n";
+    s << "          for (int64_t lm_q = threadIdx.x; lm_q < lm_ke - lm_kc; lm_q += " << kThreads << ") {\n";
+    s << "            const int64_t v" << pr.depth_var << " = lm_kc + lm_q;\n";
     {
       std::map<const ExprNode*, std::string> memo;
-      const std::string v = value(pr.a, memo, s, "          ");
-      s << "          lm_ap[lm_r * " << kst << " + lm_q] = " << v << ";\n";
+      const std::string v = value(pr.a, memo, s, "            ");
+      s << "            lm_ap[lm_r * " << chunk << " + lm_q] = " << v << ";\n";
     }
+    s << "          }\n";
     s << "        }\n";
-    s << "      }\n";
-    s << "      lm_sync();\n";
+    s << "        lm_sync();\n";
   }
 
   // Decode-shaped GEMMs (M = 1..8, large K; the search's Skinny alternative): a block
@@ -1478,14 +1490,10 @@ class Writer {
       bn = 32;
       ks = 8;
     }
-    // A computed by the block from its rows (Gemm::a_prologue) is f32 in shared memory:
-    // lm_ap[row of the block][k], K static.
+    // A computed by the block from its rows (Gemm::a_prologue) is f32 in shared memory,
+    // a chunk of K at a time: lm_ap[row of the block][k - lm_kc].
     const GemmRowPrologue* pro = g.a_prologue ? &*g.a_prologue : nullptr;
-    const int64_t kst = pro ? g.k.as_constant().value_or(-1) : 0;
-    if (pro && (kst < 0 || bm * kst * 4 > detail::kSkinnyPrologueBytes))
-      throw InternalError(
-          "[gpu] kernel " + k_.name + ": a skinny GEMM's row prologue needs a static K of at most " +
-          std::to_string(detail::kSkinnyPrologueBytes / 4 / bm) + " for " + std::to_string(bm) + " rows");
+    const bool stat = pro && !pro->stat.loops.empty();
     const DType da = pro ? DType::f32 : p_.buffers[static_cast<size_t>(g.a.buffer)].dtype;
     const DType db = p_.buffers[static_cast<size_t>(g.b.buffer)].dtype;
     const bool a_kc = pro || g.a.col_stride.as_constant() == int64_t{1};
@@ -1495,19 +1503,25 @@ class Writer {
     for (const GemmSegment& sg : g.b_segments) b_kc = b_kc && sg.b.row_stride.as_constant() == int64_t{1};
     const bool v128 = L.vec > 1 && a_kc && b_kc && (pro || da == db);
     const int64_t ve = db == DType::f32 ? 4 : 8;  // elements per 128-bit load
+    const int64_t chunk =
+        pro ? detail::skinny_prologue_chunk(bm, ks * (v128 ? ve : 1), g.k.as_constant().value_or(0)) : 0;
+    // The K loop below runs over [lm_kc, lm_ke) with a prologue (a chunk), else all of K.
+    const std::string kb = pro ? "lm_kc + " : "", ke = pro ? "lm_ke" : "lm_k";
     const Index batches = product(k_.loops);
     shape.sync = true;
-    shape.static_shared = static_cast<int>(bm * bn * ks * 4 + (pro ? bm * kst * 4 + 32 * 4 : 0));
+    shape.static_shared = static_cast<int>(bm * bn * ks * 4 + bm * chunk * 4 + (stat ? 32 * 4 : 0));
     shape.min_blocks = 4;
-    shape.schedule = "gemm, skinny: " + std::to_string(bm) + " rows x " + std::to_string(bn) +
-                     " columns a block, K split " + std::to_string(ks) + " ways across its threads" +
-                     (v128 ? ", 128-bit loads" : "") +
-                     (pro ? ", A computed from its rows in shared memory" : "");
+    shape.schedule =
+        "gemm, skinny: " + std::to_string(bm) + " rows x " + std::to_string(bn) +
+        " columns a block, K split " + std::to_string(ks) + " ways across its threads" +
+        (v128 ? ", 128-bit loads" : "") +
+        (pro ? ", A computed from its rows in shared memory, " + std::to_string(chunk) + " of K at a time"
+             : "");
     shape.grid[0] = ceil_div(g.n, bn);
     shape.grid[1] = capped(ceil_div(g.m, bm), 65535);
     shape.grid[2] = capped(batches, 65535);
     auto A = [&](const std::string& r, const std::string& k) {
-      if (pro) return "lm_ap[(" + r + " - lm_i0) * " + std::to_string(kst) + " + (" + k + ")]";
+      if (pro) return "lm_ap[(" + r + " - lm_i0) * " + std::to_string(chunk) + " + (" + k + ") - lm_kc]";
       return operand(g.a.buffer, "lm_oa + (" + r + ") * lm_ra + (" + k + ") * lm_ca");
     };
     // (lm_bp, lm_ob, lm_rb, lm_cb, lm_jc: this thread's column's buffer, view and column
@@ -1535,14 +1549,12 @@ class Writer {
       if (!pro) return unpack(ind, v, out);
       s << ind << "float " << out << "[" << ve << "];\n";
       s << "#pragma unroll\n";
-      s << ind << "for (int e = 0; e < " << ve << "; ++e) " << out << "[e] = lm_ap[i * " << kst << " + " << k0
-        << " + e];\n";
+      s << ind << "for (int e = 0; e < " << ve << "; ++e) " << out << "[e] = lm_ap[i * " << chunk << " + "
+        << k0 << " - lm_kc + e];\n";
     };
     s << "  __shared__ float lm_part[" << bm * bn * ks << "];  /* [row][column][slice] */\n";
-    if (pro) {
-      s << "  __shared__ float lm_ap[" << bm * kst << "];  /* A: [row of the block][k] */\n";
-      s << "  __shared__ float lm_red[32];\n";
-    }
+    if (pro) s << "  __shared__ float lm_ap[" << bm * chunk << "];  /* A: [row of the block][k - lm_kc] */\n";
+    if (stat) s << "  __shared__ float lm_red[32];\n";
     s << "  const int64_t lm_m = " << ix(g.m) << ", lm_n = " << ix(g.n) << ", lm_k = " << ix(g.k)
       << ", lm_batches = " << ix(batches) << ";\n";
     if (b_kc)
@@ -1565,9 +1577,17 @@ class Writer {
         << "; lm_ob = " << ix(sg.b.offset) << "; lm_rb = " << ix(sg.b.row_stride)
         << "; lm_cb = " << ix(sg.b.col_stride) << "; lm_jc = lm_j - " << ix(sg.n0) << "; }\n";
     }
-    if (pro) gemm_row_prologue(s, *pro, bm, kst);
+    if (stat) gemm_prologue_stats(s, *pro, bm);
     s << "      float lm_acc[" << bm << "];\n";
     s << "#pragma unroll\n      for (int i = 0; i < " << bm << "; ++i) lm_acc[i] = 0.0f;\n";
+    // With a prologue, K in chunks (bounds uniform across the block: its barriers are);
+    // a chunk's length is a multiple of the threads' step along K, so each thread takes
+    // the K positions, in the order, that one pass over all of K would.
+    if (pro) {
+      s << "      for (int64_t lm_kc = 0; lm_kc < lm_k; lm_kc += " << chunk << ") {\n";
+      s << "        const int64_t lm_ke = lm_k - lm_kc < " << chunk << " ? lm_k : lm_kc + " << chunk << ";\n";
+      gemm_prologue_chunk(s, *pro, bm, chunk);
+    }
     s << "      if (lm_j < lm_n) {\n";
     auto scalar_k = [&](const std::string& ind, const std::string& start, const std::string& end,
                         const std::string& step) {
@@ -1590,10 +1610,10 @@ class Writer {
       // in flight per operand row), then the FMAs in the steps' order, so the sums are
       // the one-step loop's. (With more rows the pair's registers would spill.)
       const std::string next = std::to_string(ks * ve);
-      s << "          int64_t lm_k0 = (int64_t)lm_s * " << ve << ";\n";
+      s << "          int64_t lm_k0 = " << kb << "(int64_t)lm_s * " << ve << ";\n";
       if (bm <= detail::kSkinnyPairRows) {
-        s << "          for (; lm_k0 + " << next << " + " << ve << " <= lm_k; lm_k0 += " << 2 * ks * ve
-          << ") {\n";
+        s << "          for (; lm_k0 + " << next << " + " << ve << " <= " << ke
+          << "; lm_k0 += " << 2 * ks * ve << ") {\n";
         s << "            const lm_u32x4 lm_vb0 = lm_ld128(lm_bp + lm_ob + lm_jc * lm_cb + lm_k0);\n";
         s << "            const lm_u32x4 lm_vb1 = lm_ld128(lm_bp + lm_ob + lm_jc * lm_cb + lm_k0 + " << next
           << ");\n";
@@ -1622,8 +1642,8 @@ class Writer {
         }
         s << "          }\n";
       }
-      s << "          for (; lm_k0 < lm_k; lm_k0 += " << ks * ve << ") {\n";
-      s << "            if (lm_k0 + " << ve << " <= lm_k) {\n";
+      s << "          for (; lm_k0 < " << ke << "; lm_k0 += " << ks * ve << ") {\n";
+      s << "            if (lm_k0 + " << ve << " <= " << ke << ") {\n";
       s << "              const lm_u32x4 lm_vb = lm_ld128(lm_bp + lm_ob + lm_jc * lm_cb + lm_k0);\n";
       unpack("              ", "lm_vb", "lm_fb");
       s << "#pragma unroll\n";
@@ -1637,16 +1657,17 @@ class Writer {
       s << "                for (int e = 0; e < " << ve << "; ++e) lm_acc[i] = LM_FMA(lm_fa[e], lm_fb[e], lm_acc[i]);\n";
       s << "              }\n";
       s << "            } else {\n";
-      scalar_k("              ", "lm_k0", "lm_k", "1");
+      scalar_k("              ", "lm_k0", ke, "1");
       s << "            }\n";
       s << "          }\n";
       s << "        } else {\n";
-      scalar_k("          ", "lm_s", "lm_k", std::to_string(ks));
+      scalar_k("          ", kb + "lm_s", ke, std::to_string(ks));
       s << "        }\n";
     } else {
-      scalar_k("        ", "lm_s", "lm_k", std::to_string(ks));
+      scalar_k("        ", kb + "lm_s", ke, std::to_string(ks));
     }
     s << "      }\n";
+    if (pro) s << "      }\n";
     s << "#pragma unroll\n";
     s << "      for (int i = 0; i < " << bm << "; ++i) lm_part[(i * " << bn << " + lm_c) * " << ks
       << " + lm_s] = lm_acc[i];\n";

@@ -267,7 +267,7 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
     if (auto r = ir::row_prologue(body_, spec_.launch); r && r->contraction == plan.reduce) rp = r;
   std::vector<std::vector<Index>> stat_at;
   auto emit_operand = [&](uint32_t in) {
-    if (!rp || in != rp->operand) return emit(in, f.idx, std::nullopt);
+    if (!rp || in != rp->operand || rp->stat == ir::RowPrologue::kNone) return emit(in, f.idx, std::nullopt);
     ctx_.acc_node = static_cast<int>(rp->stat);
     ctx_.acc_key.clear();
     ctx_.acc_seen.clear();
@@ -375,7 +375,19 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   // The prologue is A's, its statistic one value per row of A: the same index wherever A
   // reads it, free of the K and N variables, never computed into a buffer of its own.
   std::optional<kernel::GemmRowPrologue> prologue;
-  if (rp) {
+  if (rp && rp->stat == ir::RowPrologue::kNone) {
+    // Elementwise: A's expression as emitted, which must read neither the column variable
+    // nor an accumulator (an operand along the output's columns is B's, not a prologue).
+    if (xin != rp->operand || (n_axis >= 0 && expr_uses_var(X, n_axis)) || X.dtype() != DType::f32 ||
+        speculation_failed()) {
+      retry_without_prologue_ = true;
+      restore();
+      return true;
+    }
+    prologue.emplace();
+    prologue->a = X;
+    prologue->depth_var = static_cast<int>(ax);
+  } else if (rp) {
     bool ok = xin == rp->operand && !stat_at.empty() && !materialized_.count(rp->stat);
     for (const auto& idx : stat_at) {
       ok = ok && key(rp->stat, idx, std::nullopt) == key(rp->stat, stat_at[0], std::nullopt);
