@@ -367,10 +367,12 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   }
 
   // gpu_renderer's attention: a block of 256 threads per query row streaming its keys in
-  // chunks of 256 -- or, for few rows over many keys, per (row, range of keys) with a
-  // merge kernel after (flash-decoding, gpu_launch.hpp). A chunk's scores, block max and
-  // sum are a chain its loads head: each costs a load latency and about 200 cycles of
-  // reductions and barriers, which a block runs one after another.
+  // chunks of 256 -- or, for few rows over many keys, per (row, range of keys), the last
+  // range block of a row merging it (flash-decoding, gpu_launch.hpp): one launch, and
+  // that block's fence, count and reads of the row's states (from L2) after its chunks. A
+  // chunk's scores, block max and sum are a chain its loads head: each costs a load
+  // latency and about 200 cycles of reductions and barriers, which a block runs one after
+  // another.
   if (w.engine == KernelWork::Engine::Attention && w.attention_rows > 0) {
     const double rows = w.attention_rows, keys = std::max(1.0, w.attention_keys);
     const bool split = rows <= kAttentionSplitRows && keys > 2.0 * kAttentionSplitKeys;
@@ -383,8 +385,9 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const double blocks = rows * ranges, resident = std::max(1, t.max_threads_per_unit / 256);
     const double waves = std::ceil(blocks / (units * resident));
     const double chunks = std::ceil(keys / ranges / 256);
-    const double serial_s = waves * chunks * (load_latency(t, bytes) + 200 / kClock);
-    return std::max({compute_s, sfu_s, memory_s, serial_s}) + t.launch_overhead_s * (split ? 2 : 1);
+    const double merge_s = split ? 2 * 0.4 * t.mem_latency_s : 0.0;
+    const double serial_s = waves * chunks * (load_latency(t, bytes) + 200 / kClock) + merge_s;
+    return std::max({compute_s, sfu_s, memory_s, serial_s}) + t.launch_overhead_s;
   }
 
   // Loops (elementwise, gather, reductions): threads over the work.

@@ -58,6 +58,11 @@ BufferAccess buffer_access(const Kernel& k) {
       loads(at.score, a.reads);
       loads(at.epilogue, a.reads);
       a.writes = {at.split ? at.split->partial : at.out.buffer};  // the split's first kernel: the states
+      if (at.split && at.split->counter >= 0) {  // one kernel: counts, and the last blocks write out
+        a.reads.push_back(at.split->counter);
+        a.writes.push_back(at.split->counter);
+        a.writes.push_back(at.out.buffer);
+      }
       break;
     }
   }

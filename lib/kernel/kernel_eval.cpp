@@ -385,8 +385,9 @@ struct Evaluator {
       vars[static_cast<size_t>(a.col_var)] = d;
       write(a.out.buffer, oo + i * ro + d, a.epilogue.valid() ? eval(a.epilogue) : acc);
     };
-    if (a.split && a.split->combine) {
-      // Merge the ranges' states (Attention::Split).
+    // Merge the ranges' states (Attention::Split): the combine kernel, or after the
+    // ranges in a counted split's one kernel (which leaves its counts zero).
+    auto merge = [&] {
       const int64_t splits = ix(attention_splits(a.n));
       for (int64_t i = 0; i < m; ++i) {
         float big = -INFINITY;
@@ -411,6 +412,9 @@ struct Evaluator {
           store(i, d, total != 0.0f ? o : n == 0 ? 0.0f : NAN);
         }
       }
+    };
+    if (a.split && a.split->combine) {
+      merge();
       return;
     }
     // The scores of keys [j0, j1) of row i into s; returns their max (NaN propagates).
@@ -457,6 +461,7 @@ struct Evaluator {
           write(a.split->partial, at + dv, mx);
           write(a.split->partial, at + dv + 1, l);
         }
+      if (a.split->counter >= 0) merge();
       return;
     }
     for (int64_t i = 0; i < m; ++i) {

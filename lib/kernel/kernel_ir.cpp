@@ -525,10 +525,21 @@ std::pair<Kernel, Kernel> make_split_attention(const Kernel& k, int partial) {
   return {std::move(a), std::move(c)};
 }
 
-Index split_attention_partial_elements(const Kernel& k) {
+Kernel make_counted_split_attention(const Kernel& k, int partial, int counter) {
+  Kernel a = k;
+  a.attention->split = Attention::Split{partial, false, counter};
+  a.name = k.name + "_split";
+  return a;
+}
+
+Index split_attention_rows(const Kernel& k) {
   Index rows = k.attention->m;
   for (const Loop& l : k.loops) rows = rows * l.extent;
-  return rows * Index(kAttentionMaxSplits) * (k.attention->dv + Index(2));
+  return rows;
+}
+
+Index split_attention_partial_elements(const Kernel& k) {
+  return split_attention_rows(k) * Index(kAttentionMaxSplits) * (k.attention->dv + Index(2));
 }
 
 std::vector<KeySegment> value_segments(const Attention& a) {
@@ -659,6 +670,12 @@ void validate(const Program& p) {
           c.buffer(a.split->partial);
           if (p.buffers[static_cast<size_t>(a.split->partial)].dtype != DType::f32)
             c.fail("a split attention's partial states are f32");
+          if (a.split->counter >= 0) {
+            c.buffer(a.split->counter);
+            const Buffer& cb = p.buffers[static_cast<size_t>(a.split->counter)];
+            if (a.split->combine || cb.dtype != DType::i32 || cb.role != BufferRole::State)
+              c.fail("a counted split attention is one kernel counting in an i32 state buffer");
+          }
         }
         if (a.v_more.size() + 1 > kMaxKeySegments)
           c.fail("a segmented attention V has at most " + std::to_string(kMaxKeySegments) + " segments");
@@ -792,7 +809,7 @@ std::string to_string(const Program& p) {
   std::ostringstream s;
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const auto& b = p.buffers[i];
-    static const char* roles[] = {"input", "param", "output", "intermediate"};
+    static const char* roles[] = {"input", "param", "output", "intermediate", "state"};
     s << "b" << i << " " << b.name << ": " << dtype_name(b.dtype) << "[" << b.elements.to_string() << "] "
       << roles[static_cast<int>(b.role)] << "\n";
   }

@@ -423,9 +423,15 @@ struct Attention {
   /// exp2((m_r - M) exp2_scale) (0 for m_r = -inf), L = sum l_r w_r, acc = sum_r (l_r w_r /
   /// L) o_r[d] (1 / L taken as 0 when L = 0); then as the unsplit kernel: L = 0 gives NaN
   /// (every key masked) or +0 (no keys), and the epilogue stores acc into `out`.
+  /// With a `counter` (make_counted_split_attention) one kernel does both: the blocks of
+  /// a row's ranges count themselves in counter[batch point * m + row] (i32, zero when
+  /// the kernel starts) once their state is stored, and the last of them merges the row
+  /// as the second kernel would and sets its count back to zero -- one launch instead of
+  /// two (the GPU renderer: a fence, an atomic add, the merge reading the states).
   struct Split {
     int partial = -1;  ///< f32 buffer of rows x kAttentionMaxSplits x (dv + 2)
     bool combine = false;
+    int counter = -1;  ///< i32 buffer of rows (BufferRole::State), or -1: two kernels
   };
   std::optional<Split> split;
 };
@@ -460,12 +466,20 @@ struct Kernel {
 /// partial states in buffer `partial`, which needs split_attention_partial_elements(k)
 /// f32 elements.
 std::pair<Kernel, Kernel> make_split_attention(const Kernel& k, int partial);
+/// The one kernel of attention kernel `k` split over key ranges whose last range block of
+/// each row merges it (Attention::Split::counter): the states in `partial` as above, the
+/// counts in `counter`, an i32 BufferRole::State buffer of split_attention_rows(k).
+Kernel make_counted_split_attention(const Kernel& k, int partial, int counter);
 Index split_attention_partial_elements(const Kernel& k);
+Index split_attention_rows(const Kernel& k);
 
 /// The message of an out-of-range id, shared by every backend and the interpreter.
 std::string gather_id_error(const std::string& op_name, int64_t id, int64_t position, int64_t rows);
 
-enum class BufferRole : uint8_t { Input, Param, Output, Intermediate };
+/// State: zero before a program's first call and left zero by every call (a counted
+/// split attention's counts, which its last blocks reset): the runtimes zero it when
+/// they allocate it, keep it apart from every other buffer, and keep it between calls.
+enum class BufferRole : uint8_t { Input, Param, Output, Intermediate, State };
 
 struct Buffer {
   std::string name;

@@ -168,6 +168,34 @@ TEST_CASE("the device runtime on the host: a decoder block, every kernel launche
   }
 }
 
+TEST_CASE("the device runtime on the host: a split attention's counts are zero at every call",
+          "[gpu][runtime][attention]") {
+  // A decode step's attention over 700 keys: three ranges a row, the last of a row's range
+  // blocks merging it and resetting the row's count (Attention::Split::counter). The runtime
+  // zeroes the count buffer once, when it allocates the binding (device memory is not
+  // zero: the host API fills it with a pattern); every later call, queued or replayed from
+  // the captured graph, must find the counts the previous one left at zero.
+  Graph g;
+  test::build_decode_attention(g, 8, 2, 16);
+  const DimBindings dims{{"past", 700}};
+  for (const char* t : {"cuda:sm_90", "hip:gfx90a"}) {
+    INFO(t);
+    const Target target = Target::parse(t);
+    const auto plan = compiler::compile_graph(*g.impl(), target, {}).plan;
+    for (bool capture : {false, true}) {
+      INFO("captured " << capture);
+      gpu_test::HostDeviceApi api(gpu::arch_for(target).arch, capture);
+      const gpu::DeviceExecutable exe(api, plan, std::make_shared<const detail::GraphImpl>(*g.impl()), target,
+                                      host_build(target));
+      for (uint64_t seed : {3, 4, 5}) {
+        const auto data = test::random_inputs(*g.impl(), seed, dims);
+        const auto want = detail::reference::run(*g.impl(), dims, pointers(data));
+        CHECK(test::compare_outputs(exe.run(dims, pointers(data)), want) <= 1.0);
+      }
+    }
+  }
+}
+
 TEST_CASE("the device runtime on the host: one arena per binding of a dynamic dim", "[gpu][runtime]") {
   Graph g;
   const Dim n = Dim::variable("n", 0, 64);

@@ -67,9 +67,14 @@ class HostDeviceApi final : public luminal::gpu::DeviceApi {
     return kernels_.back().get();
   }
 
+  // Device memory comes uninitialized: filled with a pattern here, so that a runtime
+  // relying on zeroed memory (a state buffer it forgot to clear) gets garbage.
   std::uint64_t alloc(std::size_t bytes) const override {
     ++allocations;
-    return reinterpret_cast<std::uint64_t>(std::aligned_alloc(256, (bytes + 255) / 256 * 256));
+    const std::size_t rounded = (bytes + 255) / 256 * 256;
+    void* p = std::aligned_alloc(256, rounded);
+    if (p) std::memset(p, 0xa5, rounded);
+    return reinterpret_cast<std::uint64_t>(p);
   }
   void free(std::uint64_t ptr) const noexcept override { std::free(reinterpret_cast<void*>(ptr)); }
   void* alloc_pinned(std::size_t bytes) const override { return std::malloc(bytes); }

@@ -77,6 +77,11 @@ ArenaBuffers arena_buffers(const compiler::KernelPlan& p, const LoweredPlan& low
   for (size_t b = nv; b < nb; ++b) {
     ab.in_arena[b] = 1;
     ab.lifetimes[b].first_def = ab.lifetimes[b].last_use = lowered.temp_step[b - nv];
+    // State (a counted split attention's counts): shared with no other buffer.
+    if (prog.buffers[b].role == kernel::BufferRole::State) {
+      ab.lifetimes[b].first_def = 0;
+      ab.lifetimes[b].last_use = end;
+    }
   }
   // Params stored packed (the emulated GPU lowering's): filled before the first step, read
   // by any step after.

@@ -258,6 +258,12 @@ void CpuExecutable::execute(const int64_t* var_values, const std::byte* const* l
   for (size_t v = 0; v < p.leaf_name.size(); ++v)
     if (!p.leaf_name[v].empty())
       ptr[v] = const_cast<std::byte*>(leaf_data[v]);  // kernels never store to leaves
+  // State buffers start every call at zero. The kernels leave them zero, but a pooled
+  // arena may have held another binding's layout (the device runtime zeroes its buffers
+  // once, when it allocates a binding's).
+  for (size_t b = 0; b < prog.buffers.size(); ++b)
+    if (prog.buffers[b].role == kernel::BufferRole::State && ptr[b])
+      std::memset(ptr[b], 0, static_cast<size_t>(lay.elements[b]) * dtype_size(prog.buffers[b].dtype));
   // Params stored packed (kernel::Program::packs, the emulated GPU lowering's): copied
   // into their pack in this call's arena, as the device keeps them resident side by side.
   for (const kernel::ParamPack& pk : prog.packs) {

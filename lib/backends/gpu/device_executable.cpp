@@ -129,7 +129,8 @@ struct DeviceExecutable::Impl {
       slot += es.collective ? 1 : static_cast<size_t>(es.k1 - es.k0);
     }
     for (size_t i = 0; i < nb; ++i) {
-      if (is_leaf(i) || is_output(i)) {
+      // (State -- a counted split attention's counts -- keeps its memory to itself.)
+      if (is_leaf(i) || is_output(i) || prog.buffers[i].role == kernel::BufferRole::State) {
         life[i].first_def = 0;
         life[i].last_use = end;
       }
@@ -141,6 +142,18 @@ struct DeviceExecutable::Impl {
     b->arena = api->alloc(b->arena_bytes);
     b->addr.resize(nb);
     for (size_t i = 0; i < nb; ++i) b->addr[i] = is_resident(i) ? resident[i].addr : b->arena + b->offset[i];
+    // State buffers start at zero; the kernels leave them so after every call.
+    try {
+      for (size_t i = 0; i < nb; ++i)
+        if (prog.buffers[i].role == kernel::BufferRole::State && b->bytes[i] > 0) {
+          const std::vector<std::byte> zero(b->bytes[i]);
+          api->copy_in(b->addr[i], zero.data(), zero.size(), stream);
+          api->synchronize(stream, "zeroing a state buffer");
+        }
+    } catch (...) {
+      api->free(b->arena);
+      throw;
+    }
     b->pinned_at.assign(nb, 0);
     for (size_t i = 0; i < nb; ++i)
       if ((is_leaf(i) && !is_resident(i)) || is_output(i)) {

@@ -375,6 +375,9 @@ LM_DEVICE void lm_atomic_add_f32(float* p, float v) {
     memcpy(&upd, &f, 4);
   } while (!__atomic_compare_exchange_n(u, &old, upd, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
+/* Blocks run on host threads: a sequentially consistent add and fence. */
+LM_DEVICE int32_t lm_atomic_add_i32(int32_t* p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+LM_DEVICE void lm_threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 )LMEMU";
 
 // The warp-wide product, by the layout in gpu_prelude.hpp: every lane posts its

@@ -33,6 +33,10 @@ LM_DEVICE void lm_sync() { __syncthreads(); }
 LM_DEVICE float lm_shfl_xor_f32(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 LM_DEVICE int32_t lm_shfl_xor_i32(int32_t v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 LM_DEVICE void lm_atomic_add_f32(float* p, float v) { atomicAdd(p, v); }
+/* The old value; with lm_threadfence before it, a block's earlier stores are visible to
+   the block that sees the count it leaves (a split attention's last range block). */
+LM_DEVICE int32_t lm_atomic_add_i32(int32_t* p, int32_t v) { return atomicAdd((int*)p, (int)v); }
+LM_DEVICE void lm_threadfence() { __threadfence(); }
 struct alignas(16) lm_u32x4 {
   uint32_t x, y, z, w;
 };
@@ -259,6 +263,10 @@ LM_DEVICE void lm_sync() { __syncthreads(); }
 LM_DEVICE float lm_shfl_xor_f32(float v, int m) { return __shfl_xor(v, m, LM_WARP); }
 LM_DEVICE int32_t lm_shfl_xor_i32(int32_t v, int m) { return __shfl_xor(v, m, LM_WARP); }
 LM_DEVICE void lm_atomic_add_f32(float* p, float v) { atomicAdd(p, v); }
+/* The old value; with lm_threadfence before it, a block's earlier stores are visible to
+   the block that sees the count it leaves (a split attention's last range block). */
+LM_DEVICE int32_t lm_atomic_add_i32(int32_t* p, int32_t v) { return atomicAdd((int*)p, (int)v); }
+LM_DEVICE void lm_threadfence() { __threadfence(); }
 struct alignas(16) lm_u32x4 {
   uint32_t x, y, z, w;
 };

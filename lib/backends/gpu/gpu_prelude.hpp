@@ -2,7 +2,8 @@
 //  * the dialect part (device_prelude): integer types, qualifiers, and the device
 //    definitions of our helpers -- lm_sync (block barrier), lm_shfl_xor_f32/_i32 (warp
 //    butterfly exchange, full mask), lm_mma_m16n8k16_f16/_bf16 (tensor-core product),
-//    lm_atomic_add_f32. The emulation header (emu_header.hpp) defines the same helpers for
+//    lm_atomic_add_f32, lm_atomic_add_i32 (returns the old value) and lm_threadfence
+//    (device-wide store ordering). The emulation header (emu_header.hpp) defines the same helpers for
 //    the host. Generated kernels use warp, tensor-core and barrier operations ONLY through
 //    these helpers, and only in uniform control flow (every thread of the block, or of
 //    the warp, reaches the same helper call), so the emulator can run them exactly;

@@ -769,7 +769,10 @@ class Writer {
     shape.schedule = "attention, a block per query row, keys streamed " + std::to_string(kThreads) +
                      " at a time (a warp per key's dot, online softmax)";
     shape.grid[0] = capped(batches * a.m * (split ? attention_splits(a.n) : Index(1)), int64_t{1} << 20);
-    if (split) shape.schedule += ", keys in ranges (flash-decoding)";
+    if (split)
+      shape.schedule += a.split->counter >= 0
+                            ? ", keys in ranges (flash-decoding), the last range block merging"
+                            : ", keys in ranges (flash-decoding)";
     // q cached in shared memory when its depth is a known, modest size.
     const std::optional<int64_t> dk_const = a.dk.as_constant();
     const bool q_cached = dk_const && *dk_const > 0 && *dk_const <= kMaxCachedDepth;
@@ -786,6 +789,7 @@ class Writer {
     s << "  __shared__ float lm_e[" << kThreads << "];\n";
     s << "  __shared__ float lm_part[" << kThreads / arch_.warp << "];\n";
     if (q_cached) s << "  __shared__ float lm_qs[" << *dk_const << "];\n";
+    if (split && a.split->counter >= 0) s << "  __shared__ int lm_last;\n";
     s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ", lm_dk = " << ix(a.dk)
       << ", lm_dv = " << ix(a.dv) << ", lm_batches = " << ix(batches) << ";\n";
     s << "  const float lm_c = " << float_literal(a.exp2_scale) << ";\n";
@@ -923,7 +927,24 @@ class Writer {
       s << "      if (lm_d0 == 0 && threadIdx.x == 0) {\n";
       s << "        lm_st[lm_dv] = lm_mx;\n";
       s << "        lm_st[lm_dv + 1] = lm_l;\n";
-      s << "      }\n    }\n  }\n";
+      s << "      }\n    }\n";
+      if (a.split->counter >= 0) {
+        // Counted: the block's state stored and fenced, one thread counts it; the block
+        // that completes the row's count merges it and leaves the count zero for the
+        // next call. (The barriers stay uniform: lm_last is the block's.)
+        const std::string cnt = "b" + std::to_string(a.split->counter) + "[lm_t]";
+        s << "    lm_threadfence();\n";
+        s << "    lm_sync();\n";
+        s << "    if (threadIdx.x == 0) lm_last = lm_atomic_add_i32(&" << cnt << ", 1) == lm_ranges - 1;\n";
+        s << "    lm_sync();\n";
+        s << "    if (lm_last) {\n";
+        s << "      lm_threadfence();\n";
+        attention_merge_row(s, "      ", true, i, d);
+        s << "      if (threadIdx.x == 0) " << cnt << " = 0;\n";
+        s << "    }\n";
+        s << "    lm_sync();\n";
+      }
+      s << "  }\n";
       return;
     }
     s << "      if (" << d << " < lm_dv) {\n";
@@ -966,29 +987,40 @@ class Writer {
     s << "    const int64_t " << i << " = lm_t % lm_m;\n";
     delinearize(s, "    ", k_.loops, "lm_t / lm_m");
     s << "    const int64_t lm_oo = " << ix(a.out.offset) << ", lm_ro = " << ix(a.out.row_stride) << ";\n";
-    s << "    const float* lm_st = b" << a.split->partial << " + lm_t * " << kAttentionMaxSplits
-      << " * (lm_dv + 2);\n";
-    s << "    float lm_big = lm_ninf;\n";
-    s << "    for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg) {\n";
-    s << "      const float lm_mr = lm_st[lm_rg * (lm_dv + 2) + lm_dv];\n";
-    s << "      lm_big = (lm_mr > lm_big || lm_mr != lm_mr) ? lm_mr : lm_big;\n";
-    s << "    }\n";
+    attention_merge_row(s, "    ", false, i, d);
+    s << "  }\n";
+  }
+
+  // Row lm_t's merge of its ranges' states (Attention::Split), writing the output's row
+  // `i` (columns `d`, over the block's threads): the combine kernel's body, and a counted
+  // split's last range block's, which reads the states other blocks stored through
+  // volatile loads (never an L1 line of this SM's).
+  void attention_merge_row(std::ostringstream& s, const std::string& ind, bool from_other_blocks,
+                           const std::string& i, const std::string& d) {
+    const Attention& a = *k_.attention;
+    s << ind << "const " << (from_other_blocks ? "volatile " : "") << "float* lm_st = b" << a.split->partial
+      << " + lm_t * " << kAttentionMaxSplits << " * (lm_dv + 2);\n";
+    s << ind << "float lm_big = lm_ninf;\n";
+    s << ind << "for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg) {\n";
+    s << ind << "  const float lm_mr = lm_st[lm_rg * (lm_dv + 2) + lm_dv];\n";
+    s << ind << "  lm_big = (lm_mr > lm_big || lm_mr != lm_mr) ? lm_mr : lm_big;\n";
+    s << ind << "}\n";
     // A range's weight l_r exp2((m_r - M) c): 0 for a range with nothing visible.
     const std::string w =
         "(lm_st[lm_rg * (lm_dv + 2) + lm_dv + 1] * (lm_st[lm_rg * (lm_dv + 2) + lm_dv] == lm_ninf "
         "? 0.0f : " +
         exp2_of("(lm_st[lm_rg * (lm_dv + 2) + lm_dv] - lm_big) * lm_c") + "))";
-    s << "    float lm_tot = 0.0f;\n";
-    s << "    for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg) lm_tot = lm_tot + " << w << ";\n";
-    s << "    const float lm_f = lm_tot == 0.0f ? 0.0f : 1.0f / lm_tot;\n";
-    s << "    for (int64_t " << d << " = threadIdx.x; " << d << " < lm_dv; " << d << " += " << kThreads
+    s << ind << "float lm_tot = 0.0f;\n";
+    s << ind << "for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg) lm_tot = lm_tot + " << w << ";\n";
+    s << ind << "const float lm_f = lm_tot == 0.0f ? 0.0f : 1.0f / lm_tot;\n";
+    s << ind << "for (int64_t " << d << " = threadIdx.x; " << d << " < lm_dv; " << d << " += " << kThreads
       << ") {\n";
-    s << "      float lm_o = 0.0f;\n";
-    s << "      for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg)\n";
-    s << "        lm_o = lm_o + (" << w << " * lm_f) * lm_st[lm_rg * (lm_dv + 2) + " << d << "];\n";
+    s << ind << "  float lm_o = 0.0f;\n";
+    s << ind << "  for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg)\n";
+    s << ind << "    lm_o = lm_o + (" << w << " * lm_f) * lm_st[lm_rg * (lm_dv + 2) + " << d << "];\n";
     // L = 0: every key masked (NaN, as the body) or no keys (+0).
-    attention_store(s, "      ", "lm_tot", i, d);
-    s << "    }\n  }\n";
+    attention_store(s, ind + "  ", "lm_tot", i, d);
+    s << ind << "}\n";
   }
 
   // A GEMM operand element as f32 (half operands decoded).

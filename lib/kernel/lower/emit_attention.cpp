@@ -430,9 +430,17 @@ bool Lowerer::try_attention(int result) {
     b.elements = kernel::split_attention_partial_elements(k);
     b.role = kernel::BufferRole::Intermediate;
     prog_.buffers.push_back(b);
-    auto [partial, combine] = kernel::make_split_attention(k, static_cast<int>(prog_.buffers.size() - 1));
-    kernels.push_back(std::move(partial));
-    kernels.push_back(std::move(combine));
+    const int partial = static_cast<int>(prog_.buffers.size() - 1);
+    // One kernel: the last range block of each row merges it, counting in a state buffer
+    // the runtime keeps zero between calls (Attention::Split::counter).
+    kernel::Buffer c;
+    c.name = name_ + "_t" + std::to_string(prog_.buffers.size());
+    c.dtype = DType::i32;
+    c.elements = kernel::split_attention_rows(k);
+    c.role = kernel::BufferRole::State;
+    prog_.buffers.push_back(c);
+    kernels.push_back(
+        kernel::make_counted_split_attention(k, partial, static_cast<int>(prog_.buffers.size() - 1)));
     ctx_ = std::move(saved);
     return true;
   }
