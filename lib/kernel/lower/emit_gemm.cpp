@@ -278,6 +278,7 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
     ctx_.memo.clear();  // (its expressions hold acc(): nothing else may reuse them)
     return e;
   };
+  const size_t materialized_before = materialized_.size();
   Expr x = emit_operand(mul.inputs[0]);
   Expr y = emit_operand(mul.inputs[1]);
   if (speculation_failed()) {
@@ -376,10 +377,11 @@ bool Lowerer::emit_gemm(const GemmBody& plan, int result) {
   // reads it, free of the K and N variables, never computed into a buffer of its own.
   std::optional<kernel::GemmRowPrologue> prologue;
   if (rp && rp->stat == ir::RowPrologue::kNone) {
-    // Elementwise: A's expression as emitted, which must read neither the column variable
-    // nor an accumulator (an operand along the output's columns is B's, not a prologue).
+    // Elementwise: A's expression as emitted, which must not read the column variable (an
+    // operand along the output's columns is B's, not a prologue) nor anything the emission
+    // staged into a kernel of its own (priced as none: the staged twin prices those).
     if (xin != rp->operand || (n_axis >= 0 && expr_uses_var(X, n_axis)) || X.dtype() != DType::f32 ||
-        speculation_failed()) {
+        materialized_.size() != materialized_before || speculation_failed()) {
       retry_without_prologue_ = true;
       restore();
       return true;
