@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "backends/cpu/cpu_program.hpp"
 #include "backends/gpu/emu_header.hpp"
@@ -775,6 +776,36 @@ TEST_CASE("a decode step's attention takes flash-decoding's key ranges, equal to
     }
   }
   std::filesystem::remove(dump);
+}
+
+TEST_CASE("two equal split attentions count in buffers of their own", "[gpu][emu][attention][graph]") {
+  // Two attentions of one spec: the second step's kernels are the first's copied onto its
+  // buffers (cpu::lower_plan's repeated steps), its count buffer included -- each its own
+  // state buffer, and the results the interpreter's.
+  Graph g;
+  const Dim P = g.dim("P", 1, 2048);
+  Tensor k = g.input("k", {4, P, 16}), v = g.input("v", {4, P, 16});
+  g.output("y1", scaled_dot_product_attention(g.input("q1", {4, 1, 16}), k, v));
+  g.output("y2", scaled_dot_product_attention(g.input("q2", {4, 1, 16}), k, v));
+  const auto plan = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), {}).plan;
+  const cpu::LoweredPlan lp = cpu::lower_plan(*plan, gpu::gpu_lower_options());
+  k::validate(lp.prog);
+  std::set<int> counters;
+  for (const k::Kernel& kk : lp.prog.kernels)
+    if (kk.attention && kk.attention->split) {
+      REQUIRE(kk.attention->split->counter >= 0);
+      CHECK(lp.prog.buffers[static_cast<size_t>(kk.attention->split->counter)].role == k::BufferRole::State);
+      counters.insert(kk.attention->split->counter);
+    }
+  CHECK(counters.size() == 2);
+  Callable f = compile(g, Target::parse("cuda:sm_90+emu"));
+  for (int64_t past : {700, 1500}) {
+    const DimBindings dims{{"P", past}};
+    const auto inputs = test::random_inputs(*g.impl(), static_cast<uint64_t>(past), dims);
+    std::map<std::string, const HostTensor*> ptrs;
+    for (const auto& [name, x] : inputs) ptrs.emplace(name, &x);
+    CHECK(test::compare_outputs(f(inputs), detail::reference::run(*g.impl(), dims, ptrs)) <= 1.0);
+  }
 }
 
 TEST_CASE("emulated tensor-core GEMMs: f16 and bf16 operands, every tile, edges, batches", "[gpu][emu][mma]") {

@@ -187,7 +187,11 @@ class Remap {
         c.attention->out.buffer = buf(k.attention->out.buffer);
         c.attention->score = expr(k.attention->score);
         c.attention->epilogue = expr(k.attention->epilogue);
-        if (c.attention->split) c.attention->split->partial = buf(k.attention->split->partial);
+        if (c.attention->split) {
+          c.attention->split->partial = buf(k.attention->split->partial);
+          if (k.attention->split->counter >= 0)
+            c.attention->split->counter = buf(k.attention->split->counter);
+        }
         break;
       default:  // a kind this copier does not know: lower the step afresh
         throw InternalError("[cpu] repeated step: unknown kernel kind");
