@@ -210,6 +210,19 @@ std::size_t gpu_rows_as_gemm(EGraph& g, const PassContext& ctx) {
       ctx.node_limit, ctx.first_node);
 }
 
+// The checker's example for gpu-rows-as-gemm: one token's projection (its random programs
+// seldom form a matrix-vector row kernel), plain or after SwiGLU, f32 or f16.
+std::shared_ptr<detail::GraphImpl> token_projection_example(std::mt19937_64& rng) {
+  auto dim = [&] { return static_cast<int64_t>(1 + rng() % 6); };
+  const DType dt = rng() % 2 ? DType::f16 : DType::f32;
+  const int64_t k = dim(), n = dim();
+  Graph g;
+  Tensor x = g.input("x", {1, k}, dt);
+  if (rng() % 2) x = silu(x) * g.input("up", {1, k}, dt);
+  g.output("y", linear(x, g.param("w", {n, k}, dt)));
+  return g.impl();
+}
+
 std::size_t gpu_row_mapping(EGraph& g, const PassContext& ctx) {
   constexpr std::array<std::array<int64_t, 1>, 3> kMappings{{{1}, {2}, {3}}};
   return add_launches(g, ctx, ir::KernelKind::Reduction, kMappings, kAny);
@@ -361,8 +374,13 @@ std::size_t gpu_library_gemm(EGraph& g, const PassContext& ctx) {
 RuleSet schedule_gpu_rules() {
   return {"schedule_gpu",
           {
-              pass_rule("gpu-rows-as-gemm", gpu_rows_as_gemm, Exact,
-                        "row kernel of a matrix-vector product = the same body as a gemm kernel"),
+              [] {
+                RuleInfo r =
+                    pass_rule("gpu-rows-as-gemm", gpu_rows_as_gemm, Exact,
+                              "row kernel of a matrix-vector product = the same body as a gemm kernel");
+                r.example = token_projection_example;
+                return r;
+              }(),
               pass_rule("gpu-gemm-tiles", gpu_gemm_tiles, Exact,
                         "gemm kernel = the same gemm launched with each thread-block tile"),
               [] {
