@@ -254,6 +254,16 @@ TEST_CASE("AMDGPU resource remarks parse into kernel resources", "[gpu][hiprtc]"
 
 namespace {
 
+// The Llama-3-8B decode step (4096 past tokens, f16) built into `g` and planned for sm_90
+// on the H200's figures (compile only).
+std::shared_ptr<const compiler::KernelPlan> decode_step_plan_h200(Graph& g) {
+  const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
+  test::build_decode_block_f16(g, 4096);
+  CompileOptions o;
+  o.compile_only = true;
+  return compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o).plan;
+}
+
 // The launch tile the search chose for the GEMM of x[m, k] @ w[k, n].
 std::vector<int64_t> chosen_gemm_tile(const char* target, int64_t m, int64_t k, int64_t n) {
   Graph g;
@@ -373,13 +383,9 @@ TEST_CASE("a decode step's weights and cache are priced at memory bandwidth, tho
   // KV cache, read once per call, so from HBM -- however small one kernel's share (wo,
   // 33.6 MB, was priced at L2 speed: 6.4 us, under the 7 us its bytes take at 4.8 TB/s).
   // No step may be estimated below its program-leaf bytes at the memory bandwidth.
-  const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
   const detail::TargetDesc t = detail::describe_gpu_model("H200");
   Graph g;
-  test::build_decode_block_f16(g, 4096);
-  CompileOptions o;
-  o.compile_only = true;
-  const auto plan = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o).plan;
+  const auto plan = decode_step_plan_h200(g);
   std::map<std::string, double> leaf_bytes;
   for (const auto* ids : {&g.impl()->inputs, &g.impl()->params})
     for (uint32_t id : *ids) {
@@ -444,12 +450,8 @@ TEST_CASE("a decode step launches no kernel without arithmetic but for its outpu
   // unless it writes a program output: its readers absorb it (absorb-views, a guided
   // pass). The decode step had two: V copied out of the merged Q|K|V product before its
   // rounding to the cache's f16, and the attention's output copied into wo's layout.
-  const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
   Graph g;
-  test::build_decode_block_f16(g, 4096);
-  CompileOptions o;
-  o.compile_only = true;
-  const auto plan = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o).plan;
+  const auto plan = decode_step_plan_h200(g);
   std::set<uint32_t> outputs;
   for (const auto& out : plan->outputs) outputs.insert(out.second);
   int cheap = 0;
@@ -467,12 +469,8 @@ TEST_CASE("a decode step's down product computes SwiGLU itself", "[gpu][cost][pr
   // per weight element (58.7 M, 95 us), and nothing offered it as a GEMM. gpu-rows-as-gemm
   // gives that row kernel its GEMM twin; the few-rows GEMM computes SwiGLU once per block
   // as its row prologue (ir::row_prologue, elementwise), K = 14336 in two chunks.
-  const testsupport::ScopedEnv model("LUMINAL_GPU_MODEL", "H200");
   Graph g;
-  test::build_decode_block_f16(g, 4096);
-  CompileOptions o;
-  o.compile_only = true;
-  const auto plan = compiler::compile_graph(*g.impl(), Target::parse("cuda:sm_90"), o).plan;
+  const auto plan = decode_step_plan_h200(g);
   int swiglu = 0;
   for (const auto& st : plan->steps) {
     if (st.spec->kind != ir::KernelKind::Gemm) continue;

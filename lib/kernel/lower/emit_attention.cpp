@@ -424,23 +424,11 @@ bool Lowerer::try_attention(int result) {
   group_query_heads(k, ctx_.extents, sym_min_, new_var());
   k.name = kernel_name();
   if (opt_.split_attention && splits_keys(k)) {
-    kernel::Buffer b;
-    b.name = name_ + "_t" + std::to_string(prog_.buffers.size());
-    b.dtype = DType::f32;
-    b.elements = kernel::split_attention_partial_elements(k);
-    b.role = kernel::BufferRole::Intermediate;
-    prog_.buffers.push_back(b);
-    const int partial = static_cast<int>(prog_.buffers.size() - 1);
+    const int partial = temp_buffer(DType::f32, kernel::split_attention_partial_elements(k));
     // One kernel: the last range block of each row merges it, counting in a state buffer
     // the runtime keeps zero between calls (Attention::Split::counter).
-    kernel::Buffer c;
-    c.name = name_ + "_t" + std::to_string(prog_.buffers.size());
-    c.dtype = DType::i32;
-    c.elements = kernel::split_attention_rows(k);
-    c.role = kernel::BufferRole::State;
-    prog_.buffers.push_back(c);
-    kernels.push_back(
-        kernel::make_counted_split_attention(k, partial, static_cast<int>(prog_.buffers.size() - 1)));
+    const int counts = temp_buffer(DType::i32, kernel::split_attention_rows(k), kernel::BufferRole::State);
+    kernels.push_back(kernel::make_counted_split_attention(k, partial, counts));
     ctx_ = std::move(saved);
     return true;
   }

@@ -130,18 +130,23 @@ void Lowerer::lower_generic(uint32_t id, int out) {
   ctx_ = std::move(saved);
 }
 
+int Lowerer::temp_buffer(DType dtype, Index elements, kernel::BufferRole role) {
+  kernel::Buffer b;
+  b.name = name_ + "_t" + std::to_string(prog_.buffers.size());
+  b.dtype = dtype;
+  b.elements = std::move(elements);
+  b.role = role;
+  prog_.buffers.push_back(std::move(b));
+  return static_cast<int>(prog_.buffers.size() - 1);
+}
+
 // A temporary buffer holding body node `id` (a reduction, or a hoisted broadcast value),
 // computed by its own loop nest first.
 int Lowerer::materialize(uint32_t id) {
   if (auto it = materialized_.find(id); it != materialized_.end()) return it->second;
-  kernel::Buffer b;
-  b.name = name_ + "_t" + std::to_string(prog_.buffers.size());
-  b.dtype = body_.nodes[id].dtype;
-  b.elements = Index(1);
-  for (const auto& d : shapes_[id]) b.elements = b.elements * d;
-  b.role = kernel::BufferRole::Intermediate;
-  prog_.buffers.push_back(b);
-  const int buf = static_cast<int>(prog_.buffers.size() - 1);
+  Index elements(1);
+  for (const auto& d : shapes_[id]) elements = elements * d;
+  const int buf = temp_buffer(body_.nodes[id].dtype, elements);
   lower_generic(id, buf);
   if (!stopped()) materialized_[id] = buf;
   return buf;
@@ -185,12 +190,7 @@ int Lowerer::materialize_operand(uint32_t node, const std::vector<int>& keep, co
     ctx_ = std::move(saved);
     return in;
   }
-  kernel::Buffer b;
-  b.name = name_ + "_t" + std::to_string(prog_.buffers.size());
-  b.dtype = dtype;
-  b.elements = elements;
-  prog_.buffers.push_back(b);
-  const int buf = static_cast<int>(prog_.buffers.size() - 1);
+  const int buf = temp_buffer(dtype, elements);
   k.store.buffer = buf;
   if (!stopped()) {
     k.name = kernel_name();

@@ -146,6 +146,8 @@ class Lowerer {
                                        bool parallel);
   void lower_generic(uint32_t id, int out);
   int materialize(uint32_t id);
+  // A temporary buffer of this lowering (named after the step), its index.
+  int temp_buffer(DType dtype, Index elements, kernel::BufferRole role = kernel::BufferRole::Intermediate);
   /// `keep_half`: a value cast from f16/bf16 is stored as that half type (exact), the
   /// buffer's dtype says which.
   int materialize_operand(uint32_t node, const std::vector<int>& keep, const std::vector<Index>& dims,
