@@ -15,6 +15,13 @@ namespace luminal::detail {
 struct KernelWork {
   double flops = 0;            // adds, multiplies, compares (an FMA counts 2)
   double transcendentals = 0;  // exp/log/sin/tanh... evaluations
+  /// Of transcendentals: the tanh evaluations, which fast math computes with two
+  /// special-function ops and more plain instructions than the others
+  /// (TargetDesc::fast_tanh_flops).
+  double tanhs = 0;
+  /// Of flops: f32 reciprocals and square roots, one special-function op each under fast
+  /// math (rcp, sqrt .approx).
+  double special_unary = 0;
   double bytes_read = 0;       // from buffers the kernel reads (each element once)
   /// Of bytes_read: from the program's inputs and params (a call's weights, its KV cache).
   double bytes_leaf = 0;

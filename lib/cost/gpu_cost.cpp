@@ -279,9 +279,12 @@ double library_gemm_seconds(const TargetDesc& t, const KernelWork& w, double bw)
 double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   const double inf = std::numeric_limits<double>::infinity();
   const double units = std::max(1, t.compute_units);
-  const double flops = w.flops + w.transcendentals * t.transcendental_flops;
-  // Fast math: the special function units run beside the FMA pipe, a bound of their own.
-  const double sfu_s = t.approximate_math ? w.transcendentals / t.special_function_rate : 0.0;
+  const double flops = w.flops + w.transcendentals * t.transcendental_flops +
+                       (t.approximate_math ? w.tanhs * (t.fast_tanh_flops - t.transcendental_flops) : 0.0);
+  // Fast math: the special function units run beside the FMA pipe, a bound of their own:
+  // one op per transcendental, a second per tanh, one per reciprocal or square root.
+  const double sfu_s =
+      t.approximate_math ? (w.transcendentals + w.tanhs + w.special_unary) / t.special_function_rate : 0.0;
   const double bytes = w.bytes_read + w.bytes_written;
   // The traffic's effective bandwidth: leaves from memory when they cannot stay in the L2
   // between calls, the rest from the L2 if it fits (traffic_seconds, shared with the CPU).

@@ -264,6 +264,7 @@ TargetDesc describe_gpu(std::string_view arch) {
   if (f->arch.rfind("sm_", 0) == 0) {
     const double fp32_lanes = f->arch == "sm_80" ? 64 : 128;
     d.fast_transcendental_flops = 2;
+    d.fast_tanh_flops = 16;  // lm_fast_tanh: the polynomial, the sign, the select (gpu_prelude.cpp)
     d.special_function_rate = f->units * 16.0 * (f->f32 / (2.0 * f->units * fp32_lanes));
   }
   d.link = default_link(arch == "gfx90a" || arch.rfind("gfx", 0) == 0 ? "pcie" : "nvlink");

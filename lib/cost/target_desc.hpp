@@ -50,6 +50,9 @@ struct TargetDesc {
   /// pipe, and how many a second those units complete -- a bound of its own, since they
   /// run beside the FMA pipe. 0: the target computes them exactly whatever fast_math says.
   double fast_transcendental_flops = 0;
+  /// A tanh under fast math: its plain instructions (it also takes two special-function
+  /// ops: KernelWork::tanhs).
+  double fast_tanh_flops = 0;
   double special_function_rate = 0;
   /// Set by with_fast_math: transcendentals are priced as the approximate instructions.
   bool approximate_math = false;

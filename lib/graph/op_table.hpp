@@ -99,6 +99,7 @@ enum class ResultDType : uint8_t {
   X(Exp2, "exp2", 1, Transcendental, kF32, Same) \
   X(Log2, "log2", 1, Transcendental, kF32, Same) \
   X(Sin, "sin", 1, Transcendental, kF32, Same)   \
+  X(Tanh, "tanh", 1, Transcendental, kF32, Same) \
   X(Sqrt, "sqrt", 1, Unary, kF32, Same)          \
   X(Recip, "recip", 1, Unary, kF32, Same)        \
   X(Neg, "neg", 1, Unary, kF32 | kI32, Same)

@@ -293,32 +293,11 @@ Tensor sigmoid_f(const Tensor& x, const Ctx& c) {
 }
 
 Tensor tanh_f(const Tensor& x, const Ctx& c) {
-  // sign(x) (1 - e) / (1 + e) with e = exp(-2|x|) never overflows and gives exactly +-1
-  // for large |x|. Near 0 the cancellation in 1 - e costs relative accuracy (an error of
-  // half an ulp in e is 4.8 ulp of the result at |x| = 1/16), so below |x| = 1/2 the
-  // Taylor polynomial to x^19 takes over (truncation < 1e-10 relative); at 1/2 the
-  // quotient is within 3 ulp (docs/ops.md).
-  static constexpr double coef[] = {1.0,
-                                    -1.0 / 3,
-                                    2.0 / 15,
-                                    -17.0 / 315,
-                                    62.0 / 2835,
-                                    -1382.0 / 155925,
-                                    21844.0 / 6081075,
-                                    -929569.0 / 638512875,
-                                    6404582.0 / 10854718875,
-                                    -443861162.0 / 1856156927625};
-  Tensor neg = lt_(x, 0.0, c);
-  Tensor a = where_(neg, neg_(x, c), x, c);
-  Tensor e = un(PrimOp::Exp2, mul_(a, -2.0 * std::numbers::log2e, c), c);
-  Tensor t = mul_(sub_(1.0, e, c), un(PrimOp::Recip, add_(e, 1.0, c), c), c);
-  Tensor big = where_(neg, neg_(t, c), t, c);
-  Tensor x2 = mul_(x, x, c);
-  // x (c0 + x2 (c1 + x2 (c2 + ...)))
-  Tensor p = scalar_like(x, coef[9], f32, c);
-  for (int i = 8; i >= 0; --i) p = add_(mul_(p, x2, c), coef[i], c);
-  Tensor small = mul_(p, x, c);
-  return where_(lt_(a, 0.5, c), small, big, c);
+  // A primitive, not a composition: as sign(x) (1 - e) / (1 + e) with e = exp(-2|x|) and a
+  // Taylor polynomial below |x| = 1/2 (where 1 - e cancels), it was ~35 primitives -- a
+  // third of a 10-op chain's work -- where the backends' lm_tanh (3 ulp, docs/ops.md) is
+  // one call of ~25 instructions and fast math's a dozen and two special-function ops.
+  return un(PrimOp::Tanh, x, c);
 }
 
 Tensor cos_abs_f(const Tensor& x, const Ctx& c) {

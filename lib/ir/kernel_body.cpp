@@ -1383,6 +1383,9 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
           w.transcendentals += dom[i];
         else
           w.flops += dom[i];
+        if (n.op == PrimOp::Tanh) w.tanhs += dom[i];
+        if ((n.op == PrimOp::Recip || n.op == PrimOp::Sqrt) && n.dtype == DType::f32)
+          w.special_unary += dom[i];
         break;
     }
   }
@@ -1397,6 +1400,8 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
       const double seen = ((sk - sq) + (sq + 1) / 2) / sk;
       w.flops *= seen;
       w.transcendentals *= seen;
+      w.tanhs *= seen;
+      w.special_unary *= seen;
     }
   }
   // Every reduction but the kernel's accumulator is computed by a kernel of its own

@@ -26,8 +26,9 @@ namespace aot {
 namespace {
 
 constexpr char kMagic[12] = "LUMINAL-AOT";
-// 2: whole-file checksum trailer, CPU features; 3: the plan's fast_math.
-constexpr uint32_t kVersion = 3;
+// 2: whole-file checksum trailer, CPU features; 3: the plan's fast_math; 4: the tanh
+// primitive (it renumbers every op after sin).
+constexpr uint32_t kVersion = 4;
 constexpr char kEndMagic[8] = {'L', 'M', 'A', 'O', 'T', 'E', 'N', 'D'};
 constexpr size_t kTrailer = 16;  // checksum64 + kEndMagic
 constexpr auto kLastPrimOp = static_cast<detail::PrimOp>(detail::kNumPrimOps - 1);

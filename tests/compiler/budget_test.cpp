@@ -186,7 +186,7 @@ TEST_CASE("(x * 2) / 2 and x * 8 * 0.125 compile well within a 1 s budget", "[co
 
 TEST_CASE("fast math's association and distribution stop at the math phase's share of the e-graph",
           "[compiler][budget]") {
-  // Transcendentals are compositions (tanh, cos and sigmoid polynomials, log = log2 * ln 2):
+  // Some functions are compositions (cos and sigmoid polynomials, log = log2 * ln 2):
   // under fast math, association, commutation, factoring and distribution grow their
   // polynomials without end. The math phase may grow the e-graph to 16x the program (at
   // least 4096 nodes): past it, fusion would spend the budget on equivalent forms (this

@@ -1,6 +1,7 @@
 // Fast math on the GPU targets (CompileOptions::fast_math, docs/cuda.md "Fast math"):
 // CUDA kernels compute f32 exp2/exp/log2/sin/sqrt/1/x on the special function units
-// (one MUFU instruction each, subnormals flushed); the emulator computes the same formulas
+// (one MUFU instruction each, subnormals flushed) and tanh with two of them and a
+// polynomial; the emulator computes the same formulas
 // with exact functions, so an emulated fast-math program is checked here against the exact
 // CPU program: within rounding where both are normal, flushed where the device flushes,
 // and the same infinities and NaNs where the instructions define them. The cost model
@@ -42,6 +43,7 @@ Graph transcendentals(int64_t n) {
   g.output("log", log(x));
   g.output("sin", sin(x));
   g.output("cos", cos(x));
+  g.output("tanh", tanh(x));
   g.output("sqrt", sqrt(x));
   g.output("rsqrt", rsqrt(x));
   g.output("recip", recip(x));
@@ -91,9 +93,9 @@ TEST_CASE("fast math: emulated special-function formulas against the exact progr
     REQUIRE(wv.size() == gv.size());
     for (size_t i = 0; i < wv.size(); ++i) {
       // A subnormal input is flushed to a zero of its sign: the exact value there (xs[0]
-      // is +0, xs[1] -0).
+      // is +0, xs[1] -0) -- but by tanh, whose small arguments take plain FMAs (tanh(x) = x).
       const float x = xs[i];
-      const bool flushed = x != 0.0f && std::fabs(x) < kMinNormal;
+      const bool flushed = x != 0.0f && std::fabs(x) < kMinNormal && name != "tanh";
       const float r = flushed ? wv[x > 0 ? 0 : 1] : wv[i], v = gv[i];
       INFO(name << "(" << x << "): exact " << wv[i] << ", fast " << v);
       if ((name == "sin" || name == "cos") && std::fabs(x) > 1e5f && std::isfinite(x)) {
@@ -103,7 +105,7 @@ TEST_CASE("fast math: emulated special-function formulas against the exact progr
       } else if (std::isinf(r)) {
         CHECK(v == r);  // ex2(+-inf), lg2(+-0), rcp(+-0), sqrt(inf): the instructions' values
       } else if (std::fabs(r) < kMinNormal) {
-        CHECK(v == 0.0f);  // a subnormal result is flushed too
+        CHECK(v == (name == "tanh" ? r : 0.0f));  // a subnormal result is flushed too
       } else {
         // exp is ex2(x log2 e): the product's rounding is |x| 2^-24 ln 2 relative. A sine's
         // argument is rounded before it is reduced (cos(x) = sin(x + pi/2)), which the
@@ -128,7 +130,8 @@ TEST_CASE("fast math: CUDA kernels call the special-function helpers; HIP and ex
           "[gpu][fast-math]") {
   const Graph g = transcendentals(1024);
   const std::string fast = kernels_of(device_source(g, "cuda:sm_90", true));
-  for (const char* f : {"lm_fast_exp", "lm_fast_log2", "lm_fast_sin", "lm_fast_sqrt", "lm_fast_rcp"}) {
+  for (const char* f :
+       {"lm_fast_exp", "lm_fast_log2", "lm_fast_sin", "lm_fast_sqrt", "lm_fast_rcp", "lm_fast_tanh"}) {
     INFO(f);
     CHECK(fast.find(f) != std::string::npos);
   }
@@ -136,9 +139,11 @@ TEST_CASE("fast math: CUDA kernels call the special-function helpers; HIP and ex
   const std::string exact = kernels_of(device_source(g, "cuda:sm_90", false));
   CHECK(exact.find("lm_fast_") == std::string::npos);
   CHECK(exact.find("lm_sin(") != std::string::npos);
+  CHECK(exact.find("lm_tanh(") != std::string::npos);
   // HIP spells the helpers as the exact functions (allowed: an approximation may be exact).
   const std::string hip = device_source(g, "hip:gfx90a", true);
   CHECK(hip.find("#define lm_fast_sin(x) lm_sin(x)") != std::string::npos);
+  CHECK(hip.find("#define lm_fast_tanh(x) lm_tanh(x)") != std::string::npos);
 }
 
 TEST_CASE("fast math: the special-function helpers are one MUFU instruction each in PTX",
@@ -210,6 +215,22 @@ TEST_CASE(
   // Not below the units' own bound: 4 transcendentals an element.
   CHECK(cuda_fast >= 4.0 * (1 << 24) / h100.special_function_rate);
   CHECK(estimate("hip:gfx90a", true) == Approx(estimate("hip:gfx90a", false)).epsilon(1e-9));
+
+  // tanh takes two special-function ops (ex2, rcp) and fast_tanh_flops plain ones: four
+  // of them an element are bound by the units at 8, and by the plain pipe at 4 x 16.
+  Graph gt;
+  Tensor xt = gt.input("x", {int64_t{1} << 24});
+  gt.output("y", tanh(tanh(tanh(tanh(xt)))));
+  CompileOptions fo;
+  fo.compile_only = true;
+  fo.fast_math = true;
+  const double tanh_fast = compile(gt, Target::parse("cuda:sm_90"), fo).report().estimated_seconds;
+  INFO("4 tanh, sm_90 fast: " << tanh_fast << " s");
+  CHECK(tanh_fast >= 8.0 * (1 << 24) / h100.special_function_rate);
+  CHECK(tanh_fast >= 4.0 * fast.fast_tanh_flops * (1 << 24) / (fast.peak_flops_f32 * fast.loop_efficiency));
+  // and less than the exact polynomial's price
+  fo.fast_math = false;
+  CHECK(tanh_fast < compile(gt, Target::parse("cuda:sm_90"), fo).report().estimated_seconds);
 }
 
 TEST_CASE("fast math: a plan keeps its fast_math through serialization", "[gpu][fast-math]") {

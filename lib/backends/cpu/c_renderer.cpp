@@ -31,6 +31,7 @@ constexpr std::array<OpRow<UnaryOp, std::string_view>, kNumUnaryOps> kCUnary = {
     {UnaryOp::Exp2, "lm_exp2({0})"},
     {UnaryOp::Log2, "lm_log2({0})"},
     {UnaryOp::Sin, "lm_sin({0})"},
+    {UnaryOp::Tanh, "lm_tanh({0})"},
     {UnaryOp::Sqrt, "lm_sqrt({0})"},
     {UnaryOp::Recip, "1.0f / {0}"},
     {UnaryOp::Neg, "-{0}"},

@@ -40,6 +40,7 @@ constexpr std::array<OpRow<UnaryOp, GpuUnary>, kNumUnaryOps> kGpuUnary = {{
     {UnaryOp::Exp2, {"lm_exp2({0})", "lm_exp2({0})", "lm_exp2({0})", "lm_fast_exp2({0})"}},
     {UnaryOp::Log2, {"lm_log2({0})", "lm_log2({0})", "lm_log2({0})", "lm_fast_log2({0})"}},
     {UnaryOp::Sin, {"lm_sin({0})", "lm_sin({0})", "lm_sin({0})", "lm_fast_sin({0})"}},
+    {UnaryOp::Tanh, {"lm_tanh({0})", "lm_tanh({0})", "lm_tanh({0})", "lm_fast_tanh({0})"}},
     {UnaryOp::Sqrt, {"lm_sqrt({0})", "lm_sqrt({0})", "lm_sqrt({0})", "lm_fast_sqrt({0})"}},
     {UnaryOp::Recip, {"1.0f / {0}", "1.0f / {0}", "1.0f / {0}", "lm_fast_rcp({0})"}},
     {UnaryOp::Neg, {"-{0}", "lm_ineg({0})", "-{0}", ""}},

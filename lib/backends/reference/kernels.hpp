@@ -22,6 +22,8 @@ inline float unary_f32(PrimOp op, float v) {
       return std::log2(v);
     case PrimOp::Sin:
       return std::sin(v);
+    case PrimOp::Tanh:  // in double, rounded once: the correctly rounded result but in rare ties
+      return static_cast<float>(std::tanh(static_cast<double>(v)));
     case PrimOp::Sqrt:
       return std::sqrt(v);
     case PrimOp::Recip:
