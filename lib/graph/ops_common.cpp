@@ -296,7 +296,7 @@ Tensor tanh_f(const Tensor& x, const Ctx& c) {
   // A primitive, not a composition: as sign(x) (1 - e) / (1 + e) with e = exp(-2|x|) and a
   // Taylor polynomial below |x| = 1/2 (where 1 - e cancels), it was ~35 primitives -- a
   // third of a 10-op chain's work -- where the backends' lm_tanh (3 ulp, docs/ops.md) is
-  // one call of ~25 instructions and fast math's a dozen and two special-function ops.
+  // one call (37 PTX instructions) and fast math's 16 and two special-function ops.
   return un(PrimOp::Tanh, x, c);
 }
 

@@ -100,10 +100,11 @@ LM_DEVICE float lm_fast_sin(float x) {
 
 // tanh under fast math, one formula for the device and the emulator (`F2U`, `U2F`: their
 // bit casts). |x| < 0.3 by its Taylor polynomial to x^11 (truncation under 2e-9
-// relative), else 1 - 2 / (e^(2|x|) + 1) on the special function units (ex2, rcp), which
-// is exactly 1 once e^(2|x|) overflows; the subtraction amplifies the units' error at most
-// 2.4 times (at 0.3). 16 instructions and 2 MUFU, where the exact lm_tanh takes about 25
-// and its division; the cost model prices it so (TargetDesc::fast_tanh_flops).
+// relative; lm_tanh's own branch there, c_prelude.cpp), else 1 - 2 / (e^(2|x|) + 1) on the
+// special function units (ex2, rcp), which is exactly 1 once e^(2|x|) overflows; the
+// subtraction amplifies the units' error at most 2.4 times (at 0.3). 16 instructions and 2
+// MUFU, where the exact lm_tanh is 37 PTX instructions with an IEEE division; the cost
+// model prices it so (TargetDesc::fast_tanh_flops).
 const char* kFastTanh = R"LMFT(
 LM_INLINE float lm_fast_tanh(float x) {
   const uint32_t s = F2U(x) & 0x80000000u;

@@ -22,7 +22,7 @@ inline float unary_f32(PrimOp op, float v) {
       return std::log2(v);
     case PrimOp::Sin:
       return std::sin(v);
-    case PrimOp::Tanh:  // in double, rounded once: the correctly rounded result but in rare ties
+    case PrimOp::Tanh:  // in double, then rounded: correctly rounded but for rare double roundings
       return static_cast<float>(std::tanh(static_cast<double>(v)));
     case PrimOp::Sqrt:
       return std::sqrt(v);
