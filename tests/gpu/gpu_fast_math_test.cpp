@@ -178,6 +178,9 @@ TEST_CASE("fast math: the special-function helpers are one MUFU instruction each
     CHECK(count(fast, op) >= 1);
     CHECK(count(exact, op) == 0);
   }
+  // tanh's quotient and 1/x take an IEEE division exactly, none under fast math.
+  CHECK(count(exact, "div.rn.f32") >= 1);
+  CHECK(count(fast, "div.rn.f32") == 0);
   INFO("PTX instructions: exact " << instructions(exact) << ", fast " << instructions(fast));
   CHECK(instructions(fast) * 2 < instructions(exact));
 }
