@@ -44,12 +44,6 @@ BufferAccess buffer_access(const Kernel& k) {
       break;
     case KernelKind::Attention: {
       const Attention& at = *k.attention;
-      if (at.split && at.split->combine) {  // the ranges' states merged into out
-        a.reads = {at.split->partial};
-        loads(at.epilogue, a.reads);
-        a.writes = {at.out.buffer};
-        break;
-      }
       a.reads = {at.v.buffer};
       for (const KeySegment& sg : at.v_more) a.reads.push_back(sg.v.buffer);
       loads(at.q, a.reads);
@@ -57,11 +51,11 @@ BufferAccess buffer_access(const Kernel& k) {
       for (const KeyExprSegment& sg : at.k_more) loads(sg.k, a.reads);
       loads(at.score, a.reads);
       loads(at.epilogue, a.reads);
-      a.writes = {at.split ? at.split->partial : at.out.buffer};  // the split's first kernel: the states
-      if (at.split && at.split->counter >= 0) {  // one kernel: counts, and the last blocks write out
+      a.writes = {at.out.buffer};
+      if (at.split) {  // the ranges' states, the counts, and the last range blocks write out
+        a.writes.push_back(at.split->partial);
         a.reads.push_back(at.split->counter);
         a.writes.push_back(at.split->counter);
-        a.writes.push_back(at.out.buffer);
       }
       break;
     }

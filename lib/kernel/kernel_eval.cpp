@@ -385,8 +385,8 @@ struct Evaluator {
       vars[static_cast<size_t>(a.col_var)] = d;
       write(a.out.buffer, oo + i * ro + d, a.epilogue.valid() ? eval(a.epilogue) : acc);
     };
-    // Merge the ranges' states (Attention::Split): the combine kernel, or after the
-    // ranges in a counted split's one kernel (which leaves its counts zero).
+    // Merge the ranges' states (Attention::Split): what the last range block of a row does
+    // (the kernel leaves its counts zero).
     auto merge = [&] {
       const int64_t splits = ix(attention_splits(a.n));
       for (int64_t i = 0; i < m; ++i) {
@@ -413,10 +413,6 @@ struct Evaluator {
         }
       }
     };
-    if (a.split && a.split->combine) {
-      merge();
-      return;
-    }
     // The scores of keys [j0, j1) of row i into s; returns their max (NaN propagates).
     std::vector<float> s(static_cast<size_t>(std::max<int64_t>(n, 0)));
     auto scores = [&](int64_t i, int64_t j0, int64_t j1) {
@@ -461,7 +457,7 @@ struct Evaluator {
           write(a.split->partial, at + dv, mx);
           write(a.split->partial, at + dv + 1, l);
         }
-      if (a.split->counter >= 0) merge();
+      merge();  // the last range block's, which leaves the counts zero
       return;
     }
     for (int64_t i = 0; i < m; ++i) {

@@ -516,18 +516,9 @@ Index attention_chunk(const Index& n) {
   return floordiv(n + s - Index(1), s);
 }
 
-std::pair<Kernel, Kernel> make_split_attention(const Kernel& k, int partial) {
-  Kernel a = k, c = k;
-  a.attention->split = Attention::Split{partial, false};
-  c.attention->split = Attention::Split{partial, true};
-  a.name = k.name + "_split";
-  c.name = k.name + "_combine";
-  return {std::move(a), std::move(c)};
-}
-
 Kernel make_counted_split_attention(const Kernel& k, int partial, int counter) {
   Kernel a = k;
-  a.attention->split = Attention::Split{partial, false, counter};
+  a.attention->split = Attention::Split{partial, counter};
   a.name = k.name + "_split";
   return a;
 }
@@ -670,12 +661,10 @@ void validate(const Program& p) {
           c.buffer(a.split->partial);
           if (p.buffers[static_cast<size_t>(a.split->partial)].dtype != DType::f32)
             c.fail("a split attention's partial states are f32");
-          if (a.split->counter >= 0) {
-            c.buffer(a.split->counter);
-            const Buffer& cb = p.buffers[static_cast<size_t>(a.split->counter)];
-            if (a.split->combine || cb.dtype != DType::i32 || cb.role != BufferRole::State)
-              c.fail("a counted split attention is one kernel counting in an i32 state buffer");
-          }
+          c.buffer(a.split->counter);
+          const Buffer& cb = p.buffers[static_cast<size_t>(a.split->counter)];
+          if (cb.dtype != DType::i32 || cb.role != BufferRole::State)
+            c.fail("a split attention counts its ranges in an i32 state buffer");
         }
         if (a.v_more.size() + 1 > kMaxKeySegments)
           c.fail("a segmented attention V has at most " + std::to_string(kMaxKeySegments) + " segments");
@@ -837,20 +826,12 @@ std::string to_string(const Program& p) {
     }
     if (k.kind == KernelKind::Attention) {
       const Attention& a = *k.attention;
-      if (a.split && a.split->combine) {
-        s << ind << "b" << a.out.buffer << "[" << a.m.to_string() << " x " << a.dv.to_string()
-          << "] = attention_combine(b" << a.split->partial << ", keys=" << a.n.to_string() << ") rows v"
-          << a.row_var << " cols v" << a.col_var << "\n"
-          << ind << "  epilogue " << (a.epilogue.valid() ? a.epilogue.to_string() : "acc") << "\n";
-        continue;
-      }
-      s << ind
-        << (a.split ? "b" + std::to_string(a.split->partial) + "[partial states of "
-                    : "b" + std::to_string(a.out.buffer) + "[")
-        << a.m.to_string() << " x " << a.dv.to_string() << "] = attention(v b" << a.v.buffer;
+      s << ind << "b" << a.out.buffer << "[" << a.m.to_string() << " x " << a.dv.to_string()
+        << "] = attention(v b" << a.v.buffer;
       for (const KeySegment& sg : a.v_more) s << " | b" << sg.v.buffer << " from key " << sg.j0.to_string();
-      s << ", keys=" << a.n.to_string() << ", depth=" << a.dk.to_string()
-        << ") rows v" << a.row_var << " keys v" << a.key_var << " cols v" << a.col_var << " depth v"
+      s << ", keys=" << a.n.to_string() << ", depth=" << a.dk.to_string();
+      if (a.split) s << ", key ranges: states b" << a.split->partial << ", counts b" << a.split->counter;
+      s << ") rows v" << a.row_var << " keys v" << a.key_var << " cols v" << a.col_var << " depth v"
         << a.depth_var << "\n"
         << ind << "  q " << a.q.to_string() << "\n"
         << ind << "  k " << a.k.to_string() << "\n";

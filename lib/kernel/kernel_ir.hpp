@@ -411,27 +411,25 @@ struct Attention {
 
   /// Flash-decoding: few query rows over many keys, the keys cut into
   /// attention_splits(n) ranges of attention_chunk(n) keys (the last may be shorter or
-  /// empty) so that each (row, range) is a block of its own. Two kernels carry the same
-  /// Attention (make_split_attention): the first (combine = false) stores each range's
-  /// softmax state into `partial` instead of writing `out` -- its running max m (NaN
+  /// empty) so that each (row, range) is a block of its own
+  /// (make_counted_split_attention). Each block stores its range's softmax state into
+  /// `partial` -- its running max m (NaN
   /// propagates; -inf when every key of the range is masked or it has none), l = sum_j
   /// e_j with e_j = exp2((s_j - m) exp2_scale) (0 when m = -inf), and the normalised
   /// partial output o[d] = sum_j (e_j / l) V[j, d] (the 1 / l taken as 0 when l = 0, so
   /// 0 * inf stays NaN as in the definition) -- as f32 at
   /// partial[((batch point * m + row) * kAttentionMaxSplits + range) * (dv + 2) + {d, dv, dv + 1}].
-  /// The second (combine = true) merges the ranges row by row: M = max m_r, w_r =
-  /// exp2((m_r - M) exp2_scale) (0 for m_r = -inf), L = sum l_r w_r, acc = sum_r (l_r w_r /
-  /// L) o_r[d] (1 / L taken as 0 when L = 0); then as the unsplit kernel: L = 0 gives NaN
-  /// (every key masked) or +0 (no keys), and the epilogue stores acc into `out`.
-  /// With a `counter` (make_counted_split_attention) one kernel does both: the blocks of
-  /// a row's ranges count themselves in counter[batch point * m + row] (i32, zero when
-  /// the kernel starts) once their state is stored, and the last of them merges the row
-  /// as the second kernel would and sets its count back to zero -- one launch instead of
-  /// two (the GPU renderer: a fence, an atomic add, the merge reading the states).
+  /// The blocks of a row's ranges then count themselves in counter[batch point * m + row]
+  /// (i32, zero when the kernel starts), and the last of them merges the row and sets its
+  /// count back to zero (the GPU renderer: a fence, an atomic add, the merge reading the
+  /// states) -- one launch, where a combine kernel after it was a second (until
+  /// 2026-12-06; that form is gone). The merge: M = max m_r, w_r = exp2((m_r - M)
+  /// exp2_scale) (0 for m_r = -inf), L = sum l_r w_r, acc = sum_r (l_r w_r / L) o_r[d]
+  /// (1 / L taken as 0 when L = 0); then as the unsplit kernel: L = 0 gives NaN (every key
+  /// masked) or +0 (no keys), and the epilogue stores acc into `out`.
   struct Split {
     int partial = -1;  ///< f32 buffer of rows x kAttentionMaxSplits x (dv + 2)
-    bool combine = false;
-    int counter = -1;  ///< i32 buffer of rows (BufferRole::State), or -1: two kernels
+    int counter = -1;  ///< i32 buffer of rows (BufferRole::State)
   };
   std::optional<Split> split;
 };
@@ -462,13 +460,10 @@ struct Kernel {
   std::optional<Attention> attention = std::nullopt;  // Attention
 };
 
-/// The two kernels of attention kernel `k` split over key ranges (Attention::Split), their
-/// partial states in buffer `partial`, which needs split_attention_partial_elements(k)
-/// f32 elements.
-std::pair<Kernel, Kernel> make_split_attention(const Kernel& k, int partial);
 /// The one kernel of attention kernel `k` split over key ranges whose last range block of
-/// each row merges it (Attention::Split::counter): the states in `partial` as above, the
-/// counts in `counter`, an i32 BufferRole::State buffer of split_attention_rows(k).
+/// each row merges it (Attention::Split): the states in `partial`, which needs
+/// split_attention_partial_elements(k) f32 elements, the counts in `counter`, an i32
+/// BufferRole::State buffer of split_attention_rows(k).
 Kernel make_counted_split_attention(const Kernel& k, int partial, int counter);
 Index split_attention_partial_elements(const Kernel& k);
 Index split_attention_rows(const Kernel& k);

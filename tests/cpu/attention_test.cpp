@@ -372,11 +372,7 @@ TEST_CASE("cpu: a decode step's attention reads the KV cache and the new row in 
       int segmented = 0, k_segmented = 0, merges = 0;
       for (const auto& kern : lowered.prog.kernels)
         if (kern.attention) {
-          if (kern.attention->split && kern.attention->split->combine) {
-            ++merges;
-            continue;
-          }
-          merges += kern.attention->split && kern.attention->split->counter >= 0 ? 1 : 0;
+          merges += kern.attention->split ? 1 : 0;
           segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
           k_segmented += kern.attention->k_more.size() == 1 ? 1 : 0;
         }
@@ -448,8 +444,7 @@ TEST_CASE("cpu: a V concat listing the new row first is read in place", "[cpu][a
       INFO(lm::kernel::to_string(lowered.prog));
       int segmented = 0;
       for (const auto& kern : lowered.prog.kernels)
-        if (kern.attention && !(kern.attention->split && kern.attention->split->combine))
-          segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
+        if (kern.attention) segmented += kern.attention->v_more.size() == 1 ? 1 : 0;
       const bool in_place = std::signbit(fill);
       CHECK(segmented == (in_place ? 1 : 0));
       // (no buffer grows with the cache: nothing copied it)

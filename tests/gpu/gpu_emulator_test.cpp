@@ -476,9 +476,8 @@ TEST_CASE("a decode step's attention found without the fusion policies runs as o
       CHECK(test::count_kind(plan, ir::KernelKind::Attention) == 1);
       // ... and the GPU lowering builds it as one (not as loops over materialized scores).
       const cpu::LoweredPlan lp = cpu::lower_plan(*plan.plan, gpu::gpu_lower_options());
-      CHECK(std::count_if(lp.prog.kernels.begin(), lp.prog.kernels.end(), [](const kernel::Kernel& k) {
-              return k.attention && !(k.attention->split && k.attention->split->combine);
-            }) == 1);
+      CHECK(std::count_if(lp.prog.kernels.begin(), lp.prog.kernels.end(),
+                          [](const kernel::Kernel& k) { return k.attention.has_value(); }) == 1);
       check_translation(decode, Target::parse(t), "decode step without the policies", 1.0 / 256, o);
     }
 }
@@ -678,24 +677,17 @@ TEST_CASE("emulated attention: values near FLT_MAX and large logits stay finite"
   }
 }
 
-// `p`'s attention kernel as flash-decoding's two kernels (Attention::Split), their range
-// states in a new buffer.
-// The attention of `p` split over key ranges: two kernels, the second merging; or, with
-// `counted`, one whose last range block of each row merges it, counting in a state buffer
-// (which the comparison with the evaluator then finds zero again: the kernel resets it).
-k::Program split_attention(k::Program p, bool counted = false) {
+// The attention of `p` split over key ranges, the last range block of each row merging it,
+// counting in a state buffer (which the comparison with the evaluator then finds zero
+// again: the kernel resets it).
+k::Program split_attention(k::Program p) {
   const k::Kernel whole = p.kernels.at(0);
   p.buffers.push_back(
       buf("partial", DType::f32, k::split_attention_partial_elements(whole), k::BufferRole::Intermediate));
   const int partial = static_cast<int>(p.buffers.size() - 1);
-  if (counted) {
-    p.buffers.push_back(buf("count", DType::i32, k::split_attention_rows(whole), k::BufferRole::State));
-    p.kernels = {k::make_counted_split_attention(whole, partial, static_cast<int>(p.buffers.size() - 1))};
-    k::validate(p);
-    return p;
-  }
-  auto [states, combine] = k::make_split_attention(whole, partial);
-  p.kernels = {states, combine};
+  p.buffers.push_back(buf("count", DType::i32, k::split_attention_rows(whole), k::BufferRole::State));
+  p.kernels = {k::make_counted_split_attention(whole, partial, static_cast<int>(p.buffers.size() - 1))};
+  k::validate(p);
   return p;
 }
 
@@ -706,31 +698,27 @@ TEST_CASE("emulated flash-decoding: key ranges and their merge against the evalu
   // 4100 keys: 16 ranges of 257; m > n: rows that see no key (NaN) and, at 257 keys in 2
   // ranges, rows whose later range is all masked (max -inf, sum 0) -- 260 rows, the fewest
   // that have both (a row is a block per range: 600 rows over 520 keys took 35 s); 3 keys:
-  // 1 range; none: +0. Each as two kernels and as one counting its ranges (the last range
-  // block of a row merges it; the counts end at zero).
-  for (bool counted : {false, true})
-    for (auto [B, m, n, dk, dv] : {std::array<int64_t, 5>{2, 1, 1000, 16, 40},
-                                   {2, 3, 600, 16, 300},
-                                   {1, 2, 4100, 8, 8},
-                                   {0, 260, 257, 4, 4},
-                                   {2, 5, 3, 4, 3},
-                                   {2, 2, 0, 4, 3}}) {
-      const k::Program p =
-          split_attention(causal_attention(DType::f32, {B, m, n, dk, dv}, true, 0.5,
-                                           k::binary(k::BinaryOp::Add, k::acc(), k::constant(1.0))),
-                          counted);
-      INFO("B " << B << " m " << m << " n " << n << " dk " << dk << " dv " << dv << " counted " << counted);
-      for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
-        const std::string src = check_emulated(p, {}, arch_of(t), {}, 1e-4, 1e-5);
-        CHECK((src.find("lm_atomic_add_i32(&") != std::string::npos) == counted);
-      }
+  // 1 range; none: +0. The last range block of a row merges it; the counts end at zero.
+  for (auto [B, m, n, dk, dv] : {std::array<int64_t, 5>{2, 1, 1000, 16, 40},
+                                 {2, 3, 600, 16, 300},
+                                 {1, 2, 4100, 8, 8},
+                                 {0, 260, 257, 4, 4},
+                                 {2, 5, 3, 4, 3},
+                                 {2, 2, 0, 4, 3}}) {
+    const k::Program p = split_attention(causal_attention(
+        DType::f32, {B, m, n, dk, dv}, true, 0.5, k::binary(k::BinaryOp::Add, k::acc(), k::constant(1.0))));
+    INFO("B " << B << " m " << m << " n " << n << " dk " << dk << " dv " << dv);
+    for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+      const std::string src = check_emulated(p, {}, arch_of(t), {}, 1e-4, 1e-5);
+      CHECK(src.find("lm_atomic_add_i32(&") != std::string::npos);
     }
+  }
   // NaN in a query (its row is NaN) and inf in a value of a masked key (0 * inf: NaN in
   // that column of the rows that do not see the key), f16 with the output's cast, V in
   // segments.
   {
     const k::Program p =
-        split_attention(causal_attention(DType::f32, {0, 3, 700, 8, 6}, false, 0.5, std::nullopt), true);
+        split_attention(causal_attention(DType::f32, {0, 3, 700, 8, 6}, false, 0.5, std::nullopt));
     auto fill = [](cpu_test::HostBuffers& hb) {
       const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
       std::memcpy(hb.bytes[0].data() + 4 * (1 * 8 + 2), &nan, 4);    // q[row 1][2]

@@ -189,8 +189,7 @@ class Remap {
         c.attention->epilogue = expr(k.attention->epilogue);
         if (c.attention->split) {
           c.attention->split->partial = buf(k.attention->split->partial);
-          if (k.attention->split->counter >= 0)
-            c.attention->split->counter = buf(k.attention->split->counter);
+          c.attention->split->counter = buf(k.attention->split->counter);
         }
         break;
       default:  // a kind this copier does not know: lower the step afresh

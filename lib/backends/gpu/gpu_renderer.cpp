@@ -761,7 +761,6 @@ class Writer {
   // body does; no keys at all give +0 (the sum over nothing).
   void attention(std::ostringstream& s, LaunchShape& shape) {
     const Attention& a = *k_.attention;
-    if (a.split && a.split->combine) return attention_combine(s, shape);
     // Split (flash-decoding, Attention::Split): a block per (row, range of keys), storing
     // the range's softmax state; otherwise a block per row over every key.
     const bool split = a.split.has_value();
@@ -770,10 +769,7 @@ class Writer {
     shape.schedule = "attention, a block per query row, keys streamed " + std::to_string(kThreads) +
                      " at a time (a warp per key's dot, online softmax)";
     shape.grid[0] = capped(batches * a.m * (split ? attention_splits(a.n) : Index(1)), int64_t{1} << 20);
-    if (split)
-      shape.schedule += a.split->counter >= 0
-                            ? ", keys in ranges (flash-decoding), the last range block merging"
-                            : ", keys in ranges (flash-decoding)";
+    if (split) shape.schedule += ", keys in ranges (flash-decoding), the last range block merging";
     // q cached in shared memory when its depth is a known, modest size.
     const std::optional<int64_t> dk_const = a.dk.as_constant();
     const bool q_cached = dk_const && *dk_const > 0 && *dk_const <= kMaxCachedDepth;
@@ -790,7 +786,7 @@ class Writer {
     s << "  __shared__ float lm_e[" << kThreads << "];\n";
     s << "  __shared__ float lm_part[" << kThreads / arch_.warp << "];\n";
     if (q_cached) s << "  __shared__ float lm_qs[" << *dk_const << "];\n";
-    if (split && a.split->counter >= 0) s << "  __shared__ int lm_last;\n";
+    if (split) s << "  __shared__ int lm_last;\n";
     s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ", lm_dk = " << ix(a.dk)
       << ", lm_dv = " << ix(a.dv) << ", lm_batches = " << ix(batches) << ";\n";
     s << "  const float lm_c = " << float_literal(a.exp2_scale) << ";\n";
@@ -929,22 +925,20 @@ class Writer {
       s << "        lm_st[lm_dv] = lm_mx;\n";
       s << "        lm_st[lm_dv + 1] = lm_l;\n";
       s << "      }\n    }\n";
-      if (a.split->counter >= 0) {
-        // Counted: the block's state stored and fenced, one thread counts it; the block
-        // that completes the row's count merges it and leaves the count zero for the
-        // next call. (The barriers stay uniform: lm_last is the block's.)
-        const std::string cnt = "b" + std::to_string(a.split->counter) + "[lm_t]";
-        s << "    lm_threadfence();\n";
-        s << "    lm_sync();\n";
-        s << "    if (threadIdx.x == 0) lm_last = lm_atomic_add_i32(&" << cnt << ", 1) == lm_ranges - 1;\n";
-        s << "    lm_sync();\n";
-        s << "    if (lm_last) {\n";
-        s << "      lm_threadfence();\n";
-        attention_merge_row(s, "      ", true, i, d);
-        s << "      if (threadIdx.x == 0) " << cnt << " = 0;\n";
-        s << "    }\n";
-        s << "    lm_sync();\n";
-      }
+      // Counted: the block's state stored and fenced, one thread counts it; the block
+      // that completes the row's count merges it and leaves the count zero for the
+      // next call. (The barriers stay uniform: lm_last is the block's.)
+      const std::string cnt = "b" + std::to_string(a.split->counter) + "[lm_t]";
+      s << "    lm_threadfence();\n";
+      s << "    lm_sync();\n";
+      s << "    if (threadIdx.x == 0) lm_last = lm_atomic_add_i32(&" << cnt << ", 1) == lm_ranges - 1;\n";
+      s << "    lm_sync();\n";
+      s << "    if (lm_last) {\n";
+      s << "      lm_threadfence();\n";
+      attention_merge_row(s, "      ", i, d);
+      s << "      if (threadIdx.x == 0) " << cnt << " = 0;\n";
+      s << "    }\n";
+      s << "    lm_sync();\n";
       s << "  }\n";
       return;
     }
@@ -971,36 +965,14 @@ class Writer {
     s << ind << "b" << a.out.buffer << "[lm_oo + " << i << " * lm_ro + " << d << "] = " << v << ";\n";
   }
 
-  // A split attention's ranges merged (Attention::Split): a block per (batch point, row),
-  // its threads over the value columns; every thread walks the row's few range states
-  // (the same words: broadcast loads), so nothing is shared and there is no barrier.
-  void attention_combine(std::ostringstream& s, LaunchShape& shape) {
-    const Attention& a = *k_.attention;
-    const Index batches = product(k_.loops);
-    shape.schedule = "attention combine, a block per query row, threads over the value columns";
-    shape.grid[0] = capped(batches * a.m, int64_t{1} << 20);
-    const std::string i = "v" + std::to_string(a.row_var), d = "v" + std::to_string(a.col_var);
-    s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ", lm_dv = " << ix(a.dv)
-      << ", lm_batches = " << ix(batches) << ", lm_ranges = " << ix(attention_splits(a.n)) << ";\n";
-    s << "  const float lm_c = " << float_literal(a.exp2_scale) << ";\n";
-    s << "  const float lm_ninf = lm_u2f(0xff800000u);\n";
-    s << "  for (int64_t lm_t = blockIdx.x; lm_t < lm_batches * lm_m; lm_t += gridDim.x) {\n";
-    s << "    const int64_t " << i << " = lm_t % lm_m;\n";
-    delinearize(s, "    ", k_.loops, "lm_t / lm_m");
-    s << "    const int64_t lm_oo = " << ix(a.out.offset) << ", lm_ro = " << ix(a.out.row_stride) << ";\n";
-    attention_merge_row(s, "    ", false, i, d);
-    s << "  }\n";
-  }
-
   // Row lm_t's merge of its ranges' states (Attention::Split), writing the output's row
-  // `i` (columns `d`, over the block's threads): the combine kernel's body, and a counted
-  // split's last range block's, which reads the states other blocks stored through
-  // volatile loads (never an L1 line of this SM's).
-  void attention_merge_row(std::ostringstream& s, const std::string& ind, bool from_other_blocks,
-                           const std::string& i, const std::string& d) {
+  // `i` (columns `d`, over the block's threads): the last range block's, which reads the
+  // states other blocks stored through volatile loads (never an L1 line of this SM's).
+  void attention_merge_row(std::ostringstream& s, const std::string& ind, const std::string& i,
+                           const std::string& d) {
     const Attention& a = *k_.attention;
-    s << ind << "const " << (from_other_blocks ? "volatile " : "") << "float* lm_st = b" << a.split->partial
-      << " + lm_t * " << kAttentionMaxSplits << " * (lm_dv + 2);\n";
+    s << ind << "const volatile float* lm_st = b" << a.split->partial << " + lm_t * " << kAttentionMaxSplits
+      << " * (lm_dv + 2);\n";
     s << ind << "float lm_big = lm_ninf;\n";
     s << ind << "for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg) {\n";
     s << ind << "  const float lm_mr = lm_st[lm_rg * (lm_dv + 2) + lm_dv];\n";
