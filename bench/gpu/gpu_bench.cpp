@@ -44,6 +44,26 @@ lm::CompileReport estimate(const lm::Graph& g, std::vector<std::string> skip_rul
   return lm::compile(g, lm::Target::parse("cuda:sm_90"), o).report();
 }
 
+// The workloads, shared by the estimates and the device timings.
+// f16 GEMM n x n x n: input a, param b.
+void gemm_graph(lm::Graph& g, int64_t n) {
+  g.output("c", lm::matmul(g.input("a", {n, n}, lm::f16), g.param("b", {n, n}, lm::f16)));
+}
+// (relu(sigmoid(tanh(exp(sin x) * y)) - 0.5) * 2 + x) * y over n halves.
+void chain_graph(lm::Graph& g, int64_t n) {
+  lm::Tensor x = g.input("x", {n}, lm::f16), y = g.input("y", {n}, lm::f16);
+  lm::Tensor v = lm::sin(x);
+  v = lm::exp(v) * y;
+  v = lm::sigmoid(lm::tanh(v));
+  v = (lm::relu(v - 0.5f) * 2.0f + x) * y;
+  g.output("out", v);
+}
+// The bytes a Llama-3-8B decode step must read: its f16 weights and a KV cache of `past`.
+double decode_step_bytes(int64_t past) {
+  const double weights = 2.0 * (4096.0 * 4096 * 2 + 2.0 * 1024 * 4096 + 3.0 * 14336 * 4096 + 2 * 4096);
+  return weights + 2.0 * 2 * 8 * static_cast<double>(past) * 128;
+}
+
 void print_estimates() {
   setenv("LUMINAL_GPU_MODEL", "H200", 1);
   const lm::detail::TargetDesc t = lm::detail::describe_gpu_model("H200");
@@ -53,7 +73,7 @@ void print_estimates() {
   {
     lm::Graph g;
     const int64_t n = 4096;
-    g.output("c", lm::matmul(g.input("a", {n, n}, lm::f16), g.param("b", {n, n}, lm::f16)));
+    gemm_graph(g, n);
     const double flops = 2.0 * n * n * n;
     const double cublas = flops / (t.peak_flops_f16 * t.library_gemm_efficiency);
     // The program the search builds (cuBLASLt is a candidate), and the best generated
@@ -70,12 +90,7 @@ void print_estimates() {
   {
     lm::Graph g;
     const int64_t n = int64_t{256} << 20;
-    lm::Tensor x = g.input("x", {n}, lm::f16), y = g.input("y", {n}, lm::f16);
-    lm::Tensor v = lm::sin(x);
-    v = lm::exp(v) * y;
-    v = lm::sigmoid(lm::tanh(v));
-    v = (lm::relu(v - 0.5f) * 2.0f + x) * y;
-    g.output("out", v);
+    chain_graph(g, n);
     const double copy = 2.0 * 2 * n / t.mem_bandwidth;  // read + write of n halves
     const double bytes = 3.0 * 2 * n;
     // Exact, then with fast_math (the special function units: gpu_prelude.cpp).
@@ -92,13 +107,13 @@ void print_estimates() {
     const int64_t past = 4096;
     lm::test::build_decode_block_f16(g, past);
     const lm::CompileReport r = estimate(g);
-    const double weights = 2.0 * (4096.0 * 4096 * 2 + 2.0 * 1024 * 4096 + 3.0 * 14336 * 4096 + 2 * 4096);
-    const double kv = 2.0 * 2 * 8 * past * 128;
-    const double roofline = (weights + kv) / t.mem_bandwidth;
-    std::printf("  decode step (Llama-3-8B block, 4096 past, f16): %.1f us, %zu kernels; bandwidth roofline "
-                "%.1f us (%.0f MB): %.0f%% of roofline\n",
-                r.estimated_seconds * 1e6, size_t(r.kernels), roofline * 1e6, (weights + kv) / 1e6,
-                100.0 * roofline / r.estimated_seconds);
+    const double bytes = decode_step_bytes(past);
+    const double roofline = bytes / t.mem_bandwidth;
+    std::printf(
+        "  decode step (Llama-3-8B block, 4096 past, f16): %.1f us, %zu kernels; bandwidth roofline "
+        "%.1f us (%.0f MB): %.0f%% of roofline\n",
+        r.estimated_seconds * 1e6, size_t(r.kernels), roofline * 1e6, bytes / 1e6,
+        100.0 * roofline / r.estimated_seconds);
   }
   {
     // A prefill of 128 tokens through the same block in f16: its roofline is the weights
@@ -280,7 +295,7 @@ void device_timings() {
   {  // f16 GEMM 4096^3: the program, the best generated kernel, cuBLASLt's own choice
     const int64_t m = 4096;
     lm::Graph g;
-    g.output("c", lm::matmul(g.input("a", {m, m}, lm::f16), g.param("b", {m, m}, lm::f16)));
+    gemm_graph(g, m);
     const double flops = 2.0 * m * m * m;
     lm::gpu::BlasCall c;
     c.ab = c.d = lm::f16;
@@ -305,12 +320,7 @@ void device_timings() {
   }
   {  // the 10-op chain, exact and with fast math, against the copy
     lm::Graph g;
-    lm::Tensor x = g.input("x", {n}, lm::f16), y = g.input("y", {n}, lm::f16);
-    lm::Tensor v = lm::sin(x);
-    v = lm::exp(v) * y;
-    v = lm::sigmoid(lm::tanh(v));
-    v = (lm::relu(v - 0.5f) * 2.0f + x) * y;
-    g.output("out", v);
+    chain_graph(g, n);
     for (const bool fast : {false, true}) {
       lm::CompileOptions o;
       o.fast_math = fast;
@@ -327,13 +337,12 @@ void device_timings() {
     lm::test::build_decode_block_f16(g, past);
     lm::Callable fn = lm::compile(g, t);
     const double s = b.time_callable(fn, bind_random(fn, g, 3), 200);
-    const double weights = 2.0 * (4096.0 * 4096 * 2 + 2.0 * 1024 * 4096 + 3.0 * 14336 * 4096 + 2 * 4096);
-    const double kv = 2.0 * 2 * 8 * past * 128;
+    const double bytes = decode_step_bytes(past);
     std::printf(
         "  decode step (Llama-3-8B block, 4096 past, f16): %.1f us, %lld kernels; its %.0f MB at the "
         "copy's bandwidth %.1f us: %.0f%% of roofline\n",
-        s * 1e6, static_cast<long long>(fn.report().kernels), (weights + kv) / 1e6,
-        (weights + kv) / copy_bw * 1e6, 100.0 * (weights + kv) / copy_bw / s);
+        s * 1e6, static_cast<long long>(fn.report().kernels), bytes / 1e6, bytes / copy_bw * 1e6,
+        100.0 * bytes / copy_bw / s);
   }
   {  // a 128-token prefill of that block
     lm::Graph g;
