@@ -352,7 +352,10 @@ void print_extraction(ir::EGraph& g, const KernelPlan& p, const std::vector<ir::
              w.flops * 1e-6, w.transcendentals * 1e-6, w.bytes_read * 1e-6, w.bytes_written * 1e-6,
              w.bytes_scratch * 1e-6, w.staged_kernels, w.parallelism);
     // (the shape facts the GPU model launches an attention by)
-    if (w.attention_rows > 0) t += fmt(", %g rows x %g keys", w.attention_rows, w.attention_keys);
+    if (w.attention_rows > 0)
+      t += fmt(", %g rows x %g keys, dk %g, dv %g, %g rows a K row, %g-byte K", w.attention_rows,
+               w.attention_keys, w.attention_depth, w.attention_width, w.attention_sharing,
+               w.attention_kv_bytes);
     t += "]";
     return t;
   };

@@ -72,6 +72,9 @@ struct KernelWork {
   double batches = 1;                         // batch points of a GEMM
   double rows = 0, row_length = 0;            // a reduction's rows and elements per row
   double attention_rows = 0, attention_keys = 0;  // an attention's query rows (all heads) and keys
+  double attention_depth = 0, attention_width = 0;  // ... its q.k depth dk and value width dv
+  double attention_sharing = 1;                     // ... query rows that read each K element
+  double attention_kv_bytes = 4;                    // ... bytes a stored K or V element takes
   std::vector<int64_t> launch;                // the kernel node's launch alternative
   bool half_operands = false;                 // a GEMM whose operands are f16/bf16 values
   bool bf16_operands = false;                 // ... and they are bf16

@@ -369,28 +369,73 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     efficiency = t.gemm_efficiency * w.engine_fraction * 0.5;  // no tile chosen yet
   }
 
-  // gpu_renderer's attention: a block of 256 threads per query row streaming its keys in
-  // chunks of 256 -- or, for few rows over many keys, per (row, range of keys), the last
-  // range block of a row merging it (flash-decoding, gpu_launch.hpp): one launch, and
-  // that block's fence, count and reads of the row's states (from L2) after its chunks. A
-  // chunk's scores, block max and sum are a chain its loads head: each costs a load
-  // latency and about 200 cycles of reductions and barriers, which a block runs one after
-  // another.
+  // gpu_renderer's attention (attention()): a block of 256 threads takes R query rows
+  // that read the same K and V (a split attention: attention_block_rows of the rows that
+  // share each K element; otherwise one) over its keys -- all of them, or, for few rows
+  // over many keys, one range of them, the last range block merging the rows
+  // (flash-decoding, gpu_launch.hpp). Per chunk of 256 keys: a warp per key, U keys a trip
+  // with all their loads issued first, computes the R dot products with its lanes across
+  // the depth and one transposed warp sum; two block reductions per row for the softmax;
+  // then P V, a thread per (column, key group), U_V keys a trip. Priced by
+  //  - issue: those loops' warp instructions, counted in their PTX (NVRTC 13, sm_90, the
+  //    Llama-3-8B decode step, R = 4: a trip of the dots over 4 keys 220, of P V over 8
+  //    keys 121, a warp's), one a clock per 32 FP32 lanes -- the f32 peak's rate, every instruction
+  //    taken as an FMA pipe's;
+  //  - memory: K and V at the bandwidth their loads in flight sustain (Little's law, as
+  //    the skinny GEMM), each warp having U x ceil(dk / W) K loads of W elements, then
+  //    U_V V loads, in flight;
+  //  - the serial chain of a block: its trips' load latencies one after another, blocks
+  //    beyond one wave again, and the merging block's reads of the states.
   if (w.engine == KernelWork::Engine::Attention && w.attention_rows > 0) {
-    const double rows = w.attention_rows, keys = std::max(1.0, w.attention_keys);
+    const double rows = w.attention_rows, keys = std::max(1.0, w.attention_keys), W = t.warp;
+    const double dk = std::max(1.0, w.attention_depth), dv = std::max(1.0, w.attention_width);
     const bool split = rows <= kAttentionSplitRows && keys > 2.0 * kAttentionSplitKeys;
     const double ranges = split ? static_cast<double>(attention_ranges(static_cast<int64_t>(keys))) : 1.0;
-    const double threads = rows * ranges * 256;
-    const double lanes = units * t.warp * 4;
-    const double occupancy = std::clamp(threads / lanes, 1.0 / lanes, 1.0);
-    const double compute_s = flops / (peak * std::max(efficiency, 0.01) * occupancy);
-    const double memory_s = bytes / (bw * std::min(1.0, std::max(occupancy * 4, 0.05)));
-    const double blocks = rows * ranges, resident = std::max(1, t.max_threads_per_unit / 256);
+    const bool q_cached = dk <= 1024;
+    const int64_t R =
+        q_cached ? attention_block_rows(static_cast<int64_t>(std::max(1.0, w.attention_sharing))) : 1;
+    const int64_t U = attention_key_unroll(R, t.warp);
+    const double UV = static_cast<double>(kAttentionValueUnroll);
+    const double blocks = std::ceil(rows / static_cast<double>(R)) * ranges;
+    const double per_block = std::ceil(keys / ranges), chunk = std::min(256.0, per_block);
+    const double chunks = std::ceil(per_block / 256);
+    const double steps_k = std::ceil(dk / W);
+    const bool q_regs = q_cached && steps_k * static_cast<double>(R) <= 32;
+    double P = 1;
+    while (P < static_cast<double>(U * R)) P *= 2;
+    const double shuffles = P == 1 ? std::log2(W) : (P - 1) + std::log2(W / P);
+    const double r = static_cast<double>(R), u = static_cast<double>(U);
+    const double dot_trip =
+        18 + u * (8 + 2 * steps_k) + u * r * steps_k * (q_regs ? 1 : 2) + 2 * shuffles + 2 * (P - 1) + 12;
+    const double dvb = dv < 256 ? std::min(256.0, std::ceil(dv / W) * W) : 256.0;
+    const double groups = 256 / dvb, passes = std::ceil(dv / dvb);
+    const double pv_trip = 24 + UV * (4 + 2 * r);
+    const double per_key = dot_trip / u + std::ceil(std::min(dv, dvb) / W) * pv_trip / UV;
+    const double softmax = (256 / W) * 70 * r + (groups > 1 ? (256 / W) * 10 * r : 0);  // a chunk's
+    const double instructions = blocks * passes * (per_block * per_key + chunks * softmax);
+    // (Issuing at 70% of that rate: an assumption -- two blocks of 8 warps an SM, their
+    // FMA chains four or more independent rows deep -- no device has measured it.)
+    const double issue_s = instructions * 2 * W / (t.peak_flops_f32 * 0.7);
+    // Residency: ~40 registers and 12 a row (90 at R = 4), at most 128 (two blocks an SM).
+    GpuBlock b;
+    b.threads = 256;
+    b.registers = static_cast<int>(std::min(128.0, 40 + 12.5 * r));
+    b.shared_bytes = static_cast<int>((r * 256 + 256 / W + (q_cached ? r * dk : 0)) * 4);
+    const int resident = std::max(1, resident_blocks(t, b));
+    const double per_sm = std::min(static_cast<double>(resident), std::ceil(blocks / units));
+    const double active = std::min(1.0, blocks / units);
+    const double elem = std::max(1.0, w.attention_kv_bytes);
+    const double need = t.mem_bandwidth / units * std::max(t.mem_latency_s, 1e-9);
+    const double k_flight = per_sm * (256 / W) * u * steps_k * W * elem;
+    const double v_flight = per_sm * (256 / W) * UV * W * elem;
+    auto at = [&](double flight) { return bw * std::max(1e-3, std::min(1.0, flight / need) * active); };
+    const double memory_s = bytes / 2 / at(k_flight) + bytes / 2 / at(v_flight);
+    const double trips = std::ceil(chunk / ((256 / W) * u)) + std::ceil(chunk / (groups * UV));
     const double waves = std::ceil(blocks / (units * resident));
-    const double chunks = std::ceil(keys / ranges / 256);
     const double merge_s = split ? 2 * 0.4 * t.mem_latency_s : 0.0;
-    const double serial_s = waves * chunks * (load_latency(t, bytes) + 200 / kClock) + merge_s;
-    return std::max({compute_s, sfu_s, memory_s, serial_s}) + t.launch_overhead_s;
+    const double serial_s =
+        waves * chunks * passes * (trips * load_latency(t, bytes) + 200 / kClock) + merge_s;
+    return std::max({issue_s, sfu_s, memory_s, serial_s}) + t.launch_overhead_s;
   }
 
   // Loops (elementwise, gather, reductions): threads over the work.

@@ -1459,6 +1459,26 @@ detail::KernelWork body_work(const EGraph& g, const KernelSpec& spec, const std:
     for (std::size_t a = 0; a < prod.size() && a < att->p_axis_of.size(); ++a)
       if (att->p_axis_of[a] < 0) value.push_back(prod[a]);
     w.attention_rows = out / std::max(1.0, numel_of(value, dims));
+    w.attention_width = numel_of(value, dims);
+    // q.k: R1's product has rows x keys x dk elements.
+    const detail::Node& qk = nodes[nodes[att->score_reduce].inputs[0]];
+    w.attention_depth = numel[nodes[att->score_reduce].inputs[0]] /
+                        std::max(1.0, w.attention_rows * std::max(1.0, w.attention_keys));
+    // How many query rows read each element of K: R1's product over K below its views
+    // (the broadcast over a head's queries and a KV head's query heads) -- a decode
+    // step's G query heads of a KV head (kernel/lower/group_heads.hpp). And the bytes an
+    // element of K is stored in (the input under its views and casts).
+    if (auto q = attention_q_operand(*spec.body, *att)) {
+      uint32_t kx = qk.inputs[qk.inputs[0] == *q ? 1 : 0];
+      while (is_view(to_op(nodes[kx].op)) && !nodes[kx].inputs.empty()) kx = nodes[kx].inputs[0];
+      w.attention_sharing =
+          std::max(1.0, std::round(numel[nodes[att->score_reduce].inputs[0]] / std::max(1.0, numel[kx])));
+      uint32_t src = kx;
+      while (!nodes[src].inputs.empty() &&
+             (nodes[src].op == PrimOp::Cast || is_view(to_op(nodes[src].op)) || nodes[src].op == PrimOp::Add))
+        src = nodes[src].inputs[0];
+      w.attention_kv_bytes = static_cast<double>(dtype_size(nodes[src].dtype));
+    }
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const detail::Node& n = nodes[i];

@@ -420,8 +420,9 @@ struct Attention {
   /// 0 * inf stays NaN as in the definition) -- as f32 at
   /// partial[((batch point * m + row) * kAttentionMaxSplits + range) * (dv + 2) + {d, dv, dv + 1}].
   /// The blocks of a row's ranges then count themselves in counter[batch point * m + row]
-  /// (i32, zero when the kernel starts), and the last of them merges the row and sets its
-  /// count back to zero (the GPU renderer: a fence, an atomic add, the merge reading the
+  /// (i32, zero when the kernel starts; a GPU block that takes several rows counts them
+  /// once, at its first), and the last of them merges the row and sets its count back to
+  /// zero (the GPU renderer: a fence, an atomic add, the merge reading the
   /// states) -- one launch, where a combine kernel after it was a second (until
   /// 2026-12-06; that form is gone). The merge: M = max m_r, w_r = exp2((m_r - M)
   /// exp2_scale) (0 for m_r = -inf), L = sum l_r w_r, acc = sum_r (l_r w_r / L) o_r[d]

@@ -23,6 +23,7 @@
 #include "compiler/translation_models.hpp"
 #include "runtime/plan_cache.hpp"
 #include "gpu/gpu_test_util.hpp"
+#include "cost/gpu_cost.hpp"
 #include "cost/target_desc.hpp"
 #include "support/scoped_env.hpp"
 #include "ir/kernel_body.hpp"
@@ -302,11 +303,16 @@ TEST_CASE("an f16 prefill's sibling products are one product each, its weights r
     CompileOptions o;
     o.compile_only = true;
     const auto r = compiler::compile_graph(*g.impl(), Target::parse(target), o);
-    // Four products -- Q|K|V, the output projection, gate|up, down -- whatever runs them
-    // (on CUDA cuBLASLt calls, which take no epilogue: RoPE, SwiGLU and the residual adds
-    // are then kernels of their own, 12 in all on sm_90 against 7 generated).
-    CHECK(std::count_if(r.plan->steps.begin(), r.plan->steps.end(), [](const auto& st) {
-            return st.spec->kind == ir::KernelKind::Gemm || st.spec->kind == ir::KernelKind::LibraryGemm;
+    // Four products over weights -- Q|K|V, the output projection, gate|up, down --
+    // whatever runs them (on CUDA cuBLASLt calls, which take no epilogue: RoPE, SwiGLU and
+    // the residual adds are then kernels of their own, 12 in all on sm_90 against 7
+    // generated). (The attention may be two products of its own: on sm_80 its fused
+    // kernel, on the FP32 lanes, costs more than QK^T and P V on the tensor cores.)
+    CHECK(std::count_if(r.plan->steps.begin(), r.plan->steps.end(), [&](const auto& st) {
+            if (st.spec->kind != ir::KernelKind::Gemm && st.spec->kind != ir::KernelKind::LibraryGemm)
+              return false;
+            return std::any_of(st.args.begin(), st.args.end(),
+                               [&](uint32_t v) { return r.plan->leaf_is_param[v] != 0; });
           }) == 4);
     const cpu::LoweredPlan lp = cpu::lower_plan(*r.plan, gpu::gpu_lower_options());
     std::set<std::vector<std::string>> packs;
@@ -508,6 +514,23 @@ TEST_CASE("an attention's rows are its query rows however its body is spelled", 
       INFO("fusion policies: " << policies);
       CHECK(w.attention_rows == 32);  // 32 heads, one query each
       CHECK(w.attention_keys == 4097);
+      CHECK(w.attention_depth == 128);
+      CHECK(w.attention_width == 128);
+      CHECK(w.attention_sharing == 4);   // a KV head's 4 query heads read each K row
+      CHECK(w.attention_kv_bytes == 2);  // the f16 cache
+      if (!policies) continue;
+      // Priced as the renderer runs it (gpu_cost.cpp): above the bytes at the full
+      // bandwidth and the dot products' and P V's FMAs alone at the f32 peak (a warp
+      // instruction of 32 FMAs 64 flops); 4 rows a block are cheaper than 1 (each K and V
+      // element loaded for 4 rows: a quarter of the blocks' loads and shuffles).
+      const detail::TargetDesc h200 = compiler::target_desc(Target::parse("cuda:sm_90"));
+      const double s = detail::gpu_kernel_seconds(h200, w) - h200.launch_overhead_s;
+      const double kv_bytes = 2.0 * 8 * 4096 * 128 * 2;
+      CHECK(s > kv_bytes / h200.mem_bandwidth);
+      CHECK(s > 32.0 * 4097 * (128 + 128) * 2 / h200.peak_flops_f32);
+      detail::KernelWork alone = w;
+      alone.attention_sharing = 1;
+      CHECK(detail::gpu_kernel_seconds(h200, alone) > 1.5 * detail::gpu_kernel_seconds(h200, w));
     }
     // Without the policies the search's attention reads its scores as the vector
     // product spells them, a trailing unit column dropped by a reshape before the scale:

@@ -22,6 +22,7 @@
 #include "backends/gpu/gpu_program.hpp"
 #include "backends/gpu/gpu_renderer.hpp"
 #include "compiler/translation_models.hpp"
+#include "cost/gpu_launch.hpp"
 #include "cpu/harness.hpp"
 #include "gpu/gpu_test_util.hpp"
 #include "support/scoped_env.hpp"
@@ -694,11 +695,13 @@ k::Program split_attention(k::Program p) {
 TEST_CASE("emulated flash-decoding: key ranges and their merge against the evaluator",
           "[gpu][emu][attention]") {
   // Every buffer is compared, the ranges' states (max, sum, normalised output) included.
-  // 1000 keys: 4 ranges of 250; 600 keys, 300 value columns: 3 ranges, two column passes;
-  // 4100 keys: 16 ranges of 257; m > n: rows that see no key (NaN) and, at 257 keys in 2
-  // ranges, rows whose later range is all masked (max -inf, sum 0) -- 260 rows, the fewest
-  // that have both (a row is a block per range: 600 rows over 520 keys took 35 s); 3 keys:
-  // 1 range; none: +0. The last range block of a row merges it; the counts end at zero.
+  // 1000 keys: 8 ranges of 125; 600 keys, 300 value columns: 5 ranges, two column passes;
+  // 4100 keys: 32 ranges of 129; m > n: rows that see no key (NaN) and, at 257 keys in 3
+  // ranges, rows whose later ranges are all masked (max -inf, sum 0) -- 260 rows have
+  // both; 3 keys: 1 range; none: +0. The last range block of a block's
+  // rows merges them; the counts end at zero. A block takes the most rows up to 8 that
+  // divide m (gpu_launch.hpp): 1, 3 (its dot products padded to 16 for the transposed
+  // warp sum), 2, 5 (padded to 16), 5 and 2 here, on warps of 32 and 64 lanes.
   for (auto [B, m, n, dk, dv] : {std::array<int64_t, 5>{2, 1, 1000, 16, 40},
                                  {2, 3, 600, 16, 300},
                                  {1, 2, 4100, 8, 8},
@@ -711,6 +714,9 @@ TEST_CASE("emulated flash-decoding: key ranges and their merge against the evalu
     for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
       const std::string src = check_emulated(p, {}, arch_of(t), {}, 1e-4, 1e-5);
       CHECK(src.find("lm_atomic_add_i32(&") != std::string::npos);
+      const int64_t rows = detail::attention_block_rows(m);
+      CHECK((src.find("a block per " + std::to_string(rows) + " query rows sharing K and V") !=
+             std::string::npos) == (rows > 1));
     }
   }
   // NaN in a query (its row is NaN) and inf in a value of a masked key (0 * inf: NaN in

@@ -27,6 +27,8 @@ namespace {
 
 constexpr int kThreads = 256;  // threads per block of every schedule (a multiple of 64)
 constexpr int64_t kMaxCachedDepth = 1024;  // attention: q rows up to this depth kept in shared memory
+constexpr int64_t kMaxQRegisters = 32;     // attention: a lane's q values of its rows, at most
+constexpr std::size_t kLightKeyNodes = 8;  // attention: a K segment this small is unrolled (a load, its cast)
 
 // ---- how the GPU renderer spells each kernel-IR scalar op ("{0}", "{1}": operands).
 // i32 arithmetic goes through the wrapping helpers (gpu_prelude.hpp): no signed-overflow
@@ -746,8 +748,8 @@ class Writer {
   }
 
   // ---------------------------------------------------------------- attention
-  // One block per (batch point, query row), streaming the keys in chunks of kThreads with
-  // the online softmax. The row's q is computed once into shared memory; each chunk's
+  // One block per (batch point, query rows), streaming the keys in chunks of kThreads with
+  // the online softmax. The rows' q is computed once into shared memory; each chunk's
   // q.k dots are a warp per key with the lanes across the depth (K read coalesced, a warp
   // sum), then each thread owns one key: the chunk's scores reduce to a running max m
   // (NaN propagates), the chunk's weights go through shared memory to the threads that
@@ -759,22 +761,30 @@ class Writer {
   // FLT_MAX. Every key is visited (key_end is only an optimization, and visiting keeps
   // 0 * inf = NaN). A row whose keys are all masked ends with l = 0 and yields NaN, as the
   // body does; no keys at all give +0 (the sum over nothing).
+  //
+  // A block takes R rows (block_rows): with R > 1, rows of one batch point that read the
+  // same K and V, each K element a lane loads feeds R dot products and each V element R
+  // sums. Every row's arithmetic is the same sequence of operations as with R = 1.
   void attention(std::ostringstream& s, LaunchShape& shape) {
     const Attention& a = *k_.attention;
-    // Split (flash-decoding, Attention::Split): a block per (row, range of keys), storing
-    // the range's softmax state; otherwise a block per row over every key.
+    // Split (flash-decoding, Attention::Split): a block per (rows, range of keys), storing
+    // the range's softmax state; otherwise a block per rows over every key.
     const bool split = a.split.has_value();
     const Index batches = product(k_.loops);
-    shape.sync = true;
-    shape.schedule = "attention, a block per query row, keys streamed " + std::to_string(kThreads) +
-                     " at a time (a warp per key's dot, online softmax)";
-    shape.grid[0] = capped(batches * a.m * (split ? attention_splits(a.n) : Index(1)), int64_t{1} << 20);
-    if (split) shape.schedule += ", keys in ranges (flash-decoding), the last range block merging";
     // q cached in shared memory when its depth is a known, modest size.
     const std::optional<int64_t> dk_const = a.dk.as_constant();
     const bool q_cached = dk_const && *dk_const > 0 && *dk_const <= kMaxCachedDepth;
+    const int R = block_rows(a, q_cached);
+    const Index groups = R > 1 ? floordiv(a.m, Index(R)) : a.m;
+    shape.sync = true;
+    shape.schedule = std::string("attention, a block per ") +
+                     (R > 1 ? std::to_string(R) + " query rows sharing K and V" : "query row") +
+                     ", keys streamed " + std::to_string(kThreads) +
+                     " at a time (a warp per key's dot, online softmax)";
+    shape.grid[0] = capped(batches * groups * (split ? attention_splits(a.n) : Index(1)), int64_t{1} << 20);
+    if (split) shape.schedule += ", keys in ranges (flash-decoding), the last range block merging";
     shape.static_shared =
-        static_cast<int>((kThreads + kThreads / arch_.warp + (q_cached ? *dk_const : 0)) * 4);
+        static_cast<int>((R * kThreads + kThreads / arch_.warp + (q_cached ? R * *dk_const : 0)) * 4);
     shape.min_blocks = 2;  // the score expression and the online-softmax state: up to 128 registers
     auto ld = [&](const MatrixView& v, const std::string& idx) {
       const DType dt = p_.buffers[static_cast<size_t>(v.buffer)].dtype;
@@ -783,178 +793,429 @@ class Writer {
       x.append(std::to_string(v.buffer)).append("[").append(idx).append("]");
       return convert(x, dt, DType::f32);
     };
-    s << "  __shared__ float lm_e[" << kThreads << "];\n";
+    // Per-row names (row r of the block): lm_mx0, lm_l0, lm_o0, ...
+    auto nm = [](const char* base, int r) { return std::string(base) + std::to_string(r); };
+    const std::string i = "v" + std::to_string(a.row_var), j = "v" + std::to_string(a.key_var),
+                      d = "v" + std::to_string(a.col_var);
+    // Row r's variable: declared once for the block when R = 1 (every expression may read
+    // it there), in a scope of its own per row otherwise.
+    auto row_decl = [&](int r) {
+      return R == 1 ? std::string() : "const int64_t " + i + " = lm_i0 + " + std::to_string(r) + "; ";
+    };
+    s << "  __shared__ float lm_e[" << R * kThreads << "];\n";
     s << "  __shared__ float lm_part[" << kThreads / arch_.warp << "];\n";
-    if (q_cached) s << "  __shared__ float lm_qs[" << *dk_const << "];\n";
+    if (q_cached) s << "  __shared__ float lm_qs[" << R * *dk_const << "];\n";
     if (split) s << "  __shared__ int lm_last;\n";
     s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ", lm_dk = " << ix(a.dk)
-      << ", lm_dv = " << ix(a.dv) << ", lm_batches = " << ix(batches) << ";\n";
+      << ", lm_dv = " << ix(a.dv) << ", lm_batches = " << ix(batches) << ", lm_groups = " << ix(groups)
+      << ";\n";
     s << "  const float lm_c = " << float_literal(a.exp2_scale) << ";\n";
     s << "  const float lm_ninf = lm_u2f(0xff800000u);\n";
-    s << "  /* the row is the same for every thread of the block: barriers stay uniform */\n";
+    s << "  /* the rows are the same for every thread of the block: barriers stay uniform */\n";
     if (split) {
       s << "  const int64_t lm_ranges = " << ix(attention_splits(a.n))
         << ", lm_chunk = " << ix(attention_chunk(a.n)) << ";\n";
-      s << "  for (int64_t lm_bt = blockIdx.x; lm_bt < lm_batches * lm_m * lm_ranges; lm_bt += gridDim.x) "
+      s << "  for (int64_t lm_bt = blockIdx.x; lm_bt < lm_batches * lm_groups * lm_ranges; lm_bt += "
+           "gridDim.x) "
            "{\n";
-      s << "    const int64_t lm_t = lm_bt / lm_ranges, lm_rg = lm_bt % lm_ranges;\n";
+      s << "    const int64_t lm_tg = lm_bt / lm_ranges, lm_rg = lm_bt % lm_ranges;\n";
       s << "    const int64_t lm_jb = lm_rg * lm_chunk < lm_n ? lm_rg * lm_chunk : lm_n;\n";
       s << "    const int64_t lm_je = (lm_rg + 1) * lm_chunk < lm_n ? (lm_rg + 1) * lm_chunk : lm_n;\n";
     } else {
-      s << "  for (int64_t lm_t = blockIdx.x; lm_t < lm_batches * lm_m; lm_t += gridDim.x) {\n";
+      s << "  for (int64_t lm_tg = blockIdx.x; lm_tg < lm_batches * lm_groups; lm_tg += gridDim.x) {\n";
       s << "    const int64_t lm_jb = 0, lm_je = lm_n;\n";
     }
-    s << "    const int64_t v" << a.row_var << " = lm_t % lm_m;\n";
-    delinearize(s, "    ", k_.loops, "lm_t / lm_m");
-    const std::string i = "v" + std::to_string(a.row_var), j = "v" + std::to_string(a.key_var),
-                      d = "v" + std::to_string(a.col_var);
+    // The block's first row, and its number among all rows (batch point * m + row).
+    s << "    const int64_t lm_i0 = lm_tg % lm_groups * " << R
+      << ", lm_t0 = lm_tg / lm_groups * lm_m + lm_i0;\n";
+    if (R == 1) s << "    const int64_t " << i << " = lm_i0;\n";
+    delinearize(s, "    ", k_.loops, "lm_tg / lm_groups");
     s << "    const int64_t lm_ov = " << ix(a.v.offset) << ", lm_rv = " << ix(a.v.row_stride)
       << ", lm_cv = " << ix(a.v.col_stride) << ";\n";
     // A segmented V: keys [j0_s, j0_s+1) from segment s, at its own offset and row stride
     // (the column stride is V's).
-    for (size_t i = 0; i < a.v_more.size(); ++i) {
-      const KeySegment& sg = a.v_more[i];
-      const std::string n = std::to_string(i + 1);
+    for (size_t sgi = 0; sgi < a.v_more.size(); ++sgi) {
+      const KeySegment& sg = a.v_more[sgi];
+      const std::string n = std::to_string(sgi + 1);
       s << "    const int64_t lm_ov" << n << " = " << ix(sg.v.offset) << ", lm_rv" << n << " = "
         << ix(sg.v.row_stride) << ", lm_vs" << n << " = " << ix(sg.j0) << ";\n";
     }
     s << "    const int64_t lm_oo = " << ix(a.out.offset) << ", lm_ro = " << ix(a.out.row_stride) << ";\n";
+    const std::string p = "v" + std::to_string(a.depth_var);
     if (q_cached) {
-      // The row's q (with its RoPE prologue) once per row, not once per key.
-      const std::string p = "v" + std::to_string(a.depth_var);
-      s << "    for (int64_t " << p << " = threadIdx.x; " << p << " < lm_dk; " << p << " += " << kThreads
-        << ") {\n";
-      std::map<const ExprNode*, std::string> memo;
-      const std::string qv = value(a.q, memo, s, "      ");
-      s << "      lm_qs[" << p << "] = " << qv << ";\n";
-      s << "    }\n";
+      // The rows' q (with its RoPE prologue) once per row, not once per key.
+      for (int r = 0; r < R; ++r) {
+        s << "    for (int64_t " << p << " = threadIdx.x; " << p << " < lm_dk; " << p << " += " << kThreads
+          << ") {\n";
+        if (R > 1) s << "      " << row_decl(r) << "\n";
+        std::map<const ExprNode*, std::string> memo;
+        const std::string qv = value(a.q, memo, s, "      ");
+        s << "      lm_qs[" << r * *dk_const << " + " << p << "] = " << qv << ";\n";
+        s << "    }\n";
+      }
       s << "    lm_sync();\n";
     }
-    s << "    for (int64_t lm_d0 = 0; lm_d0 < lm_dv; lm_d0 += " << kThreads << ") {\n";
-    s << "      const int64_t " << d << " = lm_d0 + threadIdx.x;\n";
-    s << "      float lm_mx = lm_ninf, lm_l = 0.0f, lm_o = 0.0f;\n";
-    s << "      for (int64_t lm_j0 = lm_jb; lm_j0 < lm_je; lm_j0 += " << kThreads << ") {\n";
-    // The chunk's scores: a warp per key (each warp takes every W-th key of the chunk),
-    // its lanes across the depth, so a key's row of K is read by consecutive lanes
-    // (coalesced) and the lanes' partial dot products meet in a warp sum; lane 0 leaves
-    // the dot in lm_e. The loop runs the same keys for every lane of a warp, so the
-    // shuffles stay in warp-uniform control flow.
+    // Each lane's share of the rows' q in registers when it is small (q_steps depths a
+    // row): the dot products then read no shared memory.
     const int warp = arch_.warp, warps = kThreads / arch_.warp;
-    const std::string p = "v" + std::to_string(a.depth_var);
+    const int64_t q_steps = q_cached ? (*dk_const + warp - 1) / warp : 0;
+    const bool q_regs = q_cached && q_steps * R <= kMaxQRegisters;
+    auto q_reg = [&](int r, int64_t t) { return "lm_qr" + std::to_string(r) + "_" + std::to_string(t); };
+    if (q_regs)
+      for (int r = 0; r < R; ++r)
+        for (int64_t t = 0; t < q_steps; ++t) {
+          const std::string at = "threadIdx.x % " + std::to_string(warp) + " + " + std::to_string(t * warp);
+          s << "    const float " << q_reg(r, t) << " = ";
+          if ((t + 1) * warp > *dk_const) s << "(" << at << " < lm_dk) ? ";
+          s << "lm_qs[" << r * *dk_const << " + " << at << "]";
+          if ((t + 1) * warp > *dk_const) s << " : 0.0f";
+          s << ";\n";
+        }
+    // The output columns a pass takes (DVB) and the key groups that share them (KG): a
+    // value width of at most half the block leaves the other threads to other keys.
+    const std::optional<int64_t> dv_const = a.dv.as_constant();
+    const int64_t dvb = dv_const && *dv_const > 0 && *dv_const < kThreads
+                            ? std::min<int64_t>(kThreads, (*dv_const + warp - 1) / warp * warp)
+                            : kThreads;
+    const int64_t kg = kThreads / dvb;
+    s << "    for (int64_t lm_d0 = 0; lm_d0 < lm_dv; lm_d0 += " << dvb << ") {\n";
+    s << "      const int64_t " << d << " = lm_d0 + threadIdx.x % " << dvb << ";\n";
+    if (kg > 1) s << "      const int64_t lm_kg = threadIdx.x / " << dvb << ";\n";
+    const std::string own = kg > 1 ? "lm_kg == 0 && " + d + " < lm_dv" : d + " < lm_dv";
+    for (int r = 0; r < R; ++r)
+      s << "      float " << nm("lm_mx", r) << " = lm_ninf, " << nm("lm_l", r) << " = 0.0f, " << nm("lm_o", r)
+        << " = 0.0f;\n";
+    s << "      for (int64_t lm_j0 = lm_jb; lm_j0 < lm_je; lm_j0 += " << kThreads << ") {\n";
+    s << "        const int64_t lm_nj = lm_je - lm_j0 < " << kThreads << " ? lm_je - lm_j0 : " << kThreads
+      << ";\n";
+    // The chunk's scores: a warp per key, its lanes across the depth, so a key's row of K
+    // is read by consecutive lanes (coalesced) and the lanes' partial dot products meet
+    // in a warp sum. K's segments one after another, each over the chunk's keys in its
+    // range (the key variable counted from the segment's first key); a warp takes U keys
+    // a trip (every warp's U-th), all their loads issued before the first product waits
+    // on one -- a key past the segment's end repeats its last key, whose dot is not
+    // stored. The trips' count is the same for every lane of a warp, so the shuffles stay
+    // in warp-uniform control flow.
     const std::vector<KeyExprSegment> ksegs = key_segments(a);
-    s << "        for (int64_t lm_kk = threadIdx.x / " << warp << "; lm_kk < " << kThreads
-      << "; lm_kk += " << warps << ") {\n";
-    s << "          const int64_t lm_jg = lm_j0 + lm_kk;\n";
-    s << "          float lm_dot = 0.0f;\n";
-    s << "          if (lm_jg < lm_je) {\n";
-    // q and k are expressions over the row / key and depth variables (a RoPE prologue
-    // is computed here, kernel_ir.hpp); q comes from lm_qs when it was cached. A
-    // segmented K: the key's own segment, the key variable counted from its first key.
-    for (size_t si = ksegs.size(); si-- > 0;) {
-      const std::string j0 = ix(ksegs[si].j0);
-      s << "            " << (si + 1 == ksegs.size() ? "" : "else ")
-        << (si > 0 ? "if (lm_jg >= " + j0 + ") " : "") << "{\n"
-        << "              const int64_t " << j << " = lm_jg - (" << j0 << "); (void)" << j << ";\n"
-        << "              for (int64_t " << p << " = threadIdx.x % " << warp << "; " << p << " < lm_dk; " << p
-        << " += " << warp << ") {\n";
-      std::map<const ExprNode*, std::string> memo;
-      const std::string qv = q_cached ? "lm_qs[" + p + "]" : value(a.q, memo, s, "                ");
-      const std::string kv = value(ksegs[si].k, memo, s, "                ");
-      s << "                lm_dot = LM_FMA(" << qv << ", " << kv << ", lm_dot);\n"
-        << "              }\n"
-        << "            }\n";
+    for (size_t si = 0; si < ksegs.size(); ++si) {
+      // A segment whose keys are computed (a decode step's new key through its RoPE: a
+      // key, ~90 operations an element) is emitted once, a key a trip, its depths in a
+      // loop: unrolled it would be most of the kernel's source and of NVRTC's time.
+      const bool light = expr_nodes(ksegs[si].k) <= kLightKeyNodes;
+      const int U = light ? static_cast<int>(detail::attention_key_unroll(R, warp)) : 1;
+      const int dots = pow2_at_least(U * R);
+      const bool unrolled = q_regs && light;
+      const std::string j0 = ix(ksegs[si].j0), j1 = si + 1 < ksegs.size() ? ix(ksegs[si + 1].j0) : "lm_n";
+      s << "        {\n";
+      s << "          const int64_t lm_klo = " << j0 << " - lm_j0 > 0 ? " << j0
+        << " - lm_j0 : 0, lm_khi = " << j1 << " - lm_j0 < lm_nj ? " << j1 << " - lm_j0 : lm_nj;\n";
+      s << "          for (int64_t lm_kk = lm_klo + threadIdx.x / " << warp
+        << "; lm_kk < lm_khi; lm_kk += " << U * warps << ") {\n";
+      for (int u = 0; u < U; ++u)
+        s << "            const int64_t lm_k" << u << " = lm_kk + " << u * warps << " < lm_khi ? lm_kk + "
+          << u * warps << " : lm_khi - 1;\n";
+      for (int x = 0; x < dots; ++x) s << "            float " << nm("lm_dot", x) << " = 0.0f;\n";
+      // q and k are expressions over the row / key and depth variables (a RoPE prologue
+      // is computed here, kernel_ir.hpp); q comes from the lane's registers or lm_qs when
+      // it was cached.
+      for (int u = 0; u < U; ++u) {
+        s << "            {\n";
+        s << "              const int64_t " << j << " = lm_j0 + lm_k" << u << " - (" << j0 << "); (void)" << j
+          << ";\n";
+        auto dot = [&](int r) { return nm("lm_dot", u * R + r); };
+        if (unrolled) {
+          // The lane's depths unrolled.
+          for (int64_t t = 0; t < q_steps; ++t) {
+            s << "              {\n"
+              << "                const int64_t " << p << " = threadIdx.x % " << warp << " + " << t * warp
+              << ";\n";
+            const bool guard = (t + 1) * warp > *dk_const;
+            if (guard) s << "                if (" << p << " < lm_dk) {\n";
+            const std::string in = guard ? "                  " : "                ";
+            std::map<const ExprNode*, std::string> memo;
+            const std::string kv = value(ksegs[si].k, memo, s, in);
+            for (int r = 0; r < R; ++r)
+              s << in << dot(r) << " = LM_FMA(" << q_reg(r, t) << ", " << kv << ", " << dot(r) << ");\n";
+            if (guard) s << "                }\n";
+            s << "              }\n";
+          }
+        } else {
+          s << "              for (int64_t " << p << " = threadIdx.x % " << warp << "; " << p << " < lm_dk; "
+            << p << " += " << warp << ") {\n";
+          std::map<const ExprNode*, std::string> memo;
+          const std::string kv = value(ksegs[si].k, memo, s, "                ");
+          for (int r = 0; r < R; ++r) {
+            const std::string qv = q_cached ? "lm_qs[" + std::to_string(r * *dk_const) + " + " + p + "]"
+                                            : value(a.q, memo, s, "                ");
+            s << "                " << dot(r) << " = LM_FMA(" << qv << ", " << kv << ", " << dot(r) << ");\n";
+          }
+          s << "              }\n";
+        }
+        s << "            }\n";
+      }
+      warp_sums(s, "            ", U * R, warp, R, warps);
+      s << "          }\n";
+      s << "        }\n";
     }
-    s << "          }\n";
-    s << "          lm_dot = lm_warp_sum_f32(lm_dot);\n";
-    s << "          if (threadIdx.x % " << warp << " == 0) lm_e[lm_kk] = lm_dot;\n";
-    s << "        }\n";
     s << "        lm_sync();\n";
-    // Each thread then owns one key's score (and later its weight, in the same slot).
+    // Each thread then owns one key's score per row (and later its weight, in the same
+    // slot).
     s << "        const int64_t " << j << " = lm_j0 + threadIdx.x;\n";
-    s << "        float lm_s = lm_ninf;\n";
-    s << "        if (" << j << " < lm_je) {\n";
-    s << "          const float acc = lm_e[threadIdx.x];\n";
-    if (a.score.valid()) {
-      std::map<const ExprNode*, std::string> memo;
-      const std::string v = value(a.score, memo, s, "          ");
-      s << "          lm_s = " << v << ";\n";
-    } else {
-      s << "          lm_s = acc;\n";
+    for (int r = 0; r < R; ++r) {
+      s << "        float " << nm("lm_new", r) << ", " << nm("lm_lo", r) << ", " << nm("lm_ln", r) << ", "
+        << nm("lm_f", r) << ";\n";
+      s << "        {\n";
+      if (R > 1) s << "          " << row_decl(r) << "\n";
+      s << "          float lm_s = lm_ninf;\n";
+      s << "          if (" << j << " < lm_je) {\n";
+      s << "            const float acc = lm_e[" << r * kThreads << " + threadIdx.x];\n";
+      if (a.score.valid()) {
+        std::map<const ExprNode*, std::string> memo;
+        const std::string v = value(a.score, memo, s, "            ");
+        s << "            lm_s = " << v << ";\n";
+      } else {
+        s << "            lm_s = acc;\n";
+      }
+      s << "          }\n";
+      const std::string mx = nm("lm_mx", r), nw = nm("lm_new", r);
+      s << "          const float lm_cmax = lm_block_max_f32(lm_s, lm_part);\n";
+      s << "          " << nw << " = lm_max(" << mx << ", lm_cmax);\n";
+      s << "          const float lm_alpha = " << mx << " == " << nw
+        << " ? 1.0f : " << exp2_of("(" + mx + " - " + nw + ") * lm_c") << ";\n";
+      s << "          const float lm_ej = " << j << " < lm_je ? (" << nw
+        << " == lm_ninf ? 0.0f : " << exp2_of("(lm_s - " + nw + ") * lm_c") << ") : 0.0f;\n";
+      // l_new = 0: nothing visible yet (o and the weights stay 0); NaN propagates.
+      s << "          " << nm("lm_lo", r) << " = " << nm("lm_l", r) << " * lm_alpha;\n";
+      s << "          " << nm("lm_ln", r) << " = " << nm("lm_lo", r)
+        << " + lm_block_sum_f32(lm_ej, lm_part);\n";
+      s << "          " << nm("lm_f", r) << " = " << nm("lm_ln", r) << " == 0.0f ? 0.0f : 1.0f / "
+        << nm("lm_ln", r) << ";\n";
+      s << "          lm_e[" << r * kThreads << " + threadIdx.x] = lm_ej * " << nm("lm_f", r) << ";\n";
+      s << "        }\n";
     }
-    s << "        }\n";
-    s << "        const float lm_cmax = lm_block_max_f32(lm_s, lm_part);\n";
-    s << "        const float lm_new = lm_max(lm_mx, lm_cmax);\n";
-    s << "        const float lm_alpha = lm_mx == lm_new ? 1.0f : " << exp2_of("(lm_mx - lm_new) * lm_c")
-      << ";\n";
-    s << "        const float lm_ej = " << j
-      << " < lm_je ? (lm_new == lm_ninf ? 0.0f : " << exp2_of("(lm_s - lm_new) * lm_c") << ") : 0.0f;\n";
-    // l_new = 0: nothing visible yet (o and the weights stay 0); NaN propagates.
-    s << "        const float lm_lo = lm_l * lm_alpha, lm_ln = lm_lo + lm_block_sum_f32(lm_ej, lm_part);\n";
-    s << "        const float lm_f = lm_ln == 0.0f ? 0.0f : 1.0f / lm_ln;\n";
-    s << "        lm_e[threadIdx.x] = lm_ej * lm_f;\n";
     s << "        lm_sync();\n";
+    // P V: a thread's column d over its key group's keys (every KG-th of the chunk), U_V
+    // of them a trip with their loads first; V's segments one after another, so each
+    // thread takes its keys in increasing order. A key past the end is neither loaded nor
+    // multiplied (0 * inf would be NaN).
+    const int uv = static_cast<int>(detail::kAttentionValueUnroll);
+    for (int r = 0; r < R; ++r) s << "        float " << nm("lm_sum", r) << " = 0.0f;\n";
     s << "        if (" << d << " < lm_dv) {\n";
-    s << "          float lm_sum = 0.0f;\n";
-    s << "          const int64_t lm_nj = lm_je - lm_j0 < " << kThreads << " ? lm_je - lm_j0 : " << kThreads
-      << ";\n";
-    // V at key lm_jq: segment s's load where lm_jq < the next segment's first key.
     std::vector<std::string> v_seg{ld(a.v, "lm_ov + lm_jq * lm_rv + " + d + " * lm_cv")};
-    for (size_t i = 0; i < a.v_more.size(); ++i) {
-      const std::string n = std::to_string(i + 1);
-      v_seg.push_back(ld(a.v_more[i].v, "lm_ov" + n + " + (lm_jq - lm_vs" + n + ") * lm_rv" + n + " + " + d + " * lm_cv"));
+    std::vector<std::string> v_start{"0"};
+    for (size_t sgi = 0; sgi < a.v_more.size(); ++sgi) {
+      const std::string n = std::to_string(sgi + 1);
+      v_seg.push_back(ld(a.v_more[sgi].v,
+                         "lm_ov" + n + " + (lm_jq - lm_vs" + n + ") * lm_rv" + n + " + " + d + " * lm_cv"));
+      v_start.push_back("lm_vs" + n);
     }
-    std::string v_at = v_seg.back();
-    for (size_t i = a.v_more.size(); i-- > 0;)
-      v_at = "(lm_jq < lm_vs" + std::to_string(i + 1) + " ? " + v_seg[i] + " : " + v_at + ")";
-    s << "          for (int64_t lm_q = 0; lm_q < lm_nj; ++lm_q) {\n";
-    s << "            const int64_t lm_jq = lm_j0 + lm_q;\n";
-    s << "            lm_sum = LM_FMA(lm_e[lm_q], " << v_at << ", lm_sum);\n";
-    s << "          }\n";
-    s << "          lm_o = lm_o * (lm_ln == 0.0f ? 1.0f : lm_lo * lm_f) + lm_sum;\n";
+    for (size_t sgi = 0; sgi < v_seg.size(); ++sgi) {
+      const std::string end = sgi + 1 < v_seg.size() ? v_start[sgi + 1] : "lm_n";
+      s << "          {\n";
+      s << "            const int64_t lm_qb = " << v_start[sgi] << " - lm_j0 > 0 ? " << v_start[sgi]
+        << " - lm_j0 : 0, lm_qe = " << end << " - lm_j0 < lm_nj ? " << end << " - lm_j0 : lm_nj;\n";
+      // The first key of the segment in this thread's group.
+      s << "            int64_t lm_q = lm_qb";
+      if (kg > 1) s << " + ((lm_kg - lm_qb % " << kg << ") % " << kg << " + " << kg << ") % " << kg;
+      s << ";\n";
+      s << "            for (; lm_q < lm_qe; lm_q += " << uv * kg << ") {\n";
+      for (int u = 0; u < uv; ++u) {
+        s << "              float lm_v" << u << " = 0.0f;\n";
+        s << "              {\n";
+        s << "                const int64_t lm_jq = lm_j0 + lm_q + " << u * kg << ";\n";
+        if (u > 0)
+          s << "                if (lm_q + " << u * kg << " < lm_qe) ";
+        else
+          s << "                ";
+        s << "lm_v" << u << " = " << v_seg[sgi] << ";\n";
+        s << "              }\n";
+      }
+      for (int u = 0; u < uv; ++u) {
+        const std::string q = u == 0 ? "lm_q" : "lm_q + " + std::to_string(u * kg);
+        if (u > 0) s << "              if (" << q << " < lm_qe) {\n";
+        for (int r = 0; r < R; ++r)
+          s << "              " << (u > 0 ? "  " : "") << nm("lm_sum", r) << " = LM_FMA(lm_e[" << r * kThreads
+            << " + " << q << "], lm_v" << u << ", " << nm("lm_sum", r) << ");\n";
+        if (u > 0) s << "              }\n";
+      }
+      s << "            }\n";
+      s << "          }\n";
+    }
+    if (kg > 1) {
+      s << "        }\n";
+      // The key groups' sums meet in the first group's threads, in group order, through
+      // lm_e (its weights read by now).
+      s << "        lm_sync();\n";
+      s << "        if (lm_kg > 0 && " << d << " < lm_dv) {\n";
+      for (int r = 0; r < R; ++r)
+        s << "          lm_e[((lm_kg - 1) * " << R << " + " << r << ") * " << dvb << " + threadIdx.x % "
+          << dvb << "] = " << nm("lm_sum", r) << ";\n";
+      s << "        }\n";
+      s << "        lm_sync();\n";
+      s << "        if (" << own << ") {\n";
+      s << "          for (int64_t lm_g = 1; lm_g < " << kg << "; ++lm_g) {\n";
+      for (int r = 0; r < R; ++r)
+        s << "            " << nm("lm_sum", r) << " = " << nm("lm_sum", r) << " + lm_e[((lm_g - 1) * " << R
+          << " + " << r << ") * " << dvb << " + threadIdx.x % " << dvb << "];\n";
+      s << "          }\n";
+    }
+    for (int r = 0; r < R; ++r)
+      s << "          " << nm("lm_o", r) << " = " << nm("lm_o", r) << " * (" << nm("lm_ln", r)
+        << " == 0.0f ? 1.0f : " << nm("lm_lo", r) << " * " << nm("lm_f", r) << ") + " << nm("lm_sum", r)
+        << ";\n";
     s << "        }\n";
     s << "        lm_sync();\n";
-    s << "        lm_mx = lm_new;\n";
-    s << "        lm_l = lm_ln;\n";
+    for (int r = 0; r < R; ++r)
+      s << "        " << nm("lm_mx", r) << " = " << nm("lm_new", r) << ";\n"
+        << "        " << nm("lm_l", r) << " = " << nm("lm_ln", r) << ";\n";
     s << "      }\n";
     if (split) {
-      // The range's state: o (normalised), then m and l (Attention::Split's layout).
-      s << "      float* lm_st = b" << a.split->partial << " + (lm_t * " << kAttentionMaxSplits
-        << " + lm_rg) * (lm_dv + 2);\n";
-      s << "      if (" << d << " < lm_dv) lm_st[" << d << "] = lm_o;\n";
-      s << "      if (lm_d0 == 0 && threadIdx.x == 0) {\n";
-      s << "        lm_st[lm_dv] = lm_mx;\n";
-      s << "        lm_st[lm_dv + 1] = lm_l;\n";
-      s << "      }\n    }\n";
-      // Counted: the block's state stored and fenced, one thread counts it; the block
-      // that completes the row's count merges it and leaves the count zero for the
-      // next call. (The barriers stay uniform: lm_last is the block's.)
-      const std::string cnt = "b" + std::to_string(a.split->counter) + "[lm_t]";
+      // Each row's range state: o (normalised), then m and l (Attention::Split's layout).
+      for (int r = 0; r < R; ++r) {
+        s << "      {\n";
+        s << "        float* lm_st = b" << a.split->partial << " + ((lm_t0 + " << r << ") * "
+          << kAttentionMaxSplits << " + lm_rg) * (lm_dv + 2);\n";
+        s << "        if (" << own << ") lm_st[" << d << "] = " << nm("lm_o", r) << ";\n";
+        s << "        if (lm_d0 == 0 && threadIdx.x == 0) {\n";
+        s << "          lm_st[lm_dv] = " << nm("lm_mx", r) << ";\n";
+        s << "          lm_st[lm_dv + 1] = " << nm("lm_l", r) << ";\n";
+        s << "        }\n";
+        s << "      }\n";
+      }
+      s << "    }\n";
+      // Counted: the block's states stored and fenced, one thread counts them (one count
+      // for the block's rows, at its first row); the block that completes the count merges
+      // the rows and leaves the count zero for the next call. (The barriers stay uniform:
+      // lm_last is the block's.)
+      const std::string cnt = "b" + std::to_string(a.split->counter) + "[lm_t0]";
       s << "    lm_threadfence();\n";
       s << "    lm_sync();\n";
       s << "    if (threadIdx.x == 0) lm_last = lm_atomic_add_i32(&" << cnt << ", 1) == lm_ranges - 1;\n";
       s << "    lm_sync();\n";
       s << "    if (lm_last) {\n";
       s << "      lm_threadfence();\n";
-      attention_merge_row(s, "      ", i, d);
+      for (int r = 0; r < R; ++r) {
+        s << "      {\n";
+        s << "        const int64_t lm_t = lm_t0 + " << r << ";\n";
+        if (R > 1) s << "        " << row_decl(r) << "\n";
+        attention_merge_row(s, "        ", i, d);
+        s << "      }\n";
+      }
       s << "      if (threadIdx.x == 0) " << cnt << " = 0;\n";
       s << "    }\n";
       s << "    lm_sync();\n";
       s << "  }\n";
       return;
     }
-    s << "      if (" << d << " < lm_dv) {\n";
+    s << "      if (" << own << ") {\n";
     // l = 0: every key masked (NaN, as the body's exp2(-inf + inf)) or no keys (+0).
-    attention_store(s, "        ", "lm_l", i, d);
+    for (int r = 0; r < R; ++r) {
+      s << "        {\n";
+      if (R > 1) s << "          " << row_decl(r) << "\n";
+      attention_store(s, "          ", nm("lm_o", r), nm("lm_l", r), i, d);
+      s << "        }\n";
+    }
     s << "      }\n    }\n  }\n";
   }
 
-  // The attention's output element: acc = `lm_o` normalised by `total` (0: NaN, every key
+  static int pow2_at_least(int r) {
+    int p = 1;
+    while (p < r) p *= 2;
+    return p;
+  }
+
+  // The n = U x R dot products lm_dot0.. of each lane (key u's row r in lm_dot{u R + r})
+  // summed over the warp, each stored to lm_e[r * kThreads + lm_kk + u * warps] when that
+  // key is before lm_khi. n = 1: the warp sum. n > 1 (padded with zeros to a power of
+  // two P): the first log2(P) butterfly levels exchange half of the lane's values each
+  // (the lane whose mask bit is set keeps the upper half, its partner the lower), so a
+  // level costs half as many shuffles as the values it has left, until one is left per
+  // lane; the remaining levels are the warp sum's. Every addition pairs the same two
+  // lanes' partial sums as n separate warp sums would -- the same results, in P - 1 +
+  // log2(W / P) shuffles instead of n log2(W). Value x ends in lanes x W / P ..
+  // (x + 1) W / P - 1.
+  void warp_sums(std::ostringstream& s, const std::string& ind, int n, int warp, int R, int warps) {
+    if (n == 1) {
+      s << ind << "lm_dot0 = lm_warp_sum_f32(lm_dot0);\n";
+      s << ind << "if (threadIdx.x % " << warp << " == 0) lm_e[lm_kk] = lm_dot0;\n";
+      return;
+    }
+    const int P = pow2_at_least(n);
+    s << ind << "{\n";
+    s << ind << "  const int lm_lane = (int)(threadIdx.x % " << warp << ");\n";
+    int mask = warp / 2;
+    for (int c = P; c > 1; c /= 2, mask /= 2) {
+      s << ind << "  {\n";
+      s << ind << "    const bool lm_hi = (lm_lane & " << mask << ") != 0;\n";
+      for (int q = 0; q < c / 2; ++q) {
+        const std::string lo = "lm_dot" + std::to_string(q), hi = "lm_dot" + std::to_string(q + c / 2);
+        s << ind << "    const float lm_send" << q << " = lm_hi ? " << lo << " : " << hi << ";\n";
+        s << ind << "    " << lo << " = (lm_hi ? " << hi << " : " << lo << ") + lm_shfl_xor_f32(lm_send" << q
+          << ", " << mask << ");\n";
+      }
+      s << ind << "  }\n";
+    }
+    for (; mask > 0; mask /= 2)
+      s << ind << "  lm_dot0 = lm_dot0 + lm_shfl_xor_f32(lm_dot0, " << mask << ");\n";
+    const int span = warp / P;
+    s << ind << "  const int lm_x = lm_lane / " << span << ";\n";
+    s << ind << "  const int64_t lm_key = lm_kk + (int64_t)(lm_x / " << R << ") * " << warps << ";\n";
+    s << ind << "  if (lm_lane % " << span << " == 0 && lm_x < " << n << " && lm_key < lm_khi) lm_e[(lm_x % "
+      << R << ") * " << kThreads << " + lm_key] = lm_dot0;\n";
+    s << ind << "}\n";
+  }
+
+  // Rows per block of attention `a` (attention() above): the rows of one batch point take
+  // attention_block_rows(m) to a block (cost/gpu_launch.hpp) -- when q is cached in
+  // shared memory and nothing but q, the scores and the epilogue depends on the row: K,
+  // V and the output's placement.
+  static int block_rows(const Attention& a, bool q_cached) {
+    if (!q_cached) return 1;
+    const std::optional<int64_t> m = a.m.as_constant();
+    if (!m || *m < 2) return 1;
+    const int64_t row = a.row_var;
+    for (const KeyExprSegment& sg : key_segments(a))
+      if (expr_uses_var(sg.k, row)) return 1;
+    for (const KeySegment& sg : value_segments(a))
+      if (uses_var(sg.v.offset, row) || uses_var(sg.v.row_stride, row) || uses_var(sg.v.col_stride, row))
+        return 1;
+    if (uses_var(a.out.offset, row) || uses_var(a.out.row_stride, row)) return 1;
+    return static_cast<int>(detail::attention_block_rows(*m));
+  }
+
+  // Distinct nodes of expression `e`.
+  static std::size_t expr_nodes(const Expr& e) {
+    std::set<const ExprNode*> seen;
+    std::function<void(const Expr&)> walk = [&](const Expr& x) {
+      if (!x.valid() || !seen.insert(&x.node()).second) return;
+      for (const Expr& arg : x.node().args) walk(arg);
+    };
+    walk(e);
+    return seen.size();
+  }
+
+  // Whether `e` reads loop variable `var` (a load's address or validity, an index value).
+  static bool expr_uses_var(const Expr& e, int64_t var) {
+    std::set<const ExprNode*> seen;
+    std::function<bool(const Expr&)> walk = [&](const Expr& x) {
+      if (!x.valid() || !seen.insert(&x.node()).second) return false;
+      const ExprNode& n = x.node();
+      if ((n.op == ExprOp::Load || n.op == ExprOp::IndexValue) && uses_var(n.index, var)) return true;
+      if (n.valid && uses_var(*n.valid, var)) return true;
+      for (const Expr& arg : n.args)
+        if (walk(arg)) return true;
+      return false;
+    };
+    return walk(e);
+  }
+
+  // The attention's output element: acc = `o` normalised by `total` (0: NaN, every key
   // masked, or +0, no keys), then the epilogue, stored at row `i`, column `d` of out.
-  void attention_store(std::ostringstream& s, const std::string& ind, const std::string& total,
-                       const std::string& i, const std::string& d) {
+  void attention_store(std::ostringstream& s, const std::string& ind, const std::string& o,
+                       const std::string& total, const std::string& i, const std::string& d) {
     const Attention& a = *k_.attention;
-    s << ind << "const float acc = " << total
-      << " != 0.0f ? lm_o : lm_n == 0 ? 0.0f : lm_u2f(0x7fc00000u);\n";
+    s << ind << "const float acc = " << total << " != 0.0f ? " << o
+      << " : lm_n == 0 ? 0.0f : lm_u2f(0x7fc00000u);\n";
     std::string v = "acc";
     if (a.epilogue.valid()) {
       std::map<const ExprNode*, std::string> memo;
@@ -992,7 +1253,7 @@ class Writer {
     s << ind << "  for (int64_t lm_rg = 0; lm_rg < lm_ranges; ++lm_rg)\n";
     s << ind << "    lm_o = lm_o + (" << w << " * lm_f) * lm_st[lm_rg * (lm_dv + 2) + " << d << "];\n";
     // L = 0: every key masked (NaN, as the body) or no keys (+0).
-    attention_store(s, ind + "  ", "lm_tot", i, d);
+    attention_store(s, ind + "  ", "lm_o", "lm_tot", i, d);
     s << ind << "}\n";
   }
 
