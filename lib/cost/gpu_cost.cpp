@@ -370,8 +370,8 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   }
 
   // gpu_renderer's attention (attention()): a block of 256 threads takes R query rows
-  // that read the same K and V (a split attention: attention_block_rows of the rows that
-  // share each K element; otherwise one) over its keys -- all of them, or, for few rows
+  // that read the same K and V (attention_block_rows of the rows that share each K
+  // element, when q fits in shared memory) over its keys -- all of them, or, for few rows
   // over many keys, one range of them, the last range block merging the rows
   // (flash-decoding, gpu_launch.hpp). Per chunk of 256 keys: a warp per key, U keys a trip
   // with all their loads issued first, computes the R dot products with its lanes across

@@ -47,31 +47,29 @@ inline int64_t attention_ranges(int64_t keys) {
   return r < 1 ? 1 : r > kAttentionMaxSplits ? kAttentionMaxSplits : r;
 }
 
-/// A split attention's block takes this many of a batch point's query rows at most: the
-/// rows of one batch point read the same K and V (a decode step's G query heads of one KV
-/// head, kernel/lower/group_heads.hpp), so every K and V element a block loads feeds that
-/// many products instead of one. (Each row keeps a q of up to 1024 floats and a chunk of
-/// scores in shared memory: 8 rows stay under 48 KB.)
+/// An attention's block takes this many of a batch point's query rows at most: the rows
+/// of one batch point read the same K and V (a decode step's G query heads of one KV head,
+/// kernel/lower/group_heads.hpp; a prefill's queries), so every K and V element a block
+/// loads feeds that many products instead of one. (Each row keeps a q of up to 1024
+/// floats and a chunk of scores in shared memory: 8 rows stay under 48 KB.)
 inline constexpr int64_t kAttentionMaxBlockRows = 8;
 /// The attention's trips (gpu_renderer's attention()): a warp's dot products take this
 /// many keys a trip, their loads issued before the first product waits -- 4, fewer when
 /// a lane's U x R sums (padded to a power of two) would pass 16 or the warp's lanes.
 inline int64_t attention_key_unroll(int64_t rows_per_block, int64_t warp) {
-  int64_t p = 1;
-  while (p < rows_per_block) p *= 2;
-  int64_t u = 4;
   auto pow2 = [](int64_t x) {
     int64_t q = 1;
     while (q < x) q *= 2;
     return q;
   };
-  while (u > 1 && (u * p > 16 || pow2(u * rows_per_block) > warp)) u /= 2;
+  int64_t u = 4;
+  while (u > 1 && (u * pow2(rows_per_block) > 16 || pow2(u * rows_per_block) > warp)) u /= 2;
   return u;
 }
 /// ... and P V's thread takes this many keys a trip, their V loads first.
 inline constexpr int64_t kAttentionValueUnroll = 8;
 
-/// Rows per block of a split attention with `m` rows per batch point: the largest count
+/// Rows per block of an attention with `m` rows per batch point: the largest count
 /// up to kAttentionMaxBlockRows that divides m (so no block has rows past the end).
 inline int64_t attention_block_rows(int64_t m) {
   for (int64_t r = m < kAttentionMaxBlockRows ? m : kAttentionMaxBlockRows; r > 1; --r)

@@ -257,7 +257,10 @@ TEST_CASE("fusion without its policies: gate and up as one product at 128 tokens
   // classes, and the program's SwiGLU kernel got a variant reading gate off one and up
   // off another -- computing both. Read off one class at a time it takes the merged
   // product (a cuBLASLt call) as the policies do: 13 -> 12 kernels, 1223.08 -> 1220.07 us
-  // (the policies: 11, 1214.07, with K and V merged too).
+  // (the policies: 11, 1214.07, with K and V merged too). Since the GPU attention is
+  // priced by its loops (2026-12-07, docs/cost-model.md) both programs compute this
+  // attention as two products and a softmax, and only the policies' merge K and V, which
+  // the fused attention had read off one product: 1236.49 against 1227.49 us, 0.73%.
   Graph g;
   test::BlockConfig c = test::BlockConfig::llama_4096();
   c.seq = 128;
@@ -269,7 +272,7 @@ TEST_CASE("fusion without its policies: gate and up as one product at 128 tokens
   INFO(without.report.to_string() << "\n" << without.dot);
   CHECK(std::any_of(without.plan->steps.begin(), without.plan->steps.end(),
                     [](const auto& st) { return concat_weights(*st.spec) == 2; }));
-  CHECK(without.report.estimated_seconds <= 1.006 * with.report.estimated_seconds);
+  CHECK(without.report.estimated_seconds <= 1.008 * with.report.estimated_seconds);
 }
 
 TEST_CASE("fusion without its policies: Q, K and V as one product at one token on a GPU",
