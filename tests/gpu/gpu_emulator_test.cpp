@@ -546,13 +546,17 @@ TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batc
   // out[b, i, d] = softmax_j(where(j <= i + n - m, q.k * scale, -inf)) V, over B batches.
   // m > n: the first rows see no key (NaN, as the body); n = 0: no keys at all (+0).
   // dk = 1100: deeper than the renderer keeps q in shared memory (kMaxCachedDepth), so q
-  // is computed in the dot loop.
+  // is computed in the dot loop, a row a block; otherwise a block takes the rows up to 8
+  // dividing m (5, 3, 1, 5, 2; 8 of 24 at depth 128: q's four depths a lane in registers,
+  // a prefill's shape; 8 of 16 at depth 96 over 700 keys, three chunks).
   for (auto [m, n, dk, dv] : {std::array<int64_t, 4>{5, 7, 4, 3},
                               {3, 600, 16, 300},
                               {1, 1, 2, 2},
                               {5, 3, 4, 3},
                               {2, 0, 4, 3},
-                              {2, 5, 1100, 3}}) {
+                              {2, 5, 1100, 3},
+                              {24, 24, 128, 128},
+                              {16, 700, 96, 72}}) {
     // V transposed in memory; the epilogue adds 1.
     const k::Program p = causal_attention(DType::f32, {2, m, n, dk, dv}, true, 0.5,
                                           k::binary(k::BinaryOp::Add, k::acc(), k::constant(1.0)));
@@ -701,13 +705,18 @@ TEST_CASE("emulated flash-decoding: key ranges and their merge against the evalu
   // both; 3 keys: 1 range; none: +0. The last range block of a block's
   // rows merges them; the counts end at zero. A block takes the most rows up to 8 that
   // divide m (gpu_launch.hpp): 1, 3 (its dot products padded to 16 for the transposed
-  // warp sum), 2, 5 (padded to 16), 5 and 2 here, on warps of 32 and 64 lanes.
+  // warp sum), 2, 5 (padded to 16), 5 and 2 here, on warps of 32 and 64 lanes; then a
+  // decode step's shape (4 rows, depth 128: four depths a lane, q in registers; 128 value
+  // columns, two key groups) and 8 rows at depth 40 (a second depth step guarded), 64
+  // columns (four key groups).
   for (auto [B, m, n, dk, dv] : {std::array<int64_t, 5>{2, 1, 1000, 16, 40},
                                  {2, 3, 600, 16, 300},
                                  {1, 2, 4100, 8, 8},
                                  {0, 260, 257, 4, 4},
                                  {2, 5, 3, 4, 3},
-                                 {2, 2, 0, 4, 3}}) {
+                                 {2, 2, 0, 4, 3},
+                                 {2, 4, 700, 128, 128},
+                                 {1, 8, 300, 40, 64}}) {
     const k::Program p = split_attention(causal_attention(
         DType::f32, {B, m, n, dk, dv}, true, 0.5, k::binary(k::BinaryOp::Add, k::acc(), k::constant(1.0))));
     INFO("B " << B << " m " << m << " n " << n << " dk " << dk << " dv " << dv);
