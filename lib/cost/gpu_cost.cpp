@@ -279,8 +279,11 @@ double library_gemm_seconds(const TargetDesc& t, const KernelWork& w, double bw)
 double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   const double inf = std::numeric_limits<double>::infinity();
   const double units = std::max(1, t.compute_units);
-  const double flops = w.flops + w.transcendentals * t.transcendental_flops +
-                       (t.approximate_math ? w.tanhs * (t.fast_tanh_flops - t.transcendental_flops) : 0.0);
+  // (A tanh costs its own: the fast polynomial under fast math, else lm_tanh's.)
+  const double tanh_extra = t.approximate_math ? t.fast_tanh_flops - t.transcendental_flops
+                            : t.tanh_flops > 0 ? t.tanh_flops - t.transcendental_flops
+                                               : 0.0;
+  const double flops = w.flops + w.transcendentals * t.transcendental_flops + w.tanhs * tanh_extra;
   // Fast math: the special function units run beside the FMA pipe, a bound of their own:
   // one op per transcendental, a second per tanh, one per reciprocal or square root.
   const double sfu_s =

@@ -254,8 +254,10 @@ TargetDesc describe_gpu(std::string_view arch) {
   d.launch_overhead_s = f->launch_s;
   // The C prelude's polynomials, not the special function units (they keep device and
   // emulator bit-identical): lm_exp 23, lm_sin 28, lm_tanh 37, lm_log 35 PTX instructions
-  // (NVRTC, sm_90), against one counted flop per plain op.
+  // (NVRTC, sm_90), against one counted flop per plain op: the others at 27, tanh at its
+  // own 37 (KernelWork::tanhs).
   d.transcendental_flops = 27;
+  d.tanh_flops = 37;
   // Under fast math the CUDA renderer uses the special function units (gpu_prelude.cpp):
   // exp2/log2 one MUFU instruction, exp two, sin five with its range reduction; the units
   // complete 16 a clock per SM on sm_80 to sm_100 (CUDA C++ Programming Guide, throughput

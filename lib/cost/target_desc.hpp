@@ -45,6 +45,9 @@ struct TargetDesc {
   double local_bytes = 0;           // per-core L2 (CPU) or shared memory per SM (GPU)
   double launch_overhead_s = 0;     // one kernel launch / parallel region
   double transcendental_flops = 8;  // flop-equivalents of one exp/log/sin/tanh
+  /// An exact tanh where it costs more than the others (the GPU prelude's lm_tanh); 0:
+  /// transcendental_flops.
+  double tanh_flops = 0;
   /// Fast math on a target whose renderer then computes transcendentals with approximate
   /// instructions (CUDA's special function units): their flop-equivalents on the main
   /// pipe, and how many a second those units complete -- a bound of its own, since they
