@@ -404,8 +404,7 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const double chunks = std::ceil(per_block / 256);
     const double steps_k = std::ceil(dk / W);
     const bool q_regs = q_cached && steps_k * static_cast<double>(R) <= 32;
-    double P = 1;
-    while (P < static_cast<double>(U * R)) P *= 2;
+    const double P = static_cast<double>(pow2_at_least(U * R));
     const double shuffles = P == 1 ? std::log2(W) : (P - 1) + std::log2(W / P);
     const double r = static_cast<double>(R), u = static_cast<double>(U);
     const double dot_trip =

@@ -53,17 +53,19 @@ inline int64_t attention_ranges(int64_t keys) {
 /// loads feeds that many products instead of one. (Each row keeps a q of up to 1024
 /// floats and a chunk of scores in shared memory: 8 rows stay under 48 KB.)
 inline constexpr int64_t kAttentionMaxBlockRows = 8;
+/// The smallest power of two >= x (the attention's transposed warp sum pads to it).
 /// The attention's trips (gpu_renderer's attention()): a warp's dot products take this
 /// many keys a trip, their loads issued before the first product waits -- 4, fewer when
 /// a lane's U x R sums (padded to a power of two) would pass 16 or the warp's lanes.
+inline int64_t pow2_at_least(int64_t x) {
+  int64_t q = 1;
+  while (q < x) q *= 2;
+  return q;
+}
 inline int64_t attention_key_unroll(int64_t rows_per_block, int64_t warp) {
-  auto pow2 = [](int64_t x) {
-    int64_t q = 1;
-    while (q < x) q *= 2;
-    return q;
-  };
   int64_t u = 4;
-  while (u > 1 && (u * pow2(rows_per_block) > 16 || pow2(u * rows_per_block) > warp)) u /= 2;
+  while (u > 1 && (u * pow2_at_least(rows_per_block) > 16 || pow2_at_least(u * rows_per_block) > warp))
+    u /= 2;
   return u;
 }
 /// ... and P V's thread takes this many keys a trip, their V loads first.

@@ -65,8 +65,9 @@ struct TargetDesc {
   double loop_efficiency = 0.4;          // generated elementwise / reduction loops
   double gemm_efficiency = 0.6;          // generated register-tiled GEMM, large tiles
   double library_gemm_efficiency = 0.8;  // the vendor BLAS (OpenBLAS, cuBLAS, rocBLAS)
-  double attention_efficiency =
-      0.4;  // the streaming attention kernel (both products; a GPU prices its loops instead, gpu_cost.cpp)
+  // The streaming attention kernel (both products; a GPU prices its loops instead,
+  // gpu_cost.cpp).
+  double attention_efficiency = 0.4;
   // The GEMM tile configurations a generated GEMM may use, each an alternative in the
   // e-graph: {rows, cols, k-depth} of the register micro tile (CPU) or of a thread
   // block's output tile (GPU). The first is the default.

@@ -798,10 +798,8 @@ class Writer {
     const std::string i = "v" + std::to_string(a.row_var), j = "v" + std::to_string(a.key_var),
                       d = "v" + std::to_string(a.col_var);
     // Row r's variable: declared once for the block when R = 1 (every expression may read
-    // it there), in a scope of its own per row otherwise.
-    auto row_decl = [&](int r) {
-      return R == 1 ? std::string() : "const int64_t " + i + " = lm_i0 + " + std::to_string(r) + "; ";
-    };
+    // it there), in a scope of its own per row otherwise (this, only then).
+    auto row_decl = [&](int r) { return "const int64_t " + i + " = lm_i0 + " + std::to_string(r) + "; "; };
     s << "  __shared__ float lm_e[" << R * kThreads << "];\n";
     s << "  __shared__ float lm_part[" << kThreads / arch_.warp << "];\n";
     if (q_cached) s << "  __shared__ float lm_qs[" << R * *dk_const << "];\n";
@@ -903,7 +901,7 @@ class Writer {
       // loop: unrolled it would be most of the kernel's source and of NVRTC's time.
       const bool light = expr_nodes(ksegs[si].k) <= kLightKeyNodes;
       const int U = light ? static_cast<int>(detail::attention_key_unroll(R, warp)) : 1;
-      const int dots = pow2_at_least(U * R);
+      const int dots = static_cast<int>(detail::pow2_at_least(U * R));
       const bool unrolled = q_regs && light;
       const std::string j0 = ix(ksegs[si].j0), j1 = si + 1 < ksegs.size() ? ix(ksegs[si + 1].j0) : "lm_n";
       s << "        {\n";
@@ -1118,12 +1116,6 @@ class Writer {
     s << "      }\n    }\n  }\n";
   }
 
-  static int pow2_at_least(int r) {
-    int p = 1;
-    while (p < r) p *= 2;
-    return p;
-  }
-
   // The n = U x R dot products lm_dot0.. of each lane (key u's row r in lm_dot{u R + r})
   // summed over the warp, each stored to lm_e[r * kThreads + lm_kk + u * warps] when that
   // key is before lm_khi. n = 1: the warp sum. n > 1 (padded with zeros to a power of
@@ -1140,7 +1132,7 @@ class Writer {
       s << ind << "if (threadIdx.x % " << warp << " == 0) lm_e[lm_kk] = lm_dot0;\n";
       return;
     }
-    const int P = pow2_at_least(n);
+    const int P = static_cast<int>(detail::pow2_at_least(n));
     s << ind << "{\n";
     s << ind << "  const int lm_lane = (int)(threadIdx.x % " << warp << ");\n";
     int mask = warp / 2;
