@@ -477,4 +477,19 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   return main_kernel_seconds(t, w) + w.staged_kernels * t.launch_overhead_s;
 }
 
+double folded_launch_seconds(const TargetDesc& t, const FoldedLaunches& f) {
+  const double clock = t.peak_flops_f32 / (2.0 * t.compute_units * t.simd_lanes_f32);
+  double tail = 0.4 * t.mem_latency_s * static_cast<double>(f.tail_hosts);
+  for (const FoldedLaunches::Tail& k : f.tails) {
+    const double ops =
+        static_cast<double>(k.ops) + static_cast<double>(k.transcendentals) * (t.transcendental_flops - 1);
+    const double trips = static_cast<double>(k.trips);
+    const double latency = (k.branches ? trips : 1.0) * 0.4 * t.mem_latency_s + trips * 4.0 * ops / clock;
+    const double issue = static_cast<double>(k.warps) * trips * ops / 4.0 / clock;
+    tail += std::max(latency, issue);
+  }
+  return tail -
+         t.launch_overhead_s * static_cast<double>(f.side_kernels + static_cast<int64_t>(f.tails.size()));
+}
+
 }  // namespace luminal::detail

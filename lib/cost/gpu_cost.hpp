@@ -44,4 +44,28 @@ GpuBlock mma_async_block(const GpuGemmLaunch& L);
 
 double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w);
 
+/// Kernels a GPU program runs inside other kernels' launches (kernel::Kernel::side and
+/// ::tail), which the plan priced a launch each.
+struct FoldedLaunches {
+  int64_t side_kernels = 0;  ///< run by extra blocks of a later kernel's launch
+  int64_t tail_hosts = 0;    ///< launches whose last block runs tail work
+  /// One tail kernel: a thread's trips (all computed, then all stored), the block's
+  /// warps, the operations of one element (plain ones, and transcendental calls), and
+  /// whether some of its loads are conditional (under a select, or padded): branches.
+  struct Tail {
+    int64_t trips = 1, warps = 1, ops = 0, transcendentals = 0;
+    bool branches = false;
+  };
+  std::vector<Tail> tails;
+};
+
+/// What they change in the program's estimate: a launch overhead fewer each. A tail's
+/// work waits for its host's last block and an L2 round trip for the count; then each
+/// tail kernel its trips' element operations as a dependent chain (4 cycles each, at the
+/// clock the f32 peak implies) and an L2 round trip for its loads -- one for all trips
+/// where they are straight-line code, one a trip where conditional loads make branches
+/// (in the PTX such a trip's loads issue after the previous trip's arithmetic) -- or the
+/// block's warps' instructions at an SM's 4 a cycle, whichever is longer.
+double folded_launch_seconds(const TargetDesc& t, const FoldedLaunches& f);
+
 }  // namespace luminal::detail

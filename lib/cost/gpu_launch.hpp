@@ -54,14 +54,14 @@ inline int64_t attention_ranges(int64_t keys) {
 /// floats and a chunk of scores in shared memory: 8 rows stay under 48 KB.)
 inline constexpr int64_t kAttentionMaxBlockRows = 8;
 /// The smallest power of two >= x (the attention's transposed warp sum pads to it).
-/// The attention's trips (gpu_renderer's attention()): a warp's dot products take this
-/// many keys a trip, their loads issued before the first product waits -- 4, fewer when
-/// a lane's U x R sums (padded to a power of two) would pass 16 or the warp's lanes.
 inline int64_t pow2_at_least(int64_t x) {
   int64_t q = 1;
   while (q < x) q *= 2;
   return q;
 }
+/// The attention's trips (gpu_renderer's attention()): a warp's dot products take this
+/// many keys a trip, their loads issued before the first product waits -- 4, fewer when
+/// a lane's U x R sums (padded to a power of two) would pass 16 or the warp's lanes.
 inline int64_t attention_key_unroll(int64_t rows_per_block, int64_t warp) {
   int64_t u = 4;
   while (u > 1 && (u * pow2_at_least(rows_per_block) > 16 || pow2_at_least(u * rows_per_block) > warp))
@@ -78,6 +78,17 @@ inline int64_t attention_block_rows(int64_t m) {
     if (m % r == 0) return r;
   return 1;
 }
+
+/// Side work (kernel::Kernel::side): an elementwise kernel of at most this many elements
+/// that the next kernel neither reads nor overwrites the inputs of runs as extra blocks of
+/// that kernel's launch instead of a launch of its own -- a decode step's new K and V rows
+/// (1024 elements each), a prefill's (128 x 1024). A launch costs a few microseconds on
+/// every GPU the cost model describes; a million elements at the bandwidth, about one.
+inline constexpr int64_t kSideWorkMaxElements = int64_t{1} << 20;
+/// Tail work (kernel::Kernel::tail): an elementwise kernel of at most this many elements
+/// runs in the launch of the kernel before it, by its last block -- a few trips of its
+/// threads, each a round trip to L2, against a launch (gpu_cost: tail_work_seconds).
+inline constexpr int64_t kTailWorkMaxElements = 2048;
 
 /// Skinny with 128-bit loads and at most this many rows: two K steps' loads in flight per
 /// thread (the renderer's pair loop; more rows' registers would spill).

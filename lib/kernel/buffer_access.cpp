@@ -60,6 +60,16 @@ BufferAccess buffer_access(const Kernel& k) {
       break;
     }
   }
+  for (const auto* list : {&k.side, &k.tail})  // run by the same launch
+    for (const Kernel& w : *list) {
+      const BufferAccess b = buffer_access(w);
+      a.reads.insert(a.reads.end(), b.reads.begin(), b.reads.end());
+      a.writes.insert(a.writes.end(), b.writes.begin(), b.writes.end());
+    }
+  if (k.tail_counter >= 0) {  // every block counts itself; the last sets it back to zero
+    a.reads.push_back(k.tail_counter);
+    a.writes.push_back(k.tail_counter);
+  }
   return a;
 }
 

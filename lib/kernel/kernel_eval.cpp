@@ -491,27 +491,33 @@ struct Evaluator {
 
   void run() {
     for (const Kernel& kern : p.kernels) {
-      k = &kern;
-      nest(kern.loops, 0, [&] {
-        switch (kern.kind) {
-          case KernelKind::Elementwise:
-            write(kern.store.buffer, ix(kern.store.index), eval(kern.store.value));
-            break;
-          case KernelKind::Reduction:
-            reduction();
-            break;
-          case KernelKind::Gemm:
-            gemm();
-            break;
-          case KernelKind::Gather:
-            gather();
-            break;
-          case KernelKind::Attention:
-            attention();
-            break;
-        }
-      });
+      one(kern);
+      for (const Kernel& sd : kern.side) one(sd);  // independent of the host: any order
+      for (const Kernel& tl : kern.tail) one(tl);  // after it, in order
     }
+  }
+
+  void one(const Kernel& kern) {
+    k = &kern;
+    nest(kern.loops, 0, [&] {
+      switch (kern.kind) {
+        case KernelKind::Elementwise:
+          write(kern.store.buffer, ix(kern.store.index), eval(kern.store.value));
+          break;
+        case KernelKind::Reduction:
+          reduction();
+          break;
+        case KernelKind::Gemm:
+          gemm();
+          break;
+        case KernelKind::Gather:
+          gather();
+          break;
+        case KernelKind::Attention:
+          attention();
+          break;
+      }
+    });
   }
 };
 

@@ -1,6 +1,7 @@
 #include "kernel/kernel_ir.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -552,7 +553,31 @@ std::string gather_id_error(const std::string& op_name, int64_t id, int64_t posi
 
 void validate(const Program& p) {
   std::set<std::string> names;
+  // Every kernel and every kernel's side and tail work, each checked as a kernel of its own.
+  std::vector<const Kernel*> all;
   for (const auto& k : p.kernels) {
+    auto fail = [&](const std::string& why) {
+      throw InternalError("kernel IR: kernel " + k.name + ": " + why);
+    };
+    all.push_back(&k);
+    for (const auto* list : {&k.side, &k.tail})
+      for (const Kernel& w : *list) {
+        if (w.kind != KernelKind::Elementwise || !w.side.empty() || !w.tail.empty())
+          fail("its side and tail work must be elementwise kernels without side or tail work: " + w.name);
+        all.push_back(&w);
+      }
+    if (!k.side.empty() && k.kind == KernelKind::Gemm) fail("a GEMM takes no side work");
+    if (k.tail.empty() != (k.tail_counter < 0)) fail("tail work and a tail counter go together");
+    if (k.tail_counter >= 0) {
+      if (static_cast<size_t>(k.tail_counter) >= p.buffers.size()) fail("tail counter out of range");
+      const Buffer& b = p.buffers[static_cast<size_t>(k.tail_counter)];
+      if (b.role != BufferRole::State || b.dtype != DType::i32 || b.elements.as_constant() != 1)
+        fail("the tail counter must be a State buffer of one i32");
+      if (k.gemm && k.gemm->impl == GemmImpl::Library) fail("a library GEMM runs no tail work");
+    }
+  }
+  for (const Kernel* kp : all) {
+    const Kernel& k = *kp;
     Checker c{p, &k, {}};
     if (k.name.empty() || !names.insert(k.name).second) c.fail("kernel names must be unique and non-empty");
     c.loops(k.loops);
@@ -785,12 +810,12 @@ void validate(const Program& p) {
     }
     if (pb.elements.as_constant() != sum) bad("'" + pb.name + "' is not its members' size");
   }
-  for (const Kernel& k : p.kernels) {
-    const int written = k.gemm        ? k.gemm->c.buffer
-                        : k.gather    ? k.gather->out
-                        : k.attention ? k.attention->out.buffer
-                                      : k.store.buffer;
-    if (p.pack(written) || packed.count(written)) bad("kernel " + k.name + " writes a packed param");
+  for (const Kernel* k : all) {
+    const int written = k->gemm        ? k->gemm->c.buffer
+                        : k->gather    ? k->gather->out
+                        : k->attention ? k->attention->out.buffer
+                                       : k->store.buffer;
+    if (p.pack(written) || packed.count(written)) bad("kernel " + k->name + " writes a packed param");
   }
 }
 
@@ -807,9 +832,9 @@ std::string to_string(const Program& p) {
     for (int m : pk.members) s << " b" << m;
     s << "\n";
   }
-  for (const auto& k : p.kernels) {
+  std::function<void(const Kernel&, const std::string&)> one = [&](const Kernel& k, const std::string& head) {
     static const char* kinds[] = {"elementwise", "reduction", "gemm", "gather", "attention"};
-    s << "kernel " << k.name << " (" << kinds[static_cast<int>(k.kind)] << ")\n";
+    s << head << "kernel " << k.name << " (" << kinds[static_cast<int>(k.kind)] << ")\n";
     std::string ind = "  ";
     auto loop = [&](const Loop& l) {
       s << ind << "for v" << l.var << " in 0.." << l.extent.to_string() << (l.parallel ? " parallel" : "")
@@ -822,7 +847,7 @@ std::string to_string(const Program& p) {
       s << ind << "b" << g.out << "[" << g.count.to_string() << " x " << g.row.to_string() << "] = rows of b"
         << g.table << "[" << g.rows.to_string() << " x " << g.row.to_string() << "] at ids b" << g.ids
         << "\n";
-      continue;
+      return;
     }
     if (k.kind == KernelKind::Attention) {
       const Attention& a = *k.attention;
@@ -841,7 +866,7 @@ std::string to_string(const Program& p) {
         << ind << "  score " << (a.score.valid() ? a.score.to_string() : "acc") << ", exp2 scale "
         << a.exp2_scale << (a.key_end ? ", keys below " + a.key_end->to_string() : std::string())
         << "\n" << ind << "  epilogue " << (a.epilogue.valid() ? a.epilogue.to_string() : "acc") << "\n";
-      continue;
+      return;
     }
     if (k.kind == KernelKind::Gemm) {
       const Gemm& g = *k.gemm;
@@ -860,7 +885,7 @@ std::string to_string(const Program& p) {
             << pr.stat.value.to_string();
         s << "\n";
       }
-      continue;
+      return;
     }
     if (k.reduce) {
       s << ind << "acc = " << (k.reduce->op == ReduceOp::Sum ? "0" : "-inf") << "\n";
@@ -875,6 +900,12 @@ std::string to_string(const Program& p) {
     }
     s << ind << "b" << k.store.buffer << "[" << k.store.index.to_string()
       << "] = " << k.store.value.to_string() << "\n";
+  };
+  for (const auto& k : p.kernels) {
+    one(k, "");
+    for (const Kernel& sd : k.side) one(sd, "  side work of " + k.name + ": ");
+    for (const Kernel& tl : k.tail)
+      one(tl, "  tail work of " + k.name + " (counted in b" + std::to_string(k.tail_counter) + "): ");
   }
   return s.str();
 }

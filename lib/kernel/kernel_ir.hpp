@@ -459,6 +459,19 @@ struct Kernel {
   std::optional<Gemm> gemm;                     // Gemm
   std::optional<Gather> gather = std::nullopt;  // Gather (no loops)
   std::optional<Attention> attention = std::nullopt;  // Attention
+  // Side work: small elementwise kernels that depend on nothing this kernel computes, run
+  // by extra blocks of its launch, where each would cost a launch of its own
+  // (lower::Options::side_work; GPU renderers only). Each is an Elementwise kernel
+  // without side or tail work of its own; the host is not a Gemm.
+  std::vector<Kernel> side = {};
+  // Tail work: small elementwise kernels run after this kernel (and its side work), in
+  // order, by the last of its launch's blocks to finish -- each block fences its stores
+  // and counts itself in `tail_counter` (an i32 BufferRole::State buffer of one element,
+  // zero when the kernel starts; the last block sets it back to zero). A decode step's
+  // new K and V rows, slices of the QKV projection's result, are its tail instead of
+  // launches of their own. Each is an Elementwise kernel without side or tail work.
+  std::vector<Kernel> tail = {};
+  int tail_counter = -1;
 };
 
 /// The one kernel of attention kernel `k` split over key ranges whose last range block of

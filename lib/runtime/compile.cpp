@@ -12,6 +12,7 @@
 #include "backends/reference/interpreter.hpp"
 #include "compiler/compile_graph.hpp"
 #include "compiler/validate.hpp"
+#include "cost/gpu_cost.hpp"
 #include "cost/target_desc.hpp"
 #include "dist/collectives.hpp"
 #include "dist/param_regions.hpp"
@@ -158,6 +159,9 @@ Callable compile(const Graph& graph, Target target, CompileOptions options) {
     rep.codegen_seconds = b.seconds;
     rep.codegen = b.codegen;
     rep.kernel_resources = b.resources;
+    // The plan priced every kernel a launch of its own; side and tail work run inside
+    // another kernel's (cost/gpu_cost.hpp).
+    rep.estimated_seconds += detail::folded_launch_seconds(compiler::target_desc(target), b.folded);
     if (b.interpreted > 0)
       rep.stop_reason += "; " + std::to_string(b.interpreted) + " kernel(s) interpreted: " + b.interpreted_why;
     for (const KernelResources& k : b.resources)

@@ -62,16 +62,23 @@ ArenaBuffers arena_buffers(const compiler::KernelPlan& p, const LoweredPlan& low
   ab.dtype_bytes.resize(nb);
   for (size_t b = 0; b < nb; ++b) ab.dtype_bytes[b] = dtype_size(prog.buffers[b].dtype);
   const int end = static_cast<int>(p.steps.size());
+  // A step whose kernel runs in another step's launch (LoweredPlan::runs_at: earlier as
+  // tail work, later as side work) reads its arguments and writes its result then.
+  auto runs_at = [&](size_t s) {
+    return s < lowered.runs_at.size() ? lowered.runs_at[s] : static_cast<int>(s);
+  };
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const uint32_t r = p.steps[s].result;
     if (prog.buffers[r].role == kernel::BufferRole::Intermediate) {
       ab.in_arena[r] = 1;
-      ab.lifetimes[r].first_def = ab.lifetimes[r].last_use = static_cast<int>(s);
+      ab.lifetimes[r].first_def = std::min(static_cast<int>(s), runs_at(s));
+      ab.lifetimes[r].last_use = std::max(static_cast<int>(s), runs_at(s));
     }
   }
   for (size_t s = 0; s < p.steps.size(); ++s)
     for (uint32_t a : p.steps[s].args)
-      if (ab.in_arena[a]) ab.lifetimes[a].last_use = std::max(ab.lifetimes[a].last_use, static_cast<int>(s));
+      if (ab.in_arena[a])
+        ab.lifetimes[a].last_use = std::max({ab.lifetimes[a].last_use, static_cast<int>(s), runs_at(s)});
   for (const auto& [name, v] : p.outputs)
     if (ab.in_arena[v]) ab.lifetimes[v].last_use = end;
   for (size_t b = nv; b < nb; ++b) {

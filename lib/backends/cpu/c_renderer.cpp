@@ -1643,6 +1643,9 @@ CProgram render_c(const Program& p, const RenderOptions& opt) {
   std::set<std::tuple<int, int, DType>> configs;
   std::set<DType> dots;
   for (const auto& k : p.kernels) {
+    // Side work is a GPU launch's (lower::Options::side_work): the CPU lowering never asks.
+    if (!k.side.empty() || !k.tail.empty())
+      throw InternalError("[cpu] kernel " + k.name + " carries side or tail work, a GPU launch's form");
     KernelWriter w(p, k, opt);
     body << "\n/* ---- kernel " << k.name << " ---- */\n" << w.render();
     configs.insert(w.gemm_configs().begin(), w.gemm_configs().end());

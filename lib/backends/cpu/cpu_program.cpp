@@ -8,6 +8,8 @@
 #include "luminal/error.hpp"
 
 #include "backends/cpu/gemm_codegen.hpp"
+#include "cost/gpu_launch.hpp"
+#include "kernel/buffer_access.hpp"
 #include "ir/tensor_lang.hpp"
 
 namespace luminal::cpu {
@@ -290,6 +292,139 @@ kernel::lower::Options cpu_lower_options() {
   return opt;
 }
 
+namespace {
+
+// Kernels that ride in another's launch (lower::Options::side_work): a plan step whose one
+// kernel is small and elementwise, and that created no temporaries, becomes
+//  * the tail work of the kernel just before it (kernel::Kernel::tail) -- run by that
+//    launch's last block once all its blocks have stored -- when that kernel is generated
+//    device code (not a library call) and nothing but such tails lies between them: a
+//    decode step's new K row (its RoPE) and V row after the QKV projection they slice;
+//  * else the side work of a later step's first kernel (kernel::Kernel::side) -- extra
+//    blocks of its launch -- when no kernel up to that one reads what it writes or writes
+//    what it reads (so running it later changes nothing) and no host work (the
+//    interpreter, a collective) lies between.
+bool fits(const kernel::Kernel& e, int64_t most) {
+  if (e.kind != kernel::KernelKind::Elementwise || !e.tail.empty()) return false;
+  kernel::Index n(1);
+  for (const kernel::Loop& l : e.loops) n = n * l.extent;
+  const auto c = n.as_constant();
+  return c && *c <= most;
+}
+
+bool small_elementwise(const kernel::Kernel& k) {
+  if (!fits(k, detail::kSideWorkMaxElements)) return false;
+  for (const kernel::Kernel& sd : k.side)
+    if (!fits(sd, detail::kSideWorkMaxElements)) return false;
+  return true;
+}
+
+bool conflicts(const kernel::BufferAccess& e, const kernel::BufferAccess& other) {
+  auto meets = [](const std::vector<int>& a, const std::vector<int>& b) {
+    for (int x : a)
+      if (std::find(b.begin(), b.end(), x) != b.end()) return true;
+    return false;
+  };
+  return meets(e.writes, other.reads) || meets(e.writes, other.writes) || meets(e.reads, other.writes);
+}
+
+// Step s's kernel now runs in step t's launch (and so does every step that ran in s's).
+void runs_in(LoweredPlan& out, size_t s, size_t t) {
+  out.steps[s].k1 = out.steps[s].k0;  // no kernel of its own (renumbered at the end)
+  for (int& r : out.runs_at)
+    if (r == static_cast<int>(s)) r = static_cast<int>(t);
+}
+
+void fold_tails(LoweredPlan& out, const std::vector<int>& temps, std::vector<uint8_t>& moved) {
+  std::vector<kernel::Kernel>& ks = out.prog.kernels;
+  int last = -1;  // the step whose last kernel is the latest one so far (-1: none, or host work since)
+  for (size_t s = 0; s < out.steps.size(); ++s) {
+    const PlanStep& es = out.steps[s];
+    if (es.interpreted || es.collective) {
+      last = -1;
+      continue;
+    }
+    if (es.k0 == es.k1) continue;
+    const auto e = static_cast<size_t>(es.k0);
+    if (last >= 0 && es.k1 - es.k0 == 1 && temps[s] == 0 && ks[e].side.empty() &&
+        fits(ks[e], detail::kTailWorkMaxElements)) {
+      kernel::Kernel& host = ks[static_cast<size_t>(out.steps[static_cast<size_t>(last)].k1 - 1)];
+      if (!(host.gemm && host.gemm->impl == kernel::GemmImpl::Library)) {
+        if (host.tail_counter < 0) {
+          host.tail_counter = static_cast<int>(out.prog.buffers.size());
+          out.prog.buffers.push_back(
+              {host.name + "_tail_count", DType::i32, kernel::Index(1), kernel::BufferRole::State});
+          out.temp_step.push_back(last);
+        }
+        host.tail.push_back(std::move(ks[e]));
+        moved[e] = 1;
+        runs_in(out, s, static_cast<size_t>(last));
+        ++out.tail_kernels;
+        continue;
+      }
+    }
+    last = static_cast<int>(s);
+  }
+}
+
+void fold_sides(LoweredPlan& out, const std::vector<int>& temps, std::vector<uint8_t>& moved) {
+  std::vector<kernel::Kernel>& ks = out.prog.kernels;
+  for (size_t s = 0; s < out.steps.size(); ++s) {
+    const PlanStep& es = out.steps[s];
+    if (es.interpreted || es.collective || es.k1 - es.k0 != 1 || temps[s] > 0) continue;
+    const auto e = static_cast<size_t>(es.k0);
+    if (!small_elementwise(ks[e])) continue;
+    const kernel::BufferAccess ea = kernel::buffer_access(ks[e]);
+    for (size_t t = s + 1; t < out.steps.size(); ++t) {
+      const PlanStep& ht = out.steps[t];
+      if (ht.interpreted || ht.collective) break;
+      if (ht.k0 == ht.k1) continue;  // runs in another step's launch, checked there
+      const auto h = static_cast<size_t>(ht.k0);
+      if (conflicts(ea, kernel::buffer_access(ks[h]))) break;
+      if (ks[h].kind != kernel::KernelKind::Gemm && ks[h].kind != kernel::KernelKind::Gather) {
+        kernel::Kernel k = std::move(ks[e]);
+        std::vector<kernel::Kernel> its = std::move(k.side);
+        k.side.clear();
+        ks[h].side.push_back(std::move(k));
+        for (auto& sd : its) ks[h].side.push_back(std::move(sd));
+        moved[e] = 1;
+        runs_in(out, s, t);
+        ++out.side_kernels;
+        break;
+      }
+      bool later = false;  // the rest of step t's kernels must not meet E either
+      for (int k = ht.k0 + 1; k < ht.k1 && !later; ++k)
+        later = conflicts(ea, kernel::buffer_access(ks[static_cast<size_t>(k)]));
+      if (later) break;
+    }
+  }
+}
+
+}  // namespace
+
+void fold_side_work(LoweredPlan& out) {
+  std::vector<kernel::Kernel>& ks = out.prog.kernels;
+  std::vector<uint8_t> moved(ks.size(), 0);
+  std::vector<int> temps(out.steps.size(), 0);
+  for (int s : out.temp_step) ++temps[static_cast<size_t>(s)];
+  fold_tails(out, temps, moved);
+  fold_sides(out, temps, moved);
+  if (out.side_kernels + out.tail_kernels == 0) return;
+  std::vector<int> index(ks.size() + 1, 0);  // old kernel index -> new
+  std::vector<kernel::Kernel> kept;
+  for (size_t k = 0; k < ks.size(); ++k) {
+    index[k] = static_cast<int>(kept.size());
+    if (!moved[k]) kept.push_back(std::move(ks[k]));
+  }
+  index[ks.size()] = static_cast<int>(kept.size());
+  for (PlanStep& es : out.steps) {
+    const bool none = es.k0 == es.k1;
+    es.k0 = index[static_cast<size_t>(es.k0)];
+    es.k1 = none ? es.k0 : index[static_cast<size_t>(es.k1)];
+  }
+  ks = std::move(kept);
+}
+
 LoweredPlan lower_plan(const compiler::KernelPlan& p, kernel::lower::Options opt, const ParamBlocks& blocks) {
   if (!opt.gemm_tile) opt.gemm_tile = cpu_gemm_tile;
   LoweredPlan out;
@@ -336,6 +471,9 @@ LoweredPlan lower_plan(const compiler::KernelPlan& p, kernel::lower::Options opt
       for (uint32_t a : p.steps[s].args)
         if (out.prog.block(static_cast<int>(a))) kept.erase(p.leaf_name[a]);
   if (kept.size() != blocks.size()) return lower_plan(p, std::move(opt), kept);
+  out.runs_at.resize(p.steps.size());
+  for (size_t s = 0; s < p.steps.size(); ++s) out.runs_at[s] = static_cast<int>(s);
+  if (opt.side_work) fold_side_work(out);
   return out;
 }
 

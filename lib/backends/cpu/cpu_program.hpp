@@ -33,6 +33,12 @@ struct LoweredPlan {
   std::vector<std::vector<Dim>> value_shape;
   /// Per buffer past the plan's values: the step that created it (a temporary).
   std::vector<int> temp_step;
+  /// Per plan step: the step whose kernel runs it -- itself, or a later step whose
+  /// kernel took it as side work (kernel::Kernel::side, lower::Options::side_work); its
+  /// arguments live until then.
+  std::vector<int> runs_at;
+  int64_t side_kernels = 0;     ///< kernels run as another's side work (a launch each saved)
+  int64_t tail_kernels = 0;     ///< kernels run as another's tail work (likewise)
   int64_t interpreted = 0;      ///< steps left to the interpreter
   std::string interpreted_why;  ///< "step 3 (gather): ..." per such step
 };
@@ -50,6 +56,10 @@ using ParamBlocks = std::map<std::string, ParamRegion>;
 /// interpreter runs reads it: then it is stored whole.
 LoweredPlan lower_plan(const compiler::KernelPlan& plan, kernel::lower::Options opt = {},
                        const ParamBlocks& blocks = {});
+/// Moves small elementwise kernels into another kernel's launch -- the tail work of the
+/// one before, or the side work of a later one -- where that changes no result (lower_plan
+/// does it when its options ask for side_work).
+void fold_side_work(LoweredPlan& lowered);
 /// The params `prog` stores as blocks (what lower_plan kept of its `blocks`).
 ParamBlocks stored_blocks(const kernel::Program& prog);
 /// The options the CPU backend lowers with: its GEMM tiles, a segmented GEMM B (the GPU

@@ -455,6 +455,7 @@ DeviceExecutable::~DeviceExecutable() {
 const std::string& DeviceExecutable::codegen() const { return impl_->codegen; }
 const std::vector<KernelResources>& DeviceExecutable::resources() const { return impl_->resources; }
 int64_t DeviceExecutable::kernels() const { return static_cast<int64_t>(impl_->lowered.prog.kernels.size()); }
+detail::FoldedLaunches DeviceExecutable::folded() const { return folded_launches(impl_->src); }
 const std::map<std::string, ParamRegion>& DeviceExecutable::param_blocks() const {
   return impl_->param_blocks;
 }

@@ -86,6 +86,8 @@ class DeviceExecutable final : public detail::Executable {
   const std::string& codegen() const;
   const std::vector<KernelResources>& resources() const;
   int64_t kernels() const;
+  /// The kernels it runs inside other kernels' launches.
+  detail::FoldedLaunches folded() const;
   /// The params held as a block of their declared shape (a rank's weight shards).
   const std::map<std::string, ParamRegion>& param_blocks() const;
 

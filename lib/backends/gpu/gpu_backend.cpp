@@ -87,9 +87,11 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
     const ScheduleOf schedule = plan_schedules(*plan);
     std::string* device_source = &out.source;
     bool* library = &out.library_calls;
-    bo.render = [arch, schedule, device_source, library](const kernel::Program& prog) {
+    detail::FoldedLaunches* folded = &out.folded;
+    bo.render = [arch, schedule, device_source, library, folded](const kernel::Program& prog) {
       const GpuSource src = render_gpu(prog, arch, schedule);
       *device_source = src.device_source();
+      *folded = folded_launches(src);
       *library = *library || library_calls(src);
       dump_device_source(*device_source);
       cpu::CProgram cp;
@@ -118,6 +120,7 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
     out.param_blocks = exe->param_blocks();
     out.codegen = exe->codegen();
     out.resources = exe->resources();
+    out.folded = exe->folded();
     out.generated_kernels = static_cast<int64_t>(plan->steps.size());
     out.exe = std::move(exe);
   } else {
@@ -127,6 +130,7 @@ GpuBuild build_gpu(std::shared_ptr<const compiler::KernelPlan> plan,
     out.generated_kernels = static_cast<int64_t>(plan->steps.size()) - lp.interpreted;
     const GpuSource src = render_gpu(lp.prog, arch, plan_schedules(*plan));
     out.source = src.device_source();
+    out.folded = folded_launches(src);
     out.library_calls = library_calls(src);
     dump_device_source(out.source);
     if (arch.dialect == Dialect::Cuda) {

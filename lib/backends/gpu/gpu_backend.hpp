@@ -17,6 +17,7 @@
 
 #include "backends/cpu/jit.hpp"
 #include "compiler/plan.hpp"
+#include "cost/gpu_cost.hpp"
 #include "graph/graph_impl.hpp"
 #include "luminal/callable.hpp"
 #include "luminal/compile.hpp"
@@ -29,6 +30,9 @@ struct GpuBuild {
   std::shared_ptr<const detail::Executable> exe;  ///< the emulator's executable; null otherwise
   int64_t generated_kernels = 0;  ///< plan kernels (CompileReport::kernels) whose code was generated
   int64_t interpreted = 0;
+  /// Kernels run inside other kernels' launches (kernel::Kernel::side, ::tail), which the
+  /// plan priced a launch each (detail::folded_launch_seconds).
+  detail::FoldedLaunches folded;
   std::string interpreted_why;
   int64_t arena_bytes = 0, intermediate_bytes = 0;
   double seconds = 0;

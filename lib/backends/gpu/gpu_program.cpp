@@ -25,6 +25,7 @@ kernel::lower::Options gpu_lower_options() {
   o.attention_q_inline = true;
   o.gemm_row_prologue = true;
   o.row_accumulators = true;
+  o.side_work = true;
   return o;
 }
 

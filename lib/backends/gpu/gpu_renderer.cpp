@@ -26,6 +26,8 @@ using namespace luminal::kernel;
 namespace {
 
 constexpr int kThreads = 256;  // threads per block of every schedule (a multiple of 64)
+// A tail kernel's trips a thread at most with its values in registers (Kernel::tail).
+constexpr int64_t kMaxTailTrips = 16;
 constexpr int64_t kMaxCachedDepth = 1024;  // attention: q rows up to this depth kept in shared memory
 constexpr int64_t kMaxQRegisters = 32;     // attention: a lane's q values of its rows, at most
 constexpr std::size_t kLightKeyNodes = 8;  // attention: a K segment this small is unrolled (a load, its cast)
@@ -231,6 +233,11 @@ class Writer {
         attention(body, shape);
         break;
     }
+    // A kernel with tail work launches at least one block of its own even when it has
+    // nothing to do (an empty axis): the tail still runs, by that block.
+    if (!k_.tail.empty())
+      for (auto& g : shape.grid) g = kernel::max(g, Index(1));
+    const std::string side = side_work(shape), tail = tail_work(shape);
     std::ostringstream s;
     s << "/* " << k_.name << ": " << shape.schedule << " */\n";
     s << "extern \"C\" __global__ void __launch_bounds__(" << shape.block[0] * shape.block[1] * shape.block[2]
@@ -248,7 +255,7 @@ class Writer {
     }
     s << ") {\n";
     for (size_t i = 0; i < p_.symbols.size(); ++i) s << "  (void)s" << i << ";\n";
-    s << body.str() << "}\n\n";
+    s << side << body.str() << tail << "}\n\n";
     return s.str();
   }
 
@@ -348,15 +355,142 @@ class Writer {
 
   // ---------------------------------------------------------------- elementwise
   void elementwise(std::ostringstream& s, LaunchShape& shape) {
-    const Index n = product(k_.loops);
     shape.schedule = "elementwise, a thread per element";
-    shape.grid[0] = capped(ceil_div(n, kThreads), int64_t{1} << 20);
-    s << "  const int64_t lm_n = " << ix(n) << ";\n";
-    s << "  for (int64_t lm_i = (int64_t)blockIdx.x * " << kThreads << " + threadIdx.x; lm_i < lm_n; lm_i += "
-      << "(int64_t)gridDim.x * " << kThreads << ") {\n";
-    delinearize(s, "    ", k_.loops, "lm_i");
-    store(s, "    ");
+    shape.grid[0] = elementwise_grid();
+    elementwise_loop(s, "  ", "(int64_t)blockIdx.x", "lm_gx", kThreads);
+  }
+  Index elementwise_grid() const { return capped(ceil_div(product(k_.loops), kThreads), int64_t{1} << 20); }
+  // The grid-stride loop over the elements, `block` of `grid` blocks of `threads` (the
+  // launch's own; a side work's range of a host's extra blocks; a tail's one block).
+  void elementwise_loop(std::ostringstream& s, const std::string& ind, const std::string& block,
+                        const std::string& grid, int threads) {
+    s << ind << "const int64_t lm_n = " << ix(product(k_.loops)) << ";\n";
+    s << ind << "for (int64_t lm_i = " << block << " * " << threads
+      << " + threadIdx.x; lm_i < lm_n; lm_i += " << grid << " * " << threads << ") {\n";
+    delinearize(s, ind + "  ", k_.loops, "lm_i");
+    store(s, ind + "  ");
+    s << ind << "}\n";
+  }
+
+  // A tail kernel's `n` elements by one block: `trips` elements a thread, every value
+  // computed before the first store, so no trip's loads wait on a store. Only a last,
+  // partial trip is guarded (the unrolled trips' `lm_t < full` is known at compile time):
+  // a guard around every trip made each a branch of its own. (The trips' loads still
+  // issue one trip after another's arithmetic where the element's expression loads
+  // under a select -- RoPE's partner element --, as the cost model assumes.)
+  void tail_loop(std::ostringstream& s, const std::string& ind, int threads, int64_t n, int64_t trips) {
+    const std::string t = std::to_string(trips), full = std::to_string(n / threads);
+    s << ind << "const int64_t lm_n = " << n << ";\n";
+    s << ind << c_type(k_.store.value.dtype()) << " lm_tv[" << t << "];\n";
+    for (int pass = 0; pass < 2; ++pass) {
+      s << ind << "#pragma unroll\n";
+      s << ind << "for (int lm_t = 0; lm_t < " << t << "; ++lm_t) {\n";
+      s << ind << "  const int64_t lm_i = (int64_t)lm_t * " << threads << " + threadIdx.x;\n";
+      s << ind << "  if (lm_t < " << full << " || lm_i < lm_n) {\n";
+      delinearize(s, ind + "    ", k_.loops, "lm_i");
+      if (pass == 0) {
+        std::map<const ExprNode*, std::string> memo;
+        const std::string v = value(k_.store.value, memo, s, ind + "    ");
+        s << ind << "    lm_tv[lm_t] = " << v << ";\n";
+      } else {
+        s << ind << "    b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = lm_tv[lm_t];\n";
+      }
+      s << ind << "  }\n";
+      s << ind << "}\n";
+    }
+  }
+
+  // Side work (Kernel::side) ahead of the host's body: the launch's blocks past the host's
+  // own grid run the side kernels, a range of blocks each, and return -- block-uniform, so
+  // the host's barriers and warp operations stay in uniform control flow. The host's body
+  // strides over its own blocks (lm_gx), not the launch's.
+  std::string side_work(LaunchShape& shape) {
+    if (k_.side.empty()) return k_.kind == KernelKind::Gemm ? "" : "  const int64_t lm_gx = gridDim.x;\n";
+    if (k_.kind == KernelKind::Gemm || shape.block[0] != kThreads || shape.block[1] != 1 ||
+        shape.block[2] != 1 || shape.grid[1].as_constant() != 1 || shape.grid[2].as_constant() != 1)
+      throw InternalError("[gpu] kernel " + k_.name +
+                          " cannot host side work: its launch is not one-dimensional");
+    std::ostringstream s;
+    s << "  const int64_t lm_gx = " << ix(shape.grid[0]) << ";\n";
+    s << "  if ((int64_t)blockIdx.x >= lm_gx) { /* side work: " << k_.side.size() << " kernel(s) */\n";
+    s << "    int64_t lm_sb = (int64_t)blockIdx.x - lm_gx;\n";
+    Index total = shape.grid[0];
+    for (const Kernel& sd : k_.side) {
+      Writer w(p_, sd, arch_, {});
+      const Index g = w.elementwise_grid();
+      const std::string gs = ix(g);
+      s << "    if (lm_sb < " << gs << ") { /* " << sd.name << " */\n";
+      w.elementwise_loop(s, "      ", "lm_sb", gs, kThreads);
+      s << "      return;\n    }\n";
+      s << "    lm_sb -= " << gs << ";\n";
+      total = total + g;
+    }
+    s << "    return;\n  }\n";
+    shape.grid[0] = total;
+    shape.side_kernels = static_cast<int>(k_.side.size());
+    shape.schedule += ", " + std::to_string(k_.side.size()) + " side kernel(s) in extra blocks";
+    return s.str();
+  }
+
+  // Tail work (Kernel::tail) after the host's body, which every thread of every block
+  // reaches (the bodies return nowhere else): each of the host's blocks fences its stores
+  // and one thread counts the block; the block that completes the count runs the tail
+  // kernels in order (a barrier between: one may read another's result) and sets the count
+  // back to zero for the next call -- the split attention's merge, for any kernel.
+  std::string tail_work(LaunchShape& shape) {
+    if (k_.tail.empty()) return "";
+    const int threads = shape.block[0];
+    if (shape.block[1] != 1 || shape.block[2] != 1 || k_.tail_counter < 0)
+      throw InternalError("[gpu] kernel " + k_.name +
+                          " cannot run tail work: its blocks are not one-dimensional");
+    const std::string cnt = "b" + std::to_string(k_.tail_counter) + "[0]";
+    const std::string blocks =
+        k_.kind == KernelKind::Gemm ? "(int64_t)gridDim.x * gridDim.y * gridDim.z" : std::string("lm_gx");
+    std::ostringstream s;
+    s << "  { /* tail work: " << k_.tail.size() << " kernel(s), by the last block to finish */\n";
+    s << "    __shared__ int lm_tail_last;\n";
+    s << "    lm_threadfence();\n";
+    s << "    lm_sync();\n";
+    s << "    if (threadIdx.x == 0) lm_tail_last = (int64_t)lm_atomic_add_i32(&" << cnt
+      << ", 1) == " << blocks << " - 1;\n";
+    s << "    lm_sync();\n";
+    s << "    if (lm_tail_last) {\n";
+    s << "      lm_threadfence();\n";
+    for (size_t i = 0; i < k_.tail.size(); ++i) {
+      if (i) s << "      lm_sync();\n";
+      Writer w(p_, k_.tail[i], arch_, {});
+      s << "      { /* " << k_.tail[i].name << " */\n";
+      const auto n = product(k_.tail[i].loops).as_constant();
+      detail::FoldedLaunches::Tail cost;
+      cost.warps = (threads + arch_.warp - 1) / arch_.warp;
+      if (n && *n <= kMaxTailTrips * threads) {
+        cost.trips = std::max<int64_t>(1, (*n + threads - 1) / threads);
+        w.tail_loop(s, "        ", threads, *n, cost.trips);
+      } else {
+        w.elementwise_loop(s, "        ", "0", "1", threads);
+        cost.trips = n ? (*n + threads - 1) / threads : 1;
+      }
+      s << "      }\n";
+      std::set<const ExprNode*> seen;
+      std::function<void(const Expr&, bool)> count = [&](const Expr& e, bool under_select) {
+        const ExprNode& x = e.node();
+        if (!seen.insert(&x).second) return;
+        if (x.op != ExprOp::Const && x.op != ExprOp::IndexValue) ++cost.ops;
+        if (x.op == ExprOp::Unary && kernel::is_transcendental(x.unary)) ++cost.transcendentals;
+        if (x.op == ExprOp::Load && (under_select || x.valid)) cost.branches = true;
+        for (size_t a = 0; a < x.args.size(); ++a)
+          count(x.args[a], under_select || (x.op == ExprOp::Where && a > 0));
+      };
+      count(k_.tail[i].store.value, false);
+      shape.tails.push_back(cost);
+    }
+    s << "      if (threadIdx.x == 0) " << cnt << " = 0;\n";
+    s << "    }\n";
     s << "  }\n";
+    shape.sync = true;
+    shape.static_shared += 4;
+    shape.schedule += ", " + std::to_string(k_.tail.size()) + " tail kernel(s) by its last block";
+    return s.str();
   }
 
   // ---------------------------------------------------------------- gather
@@ -367,7 +501,7 @@ class Writer {
     shape.grid[0] = capped(ceil_div(n, kThreads), int64_t{1} << 20);
     s << "  const int64_t lm_n = " << ix(n) << ", lm_row = " << ix(g.row) << ", lm_rows = " << ix(g.rows) << ";\n";
     s << "  for (int64_t lm_i = (int64_t)blockIdx.x * " << kThreads << " + threadIdx.x; lm_i < lm_n; lm_i += "
-      << "(int64_t)gridDim.x * " << kThreads << ") {\n";
+      << "lm_gx * " << kThreads << ") {\n";
     s << "    const int64_t i = lm_i / lm_row, j = lm_i % lm_row;\n";
     s << "    int64_t id = b" << g.ids << "[i];\n";
     s << "    id = id < 0 ? 0 : id >= lm_rows ? lm_rows - 1 : id; /* checked on the host before the launch */\n";
@@ -517,7 +651,7 @@ class Writer {
       shape.schedule = "reduction, a row per thread" + many;
       shape.grid[0] = capped(ceil_div(rows, kThreads), int64_t{1} << 20);
       s << "  for (int64_t lm_row = (int64_t)blockIdx.x * " << kThreads
-        << " + threadIdx.x; lm_row < lm_rows; lm_row += (int64_t)gridDim.x * " << kThreads << ") {\n";
+        << " + threadIdx.x; lm_row < lm_rows; lm_row += lm_gx * " << kThreads << ") {\n";
       delinearize(s, "    ", k_.loops, "lm_row");
       accumulate("    ", "0", "1");
       finish("    ");
@@ -532,8 +666,7 @@ class Writer {
       s << "  const unsigned int lm_lane = threadIdx.x % LM_WARP;\n";
       s << "  /* the row is the same for every lane of a warp: warp operations stay uniform */\n";
       s << "  for (int64_t lm_row = (int64_t)blockIdx.x * " << rows_per_block
-        << " + threadIdx.x / LM_WARP; lm_row < lm_rows; lm_row += (int64_t)gridDim.x * " << rows_per_block
-        << ") {\n";
+        << " + threadIdx.x / LM_WARP; lm_row < lm_rows; lm_row += lm_gx * " << rows_per_block << ") {\n";
       delinearize(s, "    ", k_.loops, "lm_row");
       accumulate("    ", "lm_lane", "LM_WARP");
       for (size_t i = 0; i < accs.size(); ++i)
@@ -551,7 +684,7 @@ class Writer {
       s << "  __shared__ " << type(accs[i]) << " lm_part" << (i ? std::to_string(i) : "") << "["
         << kThreads / warp << "];\n";
     s << "  /* the row is the same for every thread of the block: barriers stay uniform */\n";
-    s << "  for (int64_t lm_row = blockIdx.x; lm_row < lm_rows; lm_row += gridDim.x) {\n";
+    s << "  for (int64_t lm_row = blockIdx.x; lm_row < lm_rows; lm_row += lm_gx) {\n";
     delinearize(s, "    ", k_.loops, "lm_row");
     accumulate("    ", "threadIdx.x", std::to_string(kThreads));
     for (size_t i = 0; i < accs.size(); ++i)
@@ -814,13 +947,13 @@ class Writer {
       s << "  const int64_t lm_ranges = " << ix(attention_splits(a.n))
         << ", lm_chunk = " << ix(attention_chunk(a.n)) << ";\n";
       s << "  for (int64_t lm_bt = blockIdx.x; lm_bt < lm_batches * lm_groups * lm_ranges; lm_bt += "
-           "gridDim.x) "
+           "lm_gx) "
            "{\n";
       s << "    const int64_t lm_tg = lm_bt / lm_ranges, lm_rg = lm_bt % lm_ranges;\n";
       s << "    const int64_t lm_jb = lm_rg * lm_chunk < lm_n ? lm_rg * lm_chunk : lm_n;\n";
       s << "    const int64_t lm_je = (lm_rg + 1) * lm_chunk < lm_n ? (lm_rg + 1) * lm_chunk : lm_n;\n";
     } else {
-      s << "  for (int64_t lm_tg = blockIdx.x; lm_tg < lm_batches * lm_groups; lm_tg += gridDim.x) {\n";
+      s << "  for (int64_t lm_tg = blockIdx.x; lm_tg < lm_batches * lm_groups; lm_tg += lm_gx) {\n";
       s << "    const int64_t lm_jb = 0, lm_je = lm_n;\n";
     }
     // The block's first row, and its number among all rows (batch point * m + row).
@@ -2101,6 +2234,16 @@ GpuSource render_gpu(const Program& p, const GpuArch& arch, const ScheduleOf& sc
   }
   out.kernels = ks.str();
   return out;
+}
+
+detail::FoldedLaunches folded_launches(const GpuSource& src) {
+  detail::FoldedLaunches f;
+  for (const LaunchShape& l : src.launches) {
+    f.side_kernels += l.side_kernels;
+    f.tail_hosts += l.tails.empty() ? 0 : 1;
+    f.tails.insert(f.tails.end(), l.tails.begin(), l.tails.end());
+  }
+  return f;
 }
 
 std::string emulation_source(const GpuSource& src, const Program& p, const GpuArch& arch) {

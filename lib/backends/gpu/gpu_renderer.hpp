@@ -26,6 +26,7 @@
 
 #include "backends/gpu/blas_gemm.hpp"
 #include "backends/gpu/gpu_arch.hpp"
+#include "cost/gpu_cost.hpp"
 #include "kernel/kernel_ir.hpp"
 #include "luminal/callable.hpp"
 
@@ -45,6 +46,10 @@ struct LaunchShape {
   int min_blocks = 4;
   /// Set for a library GEMM: the BLAS calls that run it (no __global__ function).
   std::shared_ptr<const BlasKernel> blas;
+  /// The kernels it runs besides its own (kernel::Kernel::side, ::tail), as the cost
+  /// model's FoldedLaunches counts them.
+  int side_kernels = 0;
+  std::vector<detail::FoldedLaunches::Tail> tails;
 };
 
 struct GpuSource {
@@ -56,6 +61,9 @@ struct GpuSource {
   bool collective_kernels = false;
   std::string device_source() const { return prelude + kernels; }
 };
+
+/// The kernels `src` runs inside other kernels' launches, summed over its launches.
+detail::FoldedLaunches folded_launches(const GpuSource& src);
 
 /// True when some launch of `src` is a library call (LaunchShape::blas).
 inline bool library_calls(const GpuSource& src) {

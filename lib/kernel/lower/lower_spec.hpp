@@ -88,6 +88,10 @@ struct Options {
   /// of the row (kernel::Reduction::more: SwiGLU's gate and up products), where each but
   /// the first would be a kernel of its own (the GPU renderers).
   bool row_accumulators = false;
+  /// A small elementwise kernel rides in the next kernel's launch as side work
+  /// (kernel::Kernel::side, detail::kSideWorkMaxElements) where nothing between needs
+  /// its result: the GPU renderers, whose launches cost microseconds (cpu::lower_plan).
+  bool side_work = false;
 };
 
 /// The most query rows (batch points x rows) an attention has that split_attention splits.
