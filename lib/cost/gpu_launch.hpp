@@ -80,14 +80,14 @@ inline int64_t attention_block_rows(int64_t m) {
 }
 
 /// Side work (kernel::Kernel::side): an elementwise kernel of at most this many elements
-/// that the next kernel neither reads nor overwrites the inputs of runs as extra blocks of
-/// that kernel's launch instead of a launch of its own -- a decode step's new K and V rows
-/// (1024 elements each), a prefill's (128 x 1024). A launch costs a few microseconds on
-/// every GPU the cost model describes; a million elements at the bandwidth, about one.
+/// runs as extra blocks of a later kernel's launch instead of a launch of its own, where
+/// no kernel up to that one reads what it writes or writes what it reads -- a prefill's
+/// new K rows (128 x 1024) beside its V rows. A launch costs a few microseconds on every
+/// GPU the cost model describes; a million elements at the bandwidth, about one.
 inline constexpr int64_t kSideWorkMaxElements = int64_t{1} << 20;
 /// Tail work (kernel::Kernel::tail): an elementwise kernel of at most this many elements
 /// runs in the launch of the kernel before it, by its last block -- a few trips of its
-/// threads, each a round trip to L2, against a launch (gpu_cost: tail_work_seconds).
+/// threads, each a round trip to L2, against a launch (gpu_cost: folded_launch_seconds).
 inline constexpr int64_t kTailWorkMaxElements = 2048;
 
 /// Skinny with 128-bit loads and at most this many rows: two K steps' loads in flight per

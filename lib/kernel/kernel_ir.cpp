@@ -1,7 +1,6 @@
 #include "kernel/kernel_ir.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -832,7 +831,7 @@ std::string to_string(const Program& p) {
     for (int m : pk.members) s << " b" << m;
     s << "\n";
   }
-  std::function<void(const Kernel&, const std::string&)> one = [&](const Kernel& k, const std::string& head) {
+  auto one = [&](const Kernel& k, const std::string& head) {
     static const char* kinds[] = {"elementwise", "reduction", "gemm", "gather", "attention"};
     s << head << "kernel " << k.name << " (" << kinds[static_cast<int>(k.kind)] << ")\n";
     std::string ind = "  ";
