@@ -51,7 +51,7 @@ struct FoldedLaunches {
   int64_t tail_hosts = 0;    ///< launches whose last block runs tail work
   /// One tail kernel: a thread's trips (all computed, then all stored), the block's
   /// warps, the operations of one element (plain ones, and transcendental calls), and
-  /// whether some of its loads are conditional (under a select, or padded): branches.
+  /// whether some of its loads are conditional (padded, around a branch).
   struct Tail {
     int64_t trips = 1, warps = 1, ops = 0, transcendentals = 0;
     bool branches = false;

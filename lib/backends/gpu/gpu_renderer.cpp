@@ -280,9 +280,27 @@ class Writer {
     std::vector<std::string> a;
     for (const auto& arg : n.args) a.push_back(value(arg, memo, out, ind));
     std::string name = "t" + std::to_string(tmp_++);
+    if (n.op == ExprOp::Load && n.valid && unconditional_pad(n)) {
+      // A padded load from a buffer that always has elements: the load unconditional, at
+      // element 0 where invalid, then a select -- straight-line code, where `valid ?
+      // b[i] : fill` is a branch around the load (its loads then issue one after another's
+      // arithmetic, PTX sm_90; a tail's trips did).
+      const std::string v = ix(*n.valid);
+      out << ind << "const " << c_type(n.dtype) << " " << name << "_ld = b" << n.buffer << "[(" << v << ") ? "
+          << ix(n.index) << " : 0];\n";
+      out << ind << "const " << c_type(n.dtype) << " " << name << " = (" << v << ") ? " << name
+          << "_ld : " << literal(n.fill, n.dtype) << ";\n";
+      memo[&n] = name;
+      return name;
+    }
     out << ind << "const " << c_type(n.dtype) << " " << name << " = " << rhs_of(n, a) << ";\n";
     memo[&n] = name;
     return name;
+  }
+
+  bool unconditional_pad(const ExprNode& n) const {
+    const auto elements = p_.buffers[static_cast<size_t>(n.buffer)].elements.as_constant();
+    return elements && *elements > 0;
   }
 
   std::string rhs_of(const ExprNode& n, const std::vector<std::string>& a) const {
@@ -472,16 +490,17 @@ class Writer {
       }
       s << "      }\n";
       std::set<const ExprNode*> seen;
-      std::function<void(const Expr&, bool)> count = [&](const Expr& e, bool under_select) {
+      std::function<void(const Expr&)> count = [&](const Expr& e) {
         const ExprNode& x = e.node();
         if (!seen.insert(&x).second) return;
         if (x.op != ExprOp::Const && x.op != ExprOp::IndexValue) ++cost.ops;
         if (x.op == ExprOp::Unary && kernel::is_transcendental(x.unary)) ++cost.transcendentals;
-        if (x.op == ExprOp::Load && (under_select || x.valid)) cost.branches = true;
-        for (size_t a = 0; a < x.args.size(); ++a)
-          count(x.args[a], under_select || (x.op == ExprOp::Where && a > 0));
+        // (value() computes a select's operands before it: only a padded load it cannot
+        // make unconditional is a branch.)
+        if (x.op == ExprOp::Load && x.valid && !w.unconditional_pad(x)) cost.branches = true;
+        for (const Expr& a : x.args) count(a);
       };
-      count(k_.tail[i].store.value, false);
+      count(k_.tail[i].store.value);
       shape.tails.push_back(cost);
     }
     s << "      if (threadIdx.x == 0) " << cnt << " = 0;\n";
