@@ -379,14 +379,14 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   // (flash-decoding, gpu_launch.hpp). Per chunk of 256 keys: a warp per key, U keys a trip
   // with all their loads issued first, computes the R dot products with its lanes across
   // the depth and one transposed warp sum; two block reductions per row for the softmax;
-  // then P V, a thread per (column, key group), U_V keys a trip. Priced by
+  // then P V, a thread per (C columns, key group), U_V keys a trip. Priced by
   //  - issue: those loops' warp instructions, counted in their PTX (NVRTC 13, sm_90, the
   //    Llama-3-8B decode step, R = 4: a trip of the dots over 4 keys 220, of P V over 8
-  //    keys 121, a warp's), one a clock per 32 FP32 lanes -- the f32 peak's rate, every instruction
-  //    taken as an FMA pipe's;
+  //    keys 290 at C = 4 -- 121 at C = 1, four warps a key --, a warp's), one a clock per
+  //    32 FP32 lanes -- the f32 peak's rate, every instruction taken as an FMA pipe's;
   //  - memory: K and V at the bandwidth their loads in flight sustain (Little's law, as
   //    the skinny GEMM), each warp having U x ceil(dk / W) K loads of W elements, then
-  //    U_V V loads, in flight;
+  //    U_V V loads of C elements, in flight;
   //  - the serial chain of a block: its trips' load latencies one after another, blocks
   //    beyond one wave again, and the merging block's reads of the states.
   if (w.engine == KernelWork::Engine::Attention && w.attention_rows > 0) {
@@ -411,25 +411,37 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
         18 + u * (8 + 2 * steps_k) + u * r * steps_k * (q_regs ? 1 : 2) + 2 * shuffles + 2 * (P - 1) + 12;
     const double dvb = dv < 256 ? std::min(256.0, std::ceil(dv / W) * W) : 256.0;
     const double groups = 256 / dvb, passes = std::ceil(dv / dvb);
-    const double pv_trip = 24 + UV * (4 + 2 * r);
-    const double per_key = dot_trip / u + std::ceil(std::min(dv, dvb) / W) * pv_trip / UV;
-    const double softmax = (256 / W) * 70 * r + (groups > 1 ? (256 / W) * 10 * r : 0);  // a chunk's
+    // P V's columns a thread (8 bytes of V a load when C > 1), as the renderer decides.
+    const double C = static_cast<double>(attention_value_columns(
+        static_cast<int64_t>(dv), static_cast<int64_t>(dvb), static_cast<int64_t>(w.attention_kv_bytes), R,
+        256, static_cast<int64_t>((256 / W + (q_cached ? r * dk : 0)) * 4)));
+    // A warp's trip of U_V keys: C = 1 121 instructions (R = 4, one column), C = 4 290
+    // (R = 4: 128 FMAs, the 4 weights a key from shared memory, a load and 4 conversions).
+    const double pv_trip = C > 1 ? 24 + UV * (6 + r + C * (2 + r)) : 24 + UV * (4 + 2 * r);
+    const double per_key = dot_trip / u + std::ceil(std::min(dv, dvb) / C / W) * pv_trip / UV;
+    // The key groups' sums meeting: C = 1, a tenth of a row's softmax a warp; C > 1, every
+    // warp stores its R x C sums, the owners' warps add the groups' (256 C / DVB of them).
+    const double gather = C > 1        ? (256 / W) * (r * C + 4) + (dvb / W) * (2 * (256 * C / dvb) * r + 4)
+                          : groups > 1 ? (256 / W) * 10 * r
+                                       : 0;
+    const double softmax = (256 / W) * 70 * r + gather;  // a chunk's
     const double instructions = blocks * passes * (per_block * per_key + chunks * softmax);
     // (Issuing at 70% of that rate: an assumption -- two blocks of 8 warps an SM, their
     // FMA chains four or more independent rows deep -- no device has measured it.)
     const double issue_s = instructions * 2 * W / (t.peak_flops_f32 * 0.7);
-    // Residency: ~40 registers and 12 a row (90 at R = 4), at most 128 (two blocks an SM).
+    // Residency: ~40 registers, 12 a row and 7 a column of P V's (90 at R = 4, 118 with C = 4
+    // -- NVRTC 13, sm_90), at most 128 (two blocks an SM).
     GpuBlock b;
     b.threads = 256;
-    b.registers = static_cast<int>(std::min(128.0, 40 + 12.5 * r));
-    b.shared_bytes = static_cast<int>((r * 256 + 256 / W + (q_cached ? r * dk : 0)) * 4);
+    b.registers = static_cast<int>(std::min(128.0, 40 + 12.5 * r + (C > 1 ? 7 * C : 0)));
+    b.shared_bytes = static_cast<int>((r * 256 * C + 256 / W + (q_cached ? r * dk : 0)) * 4);
     const int resident = std::max(1, resident_blocks(t, b));
     const double per_sm = std::min(static_cast<double>(resident), std::ceil(blocks / units));
     const double active = std::min(1.0, blocks / units);
     const double elem = std::max(1.0, w.attention_kv_bytes);
     const double need = t.mem_bandwidth / units * std::max(t.mem_latency_s, 1e-9);
     const double k_flight = per_sm * (256 / W) * u * steps_k * W * elem;
-    const double v_flight = per_sm * (256 / W) * UV * W * elem;
+    const double v_flight = per_sm * (256 / W) * UV * W * elem * C;
     auto at = [&](double flight) { return bw * std::max(1e-3, std::min(1.0, flight / need) * active); };
     const double memory_s = bytes / 2 / at(k_flight) + bytes / 2 / at(v_flight);
     const double trips = std::ceil(chunk / ((256 / W) * u)) + std::ceil(chunk / (groups * UV));

@@ -71,6 +71,26 @@ inline int64_t attention_key_unroll(int64_t rows_per_block, int64_t warp) {
 /// ... and P V's thread takes this many keys a trip, their V loads first.
 inline constexpr int64_t kAttentionValueUnroll = 8;
 
+/// P V's columns a thread (gpu_renderer's attention(); the cost model prices the same):
+/// 8 bytes of a V row a load -- 4 halves or 2 floats, so one load, the block's weights
+/// read once from shared memory for all of them and a warp per key where a column a
+/// thread took dv / 32 warps -- when every pass of `pass_columns` (the block's columns,
+/// `dv` a multiple of it) splits into whole key groups (threads / (pass_columns / C)) and
+/// the key groups' sums, R x C a thread, fit shared memory beside `other_shared` bytes
+/// (48 KB of static shared memory a block). 1 otherwise, and for other element sizes.
+/// (The renderer takes 1 too where V's columns are not contiguous; an unaligned V, known
+/// only at run time, takes the same layout with C scalar loads.)
+inline int64_t attention_value_columns(int64_t dv, int64_t pass_columns, int64_t elem_bytes, int64_t rows,
+                                       int64_t threads, int64_t other_shared) {
+  if (elem_bytes != 2 && elem_bytes != 4) return 1;
+  const int64_t c = 8 / elem_bytes;
+  if (dv <= 0 || pass_columns <= 0 || dv % pass_columns != 0 || pass_columns % c != 0) return 1;
+  const int64_t per_group = pass_columns / c;
+  if (threads % per_group != 0) return 1;
+  if (rows * threads * c * 4 + other_shared > 48 * 1024) return 1;
+  return c;
+}
+
 /// Rows per block of an attention with `m` rows per batch point: the largest count
 /// up to kAttentionMaxBlockRows that divides m (so no block has rows past the end).
 inline int64_t attention_block_rows(int64_t m) {

@@ -36,7 +36,7 @@ namespace {
 
 // Renders `p` for `arch`, runs it on the emulator, compares every written buffer with the
 // evaluator. Returns the device source; `vector_loads`, when given, receives the 128-bit
-// loads the run made.
+// and 64-bit loads the run made.
 std::string check_emulated(const k::Program& p, const std::map<std::string, int64_t>& syms,
                            const gpu::GpuArch& arch, std::vector<int64_t> launch = {}, double rtol = 2e-5,
                            double atol = 2e-6, const std::function<void(cpu_test::HostBuffers&)>& fill = {},
@@ -589,6 +589,55 @@ TEST_CASE("emulated attention: V in segments from separate buffers", "[gpu][emu]
     const double rtol = c.dt == DType::f16 ? 2e-3 : c.dt == DType::bf16 ? 1.6e-2 : 1e-4;
     for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) check_emulated(p, {}, arch_of(t), {}, rtol, 1e-5);
   }
+}
+
+// P V with C columns a thread (detail::attention_value_columns): 8 bytes of V a load --
+// 2 floats, 4 halves -- over passes of 32, 64, 128 and 256 columns (32, 8, 8 and 4 key
+// groups on wave32), a segmented V, 8 rows a block; and the same with every V segment one
+// element into its buffer, where the block takes C scalar loads a key (an 8-byte load
+// there aborts the emulator, as it faults on the device).
+TEST_CASE(
+    "emulated attention: P V takes several columns a thread, 8-byte loads or scalar where V is unaligned",
+    "[gpu][emu][attention]") {
+  struct WideCase {
+    DType dt;
+    AttentionShape shape;
+    std::vector<int64_t> splits;
+  };
+  const WideCase cases[] = {{DType::f32, {2, 4, 300, 16, 64}, {}},
+                            {DType::f16, {2, 3, 600, 32, 128}, {599}},
+                            {DType::bf16, {1, 8, 300, 128, 256}, {}},
+                            {DType::f16, {2, 2, 100, 8, 32}, {}}};
+  for (const WideCase& c : cases)
+    for (bool misaligned : {false, true}) {
+      k::Program p = causal_attention(
+          c.dt, c.shape, false, 0.5,
+          c.dt == DType::f32 ? std::nullopt : std::optional(k::cast(k::acc(), c.dt)), c.splits);
+      if (misaligned) {
+        k::Attention& a = *p.kernels[0].attention;
+        p.buffers[2].elements = p.buffers[2].elements + 1;
+        a.v.offset = a.v.offset + 1;
+        for (size_t i = 0; i < a.v_more.size(); ++i) {
+          p.buffers[4 + i].elements = p.buffers[4 + i].elements + 1;
+          a.v_more[i].v.offset = a.v_more[i].v.offset + 1;
+        }
+      }
+      const auto [B, m, n, dk, dv] = c.shape;
+      INFO(dtype_name(c.dt) << " m " << m << " n " << n << " dk " << dk << " dv " << dv
+                            << (misaligned ? ", V misaligned" : ""));
+      const double rtol = c.dt == DType::f16 ? 2e-3 : c.dt == DType::bf16 ? 1.6e-2 : 1e-4;
+      for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+        INFO(t);
+        if (dv == 32 && std::string(t).rfind("hip", 0) == 0) continue;  // a 64-lane pass: one column a thread
+        unsigned long long vector_loads = 0;
+        const std::string src = check_emulated(p, {}, arch_of(t), {}, rtol, 1e-5, {}, &vector_loads);
+        CHECK(src.find("lm_ld64(") != std::string::npos);
+        if (misaligned)
+          CHECK(vector_loads == 0);
+        else
+          CHECK(vector_loads > 0);
+      }
+    }
 }
 
 // f16/bf16 attention: q and k widened as they are staged, V widened as it is read, the

@@ -351,7 +351,7 @@ struct alignas(16) lm_u32x4 {
   uint32_t x, y, z, w;
 };
 LM_DEVICE int lm_aligned16(const void* p) { return ((uintptr_t)p & 15u) == 0; }
-static unsigned long long lm_emu_ld128_n; /* 128-bit loads run (tests ask lm_emu_ld128_count) */
+static unsigned long long lm_emu_ld128_n; /* 128- and 64-bit loads run (tests ask lm_emu_ld128_count) */
 extern "C" unsigned long long lm_emu_ld128_count(void) { return __atomic_load_n(&lm_emu_ld128_n, __ATOMIC_RELAXED); }
 LM_DEVICE lm_u32x4 lm_ld128(const void* p) {
   __atomic_fetch_add(&lm_emu_ld128_n, 1ull, __ATOMIC_RELAXED);
@@ -362,6 +362,22 @@ LM_DEVICE lm_u32x4 lm_ld128(const void* p) {
   }
   lm_u32x4 r;
   memcpy(&r, p, 16);
+  return r;
+}
+/* ... and a 64-bit one (ld.global.v2.u32: 8-byte aligned), refused the same way. */
+struct alignas(8) lm_u32x2 {
+  uint32_t x, y;
+};
+LM_DEVICE int lm_aligned8(const void* p) { return ((uintptr_t)p & 7u) == 0; }
+LM_DEVICE lm_u32x2 lm_ld64(const void* p) {
+  __atomic_fetch_add(&lm_emu_ld128_n, 1ull, __ATOMIC_RELAXED); /* counted with the 128-bit ones */
+  if (!lm_aligned8(p)) {
+    fprintf(stderr, "[luminal emulator] kernel %s: misaligned 64-bit load at %p\n",
+            lm_emu::cur_block ? lm_emu::cur_block->kernel : "?", p);
+    abort();
+  }
+  lm_u32x2 r;
+  memcpy(&r, p, 8);
   return r;
 }
 

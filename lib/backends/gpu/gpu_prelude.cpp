@@ -42,6 +42,11 @@ struct alignas(16) lm_u32x4 {
 };
 LM_DEVICE int lm_aligned16(const void* p) { return ((uint64_t)p & 15u) == 0; }
 LM_DEVICE lm_u32x4 lm_ld128(const void* p) { return *(const lm_u32x4*)p; }
+struct alignas(8) lm_u32x2 {
+  uint32_t x, y;
+};
+LM_DEVICE int lm_aligned8(const void* p) { return ((uint64_t)p & 7u) == 0; }
+LM_DEVICE lm_u32x2 lm_ld64(const void* p) { return *(const lm_u32x2*)p; }
 )LMCU";
 
 // f16/bf16 storage conversions in one instruction each (every CUDA arch here is sm_80
@@ -305,6 +310,11 @@ struct alignas(16) lm_u32x4 {
 };
 LM_DEVICE int lm_aligned16(const void* p) { return ((uint64_t)p & 15u) == 0; }
 LM_DEVICE lm_u32x4 lm_ld128(const void* p) { return *(const lm_u32x4*)p; }
+struct alignas(8) lm_u32x2 {
+  uint32_t x, y;
+};
+LM_DEVICE int lm_aligned8(const void* p) { return ((uint64_t)p & 7u) == 0; }
+LM_DEVICE lm_u32x2 lm_ld64(const void* p) { return *(const lm_u32x2*)p; }
 )LMHIP";
 
 // Integer helpers and reductions: the same text on the device and in the emulator.

@@ -935,8 +935,17 @@ class Writer {
                      " at a time (a warp per key's dot, online softmax)";
     shape.grid[0] = capped(batches * groups * (split ? attention_splits(a.n) : Index(1)), int64_t{1} << 20);
     if (split) shape.schedule += ", keys in ranges (flash-decoding), the last range block merging";
-    shape.static_shared =
-        static_cast<int>((R * kThreads + kThreads / arch_.warp + (q_cached ? R * *dk_const : 0)) * 4);
+    // The output columns a pass takes (DVB) and the key groups that share them (KG): a
+    // value width of at most half the block leaves the other threads to other keys.
+    const std::optional<int64_t> dv_const = a.dv.as_constant();
+    const int warp = arch_.warp, warps = kThreads / arch_.warp;
+    const int64_t dvb = dv_const && *dv_const > 0 && *dv_const < kThreads
+                            ? std::min<int64_t>(kThreads, (*dv_const + warp - 1) / warp * warp)
+                            : kThreads;
+    const int64_t kg = kThreads / dvb;
+    const int64_t other_shared = (kThreads / warp + (q_cached ? R * *dk_const : 0)) * 4;
+    const int64_t C = value_columns(a, dv_const, dvb, R, other_shared);
+    shape.static_shared = static_cast<int>(R * kThreads * C * 4 + other_shared);
     shape.min_blocks = 2;  // the score expression and the online-softmax state: up to 128 registers
     auto ld = [&](const MatrixView& v, const std::string& idx) {
       const DType dt = p_.buffers[static_cast<size_t>(v.buffer)].dtype;
@@ -952,7 +961,9 @@ class Writer {
     // Row r's variable: declared once for the block when R = 1 (every expression may read
     // it there), in a scope of its own per row otherwise (this, only then).
     auto row_decl = [&](int r) { return "const int64_t " + i + " = lm_i0 + " + std::to_string(r) + "; "; };
-    s << "  __shared__ float lm_e[" << R * kThreads << "];\n";
+    // lm_e: the chunk's scores, then weights (R x kThreads); with C columns a thread, P V's
+    // key groups' sums (R x C x kThreads) after the weights are read.
+    s << "  __shared__ float lm_e[" << R * kThreads * C << "];\n";
     s << "  __shared__ float lm_part[" << kThreads / arch_.warp << "];\n";
     if (q_cached) s << "  __shared__ float lm_qs[" << R * *dk_const << "];\n";
     if (split) s << "  __shared__ int lm_last;\n";
@@ -1007,7 +1018,6 @@ class Writer {
     }
     // Each lane's share of the rows' q in registers when it is small (q_steps depths a
     // row): the dot products then read no shared memory.
-    const int warp = arch_.warp, warps = kThreads / arch_.warp;
     const int64_t q_steps = q_cached ? (*dk_const + warp - 1) / warp : 0;
     const bool q_regs = q_cached && q_steps * R <= kMaxQRegisters;
     auto q_reg = [&](int r, int64_t t) { return "lm_qr" + std::to_string(r) + "_" + std::to_string(t); };
@@ -1021,13 +1031,6 @@ class Writer {
           if ((t + 1) * warp > *dk_const) s << " : 0.0f";
           s << ";\n";
         }
-    // The output columns a pass takes (DVB) and the key groups that share them (KG): a
-    // value width of at most half the block leaves the other threads to other keys.
-    const std::optional<int64_t> dv_const = a.dv.as_constant();
-    const int64_t dvb = dv_const && *dv_const > 0 && *dv_const < kThreads
-                            ? std::min<int64_t>(kThreads, (*dv_const + warp - 1) / warp * warp)
-                            : kThreads;
-    const int64_t kg = kThreads / dvb;
     s << "    for (int64_t lm_d0 = 0; lm_d0 < lm_dv; lm_d0 += " << dvb << ") {\n";
     s << "      const int64_t " << d << " = lm_d0 + threadIdx.x % " << dvb << ";\n";
     if (kg > 1) s << "      const int64_t lm_kg = threadIdx.x / " << dvb << ";\n";
@@ -1144,70 +1147,74 @@ class Writer {
       s << "        }\n";
     }
     s << "        lm_sync();\n";
-    // P V: a thread's column d over its key group's keys (every KG-th of the chunk), U_V
-    // of them a trip with their loads first; V's segments one after another, so each
-    // thread takes its keys in increasing order. A key past the end is neither loaded nor
-    // multiplied (0 * inf would be NaN).
-    const int uv = static_cast<int>(detail::kAttentionValueUnroll);
-    for (int r = 0; r < R; ++r) s << "        float " << nm("lm_sum", r) << " = 0.0f;\n";
-    s << "        if (" << d << " < lm_dv) {\n";
-    std::vector<std::string> v_seg{ld(a.v, "lm_ov + lm_jq * lm_rv + " + d + " * lm_cv")};
-    std::vector<std::string> v_start{"0"};
-    for (size_t sgi = 0; sgi < a.v_more.size(); ++sgi) {
-      const std::string n = std::to_string(sgi + 1);
-      v_seg.push_back(ld(a.v_more[sgi].v,
-                         "lm_ov" + n + " + (lm_jq - lm_vs" + n + ") * lm_rv" + n + " + " + d + " * lm_cv"));
-      v_start.push_back("lm_vs" + n);
-    }
-    for (size_t sgi = 0; sgi < v_seg.size(); ++sgi) {
-      const std::string end = sgi + 1 < v_seg.size() ? v_start[sgi + 1] : "lm_n";
-      s << "          {\n";
-      s << "            const int64_t lm_qb = " << v_start[sgi] << " - lm_j0 > 0 ? " << v_start[sgi]
-        << " - lm_j0 : 0, lm_qe = " << end << " - lm_j0 < lm_nj ? " << end << " - lm_j0 : lm_nj;\n";
-      // The first key of the segment in this thread's group.
-      s << "            int64_t lm_q = lm_qb";
-      if (kg > 1) s << " + ((lm_kg - lm_qb % " << kg << ") % " << kg << " + " << kg << ") % " << kg;
-      s << ";\n";
-      s << "            for (; lm_q < lm_qe; lm_q += " << uv * kg << ") {\n";
-      for (int u = 0; u < uv; ++u) {
-        s << "              float lm_v" << u << " = 0.0f;\n";
-        s << "              {\n";
-        s << "                const int64_t lm_jq = lm_j0 + lm_q + " << u * kg << ";\n";
-        if (u > 0)
-          s << "                if (lm_q + " << u * kg << " < lm_qe) ";
-        else
-          s << "                ";
-        s << "lm_v" << u << " = " << v_seg[sgi] << ";\n";
-        s << "              }\n";
+    if (C > 1) {
+      attention_values_wide(s, R, C, dvb, own);
+    } else {
+      // P V: a thread's column d over its key group's keys (every KG-th of the chunk), U_V
+      // of them a trip with their loads first; V's segments one after another, so each
+      // thread takes its keys in increasing order. A key past the end is neither loaded nor
+      // multiplied (0 * inf would be NaN).
+      const int uv = static_cast<int>(detail::kAttentionValueUnroll);
+      for (int r = 0; r < R; ++r) s << "        float " << nm("lm_sum", r) << " = 0.0f;\n";
+      s << "        if (" << d << " < lm_dv) {\n";
+      std::vector<std::string> v_seg{ld(a.v, "lm_ov + lm_jq * lm_rv + " + d + " * lm_cv")};
+      std::vector<std::string> v_start{"0"};
+      for (size_t sgi = 0; sgi < a.v_more.size(); ++sgi) {
+        const std::string n = std::to_string(sgi + 1);
+        v_seg.push_back(ld(a.v_more[sgi].v,
+                           "lm_ov" + n + " + (lm_jq - lm_vs" + n + ") * lm_rv" + n + " + " + d + " * lm_cv"));
+        v_start.push_back("lm_vs" + n);
       }
-      for (int u = 0; u < uv; ++u) {
-        const std::string q = u == 0 ? "lm_q" : "lm_q + " + std::to_string(u * kg);
-        if (u > 0) s << "              if (" << q << " < lm_qe) {\n";
+      for (size_t sgi = 0; sgi < v_seg.size(); ++sgi) {
+        const std::string end = sgi + 1 < v_seg.size() ? v_start[sgi + 1] : "lm_n";
+        s << "          {\n";
+        s << "            const int64_t lm_qb = " << v_start[sgi] << " - lm_j0 > 0 ? " << v_start[sgi]
+          << " - lm_j0 : 0, lm_qe = " << end << " - lm_j0 < lm_nj ? " << end << " - lm_j0 : lm_nj;\n";
+        // The first key of the segment in this thread's group.
+        s << "            int64_t lm_q = lm_qb";
+        if (kg > 1) s << " + ((lm_kg - lm_qb % " << kg << ") % " << kg << " + " << kg << ") % " << kg;
+        s << ";\n";
+        s << "            for (; lm_q < lm_qe; lm_q += " << uv * kg << ") {\n";
+        for (int u = 0; u < uv; ++u) {
+          s << "              float lm_v" << u << " = 0.0f;\n";
+          s << "              {\n";
+          s << "                const int64_t lm_jq = lm_j0 + lm_q + " << u * kg << ";\n";
+          if (u > 0)
+            s << "                if (lm_q + " << u * kg << " < lm_qe) ";
+          else
+            s << "                ";
+          s << "lm_v" << u << " = " << v_seg[sgi] << ";\n";
+          s << "              }\n";
+        }
+        for (int u = 0; u < uv; ++u) {
+          const std::string q = u == 0 ? "lm_q" : "lm_q + " + std::to_string(u * kg);
+          if (u > 0) s << "              if (" << q << " < lm_qe) {\n";
+          for (int r = 0; r < R; ++r)
+            s << "              " << (u > 0 ? "  " : "") << nm("lm_sum", r) << " = LM_FMA(lm_e["
+              << r * kThreads << " + " << q << "], lm_v" << u << ", " << nm("lm_sum", r) << ");\n";
+          if (u > 0) s << "              }\n";
+        }
+        s << "            }\n";
+        s << "          }\n";
+      }
+      if (kg > 1) {
+        s << "        }\n";
+        // The key groups' sums meet in the first group's threads, in group order, through
+        // lm_e (its weights read by now).
+        s << "        lm_sync();\n";
+        s << "        if (lm_kg > 0 && " << d << " < lm_dv) {\n";
         for (int r = 0; r < R; ++r)
-          s << "              " << (u > 0 ? "  " : "") << nm("lm_sum", r) << " = LM_FMA(lm_e[" << r * kThreads
-            << " + " << q << "], lm_v" << u << ", " << nm("lm_sum", r) << ");\n";
-        if (u > 0) s << "              }\n";
+          s << "          lm_e[((lm_kg - 1) * " << R << " + " << r << ") * " << dvb << " + threadIdx.x % "
+            << dvb << "] = " << nm("lm_sum", r) << ";\n";
+        s << "        }\n";
+        s << "        lm_sync();\n";
+        s << "        if (" << own << ") {\n";
+        s << "          for (int64_t lm_g = 1; lm_g < " << kg << "; ++lm_g) {\n";
+        for (int r = 0; r < R; ++r)
+          s << "            " << nm("lm_sum", r) << " = " << nm("lm_sum", r) << " + lm_e[((lm_g - 1) * " << R
+            << " + " << r << ") * " << dvb << " + threadIdx.x % " << dvb << "];\n";
+        s << "          }\n";
       }
-      s << "            }\n";
-      s << "          }\n";
-    }
-    if (kg > 1) {
-      s << "        }\n";
-      // The key groups' sums meet in the first group's threads, in group order, through
-      // lm_e (its weights read by now).
-      s << "        lm_sync();\n";
-      s << "        if (lm_kg > 0 && " << d << " < lm_dv) {\n";
-      for (int r = 0; r < R; ++r)
-        s << "          lm_e[((lm_kg - 1) * " << R << " + " << r << ") * " << dvb << " + threadIdx.x % "
-          << dvb << "] = " << nm("lm_sum", r) << ";\n";
-      s << "        }\n";
-      s << "        lm_sync();\n";
-      s << "        if (" << own << ") {\n";
-      s << "          for (int64_t lm_g = 1; lm_g < " << kg << "; ++lm_g) {\n";
-      for (int r = 0; r < R; ++r)
-        s << "            " << nm("lm_sum", r) << " = " << nm("lm_sum", r) << " + lm_e[((lm_g - 1) * " << R
-          << " + " << r << ") * " << dvb << " + threadIdx.x % " << dvb << "];\n";
-      s << "          }\n";
     }
     for (int r = 0; r < R; ++r)
       s << "          " << nm("lm_o", r) << " = " << nm("lm_o", r) << " * (" << nm("lm_ln", r)
@@ -1307,6 +1314,142 @@ class Writer {
     s << ind << "  if (lm_lane % " << span << " == 0 && lm_x < " << n << " && lm_key < lm_khi) lm_e[(lm_x % "
       << R << ") * " << kThreads << " + lm_key] = lm_dot0;\n";
     s << ind << "}\n";
+  }
+
+  // P V's columns a thread for attention `a` (detail::attention_value_columns): more than
+  // one where every V segment's columns are contiguous (a column stride of 1) and of one
+  // f16, bf16 or f32 buffer type.
+  int64_t value_columns(const Attention& a, std::optional<int64_t> dv, int64_t dvb, int R,
+                        int64_t other_shared) const {
+    if (!dv) return 1;
+    std::optional<DType> dt;
+    for (const KeySegment& sg : value_segments(a)) {
+      const std::optional<int64_t> cs = sg.v.col_stride.as_constant();
+      if (!cs || *cs != 1) return 1;
+      const DType t = p_.buffers[static_cast<size_t>(sg.v.buffer)].dtype;
+      if (t != DType::f16 && t != DType::bf16 && t != DType::f32) return 1;
+      if (dt && *dt != t) return 1;
+      dt = t;
+    }
+    return detail::attention_value_columns(*dv, dvb, dt == DType::f32 ? 4 : 2, R, kThreads, other_shared);
+  }
+
+  // P V with C columns a thread (value_columns): the pass's dvb columns taken by dvb / C
+  // threads, the block's threads in kThreads C / dvb key groups (every KG-th key of the
+  // chunk), U_V keys a trip with their loads first, one 8-byte load for a key's C columns
+  // where the segment's first element is 8-byte aligned and its row stride a multiple of
+  // C (the same for the whole block: a uniform branch) -- C scalar loads otherwise, a key
+  // a trip -- each key's weights read once for all C columns. The key groups' R x C
+  // sums meet in lm_e (every weight read by then), and each column's owner (`own`, a column
+  // a thread as the softmax state's) adds them in group order. Leaves `own`'s block open
+  // with lm_sum0.. set, as the one-column path does.
+  void attention_values_wide(std::ostringstream& s, int R, int64_t C, int64_t dvb, const std::string& own) {
+    const Attention& a = *k_.attention;
+    const int64_t ct = dvb / C, G = kThreads / ct;
+    auto sum = [](int r, int64_t c) { return "lm_sum" + std::to_string(r) + "_" + std::to_string(c); };
+    for (int r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) s << "        float " << sum(r, c) << " = 0.0f;\n";
+    s << "        {\n";
+    s << "          const int64_t lm_pc = threadIdx.x % " << ct << " * " << C << ", lm_pg = threadIdx.x / "
+      << ct << ";\n";
+    struct Seg {
+      const MatrixView* v;
+      std::string off, rs, start;
+    };
+    std::vector<Seg> segs{{&a.v, "lm_ov", "lm_rv", "0"}};
+    for (size_t sgi = 0; sgi < a.v_more.size(); ++sgi) {
+      const std::string n = std::to_string(sgi + 1);
+      segs.push_back({&a.v_more[sgi].v, "lm_ov" + n, "lm_rv" + n, "lm_vs" + n});
+    }
+    for (size_t si = 0; si < segs.size(); ++si) {
+      const Seg& sg = segs[si];
+      const DType dt = p_.buffers[static_cast<size_t>(sg.v->buffer)].dtype;
+      const std::string b = "b" + std::to_string(sg.v->buffer);
+      const std::string end = si + 1 < segs.size() ? segs[si + 1].start : "lm_n";
+      const std::string row = sg.start == "0" ? "lm_jq" : "(lm_jq - " + sg.start + ")";
+      s << "          {\n";
+      s << "            const int64_t lm_qb = " << sg.start << " - lm_j0 > 0 ? " << sg.start
+        << " - lm_j0 : 0, lm_qe = " << end << " - lm_j0 < lm_nj ? " << end << " - lm_j0 : lm_nj;\n";
+      s << "            const int64_t lm_q0 = lm_qb + ((lm_pg - lm_qb % " << G << ") % " << G << " + " << G
+        << ") % " << G << ";\n";
+      // vec: U_V keys a trip; the scalar loads (an unaligned V, rare) a key a trip, short.
+      auto loop = [&](bool vec, const std::string& ind) {
+        const int uv = vec ? static_cast<int>(detail::kAttentionValueUnroll) : 1;
+        s << ind << "for (int64_t lm_q = lm_q0; lm_q < lm_qe; lm_q += " << uv * G << ") {\n";
+        const std::string in = ind + "  ";
+        for (int u = 0; u < uv; ++u) {
+          const std::string un = std::to_string(u);
+          if (vec)
+            s << in << "lm_u32x2 lm_w" << un << " = {0u, 0u};\n";
+          else
+            for (int64_t c = 0; c < C; ++c) s << in << "float lm_v" << un << "_" << c << " = 0.0f;\n";
+          s << in << "{\n";
+          s << in << "  const int64_t lm_jq = lm_j0 + lm_q + " << u * G << ";\n";
+          std::string guard = u > 0 ? "if (lm_q + " + std::to_string(u * G) + " < lm_qe) " : "";
+          const std::string at = sg.off + " + " + row + " * " + sg.rs + " + ";
+          if (vec) {
+            s << in << "  " << guard << "lm_w" << un << " = lm_ld64(" << b << " + " << at
+              << "lm_d0 + lm_pc);\n";
+          } else {
+            if (!guard.empty()) s << in << "  " << guard << "{\n";
+            for (int64_t c = 0; c < C; ++c)
+              s << in << (guard.empty() ? "  " : "    ") << "lm_v" << un << "_" << c << " = "
+                << convert(b + "[" + at + "(lm_d0 + lm_pc + " + std::to_string(c) + ") * lm_cv]", dt,
+                           DType::f32)
+                << ";\n";
+            if (!guard.empty()) s << in << "  }\n";
+          }
+          s << in << "}\n";
+        }
+        for (int u = 0; u < uv; ++u) {
+          const std::string q = u == 0 ? "lm_q" : "lm_q + " + std::to_string(u * G);
+          const std::string un = std::to_string(u);
+          s << in << (u > 0 ? "if (" + q + " < lm_qe) " : "") << "{\n";
+          for (int r = 0; r < R; ++r)
+            s << in << "  const float lm_p" << r << " = lm_e[" << r * kThreads << " + " << q << "];\n";
+          for (int64_t c = 0; c < C; ++c) {
+            std::string x;
+            if (!vec) {
+              x = "lm_v" + un + "_" + std::to_string(c);
+            } else if (dt == DType::f32) {
+              x = "lm_u2f(lm_w" + un + (c == 0 ? ".x" : ".y") + ")";
+            } else {
+              x = convert("((uint16_t)(lm_w" + un + (c < 2 ? ".x" : ".y") + " >> " +
+                              std::to_string(16 * (c % 2)) + "))",
+                          dt, DType::f32);
+            }
+            s << in << "  {\n" << in << "    const float lm_x = " << x << ";\n";
+            for (int r = 0; r < R; ++r)
+              s << in << "    " << sum(r, c) << " = LM_FMA(lm_p" << r << ", lm_x, " << sum(r, c) << ");\n";
+            s << in << "  }\n";
+          }
+          s << in << "}\n";
+        }
+        s << ind << "}\n";
+      };
+      s << "            if (lm_aligned8(" << b << " + " << sg.off << ") && " << sg.rs << " % " << C
+        << " == 0) {\n";
+      loop(true, "              ");
+      s << "            } else {\n";
+      loop(false, "              ");
+      s << "            }\n";
+      s << "          }\n";
+    }
+    s << "          lm_sync();\n";
+    for (int r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c)
+        s << "          lm_e[(lm_pg * " << R << " + " << r << ") * " << dvb << " + lm_pc + " << c
+          << "] = " << sum(r, c) << ";\n";
+    s << "        }\n";
+    s << "        lm_sync();\n";
+    s << "        if (" << own << ") {\n";
+    for (int r = 0; r < R; ++r)
+      s << "          float lm_sum" << r << " = lm_e[" << r * dvb << " + threadIdx.x % " << dvb << "];\n";
+    s << "          for (int64_t lm_g = 1; lm_g < " << G << "; ++lm_g) {\n";
+    for (int r = 0; r < R; ++r)
+      s << "            lm_sum" << r << " = lm_sum" << r << " + lm_e[(lm_g * " << R << " + " << r << ") * "
+        << dvb << " + threadIdx.x % " << dvb << "];\n";
+    s << "          }\n";
   }
 
   // Rows per block of attention `a` (attention() above): the rows of one batch point take
