@@ -378,7 +378,8 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   // over many keys, one range of them, the last range block merging the rows
   // (flash-decoding, gpu_launch.hpp). Per chunk of 256 keys: a warp per key, U keys a trip
   // with all their loads issued first, computes the R dot products with its lanes across
-  // the depth and one transposed warp sum; two block reductions per row for the softmax;
+  // the depth and one transposed warp sum; two block reductions for the softmax (the
+  // rows' batched);
   // then P V, a thread per (C columns, key group), U_V keys a trip. Priced by
   //  - issue: those loops' warp instructions, counted in their PTX (NVRTC 13, sm_90, the
   //    Llama-3-8B decode step, R = 4: a trip of the dots over 4 keys 220, of P V over 8
@@ -424,7 +425,10 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const double gather = C > 1        ? (256 / W) * (r * C + 4) + (dvb / W) * (2 * (256 * C / dvb) * r + 4)
                           : groups > 1 ? (256 / W) * 10 * r
                                        : 0;
-    const double softmax = (256 / W) * 70 * r + gather;  // a chunk's
+    // A chunk's softmax step, 70 warp instructions a row; 44 where the rows' block
+    // reductions are batched (R > 1: the Llama-3-8B decode step's PTX from its first
+    // barrier to P V's, 651 a warp before, 411 after).
+    const double softmax = (256 / W) * (R > 1 ? 44 : 70) * r + gather;
     const double instructions = blocks * passes * (per_block * per_key + chunks * softmax);
     // (Issuing at 70% of that rate: an assumption -- two blocks of 8 warps an SM, their
     // FMA chains four or more independent rows deep -- no device has measured it.)

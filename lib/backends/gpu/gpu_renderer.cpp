@@ -943,7 +943,8 @@ class Writer {
                             ? std::min<int64_t>(kThreads, (*dv_const + warp - 1) / warp * warp)
                             : kThreads;
     const int64_t kg = kThreads / dvb;
-    const int64_t other_shared = (kThreads / warp + (q_cached ? R * *dk_const : 0)) * 4;
+    const int64_t other_shared =
+        ((kThreads / warp + 1) * softmax_batch(R) + (q_cached ? R * *dk_const : 0)) * 4;
     const int64_t C = value_columns(a, dv_const, dvb, R, other_shared);
     shape.static_shared = static_cast<int>(R * kThreads * C * 4 + other_shared);
     shape.min_blocks = 2;  // the score expression and the online-softmax state: up to 128 registers
@@ -964,7 +965,7 @@ class Writer {
     // lm_e: the chunk's scores, then weights (R x kThreads); with C columns a thread, P V's
     // key groups' sums (R x C x kThreads) after the weights are read.
     s << "  __shared__ float lm_e[" << R * kThreads * C << "];\n";
-    s << "  __shared__ float lm_part[" << kThreads / arch_.warp << "];\n";
+    s << "  __shared__ float lm_part[" << (kThreads / arch_.warp + 1) * softmax_batch(R) << "];\n";
     if (q_cached) s << "  __shared__ float lm_qs[" << R * *dk_const << "];\n";
     if (split) s << "  __shared__ int lm_last;\n";
     s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ", lm_dk = " << ix(a.dk)
@@ -1114,37 +1115,41 @@ class Writer {
     // Each thread then owns one key's score per row (and later its weight, in the same
     // slot).
     s << "        const int64_t " << j << " = lm_j0 + threadIdx.x;\n";
-    for (int r = 0; r < R; ++r) {
-      s << "        float " << nm("lm_new", r) << ", " << nm("lm_lo", r) << ", " << nm("lm_ln", r) << ", "
-        << nm("lm_f", r) << ";\n";
-      s << "        {\n";
-      if (R > 1) s << "          " << row_decl(r) << "\n";
-      s << "          float lm_s = lm_ninf;\n";
-      s << "          if (" << j << " < lm_je) {\n";
-      s << "            const float acc = lm_e[" << r * kThreads << " + threadIdx.x];\n";
-      if (a.score.valid()) {
-        std::map<const ExprNode*, std::string> memo;
-        const std::string v = value(a.score, memo, s, "            ");
-        s << "            lm_s = " << v << ";\n";
-      } else {
-        s << "            lm_s = acc;\n";
+    if (R > 1) {
+      softmax_rows(s, R, j, row_decl);
+    } else {
+      for (int r = 0; r < R; ++r) {
+        s << "        float " << nm("lm_new", r) << ", " << nm("lm_lo", r) << ", " << nm("lm_ln", r) << ", "
+          << nm("lm_f", r) << ";\n";
+        s << "        {\n";
+        if (R > 1) s << "          " << row_decl(r) << "\n";
+        s << "          float lm_s = lm_ninf;\n";
+        s << "          if (" << j << " < lm_je) {\n";
+        s << "            const float acc = lm_e[" << r * kThreads << " + threadIdx.x];\n";
+        if (a.score.valid()) {
+          std::map<const ExprNode*, std::string> memo;
+          const std::string v = value(a.score, memo, s, "            ");
+          s << "            lm_s = " << v << ";\n";
+        } else {
+          s << "            lm_s = acc;\n";
+        }
+        s << "          }\n";
+        const std::string mx = nm("lm_mx", r), nw = nm("lm_new", r);
+        s << "          const float lm_cmax = lm_block_max_f32(lm_s, lm_part);\n";
+        s << "          " << nw << " = lm_max(" << mx << ", lm_cmax);\n";
+        s << "          const float lm_alpha = " << mx << " == " << nw
+          << " ? 1.0f : " << exp2_of("(" + mx + " - " + nw + ") * lm_c") << ";\n";
+        s << "          const float lm_ej = " << j << " < lm_je ? (" << nw
+          << " == lm_ninf ? 0.0f : " << exp2_of("(lm_s - " + nw + ") * lm_c") << ") : 0.0f;\n";
+        // l_new = 0: nothing visible yet (o and the weights stay 0); NaN propagates.
+        s << "          " << nm("lm_lo", r) << " = " << nm("lm_l", r) << " * lm_alpha;\n";
+        s << "          " << nm("lm_ln", r) << " = " << nm("lm_lo", r)
+          << " + lm_block_sum_f32(lm_ej, lm_part);\n";
+        s << "          " << nm("lm_f", r) << " = " << nm("lm_ln", r) << " == 0.0f ? 0.0f : 1.0f / "
+          << nm("lm_ln", r) << ";\n";
+        s << "          lm_e[" << r * kThreads << " + threadIdx.x] = lm_ej * " << nm("lm_f", r) << ";\n";
+        s << "        }\n";
       }
-      s << "          }\n";
-      const std::string mx = nm("lm_mx", r), nw = nm("lm_new", r);
-      s << "          const float lm_cmax = lm_block_max_f32(lm_s, lm_part);\n";
-      s << "          " << nw << " = lm_max(" << mx << ", lm_cmax);\n";
-      s << "          const float lm_alpha = " << mx << " == " << nw
-        << " ? 1.0f : " << exp2_of("(" + mx + " - " + nw + ") * lm_c") << ";\n";
-      s << "          const float lm_ej = " << j << " < lm_je ? (" << nw
-        << " == lm_ninf ? 0.0f : " << exp2_of("(lm_s - " + nw + ") * lm_c") << ") : 0.0f;\n";
-      // l_new = 0: nothing visible yet (o and the weights stay 0); NaN propagates.
-      s << "          " << nm("lm_lo", r) << " = " << nm("lm_l", r) << " * lm_alpha;\n";
-      s << "          " << nm("lm_ln", r) << " = " << nm("lm_lo", r)
-        << " + lm_block_sum_f32(lm_ej, lm_part);\n";
-      s << "          " << nm("lm_f", r) << " = " << nm("lm_ln", r) << " == 0.0f ? 0.0f : 1.0f / "
-        << nm("lm_ln", r) << ";\n";
-      s << "          lm_e[" << r * kThreads << " + threadIdx.x] = lm_ej * " << nm("lm_f", r) << ";\n";
-      s << "        }\n";
     }
     s << "        lm_sync();\n";
     if (C > 1) {
@@ -1314,6 +1319,113 @@ class Writer {
     s << ind << "  if (lm_lane % " << span << " == 0 && lm_x < " << n << " && lm_key < lm_khi) lm_e[(lm_x % "
       << R << ") * " << kThreads << " + lm_key] = lm_dot0;\n";
     s << ind << "}\n";
+  }
+
+  // The rows an attention block reduces together in softmax_rows: as many as the
+  // warps' partials of which fit one warp's lanes (4 on wave32, 16 on wave64 with 256
+  // threads); 1 for one row (the prelude's block reductions).
+  int softmax_batch(int R) const {
+    const int per = arch_.warp / (kThreads / arch_.warp);
+    return R <= 1 ? 1 : std::max(1, std::min(R, per));
+  }
+
+  // The online softmax's step for R > 1 rows: each thread's key score per row
+  // (lm_s0..), the chunk's maxima, the weights, their sums, the rows' states -- with
+  // each block reduction taking softmax_batch(R) rows at once (block_rows): the rows'
+  // values meet in one transposed warp sum (as warp_sums: half of a lane's values
+  // exchanged a level), the warps' partials, a row's in consecutive lanes, in one
+  // warp reduction of log2(warps) levels, two barriers for them all where each row took
+  // two.
+  void softmax_rows(std::ostringstream& s, int R, const std::string& j,
+                    const std::function<std::string(int)>& row_decl) {
+    const Attention& a = *k_.attention;
+    auto nm = [](const char* base, int r) { return std::string(base) + std::to_string(r); };
+    for (int r = 0; r < R; ++r) {
+      s << "        float " << nm("lm_s", r) << " = lm_ninf, " << nm("lm_new", r) << ", " << nm("lm_lo", r)
+        << ", " << nm("lm_ln", r) << ", " << nm("lm_f", r) << ", " << nm("lm_ej", r) << ", " << nm("lm_cm", r)
+        << ", " << nm("lm_cs", r) << ";\n";
+      s << "        if (" << j << " < lm_je) {\n";
+      s << "          " << row_decl(r) << "\n";
+      s << "          const float acc = lm_e[" << r * kThreads << " + threadIdx.x];\n";
+      if (a.score.valid()) {
+        std::map<const ExprNode*, std::string> memo;
+        const std::string v = value(a.score, memo, s, "          ");
+        s << "          " << nm("lm_s", r) << " = " << v << ";\n";
+      } else {
+        s << "          " << nm("lm_s", r) << " = acc;\n";
+      }
+      s << "        }\n";
+    }
+    block_rows(s, R, "lm_s", "lm_cm", true);
+    for (int r = 0; r < R; ++r) {
+      const std::string mx = nm("lm_mx", r), nw = nm("lm_new", r);
+      s << "        " << nw << " = lm_max(" << mx << ", " << nm("lm_cm", r) << ");\n";
+      s << "        " << nm("lm_lo", r) << " = " << nm("lm_l", r) << " * (" << mx << " == " << nw
+        << " ? 1.0f : " << exp2_of("(" + mx + " - " + nw + ") * lm_c") << ");\n";
+      // (Built with append: GCC 12 warns falsely (-Wrestrict) on an operator+ chain here.)
+      std::string arg = "(";
+      arg.append(nm("lm_s", r)).append(" - ").append(nw).append(") * lm_c");
+      s << "        " << nm("lm_ej", r) << " = " << j << " < lm_je ? (" << nw
+        << " == lm_ninf ? 0.0f : " << exp2_of(arg) << ") : 0.0f;\n";
+    }
+    block_rows(s, R, "lm_ej", "lm_cs", false);
+    // l_new = 0: nothing visible yet (o and the weights stay 0); NaN propagates.
+    for (int r = 0; r < R; ++r) {
+      s << "        " << nm("lm_ln", r) << " = " << nm("lm_lo", r) << " + " << nm("lm_cs", r) << ";\n";
+      s << "        " << nm("lm_f", r) << " = " << nm("lm_ln", r) << " == 0.0f ? 0.0f : 1.0f / "
+        << nm("lm_ln", r) << ";\n";
+      s << "        lm_e[" << r * kThreads << " + threadIdx.x] = " << nm("lm_ej", r) << " * " << nm("lm_f", r)
+        << ";\n";
+    }
+  }
+
+  // out0.. = the block's maximum (max) or sum of in0.. for each of R rows, every thread
+  // holding every row's result, in batches of softmax_batch(R) rows through lm_part.
+  void block_rows(std::ostringstream& s, int R, const std::string& in, const std::string& out, bool max) {
+    const int W = arch_.warp, warps = kThreads / W, B = softmax_batch(R);
+    const std::string id = max ? "lm_ninf" : "0.0f";
+    auto op = [&](const std::string& x, const std::string& y) {
+      return max ? "lm_max(" + x + ", " + y + ")" : x + " + " + y;
+    };
+    for (int r0 = 0; r0 < R; r0 += B) {
+      const int n = std::min(B, R - r0), P = static_cast<int>(detail::pow2_at_least(n)), span = W / P;
+      s << "        {\n";
+      s << "          const int lm_lane = (int)(threadIdx.x % " << W << "), lm_wp = (int)(threadIdx.x / " << W
+        << ");\n";
+      for (int x = 0; x < P; ++x)
+        s << "          float lm_a" << x << " = " << (x < n ? in + std::to_string(r0 + x) : id) << ";\n";
+      int mask = W / 2;
+      for (int c = P; c > 1; c /= 2, mask /= 2) {
+        s << "          {\n";
+        s << "            const bool lm_hi = (lm_lane & " << mask << ") != 0;\n";
+        for (int q = 0; q < c / 2; ++q) {
+          const std::string lo = "lm_a" + std::to_string(q), hi = "lm_a" + std::to_string(q + c / 2);
+          s << "            const float lm_send" << q << " = lm_hi ? " << lo << " : " << hi << ";\n";
+          s << "            " << lo << " = "
+            << op("(lm_hi ? " + hi + " : " + lo + ")",
+                  "lm_shfl_xor_f32(lm_send" + std::to_string(q) + ", " + std::to_string(mask) + ")")
+            << ";\n";
+        }
+        s << "          }\n";
+      }
+      for (; mask > 0; mask /= 2)
+        s << "          lm_a0 = " << op("lm_a0", "lm_shfl_xor_f32(lm_a0, " + std::to_string(mask) + ")")
+          << ";\n";
+      // Row x's warp partial is in lanes x * span ..; the partials of row x go to lanes
+      // x * warps .. of the reducing warp.
+      s << "          if (lm_lane % " << span << " == 0 && lm_lane / " << span << " < " << n
+        << ") lm_part[(lm_lane / " << span << ") * " << warps << " + lm_wp] = lm_a0;\n";
+      s << "          lm_sync();\n";
+      s << "          float lm_b = lm_lane < " << n * warps << " ? lm_part[lm_lane] : " << id << ";\n";
+      for (int m = warps / 2; m > 0; m /= 2)
+        s << "          lm_b = " << op("lm_b", "lm_shfl_xor_f32(lm_b, " + std::to_string(m) + ")") << ";\n";
+      s << "          if (lm_wp == 0 && lm_lane % " << warps << " == 0 && lm_lane / " << warps << " < " << n
+        << ") lm_part[" << n * warps << " + lm_lane / " << warps << "] = lm_b;\n";
+      s << "          lm_sync();\n";
+      for (int x = 0; x < n; ++x)
+        s << "          " << out << r0 + x << " = lm_part[" << n * warps + x << "];\n";
+      s << "        }\n";
+    }
   }
 
   // P V's columns a thread for attention `a` (detail::attention_value_columns): more than
