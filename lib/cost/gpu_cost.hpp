@@ -61,11 +61,12 @@ struct FoldedLaunches {
 
 /// What they change in the program's estimate: a launch overhead fewer each. A tail's
 /// work waits for its host's last block and an L2 round trip for the count; then each
-/// tail kernel its trips' element operations as a dependent chain (4 cycles each, at the
-/// clock the f32 peak implies) and an L2 round trip for its loads -- one for all trips
-/// where they are straight-line code, one a trip where conditional loads make branches
-/// (in the PTX such a trip's loads issue after the previous trip's arithmetic) -- or the
-/// block's warps' instructions at an SM's 4 a cycle, whichever is longer.
+/// tail kernel an L2 round trip for its loads and its element operations as a dependent
+/// chain (4 cycles each, at the clock the f32 peak implies) -- once where its trips are
+/// straight-line code (one basic block: their loads issue before the first trip's
+/// arithmetic waits, and their independent chains overlap), once a trip where
+/// conditional loads make branches between them -- or the block's warps' instructions
+/// at an SM's 4 a cycle, whichever is longer.
 double folded_launch_seconds(const TargetDesc& t, const FoldedLaunches& f);
 
 }  // namespace luminal::detail

@@ -387,7 +387,8 @@ TEST_CASE("folded launches' price: a launch fewer each, a tail's latency more", 
   CHECK(detail::folded_launch_seconds(t, side) == Approx(-2 * t.launch_overhead_s));
   // One tail of 4 trips of 8 warps, 10 operations an element, conditional loads: 4 trips
   // of an L2 round trip and a 40-cycle chain, against 8 x 4 x 10 / 4 = 80 cycles of issue;
-  // and the count's round trip. Straight-line loads: one round trip for the 4 trips.
+  // and the count's round trip. Straight-line trips: one round trip and one chain for the
+  // 4 trips (they overlap), or their issue where that is longer.
   detail::FoldedLaunches tail;
   tail.tail_hosts = 1;
   tail.tails.push_back({4, 8, 10, 0, true});
@@ -395,7 +396,10 @@ TEST_CASE("folded launches' price: a launch fewer each, a tail's latency more", 
                l2 = 0.4 * t.mem_latency_s;
   CHECK(detail::folded_launch_seconds(t, tail) == Approx(l2 + 4 * (l2 + 40 / clock) - t.launch_overhead_s));
   tail.tails[0].branches = false;
-  CHECK(detail::folded_launch_seconds(t, tail) == Approx(l2 + l2 + 4 * 40 / clock - t.launch_overhead_s));
+  CHECK(detail::folded_launch_seconds(t, tail) == Approx(l2 + l2 + 40 / clock - t.launch_overhead_s));
+  tail.tails[0] = {4, 8, 1000, 0, false};  // 8 x 4 x 1000 / 4 cycles of issue over one chain
+  CHECK(detail::folded_launch_seconds(t, tail) == Approx(l2 + 8000 / clock - t.launch_overhead_s));
+  CHECK(8000 / clock > l2 + 4000 / clock);
   // A transcendental counts as its polynomial's instructions; a wide block is bound by issue.
   tail.tails[0] = {1, 64, 10, 1, false};
   const double ops = 10 + t.transcendental_flops - 1;
