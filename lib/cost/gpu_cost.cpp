@@ -502,10 +502,10 @@ double folded_launch_seconds(const TargetDesc& t, const FoldedLaunches& f) {
     const double trips = static_cast<double>(k.trips);
     // Straight-line trips are one basic block of independent chains: the scheduler that
     // issues all their loads before the first trip's arithmetic (one round trip) overlaps
-    // their arithmetic too, so a trip's chain is the latency; a branch between trips
-    // makes each trip wait for its own loads, then its chain.
+    // their arithmetic too, so a trip's chain is the latency; serial trips (a branch
+    // between them, a loop, a store that may alias) each wait for their own loads.
     const double chain = 0.4 * t.mem_latency_s + 4.0 * ops / clock;
-    const double latency = k.branches ? trips * chain : chain;
+    const double latency = k.serial ? trips * chain : chain;
     const double issue = static_cast<double>(k.warps) * trips * ops / 4.0 / clock;
     tail += std::max(latency, issue);
   }

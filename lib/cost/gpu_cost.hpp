@@ -49,12 +49,14 @@ double gpu_kernel_seconds(const TargetDesc& t, const KernelWork& w);
 struct FoldedLaunches {
   int64_t side_kernels = 0;  ///< run by extra blocks of a later kernel's launch
   int64_t tail_hosts = 0;    ///< launches whose last block runs tail work
-  /// One tail kernel: a thread's trips (all computed, then all stored), the block's
+  /// One tail kernel: a thread's trips (unrolled, each stored as computed), the block's
   /// warps, the operations of one element (plain ones, and transcendental calls), and
-  /// whether some of its loads are conditional (padded, around a branch).
+  /// whether its trips run one after another: a conditional load (padded, around a
+  /// branch) between them, a loop that is not unrolled, or a stored buffer the launch also
+  /// reads (not __restrict__: no later load moves above a store).
   struct Tail {
     int64_t trips = 1, warps = 1, ops = 0, transcendentals = 0;
-    bool branches = false;
+    bool serial = false;
   };
   std::vector<Tail> tails;
 };
@@ -63,10 +65,10 @@ struct FoldedLaunches {
 /// work waits for its host's last block and an L2 round trip for the count; then each
 /// tail kernel an L2 round trip for its loads and its element operations as a dependent
 /// chain (4 cycles each, at the clock the f32 peak implies) -- once where its trips are
-/// straight-line code (one basic block: their loads issue before the first trip's
-/// arithmetic waits, and their independent chains overlap), once a trip where
-/// conditional loads make branches between them -- or the block's warps' instructions
-/// at an SM's 4 a cycle, whichever is longer.
+/// straight-line code (one basic block: a later trip's loads may issue before an earlier
+/// trip's arithmetic and store, and the independent chains overlap), once a trip where
+/// they are serial (Tail::serial) -- or the block's warps' instructions at an SM's 4 a
+/// cycle, whichever is longer.
 double folded_launch_seconds(const TargetDesc& t, const FoldedLaunches& f);
 
 }  // namespace luminal::detail

@@ -126,9 +126,10 @@ TEST_CASE("side and tail work run in their host's launch, equal to the evaluator
   // A row sum (R rows of L) hosting two side kernels (f16 and f32 results of z) and two
   // tail kernels: the first reads the row sum's result, the second the first's at other
   // threads' positions -- run after every block of the host, in order. Tail sizes: one
-  // trip of the block's threads, twelve (values kept in registers), and past the
-  // registers' trips (a loop).
-  for (const int64_t tail_n : {100, 3000, 5000}) {
+  // trip of the block's threads (rolled: 100 is not a power of two), four (unrolled: the
+  // first tail; the second's 2051 elements take nine, rolled), twelve (rolled), and past
+  // the trips' limit (a loop).
+  for (const int64_t tail_n : {100, 1024, 3000, 5000}) {
     k::Program p;
     p.symbols = {"L"};
     const int64_t R = 37;
@@ -159,7 +160,9 @@ TEST_CASE("side and tail work run in their host's launch, equal to the evaluator
         CHECK(folded_count(src, "__global__") == 1);  // one launch
         CHECK(src.find("side work: 2 kernel(s)") != std::string::npos);
         CHECK(src.find("tail work: 2 kernel(s)") != std::string::npos);
-        CHECK((src.find("lm_tv[") != std::string::npos) == (tail_n <= 16 * 256));
+        CHECK((src.find("for (int lm_t = 0;") != std::string::npos) == (tail_n <= 16 * 256));
+        CHECK((src.find("        #pragma unroll\n        for (int lm_t") != std::string::npos) ==
+              (tail_n == 1024));
       }
   }
 }
@@ -395,7 +398,7 @@ TEST_CASE("folded launches' price: a launch fewer each, a tail's latency more", 
   const double clock = t.peak_flops_f32 / (2.0 * t.compute_units * t.simd_lanes_f32),
                l2 = 0.4 * t.mem_latency_s;
   CHECK(detail::folded_launch_seconds(t, tail) == Approx(l2 + 4 * (l2 + 40 / clock) - t.launch_overhead_s));
-  tail.tails[0].branches = false;
+  tail.tails[0].serial = false;
   CHECK(detail::folded_launch_seconds(t, tail) == Approx(l2 + l2 + 40 / clock - t.launch_overhead_s));
   tail.tails[0] = {4, 8, 1000, 0, false};  // 8 x 4 x 1000 / 4 cycles of issue over one chain
   CHECK(detail::folded_launch_seconds(t, tail) == Approx(l2 + 8000 / clock - t.launch_overhead_s));

@@ -28,6 +28,9 @@ namespace {
 constexpr int kThreads = 256;  // threads per block of every schedule (a multiple of 64)
 // A tail kernel's trips a thread at most with its values in registers (Kernel::tail).
 constexpr int64_t kMaxTailTrips = 16;
+// Padded loads of at most this many addresses an element are rendered unconditionally
+// (unconditional_pad): a RoPE's partner element and position, not an im2col's taps.
+constexpr std::size_t kMaxUnconditionalPads = 4;
 constexpr int64_t kMaxCachedDepth = 1024;  // attention: q rows up to this depth kept in shared memory
 constexpr int64_t kMaxQRegisters = 32;     // attention: a lane's q values of its rows, at most
 constexpr std::size_t kLightKeyNodes = 8;  // attention: a K segment this small is unrolled (a load, its cast)
@@ -298,9 +301,47 @@ class Writer {
     return name;
   }
 
+  // Whether a tail kernel's `trips` are unrolled (tail_loop): at most 4 of them, whose
+  // element index splits into the loop variables by shifts and masks (power-of-two
+  // extents) and which reads few padded addresses. Unrolled trips run in the host's
+  // registers side by side: 7 trips of 64-bit divisions by 18, 16 and 3, and 2 of an
+  // im2col's 9 padded taps, each spilled a 64-register reduction host (the golden conv2d
+  // cases with a short search); rolled, a trip needs what the kernel alone would.
+  bool light_trips(int64_t trips) const {
+    if (trips > 4 || padded_addresses() > kMaxUnconditionalPads) return false;
+    for (const Loop& l : k_.loops) {
+      const std::optional<int64_t> e = l.extent.as_constant();
+      if (!e || *e <= 0 || (*e & (*e - 1)) != 0) return false;
+    }
+    return true;
+  }
+
+  // A padded load rendered as an unconditional load of a clamped address and a select
+  // (straight-line code, no branch around the load): where its buffer always has
+  // elements, and the kernel's element reads few padded addresses -- each such load keeps
+  // its address and predicate live until its select, and an im2col's 9 taps a trip, as a
+  // tail of a 64-register host, spilled where branches around the loads did not.
   bool unconditional_pad(const ExprNode& n) const {
     const auto elements = p_.buffers[static_cast<size_t>(n.buffer)].elements.as_constant();
-    return elements && *elements > 0;
+    return elements && *elements > 0 && padded_addresses() <= kMaxUnconditionalPads;
+  }
+
+  // The distinct addresses (buffer and index) of the padded loads in the kernel's stored
+  // value and its reduction's value.
+  std::size_t padded_addresses() const {
+    if (padded_addresses_) return *padded_addresses_;
+    std::set<std::pair<int, std::string>> at;
+    std::set<const ExprNode*> seen;
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (!e.valid() || !seen.insert(&e.node()).second) return;
+      const ExprNode& x = e.node();
+      if (x.op == ExprOp::Load && x.valid) at.emplace(x.buffer, x.index.to_string());
+      for (const Expr& a : x.args) walk(a);
+    };
+    walk(k_.store.value);
+    if (k_.reduce) walk(k_.reduce->value);
+    padded_addresses_ = at.size();
+    return at.size();
   }
 
   std::string rhs_of(const ExprNode& n, const std::vector<std::string>& a) const {
@@ -390,32 +431,25 @@ class Writer {
     s << ind << "}\n";
   }
 
-  // A tail kernel's `n` elements by one block: `trips` elements a thread, every value
-  // computed before the first store, so no trip's loads wait on a store. Only a last,
-  // partial trip is guarded (the unrolled trips' `lm_t < full` is known at compile time):
-  // a guard around every trip made each a branch of its own. (The trips' loads still
-  // issue one trip after another's arithmetic where the element's expression loads
-  // under a select -- RoPE's partner element --, as the cost model assumes.)
-  void tail_loop(std::ostringstream& s, const std::string& ind, int threads, int64_t n, int64_t trips) {
+  // A tail kernel's `n` elements by one block: `trips` elements a thread, each stored as
+  // it is computed; unrolled where light_trips says so. Only a last, partial trip is
+  // guarded (the unrolled trips' `lm_t < full` is known at compile time): a guard around
+  // every trip made each a branch of its own. Unrolled, the trips are one basic block,
+  // whose scheduler may start a later trip's loads before an earlier trip's store where
+  // the stored buffer is __restrict__ (the cost model prices the trips as overlapping
+  // then, tail_work); rolled, one after another.
+  void tail_loop(std::ostringstream& s, const std::string& ind, int threads, int64_t n, int64_t trips,
+                 bool unroll) {
     const std::string t = std::to_string(trips), full = std::to_string(n / threads);
     s << ind << "const int64_t lm_n = " << n << ";\n";
-    s << ind << c_type(k_.store.value.dtype()) << " lm_tv[" << t << "];\n";
-    for (int pass = 0; pass < 2; ++pass) {
-      s << ind << "#pragma unroll\n";
-      s << ind << "for (int lm_t = 0; lm_t < " << t << "; ++lm_t) {\n";
-      s << ind << "  const int64_t lm_i = (int64_t)lm_t * " << threads << " + threadIdx.x;\n";
-      s << ind << "  if (lm_t < " << full << " || lm_i < lm_n) {\n";
-      delinearize(s, ind + "    ", k_.loops, "lm_i");
-      if (pass == 0) {
-        std::map<const ExprNode*, std::string> memo;
-        const std::string v = value(k_.store.value, memo, s, ind + "    ");
-        s << ind << "    lm_tv[lm_t] = " << v << ";\n";
-      } else {
-        s << ind << "    b" << k_.store.buffer << "[" << ix(k_.store.index) << "] = lm_tv[lm_t];\n";
-      }
-      s << ind << "  }\n";
-      s << ind << "}\n";
-    }
+    s << ind << (unroll ? "#pragma unroll\n" : "#pragma unroll 1\n");
+    s << ind << "for (int lm_t = 0; lm_t < " << t << "; ++lm_t) {\n";
+    s << ind << "  const int64_t lm_i = (int64_t)lm_t * " << threads << " + threadIdx.x;\n";
+    s << ind << "  if (lm_t < " << full << " || lm_i < lm_n) {\n";
+    delinearize(s, ind + "    ", k_.loops, "lm_i");
+    store(s, ind + "    ");
+    s << ind << "  }\n";
+    s << ind << "}\n";
   }
 
   // Side work (Kernel::side) ahead of the host's body: the launch's blocks past the host's
@@ -483,11 +517,17 @@ class Writer {
       cost.warps = (threads + arch_.warp - 1) / arch_.warp;
       if (n && *n <= kMaxTailTrips * threads) {
         cost.trips = std::max<int64_t>(1, (*n + threads - 1) / threads);
-        w.tail_loop(s, "        ", threads, *n, cost.trips);
+        const bool unroll = w.light_trips(cost.trips);
+        w.tail_loop(s, "        ", threads, *n, cost.trips, unroll);
+        cost.serial = !unroll;
       } else {
         w.elementwise_loop(s, "        ", "0", "1", threads);
         cost.trips = n ? (*n + threads - 1) / threads : 1;
+        cost.serial = true;  // a loop's iterations
       }
+      // A stored buffer the launch also reads is not __restrict__: no later trip's load
+      // moves above an earlier trip's store.
+      if (reads_.count(k_.tail[i].store.buffer) > 0) cost.serial = true;
       s << "      }\n";
       std::set<const ExprNode*> seen;
       std::function<void(const Expr&)> count = [&](const Expr& e) {
@@ -497,7 +537,7 @@ class Writer {
         if (x.op == ExprOp::Unary && kernel::is_transcendental(x.unary)) ++cost.transcendentals;
         // (value() computes a select's operands before it: only a padded load it cannot
         // make unconditional is a branch.)
-        if (x.op == ExprOp::Load && x.valid && !w.unconditional_pad(x)) cost.branches = true;
+        if (x.op == ExprOp::Load && x.valid && !w.unconditional_pad(x)) cost.serial = true;
         for (const Expr& a : x.args) count(a);
       };
       count(k_.tail[i].store.value);
@@ -2380,6 +2420,7 @@ class Writer {
   }
 
   const Program& p_;
+  mutable std::optional<std::size_t> padded_addresses_;  // unconditional_pad's count, once
   const Kernel& k_;
   const GpuArch& arch_;
   std::vector<int64_t> launch_;
