@@ -399,7 +399,7 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const int64_t R =
         q_cached ? attention_block_rows(static_cast<int64_t>(std::max(1.0, w.attention_sharing))) : 1;
     const int64_t U = attention_key_unroll(R, t.warp);
-    const double UV = static_cast<double>(kAttentionValueUnroll);
+    double UV = static_cast<double>(kAttentionValueUnroll);
     const double blocks = std::ceil(rows / static_cast<double>(R)) * ranges;
     const double per_block = std::ceil(keys / ranges), chunk = std::min(256.0, per_block);
     const double chunks = std::ceil(per_block / 256);
@@ -416,9 +416,11 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const double C = static_cast<double>(attention_value_columns(
         static_cast<int64_t>(dv), static_cast<int64_t>(dvb), static_cast<int64_t>(w.attention_kv_bytes), R,
         256, static_cast<int64_t>((256 / W + (q_cached ? r * dk : 0)) * 4)));
-    // A warp's trip of U_V keys: C = 1 121 instructions (R = 4, one column), C = 4 290
-    // (R = 4: 128 FMAs, the 4 weights a key from shared memory, a load and 4 conversions).
-    const double pv_trip = C > 1 ? 24 + UV * (6 + r + C * (2 + r)) : 24 + UV * (4 + 2 * r);
+    // A warp's trip of U_V keys: C = 1 121 instructions (R = 4, one column, 8 keys); C = 4
+    // 150 at 4 keys, 290 at 8 (R = 4: 16 FMAs, the 4 weights from shared memory, a load and
+    // 4 conversions a key); the renderer takes 4 keys a trip then (kAttentionWideValueUnroll).
+    if (C > 1) UV = static_cast<double>(kAttentionWideValueUnroll);
+    const double pv_trip = C > 1 ? 10 + UV * (7 + r + C * (2 + r)) : 24 + UV * (4 + 2 * r);
     const double per_key = dot_trip / u + std::ceil(std::min(dv, dvb) / C / W) * pv_trip / UV;
     // The key groups' sums meeting: C = 1, a tenth of a row's softmax a warp; C > 1, every
     // warp stores its R x C sums, the owners' warps add the groups' (256 C / DVB of them).

@@ -68,8 +68,12 @@ inline int64_t attention_key_unroll(int64_t rows_per_block, int64_t warp) {
     u /= 2;
   return u;
 }
-/// ... and P V's thread takes this many keys a trip, their V loads first.
+/// ... and P V's thread takes this many keys a trip, their V loads first -- 4 where it
+/// takes several columns (attention_value_columns): its 8-byte loads keep as many bytes
+/// in flight, and 8 keys of 4 columns and 4 rows unrolled doubled NVRTC's time for the
+/// decode step's attention (the block's cold compile 1.4 -> 2.0 s).
 inline constexpr int64_t kAttentionValueUnroll = 8;
+inline constexpr int64_t kAttentionWideValueUnroll = 4;
 
 /// P V's columns a thread (gpu_renderer's attention(); the cost model prices the same):
 /// 8 bytes of a V row a load -- 4 halves or 2 floats, so one load, the block's weights

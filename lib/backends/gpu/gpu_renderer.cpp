@@ -26,7 +26,7 @@ using namespace luminal::kernel;
 namespace {
 
 constexpr int kThreads = 256;  // threads per block of every schedule (a multiple of 64)
-// A tail kernel's trips a thread at most with its values in registers (Kernel::tail).
+// A tail kernel's trips a thread at most in a counted loop (tail_loop); more: a loop.
 constexpr int64_t kMaxTailTrips = 16;
 // Padded loads of at most this many addresses an element are rendered unconditionally
 // (unconditional_pad): a RoPE's partner element and position, not an im2col's taps.
@@ -1526,7 +1526,7 @@ class Writer {
         << ") % " << G << ";\n";
       // vec: U_V keys a trip; the scalar loads (an unaligned V, rare) a key a trip, short.
       auto loop = [&](bool vec, const std::string& ind) {
-        const int uv = vec ? static_cast<int>(detail::kAttentionValueUnroll) : 1;
+        const int uv = vec ? static_cast<int>(detail::kAttentionWideValueUnroll) : 1;
         s << ind << "for (int64_t lm_q = lm_q0; lm_q < lm_qe; lm_q += " << uv * G << ") {\n";
         const std::string in = ind + "  ";
         for (int u = 0; u < uv; ++u) {
