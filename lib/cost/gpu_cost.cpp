@@ -379,12 +379,13 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   // (flash-decoding, gpu_launch.hpp). Per chunk of 256 keys: a warp per key, U keys a trip
   // with all their loads issued first, computes the R dot products with its lanes across
   // the depth and one transposed warp sum; two block reductions for the softmax (the
-  // rows' batched);
-  // then P V, a thread per (C columns, key group), U_V keys a trip. Priced by
+  // rows' batched); then P V, a thread per (C columns, key group), U_V keys a trip.
+  // Priced by
   //  - issue: those loops' warp instructions, counted in their PTX (NVRTC 13, sm_90, the
-  //    Llama-3-8B decode step, R = 4: a trip of the dots over 4 keys 220, of P V over 8
-  //    keys 290 at C = 4 -- 121 at C = 1, four warps a key --, a warp's), one a clock per
-  //    32 FP32 lanes -- the f32 peak's rate, every instruction taken as an FMA pipe's;
+  //    Llama-3-8B decode step, R = 4: a trip of the dots over 4 keys 220, of P V over 4
+  //    keys 150 at C = 4 -- over 8 keys 121 at C = 1, four warps a key --, a warp's), one
+  //    a clock per 32 FP32 lanes -- the f32 peak's rate, every instruction taken as an FMA
+  //    pipe's;
   //  - memory: K and V at the bandwidth their loads in flight sustain (Little's law, as
   //    the skinny GEMM), each warp having U x ceil(dk / W) K loads of W elements, then
   //    U_V V loads of C elements, in flight;
@@ -413,9 +414,10 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const double dvb = dv < 256 ? std::min(256.0, std::ceil(dv / W) * W) : 256.0;
     const double groups = 256 / dvb, passes = std::ceil(dv / dvb);
     // P V's columns a thread (8 bytes of V a load when C > 1), as the renderer decides.
+    const double part = static_cast<double>(attention_softmax_scratch(R, 256, t.warp));
     const double C = static_cast<double>(attention_value_columns(
         static_cast<int64_t>(dv), static_cast<int64_t>(dvb), static_cast<int64_t>(w.attention_kv_bytes), R,
-        256, static_cast<int64_t>((256 / W + (q_cached ? r * dk : 0)) * 4)));
+        256, static_cast<int64_t>((part + (q_cached ? r * dk : 0)) * 4)));
     // A warp's trip of U_V keys: C = 1 121 instructions (R = 4, one column, 8 keys); C = 4
     // 150 at 4 keys, 290 at 8 (R = 4: 16 FMAs, the 4 weights from shared memory, a load and
     // 4 conversions a key); the renderer takes 4 keys a trip then (kAttentionWideValueUnroll).
@@ -440,7 +442,7 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     GpuBlock b;
     b.threads = 256;
     b.registers = static_cast<int>(std::min(128.0, 40 + 12.5 * r + (C > 1 ? 7 * C : 0)));
-    b.shared_bytes = static_cast<int>((r * 256 * C + 256 / W + (q_cached ? r * dk : 0)) * 4);
+    b.shared_bytes = static_cast<int>((r * 256 * C + part + (q_cached ? r * dk : 0)) * 4);
     const int resident = std::max(1, resident_blocks(t, b));
     const double per_sm = std::min(static_cast<double>(resident), std::ceil(blocks / units));
     const double active = std::min(1.0, blocks / units);

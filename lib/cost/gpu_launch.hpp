@@ -75,6 +75,19 @@ inline int64_t attention_key_unroll(int64_t rows_per_block, int64_t warp) {
 inline constexpr int64_t kAttentionValueUnroll = 8;
 inline constexpr int64_t kAttentionWideValueUnroll = 4;
 
+/// The rows an attention block's softmax reduces together (gpu_renderer's softmax_rows):
+/// as many as the warps' partials of which fit one warp's lanes -- 4 on wave32, 16 on
+/// wave64 with 256 threads; 1 for one row (the prelude's block reductions).
+inline int64_t attention_softmax_batch(int64_t rows, int64_t threads, int64_t warp) {
+  const int64_t per = warp / (threads / warp);
+  return rows <= 1 ? 1 : rows < per ? rows : per < 1 ? 1 : per;
+}
+/// ... and the floats of its reductions' shared scratch: a batch's warps' partials and
+/// its results.
+inline int64_t attention_softmax_scratch(int64_t rows, int64_t threads, int64_t warp) {
+  return (threads / warp + 1) * attention_softmax_batch(rows, threads, warp);
+}
+
 /// P V's columns a thread (gpu_renderer's attention(); the cost model prices the same):
 /// 8 bytes of a V row a load -- 4 halves or 2 floats, so one load, the block's weights
 /// read once from shared memory for all of them and a warp per key where a column a

@@ -984,7 +984,7 @@ class Writer {
                             : kThreads;
     const int64_t kg = kThreads / dvb;
     const int64_t other_shared =
-        ((kThreads / warp + 1) * softmax_batch(R) + (q_cached ? R * *dk_const : 0)) * 4;
+        (detail::attention_softmax_scratch(R, kThreads, warp) + (q_cached ? R * *dk_const : 0)) * 4;
     const int64_t C = value_columns(a, dv_const, dvb, R, other_shared);
     shape.static_shared = static_cast<int>(R * kThreads * C * 4 + other_shared);
     shape.min_blocks = 2;  // the score expression and the online-softmax state: up to 128 registers
@@ -1005,7 +1005,8 @@ class Writer {
     // lm_e: the chunk's scores, then weights (R x kThreads); with C columns a thread, P V's
     // key groups' sums (R x C x kThreads) after the weights are read.
     s << "  __shared__ float lm_e[" << R * kThreads * C << "];\n";
-    s << "  __shared__ float lm_part[" << (kThreads / arch_.warp + 1) * softmax_batch(R) << "];\n";
+    s << "  __shared__ float lm_part[" << detail::attention_softmax_scratch(R, kThreads, arch_.warp)
+      << "];\n";
     if (q_cached) s << "  __shared__ float lm_qs[" << R * *dk_const << "];\n";
     if (split) s << "  __shared__ int lm_last;\n";
     s << "  const int64_t lm_m = " << ix(a.m) << ", lm_n = " << ix(a.n) << ", lm_dk = " << ix(a.dk)
@@ -1361,12 +1362,9 @@ class Writer {
     s << ind << "}\n";
   }
 
-  // The rows an attention block reduces together in softmax_rows: as many as the
-  // warps' partials of which fit one warp's lanes (4 on wave32, 16 on wave64 with 256
-  // threads); 1 for one row (the prelude's block reductions).
+  // The rows an attention block reduces together in softmax_rows.
   int softmax_batch(int R) const {
-    const int per = arch_.warp / (kThreads / arch_.warp);
-    return R <= 1 ? 1 : std::max(1, std::min(R, per));
+    return static_cast<int>(detail::attention_softmax_batch(R, kThreads, arch_.warp));
   }
 
   // The online softmax's step for R > 1 rows: each thread's key score per row
