@@ -353,15 +353,19 @@ struct alignas(16) lm_u32x4 {
 LM_DEVICE int lm_aligned16(const void* p) { return ((uintptr_t)p & 15u) == 0; }
 static unsigned long long lm_emu_ld128_n; /* 128- and 64-bit loads run (tests ask lm_emu_ld128_count) */
 extern "C" unsigned long long lm_emu_ld128_count(void) { return __atomic_load_n(&lm_emu_ld128_n, __ATOMIC_RELAXED); }
-LM_DEVICE lm_u32x4 lm_ld128(const void* p) {
+/* One vector load of `bytes` (16 or 8), counted; refused unless `bytes`-aligned. */
+static void lm_emu_vector_load(void* dst, const void* p, unsigned bytes) {
   __atomic_fetch_add(&lm_emu_ld128_n, 1ull, __ATOMIC_RELAXED);
-  if (!lm_aligned16(p)) {
-    fprintf(stderr, "[luminal emulator] kernel %s: misaligned 128-bit load at %p\n",
-            lm_emu::cur_block ? lm_emu::cur_block->kernel : "?", p);
+  if (((uintptr_t)p & (bytes - 1u)) != 0) {
+    fprintf(stderr, "[luminal emulator] kernel %s: misaligned %u-bit load at %p\n",
+            lm_emu::cur_block ? lm_emu::cur_block->kernel : "?", bytes * 8u, p);
     abort();
   }
+  memcpy(dst, p, bytes);
+}
+LM_DEVICE lm_u32x4 lm_ld128(const void* p) {
   lm_u32x4 r;
-  memcpy(&r, p, 16);
+  lm_emu_vector_load(&r, p, 16);
   return r;
 }
 /* ... and a 64-bit one (ld.global.v2.u32: 8-byte aligned), refused the same way. */
@@ -370,14 +374,8 @@ struct alignas(8) lm_u32x2 {
 };
 LM_DEVICE int lm_aligned8(const void* p) { return ((uintptr_t)p & 7u) == 0; }
 LM_DEVICE lm_u32x2 lm_ld64(const void* p) {
-  __atomic_fetch_add(&lm_emu_ld128_n, 1ull, __ATOMIC_RELAXED); /* counted with the 128-bit ones */
-  if (!lm_aligned8(p)) {
-    fprintf(stderr, "[luminal emulator] kernel %s: misaligned 64-bit load at %p\n",
-            lm_emu::cur_block ? lm_emu::cur_block->kernel : "?", p);
-    abort();
-  }
   lm_u32x2 r;
-  memcpy(&r, p, 8);
+  lm_emu_vector_load(&r, p, 8);
   return r;
 }
 
