@@ -3,10 +3,16 @@
 // that equal index maps meet in one class and fusion sees the views next to each other.
 // The language has no copy op (views are free index maps; a kernel materializes what it
 // needs), so "removing copies" is removing identity views. docs/rules.md explains each rule.
+#include <array>
 #include <cstring>
+#include <memory>
+#include <random>
 #include <string>
 
 #include "backends/reference/kernels.hpp"
+#include "graph/graph_impl.hpp"
+#include "luminal/graph.hpp"
+#include "luminal/ops.hpp"
 #include "rules/algebra_dsl.hpp"
 #include "runtime/half.hpp"
 
@@ -79,6 +85,42 @@ void reduce_through_permute(ir::EGraph& g, const Match& m, Op op) {
 
 constexpr Op kViewOps[] = {Op::Reshape, Op::Permute, Op::Expand, Op::Slice, Op::Pad};
 
+// concat(x, x) along axis k -- add(pad(x, k, 0, n, z), pad(x, k, n, 0, z)) with z the
+// zero a concat pads with (-0 for floats: x + -0 = x for every x; 0 for integers) -- is x
+// tiled twice along k: reshape to [.., 1, n, ..], expand to [.., 2, n, ..], reshape to
+// [.., 2n, ..] -- a view, so a kernel computes x once an element where the sum computed
+// both pieces at every element (RoPE's cos and sin tables: concat(cos, cos)).
+void concat_self(ir::EGraph& g, const Match& m) {
+  for (const ir::AttrNode& pa : attr_nodes(g, m[a], Op::Pad))
+    for (const ir::AttrNode& pb : attr_nodes(g, m[b], Op::Pad)) {
+      const Id x = g.find(pa.kid);
+      if (g.find(pb.kid) != x) continue;
+      const ir::Attr A = attr(g, pa.payload), B = attr(g, pb.payload);
+      const DType dt = g.data(x).dtype;
+      const std::vector<Dim> xs = g.data(x).shape;
+      if (A.axis != B.axis || A.axis < 0 || static_cast<size_t>(A.axis) >= xs.size()) continue;
+      const bool floating = dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
+      if (!floating && dt != DType::i32) continue;  // booleans concatenate with or
+      const double z = -0.0;
+      for (const ir::Attr* f : {&A, &B})
+        if (floating ? std::memcmp(&f->value, &z, sizeof(double)) != 0 : f->value != 0) goto next;
+      {
+        const size_t k = static_cast<size_t>(A.axis);
+        const Dim n = xs[k];
+        const bool ab = cdim(A.a) == 0 && A.b.same_as(n) && B.a.same_as(n) && cdim(B.b) == 0;
+        const bool ba = cdim(B.a) == 0 && B.b.same_as(n) && A.a.same_as(n) && cdim(A.b) == 0;
+        if (!ab && !ba) continue;
+        std::vector<Dim> one = xs, two = xs, out = xs;
+        one.insert(one.begin() + static_cast<std::ptrdiff_t>(k), Dim(1));
+        two.insert(two.begin() + static_cast<std::ptrdiff_t>(k), Dim(2));
+        out[k] = n * Dim(2);
+        if (!same_shape(out, g.data(m.root()).shape)) continue;
+        g.merge(m.root(), ir::add_reshape(g, ir::add_expand(g, ir::add_reshape(g, x, one), two), out));
+      }
+    next:;
+    }
+}
+
 // u(view x) = view(u x): a view only moves elements, an elementwise op maps each one; a
 // pad's fill becomes u(fill).
 void unary_through_view(ir::EGraph& g, const Match& m, Op op) {
@@ -125,6 +167,26 @@ void binary_through_view(ir::EGraph& g, const Match& m, Op op) {
         if (!fill) continue;
         g.merge(m.root(), ir::add_pad(g, r, pa.axis, pa.a, pa.b, *fill));
       }
+}
+
+// concat(x, x) along a random axis of a random shape (empty dims, rank up to 4, a
+// symbolic dim), of f32, f16, i32 or booleans; sometimes concat(x, y) or concat(x, -x),
+// which the rule must leave alone.
+std::shared_ptr<detail::GraphImpl> concat_self_example(std::mt19937_64& rng) {
+  constexpr std::array kTypes{DType::f32, DType::f32, DType::f16, DType::i32, DType::boolean};
+  const DType dt = kTypes[rng() % kTypes.size()];
+  Graph g;
+  const size_t rank = 1 + rng() % 4;
+  std::vector<Dim> shape;
+  for (size_t i = 0; i < rank; ++i)
+    shape.push_back(Dim(static_cast<int64_t>(rng() % 6 == 0 ? 0 : 1 + rng() % 3)));
+  if (rng() % 4 == 0) shape[rng() % rank] = g.dim("n", 1, 8);
+  const int axis = static_cast<int>(rng() % rank);
+  Tensor x = g.input("x", shape, dt);
+  const int other = static_cast<int>(rng() % 6);
+  Tensor y = other == 0 ? g.input("y", shape, dt) : other == 1 && dt != DType::boolean ? -x : x;
+  g.output("out", luminal::concat({x, y}, axis));
+  return g.impl();
 }
 
 // One row per elementwise primitive of the op table (graph/op_table.hpp) with one operand
@@ -254,6 +316,10 @@ RuleSet movement_rules() {
                     }
                   },
                   Exact, "pad(x, 0, 0) = x"),
+              with_example(math_rule("concat-self", add_(a, b), concat_self, Exact,
+                                     "add(pad(x, 0, n, -0), pad(x, n, 0, -0)) = x tiled twice (reshape, "
+                                     "expand, reshape): concat(x, x) as a view"),
+                           concat_self_example),
               math_rule(
                   "slice-pad-cancel", slice_(pad_(a)),
                   [](ir::EGraph& g, const Match& m) {
