@@ -376,19 +376,25 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
   // that read the same K and V (attention_block_rows of the rows that share each K
   // element, when q fits in shared memory) over its keys -- all of them, or, for few rows
   // over many keys, one range of them, the last range block merging the rows
-  // (flash-decoding, gpu_launch.hpp). Per chunk of 256 keys: a warp per key, U keys a trip
-  // with all their loads issued first, computes the R dot products with its lanes across
-  // the depth and one transposed warp sum; two block reductions for the softmax (the
-  // rows' batched); then P V, a thread per (C columns, key group), U_V keys a trip.
+  // (flash-decoding, gpu_launch.hpp). Per chunk of 256 keys: the R dot products of a key,
+  // either with lanes across keys (attention_key_vector: K rows read whole, G = dk / E
+  // lanes a key, one vector load of E elements a lane, U keys a group a trip, a transposed
+  // sum over the G lanes) or a warp per key, U keys a trip, lanes across the depth and one
+  // transposed warp sum -- their loads issued first either way; two block reductions for
+  // the softmax (the rows' batched); then P V, a thread per (C columns, key group), U_V
+  // keys a trip, a key's R weights in one 16-byte shared load where R is a multiple of 4.
   // Priced by
   //  - issue: those loops' warp instructions, counted in their PTX (NVRTC 13, sm_90, the
-  //    Llama-3-8B decode step, R = 4: a trip of the dots over 4 keys 220, of P V over 4
-  //    keys 150 at C = 4 -- over 8 keys 121 at C = 1, four warps a key --, a warp's), one
-  //    a clock per 32 FP32 lanes -- the f32 peak's rate, every instruction taken as an FMA
-  //    pipe's;
+  //    Llama-3-8B decode step, R = 4: a trip of lanes across keys over 8 keys 306 --
+  //    across the depth over 4 keys 220 --, of P V over 4 keys 138 at C = 4 -- over 8 keys
+  //    121 at C = 1, four warps a key --, a warp's), one a clock per 32 FP32 lanes -- the
+  //    f32 peak's rate, every instruction taken as an FMA pipe's. (PTX overcounts the
+  //    halves' conversions: ptxas makes cvt.u16 + cvt.f32.f16, with or without the shift
+  //    of an upper half, one instruction -- the same SASS size either way, measured with
+  //    ptxas on a kernel of each; left counted, which prices conversion-heavy loops high.)
   //  - memory: K and V at the bandwidth their loads in flight sustain (Little's law, as
-  //    the skinny GEMM), each warp having U x ceil(dk / W) K loads of W elements, then
-  //    U_V V loads of C elements, in flight;
+  //    the skinny GEMM), each warp having its trip's K rows (lanes across keys) or U x
+  //    ceil(dk / W) loads of W elements, then U_V V loads of C elements, in flight;
   //  - the serial chain of a block: its trips' load latencies one after another, blocks
   //    beyond one wave again, and the merging block's reads of the states.
   if (w.engine == KernelWork::Engine::Attention && w.attention_rows > 0) {
@@ -409,8 +415,24 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const double P = static_cast<double>(pow2_at_least(U * R));
     const double shuffles = P == 1 ? std::log2(W) : (P - 1) + std::log2(W / P);
     const double r = static_cast<double>(R), u = static_cast<double>(U);
+    // Lanes across keys (attention_key_vector: K rows read whole, E elements a lane, G =
+    // dk / E lanes a key, warp / G keys a warp instruction), the decode step's PTX: a trip of
+    // 4 keys a group, 8 a warp, 306 instructions -- a key's vector load, its guard and the
+    // trip's row address (5 a key), 2.5 a half's conversion (cvt.u16, cvt.f32.f16, a shift
+    // for the upper half), R x E FMAs, 4 a value exchanged in the transposed sum over the
+    // G lanes (P - 1 of them).
+    const int64_t E = q_cached ? attention_key_vector(static_cast<int64_t>(dk),
+                                                      static_cast<int64_t>(w.attention_kv_bytes), R, t.warp)
+                               : 1;
+    const double G = E > 1 ? dk / static_cast<double>(E) : W;
+    const double UW = E > 1 ? static_cast<double>(attention_wide_key_unroll(R, static_cast<int64_t>(G))) : u;
+    const double PW = static_cast<double>(pow2_at_least(static_cast<int64_t>(UW) * R));
+    const double conv = w.attention_kv_bytes == 2 ? 2.5 : 0.0;
     const double dot_trip =
-        18 + u * (8 + 2 * steps_k) + u * r * steps_k * (q_regs ? 1 : 2) + 2 * shuffles + 2 * (P - 1) + 12;
+        E > 1 ? 18 + UW * (5 + static_cast<double>(E) * (conv + r)) + 4 * (PW - 1) + 2 * std::log2(G / PW)
+              : 18 + u * (8 + 2 * steps_k) + u * r * steps_k * (q_regs ? 1 : 2) + 2 * shuffles + 2 * (P - 1) +
+                    12;
+    const double dot_keys = E > 1 ? UW * (W / G) : u;
     const double dvb = dv < 256 ? std::min(256.0, std::ceil(dv / W) * W) : 256.0;
     const double groups = 256 / dvb, passes = std::ceil(dv / dvb);
     // P V's columns a thread (8 bytes of V a load when C > 1), as the renderer decides.
@@ -419,11 +441,13 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
         static_cast<int64_t>(dv), static_cast<int64_t>(dvb), static_cast<int64_t>(w.attention_kv_bytes), R,
         256, static_cast<int64_t>((part + (q_cached ? r * dk : 0)) * 4)));
     // A warp's trip of U_V keys: C = 1 121 instructions (R = 4, one column, 8 keys); C = 4
-    // 150 at 4 keys, 290 at 8 (R = 4: 16 FMAs, the 4 weights from shared memory, a load and
-    // 4 conversions a key); the renderer takes 4 keys a trip then (kAttentionWideValueUnroll).
+    // 138 at 4 keys (R = 4: 16 FMAs, the 4 weights in one 16-byte shared load -- 150 with a
+    // load a weight --, a V load and 4 conversions a key); the renderer takes 4 keys a trip
+    // then (kAttentionWideValueUnroll: 8 keys doubled NVRTC's time).
     if (C > 1) UV = static_cast<double>(kAttentionWideValueUnroll);
-    const double pv_trip = C > 1 ? 10 + UV * (7 + r + C * (2 + r)) : 24 + UV * (4 + 2 * r);
-    const double per_key = dot_trip / u + std::ceil(std::min(dv, dvb) / C / W) * pv_trip / UV;
+    const double weight_loads = R % 4 == 0 ? r / 4 : r;
+    const double pv_trip = C > 1 ? 10 + UV * (7 + weight_loads + C * (2 + r)) : 24 + UV * (4 + 2 * r);
+    const double per_key = dot_trip / dot_keys + std::ceil(std::min(dv, dvb) / C / W) * pv_trip / UV;
     // The key groups' sums meeting: C = 1, a tenth of a row's softmax a warp; C > 1, every
     // warp stores its R x C sums, the owners' warps add the groups' (256 C / DVB of them).
     const double gather = C > 1        ? (256 / W) * (r * C + 4) + (dvb / W) * (2 * (256 * C / dvb) * r + 4)
@@ -448,11 +472,13 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     const double active = std::min(1.0, blocks / units);
     const double elem = std::max(1.0, w.attention_kv_bytes);
     const double need = t.mem_bandwidth / units * std::max(t.mem_latency_s, 1e-9);
-    const double k_flight = per_sm * (256 / W) * u * steps_k * W * elem;
+    const double k_flight = per_sm * (256 / W) * (E > 1 ? dot_keys * dk : u * steps_k * W) * elem;
     const double v_flight = per_sm * (256 / W) * UV * W * elem * C;
     auto at = [&](double flight) { return bw * std::max(1e-3, std::min(1.0, flight / need) * active); };
     const double memory_s = bytes / 2 / at(k_flight) + bytes / 2 / at(v_flight);
-    const double trips = std::ceil(chunk / ((256 / W) * u)) + std::ceil(chunk / (groups * UV));
+    // P V's key groups: a column a thread, 256 / DVB; C columns, C times as many.
+    const double value_groups = groups * C;
+    const double trips = std::ceil(chunk / ((256 / W) * dot_keys)) + std::ceil(chunk / (value_groups * UV));
     const double waves = std::ceil(blocks / (units * resident));
     const double merge_s = split ? 2 * 0.4 * t.mem_latency_s : 0.0;
     const double serial_s =

@@ -68,6 +68,32 @@ inline int64_t attention_key_unroll(int64_t rows_per_block, int64_t warp) {
     u /= 2;
   return u;
 }
+/// The attention's dot products with lanes across keys (gpu_renderer's dots_wide): a K
+/// row's depth split among G = dk / E lanes, E elements a lane in one 16-byte load (8
+/// halves, 4 floats; 8 bytes where 16 would pass `rows` x E > 32 q registers a lane), so a
+/// warp instruction reads warp / G whole rows and a key's partial sums meet over G lanes,
+/// not 32 -- a third of the instructions a key of lanes across the depth (scalar loads,
+/// a warp sum a key). E where G is a power of two of at least the rows (the transposed
+/// sum's values spread over the group's lanes) and at most the warp; 1 (not taken)
+/// otherwise: other depths, element sizes, or rows.
+inline int64_t attention_key_vector(int64_t dk, int64_t elem_bytes, int64_t rows, int64_t warp) {
+  if ((elem_bytes != 2 && elem_bytes != 4) || dk <= 0) return 1;
+  for (int64_t e = 16 / elem_bytes; e >= 8 / elem_bytes && e > 1; e /= 2) {
+    if (dk % e != 0 || rows * e > 32) continue;
+    const int64_t g = dk / e;
+    if (g > warp || (g & (g - 1)) != 0 || g < pow2_at_least(rows)) continue;
+    return e;
+  }
+  return 1;
+}
+/// ... and its trips: a lane takes this many keys a trip (its U x R sums, padded to a
+/// power of two, spread over the G = dk / E lanes of its key; at most 16 a lane).
+inline int64_t attention_wide_key_unroll(int64_t rows, int64_t lanes) {
+  int64_t u = 4;
+  while (u > 1 && (u * rows > 16 || pow2_at_least(u * rows) > lanes)) u /= 2;
+  return u;
+}
+
 /// ... and P V's thread takes this many keys a trip, their V loads first -- 4 where it
 /// takes several columns (attention_value_columns): its 8-byte loads keep as many bytes
 /// in flight, and 8 keys of 4 columns and 4 rows unrolled doubled NVRTC's time for the

@@ -539,6 +539,16 @@ k::Program causal_attention(DType dt, AttentionShape s, bool v_transposed, doubl
   p.kernels.push_back(kk);
   return p;
 }
+// K's rows one element into their buffer (causal_attention's K), so no row is aligned.
+void misalign_k(k::Program& p) {
+  k::Attention& a = *p.kernels[0].attention;
+  const DType dt = p.buffers[1].dtype;
+  const int64_t n = a.n.as_constant().value(), dk = a.dk.as_constant().value();
+  const k::Index b = p.kernels[0].loops.empty() ? k::Index(0) : k::Index::var(0);
+  p.buffers[1].elements = p.buffers[1].elements + 1;
+  const k::Expr ld = k::load(1, dt, b * (n * dk) + k::Index::var(2) * dk + k::Index::var(4) + 1);
+  a.k = dt == DType::f32 ? ld : k::cast(ld, DType::f32);
+}
 }  // namespace
 
 TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batches",
@@ -614,7 +624,10 @@ TEST_CASE(
           c.dt, c.shape, false, 0.5,
           c.dt == DType::f32 ? std::nullopt : std::optional(k::cast(k::acc(), c.dt)), c.splits);
       if (misaligned) {
+        // V and K (whose rows lanes across keys would read 16 bytes at a time) one element
+        // into their buffers: no vector load at all.
         k::Attention& a = *p.kernels[0].attention;
+        misalign_k(p);
         p.buffers[2].elements = p.buffers[2].elements + 1;
         a.v.offset = a.v.offset + 1;
         for (size_t i = 0; i < a.v_more.size(); ++i) {
@@ -638,6 +651,64 @@ TEST_CASE(
           CHECK(vector_loads > 0);
       }
     }
+}
+
+// Lanes across keys (the renderer's dots_wide): a K row's depth split among dk / E lanes,
+// E elements a lane in one 16-byte load (8 halves, 4 floats) or 8-byte where the rows'
+// q registers would pass 32; rows 1 to 8 a block, depths from 4 to 256, V in segments;
+// aligned (the vector loads counted by the emulator) and K one element into its buffer
+// (lanes across the depth, no vector load of K -- V's one-column path has none).
+TEST_CASE("emulated attention: lanes across keys read K rows 16 bytes at a time, scalar where unaligned",
+          "[gpu][emu][attention]") {
+  struct KeyCase {
+    DType dt;
+    AttentionShape shape;
+    std::vector<int64_t> splits;
+  };
+  const KeyCase cases[] = {{DType::f16, {2, 4, 600, 128, 40}, {599}},   // a decode step's shape: E 8, G 16
+                           {DType::bf16, {1, 8, 300, 128, 24}, {}},     // 8 rows: 8-byte loads, E 4
+                           {DType::f32, {2, 3, 300, 64, 40}, {}},       // 4 floats, G 16, 3 rows
+                           {DType::f32, {1, 1, 70, 4, 3}, {}},          // a lane a key (G 1)
+                           {DType::f16, {2, 2, 100, 16, 8}, {40, 90}},  // G 2, K's keys past the end
+                           {DType::bf16, {1, 2, 260, 256, 8}, {}}};     // G 32
+  for (const KeyCase& c : cases)
+    for (bool misaligned : {false, true}) {
+      k::Program p = causal_attention(
+          c.dt, c.shape, false, 0.5,
+          c.dt == DType::f32 ? std::nullopt : std::optional(k::cast(k::acc(), c.dt)), c.splits);
+      if (misaligned) misalign_k(p);
+      const auto [B, m, n, dk, dv] = c.shape;
+      INFO(dtype_name(c.dt) << " m " << m << " n " << n << " dk " << dk << " dv " << dv
+                            << (misaligned ? ", K misaligned" : ""));
+      const double rtol = c.dt == DType::f16 ? 2e-3 : c.dt == DType::bf16 ? 1.6e-2 : 1e-4;
+      for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+        INFO(t);
+        unsigned long long vector_loads = 0;
+        const std::string src = check_emulated(p, {}, arch_of(t), {}, rtol, 1e-5, {}, &vector_loads);
+        CHECK(src.find("lm_kw0") != std::string::npos);
+        if (misaligned)
+          CHECK(vector_loads == 0);
+        else
+          CHECK(vector_loads > 0);
+      }
+    }
+  // The elements a lane (detail::attention_key_vector, which the cost model prices too):
+  // none where a row's lanes are not a power of two of at least the rows, nor at most a
+  // warp -- lanes across the depth then, equal to the evaluator as well.
+  CHECK(detail::attention_key_vector(128, 2, 4, 32) == 8);
+  CHECK(detail::attention_key_vector(128, 2, 8, 32) == 4);
+  CHECK(detail::attention_key_vector(16, 2, 4, 32) == 4);
+  CHECK(detail::attention_key_vector(64, 4, 3, 32) == 4);
+  CHECK(detail::attention_key_vector(96, 2, 4, 32) == 1);
+  CHECK(detail::attention_key_vector(256, 2, 8, 32) == 1);
+  CHECK(detail::attention_key_vector(256, 2, 8, 64) == 4);
+  CHECK(detail::attention_key_vector(128, 1, 4, 32) == 1);
+  for (const AttentionShape& shape : {AttentionShape{1, 4, 300, 96, 8}, AttentionShape{1, 8, 300, 256, 8}}) {
+    const k::Program p = causal_attention(DType::f16, shape, false, 0.5, k::cast(k::acc(), DType::f16));
+    INFO("dk " << shape.dk << ", " << shape.m << " rows");
+    const std::string src = check_emulated(p, {}, arch_of("cuda:sm_90+emu"), {}, 2e-3, 1e-5);
+    CHECK(src.find("lm_kw0") == std::string::npos);
+  }
 }
 
 // f16/bf16 attention: q and k widened as they are staged, V widened as it is read, the

@@ -378,6 +378,21 @@ LM_DEVICE lm_u32x2 lm_ld64(const void* p) {
   lm_emu_vector_load(&r, p, 8);
   return r;
 }
+/* 4 floats of shared memory in one 16-byte load (ld.shared.v4.f32): misaligned faults on
+   the device, so it is refused here too; not counted among the global vector loads. */
+struct alignas(16) lm_f32x4 {
+  float x, y, z, w;
+};
+LM_DEVICE lm_f32x4 lm_lds128f(const float* p) {
+  if (((uintptr_t)p & 15u) != 0) {
+    fprintf(stderr, "[luminal emulator] kernel %s: misaligned 128-bit shared load at %p\n",
+            lm_emu::cur_block ? lm_emu::cur_block->kernel : "?", (const void*)p);
+    abort();
+  }
+  lm_f32x4 r;
+  memcpy(&r, p, 16);
+  return r;
+}
 
 LM_DEVICE void lm_atomic_add_f32(float* p, float v) {
   uint32_t* u = (uint32_t*)p;

@@ -47,6 +47,11 @@ struct alignas(8) lm_u32x2 {
 };
 LM_DEVICE int lm_aligned8(const void* p) { return ((uint64_t)p & 7u) == 0; }
 LM_DEVICE lm_u32x2 lm_ld64(const void* p) { return *(const lm_u32x2*)p; }
+struct alignas(16) lm_f32x4 {
+  float x, y, z, w;
+};
+/* 4 floats of shared memory in one 16-byte load; p 16-byte aligned. */
+LM_DEVICE lm_f32x4 lm_lds128f(const float* p) { return *(const lm_f32x4*)p; }
 )LMCU";
 
 // f16/bf16 storage conversions in one instruction each (every CUDA arch here is sm_80
@@ -315,6 +320,11 @@ struct alignas(8) lm_u32x2 {
 };
 LM_DEVICE int lm_aligned8(const void* p) { return ((uint64_t)p & 7u) == 0; }
 LM_DEVICE lm_u32x2 lm_ld64(const void* p) { return *(const lm_u32x2*)p; }
+struct alignas(16) lm_f32x4 {
+  float x, y, z, w;
+};
+/* 4 floats of shared memory in one 16-byte load; p 16-byte aligned. */
+LM_DEVICE lm_f32x4 lm_lds128f(const float* p) { return *(const lm_f32x4*)p; }
 )LMHIP";
 
 // Integer helpers and reductions: the same text on the device and in the emulator.

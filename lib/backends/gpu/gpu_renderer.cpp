@@ -978,7 +978,7 @@ class Writer {
     // The output columns a pass takes (DVB) and the key groups that share them (KG): a
     // value width of at most half the block leaves the other threads to other keys.
     const std::optional<int64_t> dv_const = a.dv.as_constant();
-    const int warp = arch_.warp, warps = kThreads / arch_.warp;
+    const int warp = arch_.warp;
     const int64_t dvb = dv_const && *dv_const > 0 && *dv_const < kThreads
                             ? std::min<int64_t>(kThreads, (*dv_const + warp - 1) / warp * warp)
                             : kThreads;
@@ -1002,9 +1002,11 @@ class Writer {
     // Row r's variable: declared once for the block when R = 1 (every expression may read
     // it there), in a scope of its own per row otherwise (this, only then).
     auto row_decl = [&](int r) { return "const int64_t " + i + " = lm_i0 + " + std::to_string(r) + "; "; };
-    // lm_e: the chunk's scores, then weights (R x kThreads); with C columns a thread, P V's
-    // key groups' sums (R x C x kThreads) after the weights are read.
-    s << "  __shared__ float lm_e[" << R * kThreads * C << "];\n";
+    // lm_e: the chunk's scores (a row's kThreads together), then its weights key by key (a
+    // key's R together: P V reads them in 16-byte loads where R is a multiple of 4, so
+    // lm_e is 16-byte aligned); with C columns a thread, P V's key groups' sums (R x C x
+    // kThreads) after the weights are read.
+    s << "  __shared__ float lm_e[" << R * kThreads * C << "] __attribute__((aligned(16)));\n";
     s << "  __shared__ float lm_part[" << detail::attention_softmax_scratch(R, kThreads, arch_.warp)
       << "];\n";
     if (q_cached) s << "  __shared__ float lm_qs[" << R * *dk_const << "];\n";
@@ -1058,11 +1060,19 @@ class Writer {
       }
       s << "    lm_sync();\n";
     }
+    // The chunk's scores: K's segments one after another, each over the chunk's keys in its
+    // range (the key variable counted from the segment's first key). A segment of K rows
+    // read whole (key_rows: a plain load along the depth) takes lanes across keys where
+    // its rows are aligned (dots_wide, E elements a lane, a key's dot product over G
+    // lanes); others a warp per key, lanes across the depth (dots_across_depth).
+    const std::vector<KeyExprSegment> ksegs = key_segments(a);
+    const int64_t E = q_cached ? key_vector(ksegs, *dk_const, R) : 1;
+    const int64_t G = E > 1 ? *dk_const / E : 0;
     // Each lane's share of the rows' q in registers when it is small (q_steps depths a
-    // row): the dot products then read no shared memory.
+    // row): the dot products then read no shared memory. With lanes across keys, the
+    // lane's E depths of each row instead.
     const int64_t q_steps = q_cached ? (*dk_const + warp - 1) / warp : 0;
-    const bool q_regs = q_cached && q_steps * R <= kMaxQRegisters;
-    auto q_reg = [&](int r, int64_t t) { return "lm_qr" + std::to_string(r) + "_" + std::to_string(t); };
+    const bool q_regs = E == 1 && q_cached && q_steps * R <= kMaxQRegisters;
     if (q_regs)
       for (int r = 0; r < R; ++r)
         for (int64_t t = 0; t < q_steps; ++t) {
@@ -1073,6 +1083,11 @@ class Writer {
           if ((t + 1) * warp > *dk_const) s << " : 0.0f";
           s << ";\n";
         }
+    if (E > 1)
+      for (int r = 0; r < R; ++r)
+        for (int64_t e = 0; e < E; ++e)
+          s << "    const float lm_qw" << r << "_" << e << " = lm_qs[" << r * *dk_const << " + threadIdx.x % "
+            << G << " * " << E << " + " << e << "];\n";
     s << "    for (int64_t lm_d0 = 0; lm_d0 < lm_dv; lm_d0 += " << dvb << ") {\n";
     s << "      const int64_t " << d << " = lm_d0 + threadIdx.x % " << dvb << ";\n";
     if (kg > 1) s << "      const int64_t lm_kg = threadIdx.x / " << dvb << ";\n";
@@ -1083,73 +1098,37 @@ class Writer {
     s << "      for (int64_t lm_j0 = lm_jb; lm_j0 < lm_je; lm_j0 += " << kThreads << ") {\n";
     s << "        const int64_t lm_nj = lm_je - lm_j0 < " << kThreads << " ? lm_je - lm_j0 : " << kThreads
       << ";\n";
-    // The chunk's scores: a warp per key, its lanes across the depth, so a key's row of K
-    // is read by consecutive lanes (coalesced) and the lanes' partial dot products meet
-    // in a warp sum. K's segments one after another, each over the chunk's keys in its
-    // range (the key variable counted from the segment's first key); a warp takes U keys
-    // a trip (every warp's U-th), all their loads issued before the first product waits
-    // on one -- a key past the segment's end repeats its last key, whose dot is not
-    // stored. The trips' count is the same for every lane of a warp, so the shuffles stay
-    // in warp-uniform control flow.
-    const std::vector<KeyExprSegment> ksegs = key_segments(a);
     for (size_t si = 0; si < ksegs.size(); ++si) {
       // A segment whose keys are computed (a decode step's new key through its RoPE: a
       // key, ~90 operations an element) is emitted once, a key a trip, its depths in a
       // loop: unrolled it would be most of the kernel's source and of NVRTC's time.
       const bool light = expr_nodes(ksegs[si].k) <= kLightKeyNodes;
-      const int U = light ? static_cast<int>(detail::attention_key_unroll(R, warp)) : 1;
-      const int dots = static_cast<int>(detail::pow2_at_least(U * R));
-      const bool unrolled = q_regs && light;
       const std::string j0 = ix(ksegs[si].j0), j1 = si + 1 < ksegs.size() ? ix(ksegs[si + 1].j0) : "lm_n";
       s << "        {\n";
       s << "          const int64_t lm_klo = " << j0 << " - lm_j0 > 0 ? " << j0
         << " - lm_j0 : 0, lm_khi = " << j1 << " - lm_j0 < lm_nj ? " << j1 << " - lm_j0 : lm_nj;\n";
-      s << "          for (int64_t lm_kk = lm_klo + threadIdx.x / " << warp
-        << "; lm_kk < lm_khi; lm_kk += " << U * warps << ") {\n";
-      for (int u = 0; u < U; ++u)
-        s << "            const int64_t lm_k" << u << " = lm_kk + " << u * warps << " < lm_khi ? lm_kk + "
-          << u * warps << " : lm_khi - 1;\n";
-      for (int x = 0; x < dots; ++x) s << "            float " << nm("lm_dot", x) << " = 0.0f;\n";
-      // q and k are expressions over the row / key and depth variables (a RoPE prologue
-      // is computed here, kernel_ir.hpp); q comes from the lane's registers or lm_qs when
-      // it was cached.
-      for (int u = 0; u < U; ++u) {
-        s << "            {\n";
-        s << "              const int64_t " << j << " = lm_j0 + lm_k" << u << " - (" << j0 << "); (void)" << j
+      const int U = light ? static_cast<int>(detail::attention_key_unroll(R, warp)) : 1;
+      const std::optional<KeyRows> rows = E > 1 && light ? key_rows(ksegs[si].k, E) : std::nullopt;
+      if (rows) {
+        // The segment's rows where they lie: row j at lm_kb + j * stride; the vector loads
+        // where its first row is aligned (the row stride a multiple of E, key_rows) -- the
+        // same for the whole block, a uniform branch -- lanes across the depth otherwise.
+        const int64_t bytes =
+            E * static_cast<int64_t>(dtype_size(p_.buffers[static_cast<size_t>(rows->buffer)].dtype));
+        s << "          int64_t lm_kb;\n";
+        s << "          {\n";
+        s << "            const int64_t " << j << " = 0, " << p << " = 0; (void)" << j << "; (void)" << p
           << ";\n";
-        auto dot = [&](int r) { return nm("lm_dot", u * R + r); };
-        if (unrolled) {
-          // The lane's depths unrolled.
-          for (int64_t t = 0; t < q_steps; ++t) {
-            s << "              {\n"
-              << "                const int64_t " << p << " = threadIdx.x % " << warp << " + " << t * warp
-              << ";\n";
-            const bool guard = (t + 1) * warp > *dk_const;
-            if (guard) s << "                if (" << p << " < lm_dk) {\n";
-            const std::string in = guard ? "                  " : "                ";
-            std::map<const ExprNode*, std::string> memo;
-            const std::string kv = value(ksegs[si].k, memo, s, in);
-            for (int r = 0; r < R; ++r)
-              s << in << dot(r) << " = LM_FMA(" << q_reg(r, t) << ", " << kv << ", " << dot(r) << ");\n";
-            if (guard) s << "                }\n";
-            s << "              }\n";
-          }
-        } else {
-          s << "              for (int64_t " << p << " = threadIdx.x % " << warp << "; " << p << " < lm_dk; "
-            << p << " += " << warp << ") {\n";
-          std::map<const ExprNode*, std::string> memo;
-          const std::string kv = value(ksegs[si].k, memo, s, "                ");
-          for (int r = 0; r < R; ++r) {
-            const std::string qv = q_cached ? "lm_qs[" + std::to_string(r * *dk_const) + " + " + p + "]"
-                                            : value(a.q, memo, s, "                ");
-            s << "                " << dot(r) << " = LM_FMA(" << qv << ", " << kv << ", " << dot(r) << ");\n";
-          }
-          s << "              }\n";
-        }
-        s << "            }\n";
+        s << "            lm_kb = " << ix(rows->index) << ";\n";
+        s << "          }\n";
+        s << "          if (lm_aligned" << bytes << "(b" << rows->buffer << " + lm_kb)) {\n";
+        dots_wide(s, *rows, j0, R, E, G);
+        s << "          } else {\n";
+        dots_across_depth(s, a, ksegs[si], j0, R, U, false, q_cached ? *dk_const : 0, q_steps);
+        s << "          }\n";
+      } else {
+        dots_across_depth(s, a, ksegs[si], j0, R, U, q_regs && light, q_cached ? *dk_const : 0, q_steps);
       }
-      warp_sums(s, "            ", U * R, warp, R, warps);
-      s << "          }\n";
       s << "        }\n";
     }
     s << "        lm_sync();\n";
@@ -1236,8 +1215,8 @@ class Writer {
           const std::string q = u == 0 ? "lm_q" : "lm_q + " + std::to_string(u * kg);
           if (u > 0) s << "              if (" << q << " < lm_qe) {\n";
           for (int r = 0; r < R; ++r)
-            s << "              " << (u > 0 ? "  " : "") << nm("lm_sum", r) << " = LM_FMA(lm_e["
-              << r * kThreads << " + " << q << "], lm_v" << u << ", " << nm("lm_sum", r) << ");\n";
+            s << "              " << (u > 0 ? "  " : "") << nm("lm_sum", r) << " = LM_FMA(lm_e[(" << q
+              << ") * " << R << " + " << r << "], lm_v" << u << ", " << nm("lm_sum", r) << ");\n";
           if (u > 0) s << "              }\n";
         }
         s << "            }\n";
@@ -1321,26 +1300,179 @@ class Writer {
     s << "      }\n    }\n  }\n";
   }
 
+  // Lane's q register of row r, depth step t (lanes across the depth).
+  static std::string q_reg(int r, int64_t t) { return "lm_qr" + std::to_string(r) + "_" + std::to_string(t); }
+
+  // K rows read whole: a segment's K expression that is a plain load along the depth (f16
+  // or bf16 widened, or f32; no pad), its address affine in the key with a constant row
+  // stride that is a multiple of `E` and a depth stride of 1.
+  struct KeyRows {
+    int buffer = -1;
+    Index index;
+    int64_t row_stride = 0;
+  };
+  std::optional<KeyRows> key_rows(const Expr& k, int64_t E) const {
+    const Attention& a = *k_.attention;
+    const ExprNode* n = &k.node();
+    if (n->op == ExprOp::Cast && n->dtype == DType::f32) n = &n->args[0].node();
+    if (n->op != ExprOp::Load || n->valid) return std::nullopt;
+    const DType dt = p_.buffers[static_cast<size_t>(n->buffer)].dtype;
+    if (n->dtype != dt || (dt != DType::f16 && dt != DType::bf16 && dt != DType::f32)) return std::nullopt;
+    const std::optional<int64_t> depth = var_stride(n->index, a.depth_var),
+                                 row = var_stride(n->index, a.key_var);
+    if (!depth || *depth != 1 || !row || *row % E != 0) return std::nullopt;
+    return KeyRows{n->buffer, n->index, *row};
+  }
+
+  // E for the attention's lanes across keys (detail::attention_key_vector) where some light
+  // K segment is read as whole rows (key_rows) -- every such segment of one element size --
+  // else 1.
+  int64_t key_vector(const std::vector<KeyExprSegment>& ksegs, int64_t dk, int R) const {
+    std::optional<size_t> elem;
+    for (const KeyExprSegment& sg : ksegs) {
+      if (expr_nodes(sg.k) > kLightKeyNodes || !key_rows(sg.k, 1)) continue;
+      const ExprNode* n = &sg.k.node();
+      if (n->op == ExprOp::Cast) n = &n->args[0].node();
+      const size_t e = dtype_size(p_.buffers[static_cast<size_t>(n->buffer)].dtype);
+      if (elem && *elem != e) return 1;
+      elem = e;
+    }
+    if (!elem) return 1;
+    return detail::attention_key_vector(dk, static_cast<int64_t>(*elem), R, arch_.warp);
+  }
+
+  // A K segment's dots with lanes across keys (detail::attention_key_vector): the G = dk / E
+  // lanes of a group take one key, lane l its E depths from l E in one vector load and its
+  // q from registers (lm_qw), so a warp instruction reads warp / G whole rows; U keys a
+  // group a trip (a warp's U x warp / G keys consecutive), their loads first; a key past
+  // the segment's end repeats its last key, whose dot is not stored. The lanes' U x R sums
+  // meet over the group (warp_sums on G lanes). The trips' count is the warp's, so the
+  // shuffles stay in warp-uniform control flow.
+  void dots_wide(std::ostringstream& s, const KeyRows& kr, const std::string& j0, int R, int64_t E,
+                 int64_t G) {
+    const int warp = arch_.warp, warps = kThreads / warp;
+    const int64_t KW = warp / G;
+    const int U = static_cast<int>(detail::attention_wide_key_unroll(R, G));
+    const int dots = static_cast<int>(detail::pow2_at_least(U * R));
+    const DType dt = p_.buffers[static_cast<size_t>(kr.buffer)].dtype;
+    const bool wide = E * static_cast<int64_t>(dtype_size(dt)) == 16;
+    const std::string ind = "            ", b = "b" + std::to_string(kr.buffer);
+    s << ind << "const int64_t lm_g = threadIdx.x % " << warp << " / " << G << ", lm_gd = threadIdx.x % " << G
+      << " * " << E << ";\n";
+    s << ind << "for (int64_t lm_kk = lm_klo + (int64_t)(threadIdx.x / " << warp << ") * " << U * KW
+      << "; lm_kk < lm_khi; lm_kk += " << U * KW * warps << ") {\n";
+    // The trip's first row; key u's a constant number of rows on (an immediate offset of
+    // one address), loaded where it is before the segment's end (its lanes' sums unused).
+    s << ind << "  const auto lm_kp = " << b << " + lm_kb + (lm_j0 + lm_kk + lm_g - (" << j0 << ")) * "
+      << kr.row_stride << " + lm_gd;\n";
+    for (int u = 0; u < U; ++u) {
+      s << ind << "  " << (wide ? "lm_u32x4" : "lm_u32x2") << " lm_kw" << u << " = {};\n";
+      s << ind << "  if (lm_kk + " << u * KW << " + lm_g < lm_khi) lm_kw" << u << " = "
+        << (wide ? "lm_ld128(" : "lm_ld64(") << "lm_kp + " << u * KW * kr.row_stride << ");\n";
+    }
+    for (int x = 0; x < dots; ++x) s << ind << "  float lm_dot" << x << " = 0.0f;\n";
+    static const char* comp = "xyzw";
+    for (int u = 0; u < U; ++u)
+      for (int64_t e = 0; e < E; ++e) {
+        const std::string w = "lm_kw" + std::to_string(u) + "." + comp[dt == DType::f32 ? e : e / 2];
+        const std::string x =
+            dt == DType::f32
+                ? "lm_u2f(" + w + ")"
+                : convert("((uint16_t)(" + w + " >> " + std::to_string(16 * (e % 2)) + "))", dt, DType::f32);
+        s << ind << "  {\n" << ind << "    const float lm_x = " << x << ";\n";
+        for (int r = 0; r < R; ++r)
+          s << ind << "    lm_dot" << u * R + r << " = LM_FMA(lm_qw" << r << "_" << e << ", lm_x, lm_dot"
+            << u * R + r << ");\n";
+        s << ind << "  }\n";
+      }
+    warp_sums(s, ind + "  ", U * R, static_cast<int>(G), R, "lm_kk + lm_g", KW);
+    s << ind << "}\n";
+  }
+
+  // A K segment's dots with a warp per key, its lanes across the depth, so a key's row of
+  // K is read by consecutive lanes (coalesced) and the lanes' partial dot products meet in
+  // a warp sum; a warp takes U keys a trip (every warp's U-th), all their loads issued
+  // before the first product waits on one -- a key past the segment's end repeats its last
+  // key, whose dot is not stored. The trips' count is the same for every lane of a warp,
+  // so the shuffles stay in warp-uniform control flow. `unrolled`: the lane's depths
+  // unrolled, q from its registers (lm_qr); else a loop, q from lm_qs (dk > 0: cached) or
+  // computed.
+  void dots_across_depth(std::ostringstream& s, const Attention& a, const KeyExprSegment& seg,
+                         const std::string& j0, int R, int U, bool unrolled, int64_t dk, int64_t q_steps) {
+    const int warp = arch_.warp, warps = kThreads / warp;
+    const int dots = static_cast<int>(detail::pow2_at_least(U * R));
+    const std::string j = "v" + std::to_string(a.key_var), p = "v" + std::to_string(a.depth_var);
+    auto nm = [](const char* base, int r) { return std::string(base) + std::to_string(r); };
+    s << "          for (int64_t lm_kk = lm_klo + threadIdx.x / " << warp
+      << "; lm_kk < lm_khi; lm_kk += " << U * warps << ") {\n";
+    for (int u = 0; u < U; ++u)
+      s << "            const int64_t lm_k" << u << " = lm_kk + " << u * warps << " < lm_khi ? lm_kk + "
+        << u * warps << " : lm_khi - 1;\n";
+    for (int x = 0; x < dots; ++x) s << "            float " << nm("lm_dot", x) << " = 0.0f;\n";
+    // q and k are expressions over the row / key and depth variables (a RoPE prologue
+    // is computed here, kernel_ir.hpp); q comes from the lane's registers or lm_qs when
+    // it was cached.
+    for (int u = 0; u < U; ++u) {
+      s << "            {\n";
+      s << "              const int64_t " << j << " = lm_j0 + lm_k" << u << " - (" << j0 << "); (void)" << j
+        << ";\n";
+      auto dot = [&](int r) { return nm("lm_dot", u * R + r); };
+      if (unrolled) {
+        for (int64_t t = 0; t < q_steps; ++t) {
+          s << "              {\n"
+            << "                const int64_t " << p << " = threadIdx.x % " << warp << " + " << t * warp
+            << ";\n";
+          const bool guard = (t + 1) * warp > dk;
+          if (guard) s << "                if (" << p << " < lm_dk) {\n";
+          const std::string in = guard ? "                  " : "                ";
+          std::map<const ExprNode*, std::string> memo;
+          const std::string kv = value(seg.k, memo, s, in);
+          for (int r = 0; r < R; ++r)
+            s << in << dot(r) << " = LM_FMA(" << q_reg(r, t) << ", " << kv << ", " << dot(r) << ");\n";
+          if (guard) s << "                }\n";
+          s << "              }\n";
+        }
+      } else {
+        s << "              for (int64_t " << p << " = threadIdx.x % " << warp << "; " << p << " < lm_dk; "
+          << p << " += " << warp << ") {\n";
+        std::map<const ExprNode*, std::string> memo;
+        const std::string kv = value(seg.k, memo, s, "                ");
+        for (int r = 0; r < R; ++r) {
+          const std::string qv = dk > 0 ? "lm_qs[" + std::to_string(r * dk) + " + " + p + "]"
+                                        : value(a.q, memo, s, "                ");
+          s << "                " << dot(r) << " = LM_FMA(" << qv << ", " << kv << ", " << dot(r) << ");\n";
+        }
+        s << "              }\n";
+      }
+      s << "            }\n";
+    }
+    warp_sums(s, "            ", U * R, warp, R, "lm_kk", warps);
+    s << "          }\n";
+  }
+
   // The n = U x R dot products lm_dot0.. of each lane (key u's row r in lm_dot{u R + r})
-  // summed over the warp, each stored to lm_e[r * kThreads + lm_kk + u * warps] when that
-  // key is before lm_khi. n = 1: the warp sum. n > 1 (padded with zeros to a power of
-  // two P): the first log2(P) butterfly levels exchange half of the lane's values each
-  // (the lane whose mask bit is set keeps the upper half, its partner the lower), so a
-  // level costs half as many shuffles as the values it has left, until one is left per
-  // lane; the remaining levels are the warp sum's. Every addition pairs the same two
-  // lanes' partial sums as n separate warp sums would -- the same results, in P - 1 +
-  // log2(W / P) shuffles instead of n log2(W). Value x ends in lanes x W / P ..
-  // (x + 1) W / P - 1.
-  void warp_sums(std::ostringstream& s, const std::string& ind, int n, int warp, int R, int warps) {
-    if (n == 1) {
+  // summed over groups of `lanes` consecutive lanes (the warp, or a key's lanes with
+  // lanes across keys), each stored to lm_e[r * kThreads + key] with key = `key` + u
+  // `step` when it is before lm_khi. n = 1 over the warp: the warp sum. Otherwise (padded
+  // with zeros to a power of two P <= lanes): the first log2(P) butterfly levels exchange
+  // half of the lane's values each (the lane whose mask bit is set keeps the upper half,
+  // its partner the lower), so a level costs half as many shuffles as the values it has
+  // left, until one is left per lane; the remaining levels are the sum's. Every addition
+  // pairs the same two lanes' partial sums as n separate sums would -- the same results,
+  // in P - 1 + log2(lanes / P) shuffles instead of n log2(lanes). Value x ends in the
+  // group's lanes x lanes / P .. (x + 1) lanes / P - 1.
+  void warp_sums(std::ostringstream& s, const std::string& ind, int n, int lanes, int R,
+                 const std::string& key, int64_t step) {
+    const int warp = arch_.warp;
+    if (n == 1 && lanes == warp) {
       s << ind << "lm_dot0 = lm_warp_sum_f32(lm_dot0);\n";
-      s << ind << "if (threadIdx.x % " << warp << " == 0) lm_e[lm_kk] = lm_dot0;\n";
+      s << ind << "if (threadIdx.x % " << warp << " == 0) lm_e[" << key << "] = lm_dot0;\n";
       return;
     }
     const int P = static_cast<int>(detail::pow2_at_least(n));
     s << ind << "{\n";
     s << ind << "  const int lm_lane = (int)(threadIdx.x % " << warp << ");\n";
-    int mask = warp / 2;
+    int mask = lanes / 2;
     for (int c = P; c > 1; c /= 2, mask /= 2) {
       s << ind << "  {\n";
       s << ind << "    const bool lm_hi = (lm_lane & " << mask << ") != 0;\n";
@@ -1354,9 +1486,9 @@ class Writer {
     }
     for (; mask > 0; mask /= 2)
       s << ind << "  lm_dot0 = lm_dot0 + lm_shfl_xor_f32(lm_dot0, " << mask << ");\n";
-    const int span = warp / P;
-    s << ind << "  const int lm_x = lm_lane / " << span << ";\n";
-    s << ind << "  const int64_t lm_key = lm_kk + (int64_t)(lm_x / " << R << ") * " << warps << ";\n";
+    const int span = lanes / P;
+    s << ind << "  const int lm_x = lm_lane % " << lanes << " / " << span << ";\n";
+    s << ind << "  const int64_t lm_key = " << key << " + (int64_t)(lm_x / " << R << ") * " << step << ";\n";
     s << ind << "  if (lm_lane % " << span << " == 0 && lm_x < " << n << " && lm_key < lm_khi) lm_e[(lm_x % "
       << R << ") * " << kThreads << " + lm_key] = lm_dot0;\n";
     s << ind << "}\n";
@@ -1412,8 +1544,8 @@ class Writer {
       s << "        " << nm("lm_ln", r) << " = " << nm("lm_lo", r) << " + " << nm("lm_cs", r) << ";\n";
       s << "        " << nm("lm_f", r) << " = " << nm("lm_ln", r) << " == 0.0f ? 0.0f : 1.0f / "
         << nm("lm_ln", r) << ";\n";
-      s << "        lm_e[" << r * kThreads << " + threadIdx.x] = " << nm("lm_ej", r) << " * " << nm("lm_f", r)
-        << ";\n";
+      s << "        lm_e[threadIdx.x * " << R << " + " << r << "] = " << nm("lm_ej", r) << " * "
+        << nm("lm_f", r) << ";\n";
     }
   }
 
@@ -1555,8 +1687,19 @@ class Writer {
           const std::string q = u == 0 ? "lm_q" : "lm_q + " + std::to_string(u * G);
           const std::string un = std::to_string(u);
           s << in << (u > 0 ? "if (" + q + " < lm_qe) " : "") << "{\n";
-          for (int r = 0; r < R; ++r)
-            s << in << "  const float lm_p" << r << " = lm_e[" << r * kThreads << " + " << q << "];\n";
+          if (R % 4 == 0) {
+            for (int r = 0; r < R; r += 4) {
+              const std::string pw = "lm_pw" + std::to_string(r / 4);
+              s << in << "  const lm_f32x4 " << pw << " = lm_lds128f(lm_e + (" << q << ") * " << R << " + "
+                << r << ");\n";
+              for (int c = 0; c < 4; ++c)
+                s << in << "  const float lm_p" << r + c << " = " << pw << "."
+                  << "xyzw"[c] << ";\n";
+            }
+          } else {
+            for (int r = 0; r < R; ++r)
+              s << in << "  const float lm_p" << r << " = lm_e[(" << q << ") * " << R << " + " << r << "];\n";
+          }
           for (int64_t c = 0; c < C; ++c) {
             std::string x;
             if (!vec) {
