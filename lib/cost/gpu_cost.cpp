@@ -465,7 +465,10 @@ double main_kernel_seconds(const TargetDesc& t, const KernelWork& w) {
     // -- NVRTC 13, sm_90), at most 128 (two blocks an SM).
     GpuBlock b;
     b.threads = 256;
-    b.registers = static_cast<int>(std::min(128.0, 40 + 12.5 * r + (C > 1 ? 7 * C : 0)));
+    // Lanes across keys keep E of a row's q a lane where lanes across the depth keep
+    // ceil(dk / W) (128 registers at the decode step: 8 q values a row where there were 4).
+    const double q_extra = E > 1 ? std::max(0.0, r * (static_cast<double>(E) - steps_k)) : 0.0;
+    b.registers = static_cast<int>(std::min(128.0, 40 + 12.5 * r + (C > 1 ? 7 * C : 0) + q_extra));
     b.shared_bytes = static_cast<int>((r * 256 * C + part + (q_cached ? r * dk : 0)) * 4);
     const int resident = std::max(1, resident_blocks(t, b));
     const double per_sm = std::min(static_cast<double>(resident), std::ceil(blocks / units));

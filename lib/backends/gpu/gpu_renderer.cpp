@@ -1108,7 +1108,15 @@ class Writer {
       s << "          const int64_t lm_klo = " << j0 << " - lm_j0 > 0 ? " << j0
         << " - lm_j0 : 0, lm_khi = " << j1 << " - lm_j0 < lm_nj ? " << j1 << " - lm_j0 : lm_nj;\n";
       const int U = light ? static_cast<int>(detail::attention_key_unroll(R, warp)) : 1;
-      const std::optional<KeyRows> rows = E > 1 && light ? key_rows(ksegs[si].k, E) : std::nullopt;
+      // (A segment of fewer keys than a warp's trip of lanes across keys -- a decode step's
+      // new row -- keeps lanes across the depth: the vector path and its fallback would
+      // be twice the source, and NVRTC's time, for one key.)
+      const Index seg_keys = (si + 1 < ksegs.size() ? ksegs[si + 1].j0 : a.n) - ksegs[si].j0;
+      const std::optional<int64_t> few = seg_keys.as_constant();
+      const bool wide_worth =
+          !few || *few >= (E > 1 ? detail::attention_wide_key_unroll(R, G) * (warp / G) : 0);
+      const std::optional<KeyRows> rows =
+          E > 1 && light && wide_worth ? key_rows(ksegs[si].k, E) : std::nullopt;
       if (rows) {
         // The segment's rows where they lie: row j at lm_kb + j * stride; the vector loads
         // where its first row is aligned (the row stride a multiple of E, key_rows) -- the
