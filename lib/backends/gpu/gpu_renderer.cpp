@@ -942,8 +942,9 @@ class Writer {
   // ---------------------------------------------------------------- attention
   // One block per (batch point, query rows), streaming the keys in chunks of kThreads with
   // the online softmax. The rows' q is computed once into shared memory; each chunk's
-  // q.k dots are a warp per key with the lanes across the depth (K read coalesced, a warp
-  // sum), then each thread owns one key: the chunk's scores reduce to a running max m
+  // q.k dots are a group of lanes' per key -- lanes across keys, a row of K read whole by
+  // G lanes in vector loads, or a warp with its lanes across the depth (K read coalesced,
+  // a warp sum) --, then each thread owns one key: the chunk's scores reduce to a running max m
   // (NaN propagates), the chunk's weights go through shared memory to the threads that
   // own the output columns. The partial output is kept normalised, a convex combination of
   // values as the two-pass sum of P_j V_j is (ir/online_softmax.hpp): the old part is
@@ -972,7 +973,7 @@ class Writer {
     shape.schedule = std::string("attention, a block per ") +
                      (R > 1 ? std::to_string(R) + " query rows sharing K and V" : "query row") +
                      ", keys streamed " + std::to_string(kThreads) +
-                     " at a time (a warp per key's dot, online softmax)";
+                     " at a time (a key's dot by a group of lanes, online softmax)";
     shape.grid[0] = capped(batches * groups * (split ? attention_splits(a.n) : Index(1)), int64_t{1} << 20);
     if (split) shape.schedule += ", keys in ranges (flash-decoding), the last range block merging";
     // The output columns a pass takes (DVB) and the key groups that share them (KG): a
@@ -1066,7 +1067,7 @@ class Writer {
     // its rows are aligned (dots_wide, E elements a lane, a key's dot product over G
     // lanes); others a warp per key, lanes across the depth (dots_across_depth).
     const std::vector<KeyExprSegment> ksegs = key_segments(a);
-    const int64_t E = q_cached ? key_vector(ksegs, *dk_const, R) : 1;
+    const int64_t E = q_cached ? key_vector(a, ksegs, *dk_const, R) : 1;
     const int64_t G = E > 1 ? *dk_const / E : 0;
     // Each lane's share of the rows' q in registers when it is small (q_steps depths a
     // row): the dot products then read no shared memory. With lanes across keys, the
@@ -1108,21 +1109,12 @@ class Writer {
       s << "          const int64_t lm_klo = " << j0 << " - lm_j0 > 0 ? " << j0
         << " - lm_j0 : 0, lm_khi = " << j1 << " - lm_j0 < lm_nj ? " << j1 << " - lm_j0 : lm_nj;\n";
       const int U = light ? static_cast<int>(detail::attention_key_unroll(R, warp)) : 1;
-      // (A segment of fewer keys than a warp's trip of lanes across keys -- a decode step's
-      // new row -- keeps lanes across the depth: the vector path and its fallback would
-      // be twice the source, and NVRTC's time, for one key.)
-      const Index seg_keys = (si + 1 < ksegs.size() ? ksegs[si + 1].j0 : a.n) - ksegs[si].j0;
-      const std::optional<int64_t> few = seg_keys.as_constant();
-      const bool wide_worth =
-          !few || *few >= (E > 1 ? detail::attention_wide_key_unroll(R, G) * (warp / G) : 0);
-      const std::optional<KeyRows> rows =
-          E > 1 && light && wide_worth ? key_rows(ksegs[si].k, E) : std::nullopt;
+      const std::optional<KeyRows> rows = E > 1 ? wide_rows(a, ksegs, si, E, R) : std::nullopt;
       if (rows) {
         // The segment's rows where they lie: row j at lm_kb + j * stride; the vector loads
         // where its first row is aligned (the row stride a multiple of E, key_rows) -- the
         // same for the whole block, a uniform branch -- lanes across the depth otherwise.
-        const int64_t bytes =
-            E * static_cast<int64_t>(dtype_size(p_.buffers[static_cast<size_t>(rows->buffer)].dtype));
+        const int64_t bytes = E * elem_bytes(rows->buffer);
         s << "          int64_t lm_kb;\n";
         s << "          {\n";
         s << "            const int64_t " << j << " = 0, " << p << " = 0; (void)" << j << "; (void)" << p
@@ -1332,28 +1324,50 @@ class Writer {
     return KeyRows{n->buffer, n->index, *row};
   }
 
-  // E for the attention's lanes across keys (detail::attention_key_vector) where some light
-  // K segment is read as whole rows (key_rows) -- every such segment of one element size --
-  // else 1.
-  int64_t key_vector(const std::vector<KeyExprSegment>& ksegs, int64_t dk, int R) const {
-    std::optional<size_t> elem;
-    for (const KeyExprSegment& sg : ksegs) {
-      if (expr_nodes(sg.k) > kLightKeyNodes || !key_rows(sg.k, 1)) continue;
-      const ExprNode* n = &sg.k.node();
-      if (n->op == ExprOp::Cast) n = &n->args[0].node();
-      const size_t e = dtype_size(p_.buffers[static_cast<size_t>(n->buffer)].dtype);
-      if (elem && *elem != e) return 1;
-      elem = e;
+  // K segment `si`'s rows where it takes lanes across keys with E elements a lane: light,
+  // read whole (key_rows), of E's element size, and not of fewer keys than a warp's trip
+  // takes -- a decode step's new row keeps lanes across the depth, as the vector path and
+  // its fallback would be twice the source, and NVRTC's time, for one key.
+  std::optional<KeyRows> wide_rows(const Attention& a, const std::vector<KeyExprSegment>& ksegs, size_t si,
+                                   int64_t E, int R) const {
+    const KeyExprSegment& sg = ksegs[si];
+    if (expr_nodes(sg.k) > kLightKeyNodes) return std::nullopt;
+    const std::optional<KeyRows> rows = key_rows(sg.k, E);
+    if (!rows ||
+        detail::attention_key_vector(*a.dk.as_constant(), elem_bytes(rows->buffer), R, arch_.warp) != E)
+      return std::nullopt;
+    const int64_t G = *a.dk.as_constant() / E;
+    const Index keys = (si + 1 < ksegs.size() ? ksegs[si + 1].j0 : a.n) - sg.j0;
+    const std::optional<int64_t> few = keys.as_constant();
+    if (few && *few < detail::attention_wide_key_unroll(R, G) * (arch_.warp / G)) return std::nullopt;
+    return rows;
+  }
+
+  int64_t elem_bytes(int buffer) const {
+    return static_cast<int64_t>(dtype_size(p_.buffers[static_cast<size_t>(buffer)].dtype));
+  }
+
+  // E for the attention's lanes across keys (detail::attention_key_vector) where some K
+  // segment takes them (wide_rows) -- every such segment of one element size -- else 1.
+  int64_t key_vector(const Attention& a, const std::vector<KeyExprSegment>& ksegs, int64_t dk, int R) const {
+    std::optional<int64_t> E;
+    for (size_t si = 0; si < ksegs.size(); ++si) {
+      const std::optional<KeyRows> rows = key_rows(ksegs[si].k, 1);
+      if (!rows) continue;
+      const int64_t e = detail::attention_key_vector(dk, elem_bytes(rows->buffer), R, arch_.warp);
+      if (e == 1 || !wide_rows(a, ksegs, si, e, R)) continue;
+      if (E && *E != e) return 1;
+      E = e;
     }
-    if (!elem) return 1;
-    return detail::attention_key_vector(dk, static_cast<int64_t>(*elem), R, arch_.warp);
+    return E.value_or(1);
   }
 
   // A K segment's dots with lanes across keys (detail::attention_key_vector): the G = dk / E
   // lanes of a group take one key, lane l its E depths from l E in one vector load and its
   // q from registers (lm_qw), so a warp instruction reads warp / G whole rows; U keys a
-  // group a trip (a warp's U x warp / G keys consecutive), their loads first; a key past
-  // the segment's end repeats its last key, whose dot is not stored. The lanes' U x R sums
+  // group a trip (a warp's U x warp / G keys consecutive), their loads first, each at an
+  // immediate offset from the trip's first row; a key past the segment's end is not loaded
+  // (its sums are zeros, not stored). The lanes' U x R sums
   // meet over the group (warp_sums on G lanes). The trips' count is the warp's, so the
   // shuffles stay in warp-uniform control flow.
   void dots_wide(std::ostringstream& s, const KeyRows& kr, const std::string& j0, int R, int64_t E,
