@@ -72,8 +72,8 @@ inline int64_t attention_key_unroll(int64_t rows_per_block, int64_t warp) {
 /// row's depth split among G = dk / E lanes, E elements a lane in one 16-byte load (8
 /// halves, 4 floats; 8 bytes where 16 would pass `rows` x E > 32 q registers a lane), so a
 /// warp instruction reads warp / G whole rows and a key's partial sums meet over G lanes,
-/// not 32 -- a third of the instructions a key of lanes across the depth (scalar loads,
-/// a warp sum a key). E where G is a power of two of at least the rows (the transposed
+/// not 32 (the decode step: 38 PTX instructions a key where lanes across the depth, with
+/// scalar loads and a warp sum, took 55). E where G is a power of two of at least the rows (the transposed
 /// sum's values spread over the group's lanes) and at most the warp; 1 (not taken)
 /// otherwise: other depths, element sizes, or rows.
 inline int64_t attention_key_vector(int64_t dk, int64_t elem_bytes, int64_t rows, int64_t warp) {
