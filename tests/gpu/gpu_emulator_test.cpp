@@ -549,6 +549,40 @@ void misalign_k(k::Program& p) {
   const k::Expr ld = k::load(1, dt, b * (n * dk) + k::Index::var(2) * dk + k::Index::var(4) + 1);
   a.k = dt == DType::f32 ? ld : k::cast(ld, DType::f32);
 }
+
+// An attention of one element type with V in segments (causal_attention), the output
+// rounded to that type; and the vector path's check on both emulated targets: equal to
+// the evaluator, `marker` in its source (the path rendered), vector loads counted by the
+// emulator where everything is aligned and none where the case misaligned its operands;
+// on hip:gfx90a+emu too unless `wave64` is false (a path that wave64 does not take there).
+struct VectorCase {
+  DType dt;
+  AttentionShape shape;
+  std::vector<int64_t> splits;
+};
+k::Program vector_case_program(const VectorCase& c) {
+  return causal_attention(c.dt, c.shape, false, 0.5,
+                          c.dt == DType::f32 ? std::nullopt : std::optional(k::cast(k::acc(), c.dt)),
+                          c.splits);
+}
+void check_vector_path(const k::Program& p, const VectorCase& c, const std::string& marker, bool misaligned,
+                       const char* what, bool wave64 = true) {
+  const auto [B, m, n, dk, dv] = c.shape;
+  INFO(dtype_name(c.dt) << " m " << m << " n " << n << " dk " << dk << " dv " << dv
+                        << (misaligned ? what : ""));
+  const double rtol = c.dt == DType::f16 ? 2e-3 : c.dt == DType::bf16 ? 1.6e-2 : 1e-4;
+  for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
+    INFO(t);
+    if (!wave64 && std::string(t).rfind("hip", 0) == 0) continue;
+    unsigned long long vector_loads = 0;
+    const std::string src = check_emulated(p, {}, arch_of(t), {}, rtol, 1e-5, {}, &vector_loads);
+    CHECK(src.find(marker) != std::string::npos);
+    if (misaligned)
+      CHECK(vector_loads == 0);
+    else
+      CHECK(vector_loads > 0);
+  }
+}
 }  // namespace
 
 TEST_CASE("emulated attention: online softmax over key chunks, causal mask, batches",
@@ -609,20 +643,13 @@ TEST_CASE("emulated attention: V in segments from separate buffers", "[gpu][emu]
 TEST_CASE(
     "emulated attention: P V takes several columns a thread, 8-byte loads or scalar where V is unaligned",
     "[gpu][emu][attention]") {
-  struct WideCase {
-    DType dt;
-    AttentionShape shape;
-    std::vector<int64_t> splits;
-  };
-  const WideCase cases[] = {{DType::f32, {2, 4, 300, 16, 64}, {}},
-                            {DType::f16, {2, 3, 600, 32, 128}, {599}},
-                            {DType::bf16, {1, 8, 300, 128, 256}, {}},
-                            {DType::f16, {2, 2, 100, 8, 32}, {}}};
-  for (const WideCase& c : cases)
+  const VectorCase cases[] = {{DType::f32, {2, 4, 300, 16, 64}, {}},
+                              {DType::f16, {2, 3, 600, 32, 128}, {599}},
+                              {DType::bf16, {1, 8, 300, 128, 256}, {}},
+                              {DType::f16, {2, 2, 100, 8, 32}, {}}};
+  for (const VectorCase& c : cases)
     for (bool misaligned : {false, true}) {
-      k::Program p = causal_attention(
-          c.dt, c.shape, false, 0.5,
-          c.dt == DType::f32 ? std::nullopt : std::optional(k::cast(k::acc(), c.dt)), c.splits);
+      k::Program p = vector_case_program(c);
       if (misaligned) {
         // V and K (whose rows lanes across keys would read 16 bytes at a time) one element
         // into their buffers: no vector load at all.
@@ -635,21 +662,8 @@ TEST_CASE(
           a.v_more[i].v.offset = a.v_more[i].v.offset + 1;
         }
       }
-      const auto [B, m, n, dk, dv] = c.shape;
-      INFO(dtype_name(c.dt) << " m " << m << " n " << n << " dk " << dk << " dv " << dv
-                            << (misaligned ? ", V misaligned" : ""));
-      const double rtol = c.dt == DType::f16 ? 2e-3 : c.dt == DType::bf16 ? 1.6e-2 : 1e-4;
-      for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
-        INFO(t);
-        if (dv == 32 && std::string(t).rfind("hip", 0) == 0) continue;  // a 64-lane pass: one column a thread
-        unsigned long long vector_loads = 0;
-        const std::string src = check_emulated(p, {}, arch_of(t), {}, rtol, 1e-5, {}, &vector_loads);
-        CHECK(src.find("lm_ld64(") != std::string::npos);
-        if (misaligned)
-          CHECK(vector_loads == 0);
-        else
-          CHECK(vector_loads > 0);
-      }
+      // (A 32-column pass is a 64-lane pass on wave64: one column a thread there.)
+      check_vector_path(p, c, "lm_ld64(", misaligned, ", V misaligned", c.shape.dv != 32);
     }
 }
 
@@ -660,37 +674,17 @@ TEST_CASE(
 // (lanes across the depth, no vector load of K -- V's one-column path has none).
 TEST_CASE("emulated attention: lanes across keys read K rows 16 bytes at a time, scalar where unaligned",
           "[gpu][emu][attention]") {
-  struct KeyCase {
-    DType dt;
-    AttentionShape shape;
-    std::vector<int64_t> splits;
-  };
-  const KeyCase cases[] = {{DType::f16, {2, 4, 600, 128, 40}, {599}},   // a decode step's shape: E 8, G 16
-                           {DType::bf16, {1, 8, 300, 128, 24}, {}},     // 8 rows: 8-byte loads, E 4
-                           {DType::f32, {2, 3, 300, 64, 40}, {}},       // 4 floats, G 16, 3 rows
-                           {DType::f32, {1, 1, 70, 4, 3}, {}},          // a lane a key (G 1)
-                           {DType::f16, {2, 2, 100, 16, 8}, {40, 90}},  // G 2, K's keys past the end
-                           {DType::bf16, {1, 2, 260, 256, 8}, {}}};     // G 32
-  for (const KeyCase& c : cases)
+  const VectorCase cases[] = {{DType::f16, {2, 4, 600, 128, 40}, {599}},   // a decode step's shape: E 8, G 16
+                              {DType::bf16, {1, 8, 300, 128, 24}, {}},     // 8 rows: 8-byte loads, E 4
+                              {DType::f32, {2, 3, 300, 64, 40}, {}},       // 4 floats, G 16, 3 rows
+                              {DType::f32, {1, 1, 70, 4, 3}, {}},          // a lane a key (G 1)
+                              {DType::f16, {2, 2, 100, 16, 8}, {40, 90}},  // G 2, K's keys past the end
+                              {DType::bf16, {1, 2, 260, 256, 8}, {}}};     // G 32
+  for (const VectorCase& c : cases)
     for (bool misaligned : {false, true}) {
-      k::Program p = causal_attention(
-          c.dt, c.shape, false, 0.5,
-          c.dt == DType::f32 ? std::nullopt : std::optional(k::cast(k::acc(), c.dt)), c.splits);
+      k::Program p = vector_case_program(c);
       if (misaligned) misalign_k(p);
-      const auto [B, m, n, dk, dv] = c.shape;
-      INFO(dtype_name(c.dt) << " m " << m << " n " << n << " dk " << dk << " dv " << dv
-                            << (misaligned ? ", K misaligned" : ""));
-      const double rtol = c.dt == DType::f16 ? 2e-3 : c.dt == DType::bf16 ? 1.6e-2 : 1e-4;
-      for (const char* t : {"cuda:sm_90+emu", "hip:gfx90a+emu"}) {
-        INFO(t);
-        unsigned long long vector_loads = 0;
-        const std::string src = check_emulated(p, {}, arch_of(t), {}, rtol, 1e-5, {}, &vector_loads);
-        CHECK(src.find("lm_kw0") != std::string::npos);
-        if (misaligned)
-          CHECK(vector_loads == 0);
-        else
-          CHECK(vector_loads > 0);
-      }
+      check_vector_path(p, c, "lm_kw0", misaligned, ", K misaligned");
     }
   // The elements a lane (detail::attention_key_vector, which the cost model prices too):
   // none where a row's lanes are not a power of two of at least the rows, nor at most a

@@ -1343,6 +1343,18 @@ class Writer {
     return rows;
   }
 
+  // Element e of `v`, one vector load (an lm_u32x2 or lm_u32x4) of f32, f16 or bf16, as
+  // f32: a float's bits, or a half of a 32-bit word, the lower first.
+  static std::string vector_element(const std::string& v, int64_t e, DType dt) {
+    static const char* comp = "xyzw";
+    std::string w = v;
+    w.append(".").push_back(comp[dt == DType::f32 ? e : e / 2]);
+    if (dt == DType::f32) return "lm_u2f(" + w + ")";
+    std::string half = "((uint16_t)(";
+    half.append(w).append(" >> ").append(std::to_string(16 * (e % 2))).append("))");
+    return convert(half, dt, DType::f32);
+  }
+
   int64_t elem_bytes(int buffer) const {
     return static_cast<int64_t>(dtype_size(p_.buffers[static_cast<size_t>(buffer)].dtype));
   }
@@ -1377,7 +1389,7 @@ class Writer {
     const int U = static_cast<int>(detail::attention_wide_key_unroll(R, G));
     const int dots = static_cast<int>(detail::pow2_at_least(U * R));
     const DType dt = p_.buffers[static_cast<size_t>(kr.buffer)].dtype;
-    const bool wide = E * static_cast<int64_t>(dtype_size(dt)) == 16;
+    const bool wide = E * elem_bytes(kr.buffer) == 16;
     const std::string ind = "            ", b = "b" + std::to_string(kr.buffer);
     s << ind << "const int64_t lm_g = threadIdx.x % " << warp << " / " << G << ", lm_gd = threadIdx.x % " << G
       << " * " << E << ";\n";
@@ -1393,14 +1405,9 @@ class Writer {
         << (wide ? "lm_ld128(" : "lm_ld64(") << "lm_kp + " << u * KW * kr.row_stride << ");\n";
     }
     for (int x = 0; x < dots; ++x) s << ind << "  float lm_dot" << x << " = 0.0f;\n";
-    static const char* comp = "xyzw";
     for (int u = 0; u < U; ++u)
       for (int64_t e = 0; e < E; ++e) {
-        const std::string w = "lm_kw" + std::to_string(u) + "." + comp[dt == DType::f32 ? e : e / 2];
-        const std::string x =
-            dt == DType::f32
-                ? "lm_u2f(" + w + ")"
-                : convert("((uint16_t)(" + w + " >> " + std::to_string(16 * (e % 2)) + "))", dt, DType::f32);
+        const std::string x = vector_element("lm_kw" + std::to_string(u), e, dt);
         s << ind << "  {\n" << ind << "    const float lm_x = " << x << ";\n";
         for (int r = 0; r < R; ++r)
           s << ind << "    lm_dot" << u * R + r << " = LM_FMA(lm_qw" << r << "_" << e << ", lm_x, lm_dot"
@@ -1726,12 +1733,8 @@ class Writer {
             std::string x;
             if (!vec) {
               x = "lm_v" + un + "_" + std::to_string(c);
-            } else if (dt == DType::f32) {
-              x = "lm_u2f(lm_w" + un + (c == 0 ? ".x" : ".y") + ")";
             } else {
-              x = convert("((uint16_t)(lm_w" + un + (c < 2 ? ".x" : ".y") + " >> " +
-                              std::to_string(16 * (c % 2)) + "))",
-                          dt, DType::f32);
+              x = vector_element("lm_w" + un, c, dt);
             }
             s << in << "  {\n" << in << "    const float lm_x = " << x << ";\n";
             for (int r = 0; r < R; ++r)
